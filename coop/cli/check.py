@@ -1,0 +1,239 @@
+"""`coop check`: validate the setup, one line per rule, so a user knows what works before they rely on it.
+
+Each check is ok, a warning (coop works, but less well: no chat model yet, vector search on the slow path) or
+an error (something configured is broken). Any error makes the command exit 1. No check prints a secret: the
+API-key check says only whether the variable is set.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Callable
+
+import typer
+
+from coop.cli import output
+from coop.cli.app import state
+from coop.errors import ConfigError, CoopError, ExitCode
+
+if TYPE_CHECKING:
+    from coop.config import Config
+    from coop.memory.db import Database
+
+# The key variable litellm reads for common providers, by the model string's prefix. Local servers need none.
+PROVIDER_KEYS = {
+    "openai": "OPENAI_API_KEY", "gpt": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY",
+    "claude": "ANTHROPIC_API_KEY", "gemini": "GEMINI_API_KEY", "mistral": "MISTRAL_API_KEY",
+    "groq": "GROQ_API_KEY", "cohere": "COHERE_API_KEY", "together_ai": "TOGETHERAI_API_KEY",
+    "openrouter": "OPENROUTER_API_KEY", "deepseek": "DEEPSEEK_API_KEY", "xai": "XAI_API_KEY",
+    "voyage": "VOYAGE_API_KEY", "fireworks_ai": "FIREWORKS_AI_API_KEY", "perplexity": "PERPLEXITYAI_API_KEY",
+}
+LOCAL_PROVIDERS = {"ollama", "ollama_chat", "lm_studio", "hosted_vllm", "llamafile", "vllm"}
+
+
+@dataclass(frozen=True)
+class Check:
+    name: str
+    severity: str  # "ok" | "warning" | "error"
+    message: str
+    hint: str | None = None
+
+    @property
+    def passed(self) -> bool:
+        return self.severity != "error"
+
+
+def ok(name: str, message: str) -> Check:
+    return Check(name, "ok", message)
+
+
+def warning(name: str, message: str, hint: str | None = None) -> Check:
+    return Check(name, "warning", message, hint)
+
+
+def failure(name: str, message: str, hint: str | None = None) -> Check:
+    return Check(name, "error", message, hint)
+
+
+def key_variable(model: str, api_key_env: str, api_base: str) -> str | None:
+    """The environment variable the model's key must be in, or None when it needs no key."""
+    if api_key_env:
+        return api_key_env
+    provider = model.split("/", 1)[0] if "/" in model else model.split("-", 1)[0]
+    if provider in LOCAL_PROVIDERS or (api_base and provider not in PROVIDER_KEYS):
+        return None
+    return PROVIDER_KEYS.get(provider, "")
+
+
+def check_model(config: "Config") -> list[Check]:
+    model = config.model
+    if not model.name:
+        return [warning("model", "no chat model configured: `coop chat` needs one; memory commands work without",
+                        "set [model] name, e.g. 'openai/gpt-4o-mini' with api_key_env, or a local server such as "
+                        "Ollama ('ollama/llama3.1') or LM Studio through api_base")]
+    checks = [ok("model", f"chat model {model.name}" + (f" at {model.api_base}" if model.api_base else ""))]
+    variable = key_variable(model.name, model.api_key_env, model.api_base)
+    if variable is None:
+        checks.append(ok("api key", "the model needs no API key (local server)"))
+    elif variable == "":
+        checks.append(warning("api key", f"cannot tell which variable holds the key for {model.name}",
+                              "set model.api_key_env to the variable's name"))
+    elif os.environ.get(variable):
+        checks.append(ok("api key", f"{variable} is set"))
+    else:
+        checks.append(failure("api key", f"{variable} is not set (model.api_key_env)",
+                              f"export {variable}=... in your shell, or set model.api_base for a local server"))
+    return checks
+
+
+def check_sqlite(db: "Database") -> list[Check]:
+    version = db.scalar("select sqlite_version()")
+    checks = []
+    try:
+        db.execute("create virtual table temp.coop_check_fts using fts5(x)")
+        db.execute("drop table temp.coop_check_fts")
+        checks.append(ok("sqlite", f"SQLite {version} with FTS5"))
+    except Exception as exc:
+        checks.append(failure("sqlite", f"SQLite {version} has no FTS5: {exc}", "reinstall apsw"))
+    if db.has_vec:
+        checks.append(ok("sqlite-vec", f"sqlite-vec {db.vec_version} loaded"))
+    else:
+        checks.append(warning("sqlite-vec", f"sqlite-vec not loaded ({db.vec_error}); vector search uses the "
+                                            "slower numpy path", "pip install sqlite-vec"))
+    return checks
+
+
+def check_database(db: "Database", path: str) -> list[Check]:
+    from coop.memory.db import SCHEMA_VERSION, schema_version
+
+    checks = []
+    version = schema_version(db)
+    checks.append(ok("schema", f"schema version {version} is current") if version == SCHEMA_VERSION else
+                  failure("schema", f"schema version {version}, expected {SCHEMA_VERSION}", "run any coop command to migrate"))
+    result = db.scalar("pragma integrity_check")
+    checks.append(ok("integrity", "integrity_check: ok") if result == "ok" else
+                  failure("integrity", f"integrity_check: {result}", "restore a backup, or move the file aside"))
+    bad_fts = []
+    for table in ("messages_fts", "facts_fts", "summaries_fts"):
+        try:
+            db.execute(f"insert into {table}({table}) values ('integrity-check')")
+        except Exception:
+            bad_fts.append(table)
+    checks.append(ok("full-text index", "in step with its tables") if not bad_fts else
+                  failure("full-text index", f"out of step: {', '.join(bad_fts)}",
+                          "run: coop memory reembed (it rebuilds the indexes)"))
+    if path != ":memory:":
+        try:
+            with db.atomic():
+                db.execute("create table if not exists temp_write_probe (x)")  # a real write takes the lock
+                db.execute("drop table temp_write_probe")
+            checks.append(ok("writable", f"{path} is writable"))
+        except CoopError as exc:
+            checks.append(failure("writable", exc.message, exc.hint))
+        loose = [f"{p} ({oct(mode)})" for p, mode, want in
+                 ((path, stat.S_IMODE(os.stat(path).st_mode), 0o600),
+                  (str(Path(path).parent), stat.S_IMODE(os.stat(Path(path).parent).st_mode), 0o700))
+                 if mode & ~want]
+        checks.append(ok("permissions", "database private to you (0600, directory 0700)") if not loose else
+                      warning("permissions", "readable by others: " + ", ".join(loose),
+                              f"chmod 600 {path}; chmod 700 {Path(path).parent}"))
+    return checks
+
+
+def check_embedder(config: "Config", db: "Database") -> list[Check]:
+    from coop.memory.embed import load_embedder, resolve_model_path
+    from coop.memory.vectors import index_status, stored_embedders
+
+    settings = config.memory.embedder
+    status = load_embedder(settings)
+    checks = []
+    if status.embedder is None:
+        make = failure if settings.model_path or settings.provider != "fastembed" else warning
+        checks.append(make("embedder", f"{status.configured_id} cannot load: {status.error}; "
+                                       "search runs on full text only", status.hint))
+    else:
+        where = resolve_model_path(settings) if settings.provider == "fastembed" else None
+        checks.append(ok("embedder", f"{status.embedder.id} loaded" + (f" from {where}" if where else "")))
+    stored = stored_embedders(db)
+    others = {e: n for e, n in stored.items() if e != status.configured_id}
+    if others:
+        detail = ", ".join(f"{n} from {e}" for e, n in others.items())
+        same_model = [e for e in others if e.rsplit("/", 1)[0] == status.configured_id.rsplit("/", 1)[0]]
+        make = failure if same_model else warning
+        checks.append(make("stored vectors", f"vectors of another embedder or size: {detail}; they are not used",
+                           "run `coop memory reembed` to embed everything with the configured model"))
+    else:
+        count = stored.get(status.configured_id, 0)
+        checks.append(ok("stored vectors", f"{count} vectors, all from the configured embedder"))
+    pending = sum(db.scalar(f"select count(*) from {t} where embedder is null") for t in ("messages", "facts", "summaries"))
+    if pending:
+        checks.append(warning("embedding backlog", f"{pending} items have no vector yet",
+                              "run `coop memory reembed`, or let coop catch up in the background"))
+    for index in index_status(db):
+        if index["indexed"] is not None and (index["dirty"] or index["indexed"] != index["stored"]):
+            checks.append(warning("vector index", f"index of {index['embedder']} is out of step "
+                                                  f"({index['indexed']} of {index['stored']}); it is rebuilt on next search"))
+    return checks
+
+
+def run_checks(load: Callable[[], "Config"], open_db: Callable[["Config"], "Database"]) -> list[Check]:
+    """Every check, in order; a failure to load the config or open the database ends the list there."""
+    from coop.config import resolve_db_path
+
+    try:
+        config = load()
+    except ConfigError as exc:
+        return [failure("config", exc.message, exc.hint)]
+    checks = [ok("config", f"config read from {config.source}" if config.source else "no config file: defaults")]
+    checks += check_model(config)
+    path = resolve_db_path(config)
+    try:
+        db = open_db(config)
+    except CoopError as exc:
+        return checks + [failure("database", exc.message, exc.hint)]
+    try:
+        checks.append(ok("database", f"database at {path}"))
+        checks += check_sqlite(db)
+        checks += check_database(db, path)
+        checks += check_embedder(config, db)
+    finally:
+        db.close()
+    return checks
+
+
+def check(
+    ctx: typer.Context,
+    json_: Annotated[bool, typer.Option("--json", help="print JSON on stdout")] = False,
+) -> None:
+    """Validate the config, the database, the embedder and the model setup."""
+    from coop.config import load_config, resolve_db_path
+    from coop.memory.db import open_database
+
+    app_state = state(ctx)
+    checks = run_checks(lambda: load_config(app_state.config_path),
+                        lambda c: open_database(resolve_db_path(c), busy_timeout_ms=c.memory.busy_timeout_ms))
+    errors = sum(1 for c in checks if c.severity == "error")
+    warnings = sum(1 for c in checks if c.severity == "warning")
+    if json_:
+        output.print_json({"passed": errors == 0, "errors": errors, "warnings": warnings,
+                           "checks": [{**asdict(c), "passed": c.passed} for c in checks]})
+    else:
+        from rich.table import Table
+
+        marks = {"ok": "[green]✓[/]", "warning": "[yellow]⚠[/]", "error": "[red]✗[/]"}
+        table = Table(box=None, pad_edge=False, show_header=False)
+        table.add_column("")
+        table.add_column("check", no_wrap=True)
+        table.add_column("result", overflow="fold")
+        for c in checks:
+            detail = output._escape(c.message) + (f"\n[dim]hint: {output._escape(c.hint)}[/]" if c.hint else "")
+            table.add_row(marks[c.severity], c.name, detail)
+        output.out().print(table)
+        verdict = "[red]failed[/]" if errors else "[green]ready[/]"
+        output.out().print(f"coop check: {verdict}: {len(checks) - errors - warnings} ok, "
+                           f"{warnings} warning{'s' * (warnings != 1)}, {errors} error{'s' * (errors != 1)}")
+    if errors:
+        raise typer.Exit(int(ExitCode.ERROR))

@@ -1,0 +1,35 @@
+"""`coop init`: write a commented config with every key at its default."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from coop.cli import output
+from coop.cli.app import state
+from coop.errors import CoopError, UsageError
+
+
+def init(
+    ctx: typer.Context,
+    path: Annotated[Optional[str], typer.Argument(help="where to write it (default: --config, else the user config)")] = None,
+    force: Annotated[bool, typer.Option("--force", help="overwrite an existing file")] = False,
+) -> None:
+    """Write a commented config file to start from."""
+    from coop.config import example_toml, user_config_path
+
+    target = Path(path or state(ctx).config_path or user_config_path()).expanduser()
+    if target.exists() and not force:
+        raise UsageError(f"{target} already exists", hint="use --force to overwrite it")
+    try:
+        target.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(example_toml())
+    except OSError as exc:
+        raise CoopError(f"cannot write {target}: {exc.strerror}", hint="choose another path") from None
+    output.out().print(f"wrote {target}", markup=False, highlight=False)
+    output.info("next: set [model] name (and api_key_env or api_base), then run `coop check`")

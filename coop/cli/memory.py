@@ -1,0 +1,236 @@
+"""`coop memory ...`: inspect and correct what coop remembers. Tables for people, `--json` for scripts."""
+
+from __future__ import annotations
+
+import sys
+from typing import Annotated, Optional
+
+import typer
+
+from coop.cli import output
+from coop.cli.app import state
+from coop.errors import UsageError
+
+app = typer.Typer(no_args_is_help=True, help="Inspect and correct memory: search, list, show, add, forget.")
+
+UserOption = Annotated[Optional[str], typer.Option("--user", metavar="ID", help="whose memory")]
+JsonOption = Annotated[bool, typer.Option("--json", help="print JSON on stdout")]
+KIND_CHOICES = ("fact", "message", "summary")
+
+
+def _kinds(kind: Optional[str]) -> tuple[str, ...]:
+    if kind is None:
+        return KIND_CHOICES
+    if kind not in KIND_CHOICES:
+        raise UsageError(f"unknown kind {kind!r}", hint="use --kind fact, message or summary")
+    return (kind,)
+
+
+@app.command()
+def add(
+    ctx: typer.Context,
+    text: Annotated[str, typer.Argument(help="the fact, in a sentence")],
+    category: Annotated[str, typer.Option(help="a group such as preference, person, location")] = "general",
+    key: Annotated[Optional[str], typer.Option(help="a name for the slot this fact fills; a new value for the same "
+                                                    "category and key supersedes the old one")] = None,
+    importance: Annotated[float, typer.Option(min=0.0, max=1.0, help="0..1; 0.85 and above is always recalled")] = 0.9,
+    user: UserOption = None,
+    json_: JsonOption = False,
+) -> None:
+    """Remember a fact (stated by you, so important by default)."""
+    from coop.memory.vectors import embed_pending
+
+    app_state = state(ctx)
+    memory = app_state.memory(user)
+    result = memory.add_fact(text, category=category, key=key, importance=importance, source="user",
+                             reason="added with `coop memory add`")
+    embedder = app_state.embedder()
+    if embedder is not None:
+        embed_pending(memory, embedder, kinds=("fact",), batch_size=app_state.config().memory.embedder.batch_size)
+    item = memory.get("fact", result.fact_id)
+    if json_:
+        output.print_json({**output.item_json(item), "action": result.action,
+                           "supersedes": None if result.previous_id is None else f"f{result.previous_id}"})
+        return
+    if result.action == "MERGE":
+        output.out().print(f"already known as {item.ref} (mentioned {item.mention_count} times)")
+    elif result.action == "SUPERSEDE":
+        output.out().print(f"remembered {item.ref}; it supersedes f{result.previous_id}")
+    else:
+        output.out().print(f"remembered {item.ref}")
+
+
+@app.command()
+def search(
+    ctx: typer.Context,
+    query: Annotated[str, typer.Argument(help="what to look for, in words")],
+    limit: Annotated[Optional[int], typer.Option(min=1, max=1000, help="how many results")] = None,
+    kind: Annotated[Optional[str], typer.Option(help="only fact, message or summary")] = None,
+    explain: Annotated[bool, typer.Option("--explain", help="show each retrieval leg's rank and score")] = False,
+    archived: Annotated[bool, typer.Option("--archived", help="include superseded and archived facts")] = False,
+    user: UserOption = None,
+    json_: JsonOption = False,
+) -> None:
+    """Search memory by meaning and by words."""
+    from coop.memory.search import describe, fts_query, search as run_search
+
+    if fts_query(query) is None:
+        raise UsageError("the query has no words to search for", hint="search with a word or a phrase")
+    app_state = state(ctx)
+    config = app_state.config().memory
+    memory = app_state.memory(user)
+    result = run_search(memory, query, embedder=app_state.embedder(), limit=limit or config.search_limit,
+                        kinds=_kinds(kind), floor=config.similarity_floor, rrf_k=config.rrf_k,
+                        include_inactive=archived)
+    if json_:
+        output.print_json([output.hit_json(hit) for hit in result.hits])
+        return
+    if not result.hits:
+        output.info("no matches")
+        return
+    from rich.table import Table
+
+    table = Table(box=None, pad_edge=False)
+    for column in ("id", "when", "text") + (("legs",) if explain else ()):
+        table.add_column(column, overflow="fold" if column == "text" else "ellipsis",
+                         no_wrap=column != "text")
+    for hit in result.hits:
+        row = [hit.ref, output.local_time(hit.item.created_at), output.one_line(hit.item.text, 200)]
+        table.add_row(*row, *((describe(hit),) if explain else ()))
+    output.out().print(table)
+    if explain:
+        legs = ", ".join(f"{leg}: {n}" for leg, n in result.legs.items())
+        output.info(f"candidates: {legs}; {result.timings_ms.get('total', 0):.1f} ms"
+                    + ("" if result.vector_used else "; full text only (no embedder)"))
+
+
+@app.command("list")
+def list_(
+    ctx: typer.Context,
+    kind: Annotated[Optional[str], typer.Option(help="only fact, message or summary")] = None,
+    limit: Annotated[int, typer.Option(min=1, max=100_000, help="how many items")] = 50,
+    archived: Annotated[bool, typer.Option("--archived", help="include superseded and archived facts")] = False,
+    user: UserOption = None,
+    json_: JsonOption = False,
+) -> None:
+    """List the newest items of memory."""
+    kinds = _kinds(kind)
+    memory = state(ctx).memory(user)
+    items = memory.list_items(kinds[0] if len(kinds) == 1 else None, limit=limit, include_inactive=archived)
+    if json_:
+        output.print_json([output.item_json(item) for item in items])
+        return
+    if not items:
+        output.info("memory is empty" if kind is None else f"no {kind}s")
+        return
+    from rich.table import Table
+
+    table = Table(box=None, pad_edge=False)
+    for column in ("id", "when", "kind", "text"):
+        table.add_column(column, overflow="fold" if column == "text" else "ellipsis", no_wrap=column != "text")
+    for item in items:
+        label = item.kind if item.kind != "fact" else f"{item.category}" + (f"/{item.key}" if item.key else "")
+        if item.kind == "message":
+            label = item.role or "message"
+        text = output.one_line(item.text, 200)
+        if item.superseded_at:
+            text += f"  [superseded by f{item.superseded_by}]" if item.superseded_by else "  [superseded]"
+        table.add_row(item.ref, output.local_time(item.updated_at or item.created_at), label, text)
+    output.out().print(table)
+
+
+@app.command()
+def show(
+    ctx: typer.Context,
+    item_id: Annotated[str, typer.Argument(metavar="ID", help="f12, m345 or s7")],
+    user: UserOption = None,
+    json_: JsonOption = False,
+) -> None:
+    """Show one item in full."""
+    from coop.memory.store import parse_ref
+
+    kind, number = parse_ref(item_id)
+    item = state(ctx).memory(user).get(kind, number)
+    data = output.item_json(item)
+    if json_:
+        output.print_json(data)
+        return
+    console = output.out()
+    for name, value in data.items():
+        if name != "text" and value is not None:
+            console.print(f"[bold]{name}:[/] {value}", highlight=False)
+    console.print()
+    console.print(item.text, markup=False, highlight=False)
+
+
+@app.command()
+def forget(
+    ctx: typer.Context,
+    item_ids: Annotated[list[str], typer.Argument(metavar="ID...", help="items to forget: f12 m345 s7")],
+    yes: Annotated[bool, typer.Option("--yes", "-y", help="do not ask for confirmation")] = False,
+    user: UserOption = None,
+) -> None:
+    """Forget items for good: text, full-text entry and vectors go; a content-free record stays."""
+    from coop.memory.store import parse_ref
+
+    refs = [parse_ref(ref) for ref in item_ids]
+    memory = state(ctx).memory(user)
+    items = [memory.get(kind, number) for kind, number in refs]  # every id must exist before anything goes
+    if not yes:
+        if not sys.stdin or not sys.stdin.isatty():
+            raise UsageError("refusing to forget without confirmation", hint="add --yes to confirm")
+        for item in items:
+            output.err().print(f"{item.ref}: {output.one_line(item.text, 70)}", markup=False)
+        if not typer.confirm(f"Forget {len(items)} item(s) for good?", default=False, err=True):
+            output.info("nothing forgotten")
+            return
+    for item in items:
+        memory.forget(item.kind, item.item_id)
+    output.out().print(f"forgot {', '.join(item.ref for item in items)}")
+
+
+@app.command()
+def history(
+    ctx: typer.Context,
+    item_id: Annotated[str, typer.Argument(metavar="ID", help="a fact id such as f12")],
+    user: UserOption = None,
+    json_: JsonOption = False,
+) -> None:
+    """Show every change to a fact: added, merged, superseded, forgotten, with the reasons."""
+    from coop.memory.store import parse_ref
+
+    kind, number = parse_ref(item_id)
+    if kind != "fact":
+        raise UsageError(f"{item_id} is a {kind}; only facts have a history", hint="give a fact id such as f12")
+    entries = state(ctx).memory(user).history(number)
+    if json_:
+        output.print_json([output.history_json(entry) for entry in entries])
+        return
+    from rich.table import Table
+
+    table = Table(box=None, pad_edge=False)
+    for column in ("when", "action", "change", "reason"):
+        table.add_column(column, overflow="fold")
+    for entry in entries:
+        if entry.old_value and entry.new_value:
+            change = f"{entry.old_value} -> {entry.new_value}"
+        else:
+            change = entry.new_value or entry.old_value or ""
+        if entry.related_fact_id:
+            change += f" (f{entry.related_fact_id})"
+        table.add_row(output.local_time(entry.created_at), entry.action, change, entry.reason or "")
+    output.out().print(table)
+
+
+@app.command()
+def stats(ctx: typer.Context, user: UserOption = None, json_: JsonOption = False) -> None:
+    """Counts of what this user's memory holds."""
+    data = state(ctx).memory(user).stats()
+    if json_:
+        output.print_json(data)
+        return
+    console = output.out()
+    for name, value in data.items():
+        if isinstance(value, dict):
+            value = ", ".join(f"{k}: {v}" for k, v in value.items()) or "none"
+        console.print(f"{name.replace('_', ' ')}: {value}", markup=False, highlight=False)

@@ -1,0 +1,108 @@
+"""Everything the CLI writes: data on stdout (rich tables for people, JSON for scripts), messages on stderr.
+
+`--json` output is the contract of DESIGN.md: field names only grow. Times are ISO 8601 in UTC in JSON and
+local time for people. `NO_COLOR` and `TERM=dumb` are honoured by rich itself.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from datetime import datetime, timezone
+from typing import TYPE_CHECKING, Any
+
+from rich.console import Console
+
+if TYPE_CHECKING:
+    from coop.errors import CoopError
+    from coop.memory.search import Hit
+    from coop.memory.store import HistoryEntry, Item
+
+_stdout: Console | None = None
+_stderr: Console | None = None
+
+
+def out() -> Console:
+    global _stdout
+    if _stdout is None or _stdout.file is not sys.stdout:
+        _stdout = Console(file=sys.stdout, highlight=False, soft_wrap=False)
+    return _stdout
+
+
+def err() -> Console:
+    global _stderr
+    if _stderr is None or _stderr.file is not sys.stderr:
+        _stderr = Console(file=sys.stderr, highlight=False)
+    return _stderr
+
+
+def print_json(data: Any) -> None:
+    """Machine-readable output: one JSON document on stdout and nothing else there."""
+    sys.stdout.write(json.dumps(data, ensure_ascii=False, indent=2) + "\n")
+    sys.stdout.flush()
+
+
+def error(exc: "CoopError") -> None:
+    console = err()
+    console.print(f"[bold red]error:[/] {_escape(exc.message)}")
+    if exc.hint:
+        console.print(f"[dim]hint:[/] {_escape(exc.hint)}")
+
+
+def warn(message: str, hint: str | None = None) -> None:
+    console = err()
+    console.print(f"[yellow]warning:[/] {_escape(message)}")
+    if hint:
+        console.print(f"[dim]hint:[/] {_escape(hint)}")
+
+
+def info(message: str) -> None:
+    err().print(_escape(message))
+
+
+def _escape(text: str) -> str:
+    from rich.markup import escape
+
+    return escape(text)
+
+
+def iso(ts: float | None) -> str | None:
+    return None if ts is None else datetime.fromtimestamp(ts, tz=timezone.utc).isoformat().replace("+00:00", "Z")
+
+
+def local_time(ts: float | None) -> str:
+    return "" if ts is None else datetime.fromtimestamp(ts).strftime("%Y-%m-%d %H:%M")
+
+
+def item_json(item: "Item") -> dict[str, Any]:
+    data: dict[str, Any] = {"id": item.ref, "kind": item.kind, "text": item.text, "created_at": iso(item.created_at)}
+    if item.kind == "message":
+        data.update(session_id=item.session_id, external_id=item.external_id, role=item.role,
+                    importance=item.importance)
+    elif item.kind == "fact":
+        data.update(category=item.category, key=item.key, importance=item.importance,
+                    mention_count=item.mention_count, source=item.source, updated_at=iso(item.updated_at),
+                    superseded_by=None if item.superseded_by is None else f"f{item.superseded_by}",
+                    superseded_at=iso(item.superseded_at), archived_at=iso(item.archived_at))
+    else:
+        data.update(session_id=item.session_id)
+    data["embedder"] = item.embedder
+    return data
+
+
+def hit_json(hit: "Hit") -> dict[str, Any]:
+    data = item_json(hit.item)
+    data["score"] = round(hit.score, 6)
+    data["legs"] = {leg: {"rank": s.rank, "score": round(s.score, 6)} for leg, s in hit.legs.items()}
+    return data
+
+
+def history_json(entry: "HistoryEntry") -> dict[str, Any]:
+    return {"action": entry.action, "old_value": entry.old_value, "new_value": entry.new_value,
+            "reason": entry.reason, "created_at": iso(entry.created_at),
+            "related_id": None if entry.related_fact_id is None else f"f{entry.related_fact_id}"}
+
+
+def one_line(text: str, width: int = 90) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= width else flat[: width - 1] + "…"

@@ -1,0 +1,218 @@
+"""Embedders: the `Embedder` protocol and its three kinds (fastembed, litellm, hash), with stable ids.
+
+An embedder's id is `provider/model/dims` and is stored beside every vector it makes, so vectors from two models
+(or two sizes of one model) are never compared: a search only reads vectors whose id equals the loaded
+embedder's. Every embedder returns float32 rows of unit length, so a dot product is the cosine.
+
+Loading can fail (no model on an offline machine, a missing key): `load_embedder` then returns the reason
+instead of raising, and coop runs on full-text retrieval alone until `coop memory reembed` fills the vectors in.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Protocol, Sequence
+
+from coop.errors import EmbedderError
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from coop.config import EmbedderConfig
+
+DEFAULT_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
+# The provision tool writes here by default; coop looks here before asking fastembed to download anything.
+PROVISIONED_DIR_NAME = "all-MiniLM-L6-v2-onnx"
+REQUIRED_MODEL_FILES = ("model.onnx", "tokenizer.json", "tokenizer_config.json", "special_tokens_map.json")
+
+
+class Embedder(Protocol):
+    """Turns texts into unit-length float32 vectors of `dims` dimensions."""
+
+    id: str
+    dims: int
+
+    def embed(self, texts: Sequence[str]) -> "np.ndarray":
+        """Vectors for stored items (messages, facts, summaries), one row per text."""
+        ...
+
+    def embed_query(self, text: str) -> "np.ndarray":
+        """The vector of one search query."""
+        ...
+
+
+def embedder_id(provider: str, model: str, dims: int) -> str:
+    return f"{provider}/{model}/{dims}"
+
+
+def _normalise(matrix: "np.ndarray") -> "np.ndarray":
+    import numpy as np
+
+    matrix = np.asarray(matrix, dtype=np.float32)
+    norms = np.linalg.norm(matrix, axis=1, keepdims=True)
+    norms[norms == 0] = 1.0
+    return matrix / norms
+
+
+def _check_shape(matrix: "np.ndarray", count: int, dims: int, what: str) -> "np.ndarray":
+    if matrix.ndim != 2 or matrix.shape[0] != count:
+        raise EmbedderError(f"{what} returned {matrix.shape[0] if matrix.ndim else 0} vectors for {count} texts",
+                            hint="check the embedding provider")
+    if matrix.shape[1] != dims:
+        raise EmbedderError(f"{what} returned {matrix.shape[1]}-dimensional vectors, the config says {dims}",
+                            hint=f"set memory.embedder.dims = {matrix.shape[1]}, then run `coop memory reembed`")
+    return matrix
+
+
+class HashEmbedder:
+    """Deterministic bag-of-words vectors from hashed tokens: no semantics, for tests and for machines with no
+    model at all. Texts sharing words get a positive cosine, which is enough to exercise every code path."""
+
+    def __init__(self, dims: int = 384) -> None:
+        self.dims = dims
+        self.id = embedder_id("hash", "tokens", dims)
+
+    def _one(self, text: str) -> "np.ndarray":
+        import numpy as np
+
+        vector = np.zeros(self.dims, dtype=np.float32)
+        for token in re.findall(r"\w+", text.casefold()):
+            digest = hashlib.blake2b(token.encode("utf-8"), digest_size=8).digest()
+            slot = int.from_bytes(digest[:4], "little") % self.dims
+            vector[slot] += 1.0 if digest[4] & 1 else -1.0
+        if not vector.any():
+            vector[0] = 1.0
+        return vector
+
+    def embed(self, texts: Sequence[str]) -> "np.ndarray":
+        import numpy as np
+
+        if not texts:
+            return np.zeros((0, self.dims), dtype=np.float32)
+        return _normalise(np.stack([self._one(t) for t in texts]))
+
+    def embed_query(self, text: str) -> "np.ndarray":
+        return self.embed([text])[0]
+
+
+def provisioned_model_dir() -> Path:
+    """Where `provision-embedder-model` puts the default model unless told otherwise."""
+    cache = os.environ.get("COOP_MODEL_CACHE") or str(Path.home() / ".cache" / "coop-models")
+    return Path(cache) / PROVISIONED_DIR_NAME
+
+
+def resolve_model_path(config: "EmbedderConfig") -> str | None:
+    """The local model directory to load: `model_path` if set, else the provisioned default (for the default
+    model only); None means fastembed's own cache, which may download from the model hub."""
+    if config.model_path:
+        return str(Path(config.model_path).expanduser())
+    if config.model == DEFAULT_MODEL and (provisioned_model_dir() / "model.onnx").is_file():
+        return str(provisioned_model_dir())
+    return None
+
+
+class FastEmbedEmbedder:
+    """fastembed's ONNX models on the CPU. Imported on first use: importing fastembed costs about a second."""
+
+    def __init__(self, model: str, dims: int, model_path: str | None = None, batch_size: int = 32) -> None:
+        self.dims = dims
+        self.id = embedder_id("fastembed", model, dims)
+        self.batch_size = batch_size
+        if model_path is not None:
+            missing = [f for f in REQUIRED_MODEL_FILES if not (Path(model_path) / f).is_file()]
+            if missing:
+                raise EmbedderError(f"model directory {model_path} lacks {', '.join(missing)}",
+                                    hint="point memory.embedder.model_path at a complete fastembed model directory")
+        try:
+            from fastembed import TextEmbedding
+
+            kwargs = {"specific_model_path": model_path} if model_path else {}
+            self._model = TextEmbedding(model, **kwargs)
+        except Exception as exc:
+            raise EmbedderError(f"cannot load embedding model {model}: {type(exc).__name__}: {str(exc)[:200]}",
+                                hint="set memory.embedder.model_path to a local model directory "
+                                     "(see the README: provision-embedder-model)") from None
+        probe = self.embed(["probe"])
+        if probe.shape[1] != dims:
+            raise EmbedderError(f"model {model} makes {probe.shape[1]}-dimensional vectors, the config says {dims}",
+                                hint=f"set memory.embedder.dims = {probe.shape[1]}")
+
+    def embed(self, texts: Sequence[str]) -> "np.ndarray":
+        import numpy as np
+
+        if not texts:
+            return np.zeros((0, self.dims), dtype=np.float32)
+        try:
+            rows = list(self._model.embed(list(texts), batch_size=self.batch_size))
+        except Exception as exc:
+            raise EmbedderError(f"embedding failed: {type(exc).__name__}: {str(exc)[:200]}",
+                                hint="run `coop check`") from None
+        return _normalise(_check_shape(np.asarray(rows), len(texts), self.dims, "fastembed"))
+
+    def embed_query(self, text: str) -> "np.ndarray":
+        return self.embed([text])[0]
+
+
+class LiteLLMEmbedder:
+    """A remote embedding model through litellm (OpenAI, Voyage, Cohere, or any OpenAI-compatible api_base)."""
+
+    def __init__(self, model: str, dims: int, api_base: str = "", api_key_env: str = "",
+                 batch_size: int = 64) -> None:
+        if not model:
+            raise EmbedderError("memory.embedder.model is empty", hint="name a litellm embedding model")
+        self.model = model
+        self.dims = dims
+        self.id = embedder_id("litellm", model, dims)
+        self.api_base = api_base or None
+        self.api_key_env = api_key_env
+        self.batch_size = batch_size
+
+    def embed(self, texts: Sequence[str]) -> "np.ndarray":
+        import numpy as np
+
+        from coop import llm
+
+        if not texts:
+            return np.zeros((0, self.dims), dtype=np.float32)
+        api_key = os.environ.get(self.api_key_env) if self.api_key_env else None
+        rows: list[list[float]] = []
+        for start in range(0, len(texts), self.batch_size):
+            rows.extend(llm.embed(self.model, list(texts[start:start + self.batch_size]),
+                                  api_base=self.api_base, api_key=api_key))
+        return _normalise(_check_shape(np.asarray(rows, dtype=np.float32), len(texts), self.dims, self.model))
+
+    def embed_query(self, text: str) -> "np.ndarray":
+        return self.embed([text])[0]
+
+
+@dataclass(frozen=True)
+class EmbedderStatus:
+    """What happened when the configured embedder was loaded: the embedder, or why there is none."""
+
+    embedder: Embedder | None
+    configured_id: str
+    error: str | None = None
+    hint: str | None = None
+
+
+def load_embedder(config: "EmbedderConfig") -> EmbedderStatus:
+    """Build the configured embedder; never raises, so a missing model only turns the vector leg off."""
+    configured = embedder_id(config.provider, config.model if config.provider != "hash" else "tokens", config.dims)
+    try:
+        if config.provider == "hash":
+            embedder: Embedder = HashEmbedder(config.dims)
+        elif config.provider == "fastembed":
+            embedder = FastEmbedEmbedder(config.model, config.dims, resolve_model_path(config), config.batch_size)
+        elif config.provider == "litellm":
+            embedder = LiteLLMEmbedder(config.model, config.dims, config.api_base, config.api_key_env,
+                                       config.batch_size)
+        else:
+            raise EmbedderError(f"unknown embedder provider {config.provider!r}",
+                                hint="use fastembed, litellm or hash")
+    except EmbedderError as exc:
+        return EmbedderStatus(None, configured, exc.message, exc.hint)
+    return EmbedderStatus(embedder, configured)
