@@ -57,10 +57,19 @@ def map_error(exc: Exception, model: str, api_key: str | None = None) -> ModelEr
     return ModelError(f"{model}: {name}: {detail}", hint=hints.get(name, "run `coop check`"))
 
 
+def local_server_key(model: str, api_base: str | None, api_key: str | None) -> str | None:
+    """A placeholder key for a keyless OpenAI-compatible server (LM Studio, Ollama, llama.cpp): the OpenAI client
+    refuses to send a request without some key, and such servers ignore it. A real key always wins."""
+    if api_key or not api_base or not model.startswith("openai/") or os.environ.get("OPENAI_API_KEY"):
+        return api_key
+    return "no-key-needed"
+
+
 def embed(model: str, texts: list[str], *, api_base: str | None = None, api_key: str | None = None,
           timeout: float = 60.0) -> list[list[float]]:
     """Embeddings for `texts` from a litellm embedding model, in input order."""
     litellm = get_litellm()
+    api_key = local_server_key(model, api_base, api_key)
     try:
         response = litellm.embedding(model=model, input=texts, api_base=api_base, api_key=api_key, timeout=timeout)
     except Exception as exc:

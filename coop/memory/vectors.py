@@ -117,7 +117,7 @@ def store_vectors(memory: "UserMemory", kind: str, item_ids: Sequence[int], embe
     db = memory.db
     matrix = np.ascontiguousarray(matrix, dtype=np.float32)
     table = _TABLES[kind]
-    name = index_table(db, embedder.id, embedder.dims)
+    index_table(db, embedder.id, embedder.dims)  # create this embedder's index on its first vectors
     with db.atomic():
         old = [row[0] for row in db.execute(
             f"SELECT id FROM embeddings WHERE kind = ? AND embedder = ? AND user_id = ? "
@@ -131,8 +131,7 @@ def store_vectors(memory: "UserMemory", kind: str, item_ids: Sequence[int], embe
                                       "VALUES (?,?,?,?,?) RETURNING id",
                                       (memory.user_id, kind, item_id, embedder.id, blob))
             added.append((embedding_id, memory.user_id, kind, blob))
-        if name is not None or old:
-            _index_rows_changed(db, [embedder.id], old, added)
+        _index_rows_changed(db, [embedder.id], old, added)
         db.conn.executemany(f"UPDATE {table} SET embedder = ?, embedding_error = NULL WHERE id = ? AND user_id = ?",
                             [(embedder.id, item_id, memory.user_id) for item_id in item_ids])
 

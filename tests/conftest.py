@@ -1,0 +1,180 @@
+"""Shared fixtures, in the style of simonw/llm: every test gets its own COOP_HOME and no config from the host.
+
+- `coop_home`: a temp COOP_HOME (autouse), with COOP_* variables from the host cleared, the embedder set to the
+  deterministic hash embedder (fast, no model needed), and the working directory moved so ./coop.toml is not read.
+- `db`, `store`, `memory`: an on-disk store in that home and one user's handle on it.
+- `hash_embedder`: the deterministic embedder.
+- `real_model_dir` / `real_embedder`: the real all-MiniLM-L6-v2 model from COOP_TEST_MODEL_PATH (set by
+  .ci/run from ../shared/tools/provision-embedder-model); tests that need it skip with the reason when absent.
+- `run_cli`: runs `coop` in-process with typer's CliRunner, stdout and stderr kept apart.
+- `openai_server`: a scripted OpenAI-compatible HTTP server on 127.0.0.1 that records every request.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any, Callable
+
+import pytest
+
+# The environment as the test run found it, before any fixture patches it.
+_HOST_ENV = dict(os.environ)
+
+
+@pytest.fixture(autouse=True)
+def coop_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    for name in list(os.environ):
+        if name.startswith("COOP_") and name not in ("COOP_TEST_MODEL_PATH",):
+            monkeypatch.delenv(name, raising=False)
+    home = tmp_path / "home"
+    monkeypatch.setenv("COOP_HOME", str(home))
+    monkeypatch.setenv("COOP_MEMORY_EMBEDDER_PROVIDER", "hash")
+    monkeypatch.setenv("COOP_MODEL_CACHE", str(tmp_path / "no-model-cache"))
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    work = tmp_path / "cwd"
+    work.mkdir()
+    monkeypatch.chdir(work)
+    return home
+
+
+@pytest.fixture
+def db(coop_home: Path):
+    from coop.memory.db import open_database
+
+    database = open_database(str(coop_home / "coop.db"))
+    yield database
+    database.close()
+
+
+@pytest.fixture
+def store(db):
+    from coop.memory.store import MemoryStore
+
+    return MemoryStore(db)
+
+
+@pytest.fixture
+def memory(store):
+    return store.user("ana")
+
+
+@pytest.fixture
+def hash_embedder():
+    from coop.memory.embed import HashEmbedder
+
+    return HashEmbedder(64)
+
+
+@pytest.fixture(scope="session")
+def real_model_dir() -> str:
+    path = _HOST_ENV.get("COOP_TEST_MODEL_PATH", "")
+    if not path:  # where provision-embedder-model puts it by default
+        cache = _HOST_ENV.get("COOP_MODEL_CACHE") or str(Path.home() / ".cache" / "coop-models")
+        path = str(Path(cache) / "all-MiniLM-L6-v2-onnx")
+    if not (Path(path) / "model.onnx").is_file():
+        pytest.skip("real model absent: set COOP_TEST_MODEL_PATH to the provision-embedder-model directory")
+    return path
+
+
+@pytest.fixture(scope="session")
+def real_embedder(real_model_dir: str):
+    from coop.memory.embed import FastEmbedEmbedder
+
+    return FastEmbedEmbedder("sentence-transformers/all-MiniLM-L6-v2", 384, real_model_dir)
+
+
+@dataclass
+class CliResult:
+    exit_code: int
+    stdout: str
+    stderr: str
+    exception: BaseException | None = None
+
+    def json(self) -> Any:
+        return json.loads(self.stdout)
+
+
+@pytest.fixture
+def run_cli() -> Callable[..., CliResult]:
+    from typer.testing import CliRunner
+
+    from coop.cli.app import app
+
+    def run(*args: str, input: str | None = None, env: dict[str, str] | None = None) -> CliResult:
+        runner = CliRunner()
+        result = runner.invoke(app, list(args), input=input, env=env, catch_exceptions=True)
+        if result.exception is not None and not isinstance(result.exception, SystemExit):
+            raise result.exception
+        return CliResult(result.exit_code, result.stdout, result.stderr, result.exception)
+
+    return run
+
+
+# --- a scripted OpenAI-compatible server --------------------------------------------------------------------
+
+
+@dataclass
+class ScriptedServer:
+    """Answers /v1/embeddings with vectors from `embed` and /v1/chat/completions from a queue of replies.
+    Every request body is kept in `requests` so tests can assert on what coop sent."""
+
+    url: str = ""
+    requests: list[dict[str, Any]] = field(default_factory=list)
+    embed: Callable[[str], list[float]] | None = None
+    replies: list[Any] = field(default_factory=list)
+    status: int = 200
+
+    @property
+    def api_base(self) -> str:
+        return self.url + "/v1"
+
+
+@pytest.fixture
+def openai_server():
+    server_state = ScriptedServer()
+
+    class Handler(BaseHTTPRequestHandler):
+        def log_message(self, *args: Any) -> None:  # keep test output clean
+            pass
+
+        def do_POST(self) -> None:  # noqa: N802 (http.server's naming)
+            length = int(self.headers.get("Content-Length") or 0)
+            body = json.loads(self.rfile.read(length) or b"{}")
+            server_state.requests.append({"path": self.path, "body": body,
+                                          "authorization": self.headers.get("Authorization")})
+            if server_state.status != 200:
+                self._send(server_state.status, {"error": {"message": "scripted failure", "type": "server_error"}})
+                return
+            if self.path.endswith("/embeddings"):
+                texts = body["input"] if isinstance(body["input"], list) else [body["input"]]
+                data = [{"object": "embedding", "index": i, "embedding": server_state.embed(t)}
+                        for i, t in enumerate(texts)]
+                self._send(200, {"object": "list", "data": data, "model": body.get("model"),
+                                 "usage": {"prompt_tokens": 1, "total_tokens": 1}})
+            else:
+                reply = server_state.replies.pop(0) if server_state.replies else "ok"
+                self._send(200, {"id": "x", "object": "chat.completion", "created": 0, "model": body.get("model"),
+                                 "choices": [{"index": 0, "finish_reason": "stop",
+                                              "message": {"role": "assistant", "content": reply}}],
+                                 "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}})
+
+        def _send(self, status: int, payload: dict[str, Any]) -> None:
+            data = json.dumps(payload).encode()
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    server_state.url = f"http://127.0.0.1:{httpd.server_address[1]}"
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    yield server_state
+    httpd.shutdown()
+    httpd.server_close()

@@ -1,0 +1,152 @@
+"""Retrieval: quoting, BM25 direction, the similarity floor, fusion, explain, filters before k, any script."""
+
+from __future__ import annotations
+
+import pytest
+
+from coop.errors import UsageError
+from coop.memory.search import fts_query, query_terms, rrf, search
+from coop.memory.vectors import embed_pending
+
+
+def _texts(result):
+    return [hit.item.text for hit in result.hits]
+
+
+@pytest.mark.parametrize("query", ['"', "*", "-", ":", "(", ")", "AND", "OR NOT", "NEAR(a b)", 'he said "hi',
+                                   "col:value", "-minus", "prefix*", "a AND (b OR", "^start", "{x}", "'; drop table"])
+def test_fts_syntax_in_user_text_never_raises(memory, query):
+    memory.add_fact("he said hi to the minus column value at the start")
+    result = search(memory, query)  # must not raise whatever the text
+    assert isinstance(result.hits, list)
+
+
+def test_every_term_is_quoted():
+    assert fts_query('NEAR(hello "world") AND x:y*') == '"near" OR "hello" OR "world" OR "x" OR "y"'
+    assert fts_query("!!! ...") is None
+    assert fts_query("") is None
+
+
+def test_function_words_are_dropped_unless_nothing_else_is_left():
+    assert query_terms("where do I live") == ["live"]
+    assert query_terms("who are you") == ["who", "are", "you"]
+
+
+def test_bm25_best_match_ranks_first(memory):
+    """SQLite's bm25() is lower for better matches; ranking it the wrong way round puts the worst first."""
+    memory.add_fact("a long note that mentions a kayak once among many many other unrelated words here")
+    memory.add_fact("kayak kayak kayak trip")
+    memory.add_fact("nothing relevant")
+    result = search(memory, "kayak", embedder=None)
+    assert _texts(result) == ["kayak kayak kayak trip",
+                              "a long note that mentions a kayak once among many many other unrelated words here"]
+    fts_scores = [hit.legs["fts"].score for hit in result.hits]
+    assert fts_scores == sorted(fts_scores, reverse=True)
+    assert [hit.legs["fts"].rank for hit in result.hits] == [1, 2]
+
+
+def test_stemming_finds_other_forms(memory):
+    memory.add_fact("she was running marathons last year")
+    assert _texts(search(memory, "runs", embedder=None)) == ["she was running marathons last year"]
+
+
+def test_similarity_floor_keeps_unrelated_items_out(memory, hash_embedder):
+    memory.add_fact("green tea")
+    memory.add_fact("volcanic rock")
+    embed_pending(memory, hash_embedder)
+    strict = search(memory, "green tea", embedder=hash_embedder, floor=0.99)
+    loose = search(memory, "green tea", embedder=hash_embedder, floor=-1.0)
+    assert "volcanic rock" not in _texts(strict)
+    assert "volcanic rock" in _texts(loose)  # the nearest-but-unrelated item, kept out only by the floor
+
+
+def test_items_in_both_legs_outrank_single_leg_items_and_explain_shows_legs(memory, hash_embedder):
+    memory.add_fact("jazz piano lessons on tuesday")
+    memory.add_fact("jazz festival")
+    embed_pending(memory, hash_embedder)
+    result = search(memory, "jazz piano lessons", embedder=hash_embedder, floor=0.6)
+    top = result.hits[0]
+    assert top.item.text == "jazz piano lessons on tuesday"
+    assert set(top.legs) == {"vector", "fts"}
+    assert top.legs["vector"].rank == 1 and top.legs["vector"].score > 0.6
+    assert top.score == pytest.approx(1 / 61 + 1 / 61)
+    assert all(set(hit.legs) <= {"vector", "fts"} and hit.legs for hit in result.hits)
+    assert result.legs["fts"] >= 1 and result.vector_used
+
+
+def test_rrf_sums_reciprocal_ranks():
+    fused = rrf({"vector": [("fact", 1, 0.9), ("fact", 2, 0.8)], "fts": [("fact", 2, -3.0)]}, k=60)
+    assert fused[("fact", 2)][0] == pytest.approx(1 / 62 + 1 / 61)
+    assert fused[("fact", 1)][0] == pytest.approx(1 / 61)
+    assert fused[("fact", 2)][1]["fts"].score == 3.0  # bm25 shown negated: higher is better everywhere
+
+
+def test_chinese_and_japanese_words_inside_sentences(memory):
+    memory.add_fact("我住在北京，喜欢吃饺子")
+    memory.add_fact("東京タワーの近くに住んでいます")
+    memory.add_fact("I live in Berlin")
+    assert _texts(search(memory, "北京", embedder=None)) == ["我住在北京，喜欢吃饺子"]
+    assert _texts(search(memory, "饺子", embedder=None)) == ["我住在北京，喜欢吃饺子"]
+    assert _texts(search(memory, "東京", embedder=None)) == ["東京タワーの近くに住んでいます"]
+    assert _texts(search(memory, "タワー", embedder=None)) == ["東京タワーの近くに住んでいます"]
+    assert _texts(search(memory, "我喜欢饺子", embedder=None))[0] == "我住在北京，喜欢吃饺子"
+    assert _texts(search(memory, "上海", embedder=None)) == []
+
+
+def test_accents_and_case_are_folded(memory):
+    memory.add_fact("Rendez-vous au Café de Flore")
+    assert _texts(search(memory, "cafe", embedder=None)) == ["Rendez-vous au Café de Flore"]
+
+
+def test_full_text_filters_apply_before_limit(store):
+    ana = store.user("ana")
+    for i in range(200):
+        store.user("bob").add_fact(f"marmalade recipe number {i}")
+    session = ana.start_session()
+    for i in range(100):
+        ana.add_message(session, "user", f"marmalade again {i}")
+    ana.add_fact("my grandmother's marmalade")
+    only_facts = search(ana, "marmalade", embedder=None, limit=1, kinds=("fact",))
+    assert _texts(only_facts) == ["my grandmother's marmalade"]
+    everything = search(ana, "marmalade", embedder=None, limit=500)
+    assert len(everything.hits) == 101  # nothing of bob's
+
+
+def test_superseded_facts_are_hidden_unless_asked(memory):
+    memory.add_fact("favourite colour is blue", category="taste", key="colour")
+    memory.add_fact("favourite colour is green", category="taste", key="colour")
+    assert _texts(search(memory, "favourite colour", embedder=None)) == ["favourite colour is green"]
+    both = search(memory, "favourite colour", embedder=None, include_inactive=True)
+    assert sorted(_texts(both)) == ["favourite colour is blue", "favourite colour is green"]
+
+
+def test_searches_messages_and_summaries_too(memory, hash_embedder):
+    session = memory.start_session()
+    memory.add_message(session, "user", "we talked about the aurora borealis trip")
+    memory.add_summary("Planned an aurora trip to Tromsø in March", session_id=session)
+    embed_pending(memory, hash_embedder)
+    result = search(memory, "aurora", embedder=hash_embedder)
+    assert {hit.kind for hit in result.hits} == {"message", "summary"}
+    assert all(hit.item.session_id == session for hit in result.hits)
+
+
+def test_bad_queries(memory):
+    assert search(memory, "", embedder=None).hits == []
+    with pytest.raises(UsageError):
+        search(memory, "x" * 20_001)
+    with pytest.raises(UsageError):
+        search(memory, "caf\udce9")
+    with pytest.raises(UsageError):
+        search(memory, "tea", kinds=("facts",))
+    memory.add_fact("tea")
+    assert _texts(search(memory, "tea\x00time", embedder=None)) == ["tea"]
+
+
+@pytest.mark.real_model
+def test_real_model_finds_by_meaning_and_keeps_unrelated_out(memory, real_embedder):
+    memory.add_fact("I adore long walks on mountain trails")
+    memory.add_fact("I owe Ana twenty euros")
+    embed_pending(memory, real_embedder)
+    result = search(memory, "hiking", embedder=real_embedder)
+    assert _texts(result) == ["I adore long walks on mountain trails"]
+    assert "vector" in result.hits[0].legs

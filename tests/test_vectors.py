@@ -1,0 +1,137 @@
+"""Vector storage: one embedder's vectors never meet another's, the user filter is applied before k, and the
+numpy path (no sqlite-vec) gives the same answers as the sqlite-vec path."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from coop.errors import EmbedderError
+from coop.memory.db import open_database
+from coop.memory.embed import HashEmbedder
+from coop.memory.store import MemoryStore
+from coop.memory.vectors import embed_pending, index_status, nearest, rebuild_index
+
+
+def test_embed_pending_fills_vectors_and_the_index(memory, hash_embedder):
+    session = memory.start_session()
+    for i in range(5):
+        memory.add_message(session, "user", f"note number {i}")
+    memory.add_fact("likes green tea")
+    assert embed_pending(memory, hash_embedder, batch_size=2) == 6
+    assert embed_pending(memory, hash_embedder) == 0
+    assert memory.stats()["unembedded"] == 0
+    [status] = index_status(memory.db)
+    assert status["stored"] == status["indexed"] == 6 and not status["dirty"]
+
+
+def test_vectors_of_another_embedder_are_never_compared(memory):
+    memory.add_fact("likes green tea")
+    small, big = HashEmbedder(32), HashEmbedder(64)
+    embed_pending(memory, small)
+    query = big.embed_query("green tea")
+    assert nearest(memory, big.id, big.dims, query, k=5) == []
+    assert [h.item_id for h in nearest(memory, small.id, small.dims, small.embed_query("green tea"), k=5)]
+    with pytest.raises(EmbedderError):
+        nearest(memory, small.id, small.dims, query, k=5)  # a 64-dim query against a 32-dim index
+
+
+def test_user_filter_applies_before_k(store, hash_embedder):
+    """Other users' rows closer to the query must not push this user's only match out of the top k."""
+    ana = store.user("ana")
+    for i in range(300):
+        other = store.user(f"user{i % 3}")
+        other.add_fact(f"green tea ceremony {i}")
+    for i in range(3):
+        embed_pending(store.user(f"user{i}"), hash_embedder)
+    ana.add_fact("I once drank coffee near a tea garden")
+    embed_pending(ana, hash_embedder)
+    hits = nearest(ana, hash_embedder.id, hash_embedder.dims, hash_embedder.embed_query("green tea ceremony"), k=1)
+    assert [(h.kind, ana.get(h.kind, h.item_id).text) for h in hits] == [("fact", "I once drank coffee near a tea garden")]
+
+
+def test_kind_filter_and_superseded_facts_apply_before_k(memory, hash_embedder):
+    session = memory.start_session()
+    for i in range(250):
+        memory.add_message(session, "user", f"tea time {i}")
+    memory.add_fact("tea is my favourite drink", category="taste", key="drink")
+    memory.add_fact("tea with milk is my favourite drink", category="taste", key="drink")
+    embed_pending(memory, hash_embedder)
+    query = hash_embedder.embed_query("tea")
+    hits = nearest(memory, hash_embedder.id, hash_embedder.dims, query, k=1, kinds=("fact",))
+    assert len(hits) == 1 and memory.get("fact", hits[0].item_id).text == "tea with milk is my favourite drink"
+    with_old = nearest(memory, hash_embedder.id, hash_embedder.dims, query, k=5, kinds=("fact",),
+                       include_inactive=True)
+    assert len(with_old) == 2
+
+
+def test_floor_drops_weak_matches(memory, hash_embedder):
+    memory.add_fact("green tea")
+    memory.add_fact("volcanic rock formations")
+    embed_pending(memory, hash_embedder)
+    query = hash_embedder.embed_query("green tea")
+    hits = nearest(memory, hash_embedder.id, hash_embedder.dims, query, k=5, floor=0.5)
+    assert [memory.get("fact", h.item_id).text for h in hits] == ["green tea"]
+    assert all(h.similarity >= 0.5 for h in hits)
+
+
+def test_numpy_path_without_sqlite_vec_matches_the_index(coop_home, monkeypatch, hash_embedder):
+    path = str(coop_home / "coop.db")
+    with_vec = open_database(path)
+    memory = MemoryStore(with_vec).user("ana")
+    rng = np.random.default_rng(1)
+    words = ["tea", "coffee", "mountain", "river", "piano", "guitar", "paris", "lyon", "bread", "cheese"]
+    for _ in range(120):
+        memory.add_fact(" ".join(rng.choice(words, size=3)) + f" {rng.integers(1e6)}")
+    embed_pending(memory, hash_embedder)
+    query = hash_embedder.embed_query("tea mountain piano")
+    indexed = nearest(memory, hash_embedder.id, hash_embedder.dims, query, k=10)
+    exact = nearest(memory, hash_embedder.id, hash_embedder.dims, query, k=10, exact=True)
+    assert [h.item_id for h in indexed] == [h.item_id for h in exact]
+    with_vec.close()
+
+    monkeypatch.setenv("COOP_DISABLE_SQLITE_VEC", "1")
+    without = open_database(path)
+    assert not without.has_vec
+    plain = MemoryStore(without).user("ana")
+    assert [h.item_id for h in nearest(plain, hash_embedder.id, hash_embedder.dims, query, k=10)] == \
+        [h.item_id for h in exact]
+    # A write without sqlite-vec marks the index dirty; the next connection with it rebuilds before searching.
+    plain.add_fact("tea mountain piano lesson")
+    embed_pending(plain, hash_embedder)
+    assert index_status(without)[0]["dirty"]
+    without.close()
+    monkeypatch.delenv("COOP_DISABLE_SQLITE_VEC")
+    again = open_database(path)
+    fresh = MemoryStore(again).user("ana")
+    top = nearest(fresh, hash_embedder.id, hash_embedder.dims, query, k=1)
+    assert fresh.get("fact", top[0].item_id).text == "tea mountain piano lesson"
+    [status] = index_status(again)
+    assert status["stored"] == status["indexed"] and not status["dirty"]
+    again.close()
+
+
+def test_rebuild_index_restores_a_damaged_index(memory, hash_embedder):
+    memory.add_fact("green tea")
+    embed_pending(memory, hash_embedder)
+    name = memory.db.scalar("select table_name from vector_indexes")
+    memory.db.execute(f"delete from {name}")
+    rebuild_index(memory.db, hash_embedder.id)
+    assert memory.db.scalar(f"select count(*) from {name}") == 1
+
+
+def test_a_failing_embedder_records_the_error_per_row(memory):
+    class Picky(HashEmbedder):
+        def embed(self, texts):
+            if any("poison" in t for t in texts):
+                raise RuntimeError("cannot embed poison")
+            return super().embed(texts)
+
+    embedder = Picky(32)
+    session = memory.start_session()
+    good = memory.add_message(session, "user", "a fine message")
+    bad = memory.add_message(session, "user", "poison pill")
+    assert embed_pending(memory, embedder) == 1
+    assert memory.get("message", good).embedder == embedder.id
+    failed = memory.get("message", bad)
+    assert failed.embedder is None and "cannot embed poison" in failed.embedding_error
