@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import os
 import threading
-from typing import Any
+import time
+from dataclasses import dataclass, field
+from typing import Any, Iterator
 
 from coop.errors import ModelError
 
@@ -76,3 +78,115 @@ def embed(model: str, texts: list[str], *, api_base: str | None = None, api_key:
         raise map_error(exc, model, api_key) from None
     data = sorted(response.data, key=lambda item: item["index"] if isinstance(item, dict) else item.index)
     return [item["embedding"] if isinstance(item, dict) else item.embedding for item in data]
+
+
+# --- chat ----------------------------------------------------------------------------------------------------
+
+RETRYABLE = {"RateLimitError", "APIConnectionError", "Timeout", "InternalServerError", "ServiceUnavailableError",
+             "APIError"}
+
+
+@dataclass(frozen=True)
+class ModelSettings:
+    """Where and how to reach one model; the key is read from the environment when the request is made."""
+
+    model: str
+    api_base: str | None = None
+    api_key_env: str | None = None
+    timeout: float = 60.0
+    retries: int = 2
+    backoff_seconds: float = 0.5
+
+    def api_key(self) -> str | None:
+        key = os.environ.get(self.api_key_env) if self.api_key_env else None
+        return local_server_key(self.model, self.api_base, key)
+
+
+@dataclass
+class ToolCall:
+    id: str
+    name: str
+    arguments: str
+
+
+@dataclass
+class Delta:
+    """One piece of a streamed reply: text, or (at the end) the complete tool calls the model asked for."""
+
+    text: str = ""
+    tool_calls: list[ToolCall] = field(default_factory=list)
+    finish_reason: str | None = None
+
+
+def _call(settings: ModelSettings, **kwargs: Any) -> Any:
+    """One litellm.completion call with retries for retryable errors and backoff between them."""
+    litellm = get_litellm()
+    api_key = settings.api_key()
+    attempt = 0
+    while True:
+        try:
+            return litellm.completion(model=settings.model, api_base=settings.api_base, api_key=api_key,
+                                      timeout=settings.timeout, num_retries=0, **kwargs)
+        except Exception as exc:
+            if type(exc).__name__ in RETRYABLE and attempt < settings.retries:
+                attempt += 1
+                time.sleep(settings.backoff_seconds * (2 ** (attempt - 1)))
+                continue
+            raise map_error(exc, settings.model, api_key) from None
+
+
+def stream_chat(settings: ModelSettings, messages: list[dict[str, Any]], *,
+                tools: list[dict[str, Any]] | None = None) -> Iterator[Delta]:
+    """Stream a reply: text deltas as they come, then one Delta with the tool calls (if any) and the finish reason.
+
+    Retries happen only before the first token; after it, a failure is raised so the caller keeps the partial
+    text. An empty stream (no text, no tool call) is a ModelError.
+    """
+    kwargs: dict[str, Any] = {"messages": messages, "stream": True}
+    if tools:
+        kwargs["tools"] = tools
+    response = _call(settings, **kwargs)
+    calls: dict[int, ToolCall] = {}
+    finish = None
+    produced = False
+    api_key = settings.api_key()
+    try:
+        for chunk in response:
+            choices = getattr(chunk, "choices", None) or []
+            if not choices:
+                continue
+            choice = choices[0]
+            finish = getattr(choice, "finish_reason", None) or finish
+            delta = getattr(choice, "delta", None)
+            if delta is None:
+                continue
+            for call in getattr(delta, "tool_calls", None) or []:
+                index = getattr(call, "index", None) or 0
+                current = calls.setdefault(index, ToolCall(id="", name="", arguments=""))
+                current.id = getattr(call, "id", None) or current.id
+                function = getattr(call, "function", None)
+                if function is not None:
+                    current.name += getattr(function, "name", None) or ""
+                    current.arguments += getattr(function, "arguments", None) or ""
+                produced = True
+            text = getattr(delta, "content", None)
+            if text:
+                produced = True
+                yield Delta(text=text)
+    except Exception as exc:
+        raise map_error(exc, settings.model, api_key) from None
+    if not produced:
+        raise ModelError(f"{settings.model} returned an empty reply", hint="retry, or try another model")
+    yield Delta(tool_calls=[c for _, c in sorted(calls.items()) if c.name], finish_reason=finish)
+
+
+def complete(settings: ModelSettings, messages: list[dict[str, Any]], *, json_mode: bool = False) -> str:
+    """A whole (non-streamed) reply's text: for the fast model's background jobs (extraction, summaries)."""
+    kwargs: dict[str, Any] = {"messages": messages}
+    if json_mode:
+        kwargs["response_format"] = {"type": "json_object"}
+    response = _call(settings, **kwargs)
+    try:
+        return response.choices[0].message.content or ""
+    except (AttributeError, IndexError) as exc:
+        raise ModelError(f"{settings.model} returned a malformed reply", hint="retry, or try another model") from exc

@@ -120,25 +120,50 @@ def run_cli() -> Callable[..., CliResult]:
 
 @dataclass
 class ScriptedServer:
-    """Answers /v1/embeddings with vectors from `embed` and /v1/chat/completions from a queue of replies.
-    Every request body is kept in `requests` so tests can assert on what coop sent."""
+    """An OpenAI-compatible server on 127.0.0.1 that answers from a script and records every request.
+
+    `replies` is a queue; each chat request takes the next entry (or `default_reply` when it is empty):
+    - a string: the reply text (streamed in small chunks when the request asks for a stream);
+    - a dict with any of: `content`, `tool_calls` ([{"name", "arguments"}]), `status` and `message` (an HTTP
+      error), `sleep` (seconds before answering), `chunk_delay` (seconds between streamed chunks), `malformed`
+      (a stream of garbage), `empty` (a stream with no content);
+    - a callable taking the request body and returning one of the above.
+    /v1/embeddings answers with `embed(text)` vectors. `requests` holds every request's path, body and auth.
+    """
 
     url: str = ""
     requests: list[dict[str, Any]] = field(default_factory=list)
     embed: Callable[[str], list[float]] | None = None
     replies: list[Any] = field(default_factory=list)
+    default_reply: Any = "ok"
     status: int = 200
 
     @property
     def api_base(self) -> str:
         return self.url + "/v1"
 
+    def chat_requests(self) -> list[dict[str, Any]]:
+        return [r["body"] for r in self.requests if r["path"].endswith("/chat/completions")]
+
+    def system_prompt(self, index: int = -1) -> str:
+        return self.chat_requests()[index]["messages"][0]["content"]
+
+
+def _chunk(model: str, delta: dict[str, Any], finish: str | None = None) -> bytes:
+    payload = {"id": "chatcmpl-1", "object": "chat.completion.chunk", "created": 0, "model": model,
+               "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
+    return b"data: " + json.dumps(payload).encode() + b"\n\n"
+
 
 @pytest.fixture
 def openai_server():
+    import time as _time
+
     server_state = ScriptedServer()
 
     class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
         def log_message(self, *args: Any) -> None:  # keep test output clean
             pass
 
@@ -156,12 +181,56 @@ def openai_server():
                         for i, t in enumerate(texts)]
                 self._send(200, {"object": "list", "data": data, "model": body.get("model"),
                                  "usage": {"prompt_tokens": 1, "total_tokens": 1}})
-            else:
-                reply = server_state.replies.pop(0) if server_state.replies else "ok"
-                self._send(200, {"id": "x", "object": "chat.completion", "created": 0, "model": body.get("model"),
-                                 "choices": [{"index": 0, "finish_reason": "stop",
-                                              "message": {"role": "assistant", "content": reply}}],
+                return
+            reply = server_state.replies.pop(0) if server_state.replies else server_state.default_reply
+            if callable(reply):
+                reply = reply(body)
+            if isinstance(reply, str):
+                reply = {"content": reply}
+            if reply.get("sleep"):
+                _time.sleep(reply["sleep"])
+            if reply.get("status"):
+                self._send(reply["status"], {"error": {"message": reply.get("message", "scripted error"),
+                                                       "type": "scripted", "code": reply["status"]}})
+                return
+            model = body.get("model", "x")
+            calls = [{"index": i, "id": f"call_{i}", "type": "function",
+                      "function": {"name": c["name"], "arguments": c["arguments"]}}
+                     for i, c in enumerate(reply.get("tool_calls") or [])]
+            content = reply.get("content", "")
+            if not body.get("stream"):
+                message: dict[str, Any] = {"role": "assistant", "content": content}
+                if calls:
+                    message["tool_calls"] = [{k: v for k, v in c.items() if k != "index"} for c in calls]
+                self._send(200, {"id": "x", "object": "chat.completion", "created": 0, "model": model,
+                                 "choices": [{"index": 0, "finish_reason": "tool_calls" if calls else "stop",
+                                              "message": message}],
                                  "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}})
+                return
+            self.send_response(200)
+            self.send_header("Content-Type", "text/event-stream")
+            self.send_header("Cache-Control", "no-cache")
+            self.send_header("Connection", "close")
+            self.end_headers()
+            try:
+                if reply.get("malformed"):
+                    self.wfile.write(b"data: {this is not json\n\n")
+                elif not reply.get("empty"):
+                    self.wfile.write(_chunk(model, {"role": "assistant", "content": ""}))
+                    pieces = [content[i:i + 7] for i in range(0, len(content), 7)]
+                    for piece in pieces:
+                        self.wfile.write(_chunk(model, {"content": piece}))
+                        self.wfile.flush()
+                        if reply.get("chunk_delay"):
+                            _time.sleep(reply["chunk_delay"])
+                    for call in calls:
+                        self.wfile.write(_chunk(model, {"tool_calls": [call]}))
+                    self.wfile.write(_chunk(model, {}, "tool_calls" if calls else "stop"))
+                self.wfile.write(b"data: [DONE]\n\n")
+                self.wfile.flush()
+            except (BrokenPipeError, ConnectionResetError):
+                pass
+            self.close_connection = True
 
         def _send(self, status: int, payload: dict[str, Any]) -> None:
             data = json.dumps(payload).encode()
@@ -172,6 +241,7 @@ def openai_server():
             self.wfile.write(data)
 
     httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    httpd.daemon_threads = True
     server_state.url = f"http://127.0.0.1:{httpd.server_address[1]}"
     thread = threading.Thread(target=httpd.serve_forever, daemon=True)
     thread.start()

@@ -101,10 +101,10 @@ class CoopGroup(TyperGroup):
             if _debug(ctx):
                 traceback.print_exc()
             output.error(exc)
-            raise click.exceptions.Exit(int(exc.exit_code)) from None
+            raise typer.Exit(int(exc.exit_code)) from None
         except KeyboardInterrupt:
             print(file=sys.stderr)
-            raise click.exceptions.Exit(int(ExitCode.INTERRUPTED)) from None
+            raise typer.Exit(int(ExitCode.INTERRUPTED)) from None
         finally:
             if isinstance(ctx.obj, AppContext):
                 ctx.obj.close()
@@ -146,8 +146,9 @@ def state(ctx: typer.Context) -> AppContext:
 
 
 def _register() -> None:
-    from coop.cli import check, init, memory
+    from coop.cli import chat, check, init, memory
 
+    app.command("chat")(chat.chat)
     app.add_typer(memory.app, name="memory")
     app.command("check")(check.check)
     app.command("init")(init.init)

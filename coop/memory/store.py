@@ -20,6 +20,7 @@ import hashlib
 import re
 import time
 import unicodedata
+from datetime import datetime, timezone
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
@@ -34,6 +35,13 @@ ROLES = ("user", "assistant", "system", "tool")
 MAX_FACT_CHARS = 10_000
 MAX_MESSAGE_CHARS = 2_000_000
 MAX_USER_ID_CHARS = 200
+
+
+def iso_time(ts: float | None) -> str | None:
+    """A timestamp as ISO 8601 in UTC, the form every JSON output and tool result uses."""
+    if ts is None:
+        return None
+    return datetime.fromtimestamp(ts, tz=timezone.utc).isoformat().replace("+00:00", "Z")
 
 
 def make_ref(kind: str, item_id: int) -> str:
@@ -203,6 +211,24 @@ class UserMemory:
                             "VALUES (?, ?, ?, ?, ?)", (self.user_id, title, now, now, external_id))
             return int(self.db.conn.last_insert_rowid())
 
+    def sessions(self, limit: int = 20) -> list[dict[str, Any]]:
+        """This user's sessions, most recently active first, with their message counts."""
+        rows = self.db.execute(
+            "SELECT s.id, s.title, s.started_at, s.ended_at, s.last_activity_at, "
+            "(SELECT count(*) FROM messages m WHERE m.session_id = s.id AND m.user_id = s.user_id) "
+            "FROM sessions s WHERE s.user_id = ? ORDER BY s.last_activity_at DESC, s.id DESC LIMIT ?",
+            (self.user_id, limit))
+        return [{"id": r[0], "title": r[1], "started_at": r[2], "ended_at": r[3], "last_activity_at": r[4],
+                 "messages": r[5]} for r in rows]
+
+    def set_session_title(self, session_id: int, title: str) -> None:
+        self.db.execute("UPDATE sessions SET title = ? WHERE id = ? AND user_id = ? AND title IS NULL",
+                        (title[:80], session_id, self.user_id))
+
+    def end_session(self, session_id: int) -> None:
+        self.db.execute("UPDATE sessions SET ended_at = ? WHERE id = ? AND user_id = ?",
+                        (time.time(), session_id, self.user_id))
+
     def session_exists(self, session_id: int) -> bool:
         return self.db.scalar("SELECT 1 FROM sessions WHERE id = ? AND user_id = ?",
                               (session_id, self.user_id)) is not None
@@ -215,7 +241,8 @@ class UserMemory:
         """Store one message; returns its id, or None when `external_id` was already imported."""
         if role not in ROLES:
             raise UsageError(f"unknown message role {role!r}", hint="use one of: " + ", ".join(ROLES))
-        check_text(content, "message", MAX_MESSAGE_CHARS) if role != "tool" else None
+        if role != "tool" and not tool_calls:  # a tool result, or a call without text, may be empty
+            check_text(content, "message", MAX_MESSAGE_CHARS)
         now = created_at if created_at is not None else time.time()
         with self.db.atomic():
             self.ensure_user()
@@ -295,6 +322,13 @@ class UserMemory:
         if not rows:
             raise NotFoundError(f"no history for f{fact_id}", hint="list facts with `coop memory list --kind fact`")
         return [HistoryEntry(*row) for row in rows]
+
+    def touch_facts(self, fact_ids: Iterable[int]) -> None:
+        """Record that these facts were just recalled into a prompt (retention goes by last use)."""
+        ids = list(fact_ids)
+        if ids:
+            self.db.execute(f"UPDATE facts SET last_recalled_at = ? WHERE user_id = ? AND id IN "
+                            f"({','.join('?' * len(ids))})", (time.time(), self.user_id, *ids))
 
     def was_forgotten(self, text: str) -> bool:
         """True when the user forgot an item with this (normalised) text: extraction must not bring it back."""
@@ -378,6 +412,16 @@ class UserMemory:
         rows = self.db.execute(f"SELECT {_MESSAGE_COLUMNS} FROM messages WHERE user_id = ? AND session_id = ? "
                                "ORDER BY id DESC LIMIT ?", (self.user_id, session_id, limit))
         return [_message_item(r) for r in rows][::-1]
+
+    def around(self, message_id: int, *, before: int = 3, after: int = 3) -> list[Item]:
+        """The messages of the same session just before and after one message, in order (the timeline)."""
+        centre = self.get("message", message_id)
+        earlier = self.db.execute(f"SELECT {_MESSAGE_COLUMNS} FROM messages WHERE user_id = ? AND session_id IS ? "
+                                  "AND id < ? ORDER BY id DESC LIMIT ?",
+                                  (self.user_id, centre.session_id, message_id, before))
+        later = self.db.execute(f"SELECT {_MESSAGE_COLUMNS} FROM messages WHERE user_id = ? AND session_id IS ? "
+                                "AND id > ? ORDER BY id LIMIT ?", (self.user_id, centre.session_id, message_id, after))
+        return [_message_item(r) for r in earlier][::-1] + [centre] + [_message_item(r) for r in later]
 
     def salient(self, threshold: float, limit: int) -> list[Item]:
         """Active facts and messages at or above `threshold` importance, most important first (salience leg)."""

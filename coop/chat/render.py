@@ -1,0 +1,100 @@
+"""Streaming replies to the terminal.
+
+On a terminal, the reply is rendered as markdown while it streams, the way aider does it: the whole text so far
+is rendered, the last `LIVE_LINES` lines sit in a small live area that is redrawn, and every line above it is
+printed once, for good, so scrollback stays intact and long replies do not flicker. A spinner shows until the
+first token. Off a terminal (pipes, `TERM=dumb`), text is written as it arrives, plain.
+"""
+
+from __future__ import annotations
+
+import io
+import sys
+import time
+from typing import TextIO
+
+from rich.console import Console
+from rich.live import Live
+from rich.markdown import Markdown
+from rich.text import Text
+
+LIVE_LINES = 6
+MIN_REDRAW_SECONDS = 0.05
+
+
+class PlainStream:
+    """Writes the reply as it arrives; used when output is not a terminal."""
+
+    def __init__(self, file: TextIO | None = None) -> None:
+        self.file = file or sys.stdout
+        self.wrote = False
+
+    def start(self) -> None:
+        pass
+
+    def update(self, delta: str) -> None:
+        self.wrote = True
+        self.file.write(delta)
+        self.file.flush()
+
+    def finish(self) -> None:
+        if self.wrote:
+            self.file.write("\n")
+            self.file.flush()
+
+
+class MarkdownStream:
+    """Renders a streaming reply as markdown with a small live area (see the module docstring)."""
+
+    def __init__(self, console: Console) -> None:
+        self.console = console
+        self.text = ""
+        self.printed = 0  # rendered lines already printed for good
+        self.live: Live | None = None
+        self.status = None
+        self.last_draw = 0.0
+
+    def start(self) -> None:
+        self.status = self.console.status("[dim]thinking…[/]", spinner="dots")
+        self.status.start()
+
+    def _lines(self) -> list[str]:
+        buffer = io.StringIO()
+        width = max(20, self.console.width - 1)
+        render = Console(file=buffer, width=width, force_terminal=self.console.is_terminal,
+                         color_system=self.console.color_system, no_color=self.console.no_color)
+        render.print(Markdown(self.text, code_theme="monokai", inline_code_lexer=None))
+        return buffer.getvalue().splitlines()
+
+    def update(self, delta: str) -> None:
+        if self.status is not None:
+            self.status.stop()
+            self.status = None
+        if self.live is None:
+            self.live = Live(Text(""), console=self.console, refresh_per_second=20, transient=True)
+            self.live.start()
+        self.text += delta
+        now = time.monotonic()
+        if now - self.last_draw >= MIN_REDRAW_SECONDS:
+            self._draw(final=False)
+            self.last_draw = now
+
+    def _draw(self, final: bool) -> None:
+        lines = self._lines()
+        stable = len(lines) if final else max(0, len(lines) - LIVE_LINES)
+        if stable > self.printed and self.live is not None:
+            block = "\n".join(lines[self.printed:stable])
+            self.live.console.print(Text.from_ansi(block), soft_wrap=True)
+            self.printed = stable
+        if self.live is not None:
+            self.live.update(Text.from_ansi("\n".join(lines[self.printed:])))
+
+    def finish(self) -> None:
+        if self.status is not None:
+            self.status.stop()
+            self.status = None
+        if self.live is not None:
+            self._draw(final=True)
+            self.live.update(Text(""))
+            self.live.stop()
+            self.live = None

@@ -1,0 +1,304 @@
+"""The chat loop: prompt_toolkit on a terminal, one turn per stdin line otherwise.
+
+On a terminal: a persistent history file (0600, under COOP_HOME), Ctrl-R search, completion of /commands,
+Alt-Enter (Esc Enter) for a new line, Ctrl-X Ctrl-E to edit in $EDITOR. Ctrl-C during a reply stops it and keeps
+the partial text; at the prompt it clears the line, and a second Ctrl-C within 2 s exits; Ctrl-D on an empty line
+exits. Off a terminal (pipes, files, closed stdin), each line of stdin is a turn and replies are printed plain,
+or as one JSON object per turn with `--json`.
+
+Slash commands come from `cmd_<name>` methods whose docstring is the help line; a unique prefix is enough
+(`/rem` is /remember). An unknown or ambiguous command is an error and is never sent to the model. A line that
+starts with `//` is sent as a message starting with `/`.
+
+This object owns the terminal: the session and the memory engine never print.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from typing import TYPE_CHECKING, Any, Callable, TextIO
+
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from coop.chat.render import MarkdownStream, PlainStream
+from coop.errors import CoopError, ExitCode, UsageError
+from coop.memory.store import iso_time
+
+if TYPE_CHECKING:
+    from coop.chat.session import ChatSession, TurnResult
+
+DOUBLE_CTRL_C_SECONDS = 2.0
+
+
+class Repl:
+    def __init__(self, session: "ChatSession", *, console: Console, json_mode: bool = False,
+                 history_path: str | None = None, banner: Callable[[], str] | None = None,
+                 on_exit: Callable[[], None] | None = None, out: TextIO | None = None) -> None:
+        self.session = session
+        self.console = console
+        self.json_mode = json_mode
+        self.history_path = history_path
+        self.banner = banner
+        self.on_exit = on_exit
+        self.out = out or sys.stdout
+        self.running = True
+        self.model_errors = 0
+        self.notices: list[str] = []
+
+    # -- commands -----------------------------------------------------------------------------------------
+
+    def commands(self) -> dict[str, Callable[[str], None]]:
+        return {name[4:]: getattr(self, name) for name in sorted(dir(self)) if name.startswith("cmd_")}
+
+    def resolve(self, word: str) -> Callable[[str], None]:
+        table = self.commands()
+        if word in table:
+            return table[word]
+        matches = [name for name in table if name.startswith(word)]
+        if len(matches) == 1:
+            return table[matches[0]]
+        if not matches:
+            raise UsageError(f"unknown command /{word}", hint="type /help for the list of commands")
+        raise UsageError(f"ambiguous command /{word}: " + ", ".join("/" + m for m in matches),
+                         hint="type more letters")
+
+    def cmd_help(self, _: str) -> None:
+        """Show the commands."""
+        for name, method in self.commands().items():
+            self.say(f"/{name:<10} {(method.__doc__ or '').strip().splitlines()[0]}")
+        self.say("Esc Enter: new line · Ctrl-R: search history · Ctrl-X Ctrl-E: edit in $EDITOR · "
+                 "Ctrl-C: stop a reply · Ctrl-D: exit")
+
+    def cmd_memory(self, query: str) -> None:
+        """What was recalled for the last turn, with scores and legs; or /memory QUERY to search memory."""
+        from coop.memory.search import describe, search
+
+        if query.strip():
+            cfg = self.session.config.memory
+            result = search(self.session.memory, query, embedder=self.session.embedder(), limit=10,
+                            floor=cfg.similarity_floor, rrf_k=cfg.rrf_k)
+            rows = [(hit.ref, hit.kind, f"{hit.score:.4f}", describe(hit), hit.item.text) for hit in result.hits]
+            empty = "no matches"
+        else:
+            rows = [(r.item.ref, r.reason, f"{r.score:.4f}", ", ".join(f"{k} #{v.rank} {v.score:.3f}"
+                                                                        for k, v in r.legs.items()) or "-", r.item.text)
+                    for r in self.session.last_recall]
+            empty = "nothing was recalled for the last turn"
+        if not rows:
+            self.say(empty)
+            return
+        table = Table(box=None, pad_edge=False)
+        for column in ("id", "why", "score", "legs", "text"):
+            table.add_column(column, overflow="fold" if column == "text" else "ellipsis", no_wrap=column != "text")
+        for ref, why, score, legs, text in rows:
+            table.add_row(ref, why, score, legs, " ".join(text.split())[:200])
+        self.console.print(table)
+        if not query.strip() and self.session.last_left_out:
+            self.say(f"({len(self.session.last_left_out)} more recalled but over the memory budget)")
+
+    def cmd_remember(self, text: str) -> None:
+        """Remember a fact: /remember I am allergic to peanuts."""
+        if not text.strip():
+            raise UsageError("/remember needs the fact to remember", hint="/remember I live in Lyon")
+        result = self.session.remember(text)
+        verb = {"MERGE": "already known as", "SUPERSEDE": "remembered (supersedes an older fact) as"}.get(
+            result.action, "remembered as")
+        self.say(f"{verb} f{result.fact_id}")
+
+    def cmd_forget(self, ref: str) -> None:
+        """Forget one memory item for good: /forget f12."""
+        from coop.memory.store import parse_ref
+
+        if self.session.incognito:
+            raise UsageError("incognito: memory is read-only", hint="start coop chat without --incognito")
+        kind, number = parse_ref(ref.strip())
+        item = self.session.memory.get(kind, number)
+        self.session.memory.forget(kind, number, reason="/forget in chat")
+        self.say(f"forgot {item.ref}: {' '.join(item.text.split())[:60]}")
+
+    def cmd_history(self, _: str) -> None:
+        """Show this session's conversation so far."""
+        messages = list(self.session.working.messages)
+        if not messages:
+            self.say("no messages yet in this session")
+        for message in messages:
+            if message.role in ("user", "assistant") and message.content:
+                self.say(f"{message.role}: {' '.join(message.content.split())[:300]}")
+
+    def cmd_sessions(self, _: str) -> None:
+        """List your recent sessions (resume one with coop chat --session ID)."""
+        from datetime import datetime
+
+        sessions = self.session.memory.sessions(20)
+        if not sessions:
+            self.say("no sessions yet")
+        for s in sessions:
+            mark = "*" if s["id"] == self.session.session_id else " "
+            when = datetime.fromtimestamp(s["last_activity_at"]).strftime("%Y-%m-%d %H:%M")
+            self.say(f"{mark} {s['id']:>5}  {when}  {s['messages']:>4} msgs  {s['title'] or ''}")
+
+    def cmd_new(self, _: str) -> None:
+        """Start a new session (memory stays; the conversation starts afresh)."""
+        self.session.new_session()
+        self.say(f"new session {self.session.session_id or '(incognito)'}")
+
+    def cmd_model(self, name: str) -> None:
+        """Show the model, or switch: /model openai/gpt-4o-mini."""
+        if name.strip():
+            self.session.model_name = name.strip()
+        self.say(f"model: {self.session.model_name}")
+
+    def cmd_end(self, _: str) -> None:
+        """End this session (it is consolidated in the background) and start a new one."""
+        self.session.end()
+        self.session.new_session()
+        self.say(f"session ended; new session {self.session.session_id or '(incognito)'}")
+
+    def cmd_exit(self, _: str) -> None:
+        """Leave coop (also Ctrl-D)."""
+        self.running = False
+
+    # -- output -------------------------------------------------------------------------------------------
+
+    def say(self, text: str) -> None:
+        """A line of coop's own (not the model's): stderr in pipe mode so stdout stays the replies."""
+        if self.json_mode:
+            return
+        self.console.print(escape(text), highlight=False)
+
+    def show_error(self, exc: CoopError) -> None:
+        if self.json_mode:
+            return
+        self.console.print(f"[bold red]error:[/] {escape(exc.message)}")
+        if exc.hint:
+            self.console.print(f"[dim]hint:[/] {escape(exc.hint)}")
+
+    # -- one line -----------------------------------------------------------------------------------------
+
+    def handle(self, line: str, *, interactive: bool) -> None:
+        """Run one line: a /command, or a turn. Errors are shown and the loop goes on."""
+        stripped = line.strip()
+        if not stripped:
+            return
+        try:
+            if stripped.startswith("/") and not stripped.startswith("//"):
+                word, _, rest = stripped[1:].partition(" ")
+                self.resolve(word.lower())(rest)
+                return
+            if stripped.startswith("//"):
+                line = line.lstrip()[1:]
+            self.turn(line, interactive=interactive)
+        except CoopError as exc:
+            self.show_error(exc)
+            if self.json_mode:
+                self._json({"input": line[:200], "reply": None, "error": {"message": exc.message, "hint": exc.hint}})
+
+    def turn(self, text: str, *, interactive: bool) -> "TurnResult":
+        stream: Any = MarkdownStream(self.console) if interactive else (None if self.json_mode else PlainStream(self.out))
+        if stream is not None:
+            stream.start()
+        try:
+            result = self.session.turn(text, on_text=stream.update if stream is not None else (lambda _: None))
+        finally:
+            if stream is not None:
+                stream.finish()
+        if result.interrupted and not self.json_mode:
+            self.console.print("[dim](stopped; the partial reply was kept)[/]")
+        if result.error is not None:
+            self.model_errors += 1
+            self.show_error(result.error)
+        if self.json_mode:
+            self._json({"session_id": self.session.session_id, "input": text, "reply": result.reply,
+                        "interrupted": result.interrupted,
+                        "error": None if result.error is None else {"message": result.error.message,
+                                                                    "hint": result.error.hint},
+                        "user_message_id": None if result.user_message_id is None else f"m{result.user_message_id}",
+                        "reply_message_id": None if result.reply_message_id is None else f"m{result.reply_message_id}",
+                        "recalled": [{"id": r.item.ref, "kind": r.item.kind, "reason": r.reason,
+                                      "score": round(r.score, 6), "created_at": iso_time(r.item.created_at)}
+                                     for r in result.prompt.recalled] if result.prompt else [],
+                        "tool_calls": [c["name"] for c in result.tool_calls]})
+        return result
+
+    def _json(self, data: dict[str, Any]) -> None:
+        self.out.write(json.dumps(data, ensure_ascii=False) + "\n")
+        self.out.flush()
+
+    # -- loops --------------------------------------------------------------------------------------------
+
+    def run_lines(self, stream: Any) -> int:
+        """Pipe mode: each line of a binary stream is a turn. Non-UTF-8 lines are reported and skipped."""
+        for number, raw in enumerate(stream, start=1):
+            if not self.running:
+                break
+            try:
+                line = raw.decode("utf-8") if isinstance(raw, bytes) else raw
+            except UnicodeDecodeError:
+                self.show_error(UsageError(f"input line {number} is not UTF-8 text; skipped",
+                                           hint="send UTF-8 text"))
+                continue
+            if "\x00" in line:
+                self.show_error(UsageError(f"input line {number} contains binary data; skipped",
+                                           hint="send text"))
+                continue
+            self.handle(line.rstrip("\r\n"), interactive=False)
+        self.close()
+        return int(ExitCode.MODEL) if self.model_errors else 0
+
+    def run_terminal(self, prompt_session: Any = None) -> int:
+        """Interactive mode with prompt_toolkit; `prompt_session` may be injected (tests use pipe input)."""
+        session = prompt_session or self.make_prompt_session()
+        if self.banner is not None:
+            self.console.print(self.banner())
+        last_interrupt = 0.0
+        while self.running:
+            for notice in self.notices:
+                self.say(notice)
+            self.notices.clear()
+            try:
+                line = session.prompt("› ")
+            except KeyboardInterrupt:
+                now = time.monotonic()
+                if now - last_interrupt < DOUBLE_CTRL_C_SECONDS:
+                    break
+                last_interrupt = now
+                self.console.print("[dim](Ctrl-C again to exit)[/]")
+                continue
+            except EOFError:
+                break
+            self.handle(line, interactive=True)
+        self.close()
+        return 0
+
+    def close(self) -> None:
+        if self.on_exit is not None:
+            self.on_exit()
+            self.on_exit = None
+
+    def make_prompt_session(self, **overrides: Any) -> Any:
+        from prompt_toolkit import PromptSession
+        from prompt_toolkit.completion import WordCompleter
+        from prompt_toolkit.history import FileHistory, InMemoryHistory
+        from prompt_toolkit.key_binding import KeyBindings
+
+        bindings = KeyBindings()
+
+        @bindings.add("escape", "enter")
+        def _newline(event: Any) -> None:
+            event.current_buffer.insert_text("\n")
+
+        history: Any = InMemoryHistory()
+        if self.history_path and not self.session.incognito:
+            if not os.path.exists(self.history_path):
+                os.close(os.open(self.history_path, os.O_CREAT | os.O_WRONLY, 0o600))
+            history = FileHistory(self.history_path)
+        completer = WordCompleter(["/" + name for name in self.commands()], sentence=True,
+                                  pattern=None, match_middle=False)
+        return PromptSession(history=history, completer=completer, key_bindings=bindings,
+                             enable_open_in_editor=True, multiline=False, complete_while_typing=True,
+                             **overrides)

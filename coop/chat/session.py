@@ -1,0 +1,311 @@
+"""One conversation: the turn of DESIGN.md, from the user's line to the committed reply.
+
+A turn: (1) the line joins working memory (a deque capped at `chat.working_memory_cap`, with the session's first
+user message kept as an anchor), (2) retrieval runs over all of this user's sessions (salience: items with
+importance >= the threshold; relevance: the fused vector and full-text search, nothing below the floor), de-
+duplicated by id and against what working memory already shows, (3) the prompt is built within the budget,
+(4) the user's message is committed *before* the model is called, so nothing typed is lost if the model fails,
+(5) the reply streams out and is committed when complete, or with `[interrupted]` when the user stops it,
+(6) new messages are handed to the background worker to be embedded, so the next prompt never waits.
+
+The session holds no terminal code: the REPL passes `on_text` to receive the reply as it streams.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections import deque
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import TYPE_CHECKING, Any, Callable
+
+from coop import llm
+from coop.chat.tools import TOOL_SPECS, MemoryTools
+from coop.errors import CoopError, ModelError, UsageError
+from coop.memory.context import HistoryMessage, Prompt, Recalled, build_prompt
+from coop.memory.search import search
+from coop.memory.store import MAX_MESSAGE_CHARS, check_text
+from coop.trace import NO_TRACE, Tracer
+
+if TYPE_CHECKING:
+    from coop.config import Config
+    from coop.memory.embed import Embedder
+    from coop.memory.store import UserMemory
+    from coop.memory.worker import BackgroundWorker
+
+log = logging.getLogger(__name__)
+
+PREAMBLE = """You are coop, a helpful assistant in the user's terminal. You remember this user across \
+conversations: what is known about them and relevant past conversation appear below when there is any. Use it \
+when it helps, without reciting it; if it conflicts with what the user says now, trust the user. \
+Today is {today}."""
+
+MAX_TOOL_ROUNDS = 4
+INTERRUPTED_MARK = " [interrupted]"
+
+
+@dataclass
+class TurnResult:
+    reply: str
+    prompt: Prompt | None = None
+    interrupted: bool = False
+    error: CoopError | None = None
+    user_message_id: int | None = None
+    reply_message_id: int | None = None
+    tool_calls: list[dict[str, Any]] = field(default_factory=list)
+
+
+class WorkingMemory:
+    """The session's recent messages, held in memory so a turn needs no database read for them."""
+
+    def __init__(self, cap: int) -> None:
+        self.messages: deque[HistoryMessage] = deque(maxlen=cap)
+        self.anchor: HistoryMessage | None = None
+
+    def add(self, message: HistoryMessage) -> None:
+        if self.anchor is None and message.role == "user":
+            self.anchor = message
+        self.messages.append(message)
+
+    def recent(self, count: int) -> list[HistoryMessage]:
+        """The last `count` messages: the recency leg, read from memory rather than the database."""
+        return list(self.messages)[-count:] if count > 0 else []
+
+    def ids(self, count: int) -> set[int]:
+        """Ids of what the prompt shows as history (the last `count` messages and the anchor), so retrieval
+        does not inject them twice; older messages can still come back through relevance."""
+        ids = {m.message_id for m in self.recent(count) if m.message_id is not None}
+        if self.anchor is not None and self.anchor.message_id is not None:
+            ids.add(self.anchor.message_id)
+        return ids
+
+    def clear(self) -> None:
+        self.messages.clear()
+        self.anchor = None
+
+
+class ChatSession:
+    def __init__(self, memory: "UserMemory", config: "Config", *, embedder: Callable[[], "Embedder | None"],
+                 session_id: int | None = None, incognito: bool = False, tracer: Tracer = NO_TRACE,
+                 worker: "BackgroundWorker | None" = None, model: str | None = None) -> None:
+        self.memory = memory
+        self.config = config
+        self.embedder = embedder
+        self.incognito = incognito
+        self.tracer = tracer
+        self.worker = worker
+        self.model_name = model or config.model.name
+        self.working = WorkingMemory(config.chat.working_memory_cap)
+        self.last_recall: list[Recalled] = []
+        self.last_left_out: list[Recalled] = []
+        self.tools_enabled = config.chat.tools
+        self.tools = MemoryTools(memory, embedder, floor=config.memory.similarity_floor, read_only=incognito)
+        self.session_id: int | None = None
+        if session_id is not None:
+            self.resume(session_id)
+        elif not incognito:
+            self.session_id = memory.start_session()
+
+    # -- sessions ---------------------------------------------------------------------------------------------
+
+    def resume(self, session_id: int) -> None:
+        """Continue an earlier session: its last messages come back into working memory."""
+        if not self.memory.session_exists(session_id):
+            from coop.errors import NotFoundError
+
+            raise NotFoundError(f"no session {session_id} for user {self.memory.user_id}",
+                                hint="list sessions with /sessions or `coop chat` then /sessions")
+        self.session_id = session_id
+        self.working.clear()
+        for item in self.memory.recent_messages(session_id, self.working.messages.maxlen or 50):
+            if item.role in ("user", "assistant"):
+                self.working.add(HistoryMessage(item.role, item.text, item.item_id))
+
+    def new_session(self) -> None:
+        self.working.clear()
+        self.session_id = None if self.incognito else self.memory.start_session()
+
+    def settings(self) -> llm.ModelSettings:
+        if not self.model_name:
+            raise ModelError("no chat model configured",
+                             hint="set [model] name in the config (see `coop init`), e.g. 'openai/gpt-4o-mini' with "
+                                  "api_key_env, or a local server such as Ollama or LM Studio through api_base")
+        model = self.config.model
+        return llm.ModelSettings(self.model_name, model.api_base or None, model.api_key_env or None,
+                                 timeout=model.timeout_seconds)
+
+    # -- retrieval --------------------------------------------------------------------------------------------
+
+    def recall(self, text: str) -> tuple[list[Recalled], list[Recalled]]:
+        """Facts and past items for this message: salient ones always, relevant ones above the floor."""
+        cfg = self.config.memory
+        started = time.perf_counter()
+        shown = self.working.ids(cfg.recency_messages)
+        facts: dict[int, Recalled] = {}
+        past: dict[tuple[str, int], Recalled] = {}
+        for item in self.memory.salient(cfg.salience_threshold, limit=50):
+            if item.kind == "fact":
+                facts[item.item_id] = Recalled(item, "salience", item.importance or 0.0)
+            elif item.item_id not in shown:
+                past[(item.kind, item.item_id)] = Recalled(item, "salience", item.importance or 0.0)
+        salience_ms = (time.perf_counter() - started) * 1000
+        embedder = self.embedder()
+        result = search(self.memory, text, embedder=embedder, limit=20, floor=cfg.similarity_floor, rrf_k=cfg.rrf_k)
+        for hit in result.hits:
+            if hit.kind == "fact":
+                if hit.item.item_id not in facts:
+                    facts[hit.item.item_id] = Recalled(hit.item, "relevance", hit.score, hit.legs)
+            elif hit.kind == "message" and hit.item.item_id in shown:
+                continue
+            elif (hit.kind, hit.item.item_id) not in past:
+                past[(hit.kind, hit.item.item_id)] = Recalled(hit.item, "relevance", hit.score, hit.legs)
+        ordered_past = sorted(past.values(), key=lambda r: (r.reason != "salience", -r.score))
+        self.tracer.event("retrieval", legs=result.legs, timings_ms={**result.timings_ms, "salience": salience_ms},
+                          vector_used=result.vector_used, facts=len(facts), past=len(ordered_past),
+                          hits=[{"id": h.ref, "score": round(h.score, 5),
+                                 "legs": {k: [v.rank, round(v.score, 4)] for k, v in h.legs.items()}}
+                                for h in result.hits])
+        return list(facts.values()), ordered_past
+
+    def prepare(self, text: str) -> Prompt:
+        facts, past = self.recall(text)
+        cfg = self.config.memory
+        prompt = build_prompt(preamble=PREAMBLE.format(today=datetime.now().strftime("%A %d %B %Y")),
+                              facts=facts, past=past, history=self.working.recent(cfg.recency_messages),
+                              anchor=self.working.anchor, new_message=text, context_budget=cfg.context_budget,
+                              memory_fraction=cfg.memory_budget_fraction)
+        self.last_recall, self.last_left_out = prompt.recalled, prompt.left_out
+        self.tracer.event("prompt", tokens=prompt.tokens, recalled=[r.item.ref for r in prompt.recalled],
+                          left_out=len(prompt.left_out), messages=len(prompt.messages))
+        return prompt
+
+    # -- the turn ---------------------------------------------------------------------------------------------
+
+    def _commit(self, role: str, content: str, **fields: Any) -> int | None:
+        if self.incognito:
+            return None
+        return self.memory.add_message(self.session_id, role, content, **fields)
+
+    def turn(self, text: str, on_text: Callable[[str], None] = lambda _: None) -> TurnResult:
+        """Answer one user message. Model failures come back in `TurnResult.error`; Ctrl-C keeps the partial
+        reply (marked) and returns with `interrupted`."""
+        text = check_text(text, "message", MAX_MESSAGE_CHARS)
+        settings = self.settings()
+        prompt = self.prepare(text)
+        user_id = self._commit("user", text)
+        if user_id is not None and self.working.anchor is None:
+            self.memory.set_session_title(self.session_id, " ".join(text.split())[:80])
+        self.working.add(HistoryMessage("user", text, user_id))
+        if user_id is not None:
+            self._touch_recalled(prompt)
+        result = TurnResult(reply="", prompt=prompt, user_message_id=user_id)
+        messages = list(prompt.messages)
+        parts: list[str] = []
+        started = time.perf_counter()
+        first_token: float | None = None
+        try:
+            for _ in range(MAX_TOOL_ROUNDS + 1):
+                tools = TOOL_SPECS if self.tools_enabled else None
+                calls: list[llm.ToolCall] = []
+                for delta in self._stream(settings, messages, tools):
+                    if delta.text:
+                        if first_token is None:
+                            first_token = time.perf_counter()
+                        parts.append(delta.text)
+                        on_text(delta.text)
+                    calls.extend(delta.tool_calls)
+                if not calls:
+                    break
+                messages += self._run_tools(calls, "".join(parts), result)
+                parts = []  # text before a tool call was kept with the call's message
+            else:
+                log.warning("the model kept calling tools; stopped after %d rounds", MAX_TOOL_ROUNDS)
+        except KeyboardInterrupt:
+            result.interrupted = True
+        except ModelError as exc:
+            result.error = exc
+        reply = "".join(parts)
+        self.tracer.event("model", model=self.model_name, latency_ms=round((time.perf_counter() - started) * 1000, 1),
+                          first_token_ms=None if first_token is None else round((first_token - started) * 1000, 1),
+                          reply_chars=len(reply), interrupted=result.interrupted, error=type(result.error).__name__
+                          if result.error else None, tool_calls=len(result.tool_calls))
+        if result.interrupted and reply:
+            reply += INTERRUPTED_MARK
+        if reply.strip():
+            result.reply_message_id = self._commit("assistant", reply)
+            self.working.add(HistoryMessage("assistant", reply, result.reply_message_id))
+        result.reply = reply
+        self._after_turn()
+        return result
+
+    def _stream(self, settings: llm.ModelSettings, messages: list[dict[str, Any]],
+                tools: list[dict[str, Any]] | None):
+        """Stream one model call; a model that refuses tools is asked again without them, once per session."""
+        try:
+            yield from llm.stream_chat(settings, messages, tools=tools)
+        except ModelError as exc:
+            if tools and "BadRequestError" in exc.message and "tool" in exc.message.lower():
+                self.tools_enabled = False
+                yield from llm.stream_chat(settings, messages, tools=None)
+            else:
+                raise
+
+    def _run_tools(self, calls: list[llm.ToolCall], text: str, result: TurnResult) -> list[dict[str, Any]]:
+        """Run the model's tool calls, store the call and each result as messages, and return them for the
+        next model call."""
+        call_dicts = [{"id": c.id or f"call_{i}", "type": "function",
+                       "function": {"name": c.name, "arguments": c.arguments}} for i, c in enumerate(calls)]
+        added: list[dict[str, Any]] = [{"role": "assistant", "content": text, "tool_calls": call_dicts}]
+        assistant_id = self._commit("assistant", text, tool_calls=json.dumps(call_dicts))
+        self.working.add(HistoryMessage("assistant", text, assistant_id, tool_calls=call_dicts))
+        for call, spec in zip(calls, call_dicts):
+            output = self.tools.run(call.name, call.arguments)
+            result.tool_calls.append({"name": call.name, "arguments": call.arguments, "result": output})
+            self.tracer.event("tool", tool=call.name, result_chars=len(output))
+            tool_id = self._commit("tool", output, tool_name=call.name, tool_call_id=spec["id"])
+            self.working.add(HistoryMessage("tool", output, tool_id, tool_call_id=spec["id"], name=call.name))
+            added.append({"role": "tool", "tool_call_id": spec["id"], "name": call.name, "content": output})
+        return added
+
+    def _touch_recalled(self, prompt: Prompt) -> None:
+        """Mark recalled facts as used now: retention archives by last use, not by age."""
+        ids = [r.item.item_id for r in prompt.recalled if r.item.kind == "fact"]
+        if ids:
+            self.memory.touch_facts(ids)
+
+    def _after_turn(self) -> None:
+        """Embed what the turn added: on the worker's own connection, or inline for an in-memory database
+        (which another connection cannot see)."""
+        if self.incognito:
+            return
+        embedder = self.embedder()
+        if embedder is None:
+            return
+        from coop.memory.store import MemoryStore
+        from coop.memory.vectors import embed_pending
+
+        user_id, batch = self.memory.user_id, self.config.memory.embedder.batch_size
+        if self.worker is None:
+            try:
+                embed_pending(self.memory, embedder, batch_size=batch)
+            except Exception as exc:  # a background failure is logged, never raised into the chat
+                log.warning("embedding new messages failed: %s", exc)
+            return
+        self.worker.submit("embed new messages",
+                           lambda db: embed_pending(MemoryStore(db).user(user_id), embedder, batch_size=batch))
+
+    def end(self) -> None:
+        """End this session: it is marked ended (and becomes eligible for consolidation)."""
+        if self.session_id is not None and not self.incognito:
+            self.memory.end_session(self.session_id)
+
+    # -- slash-command helpers --------------------------------------------------------------------------------
+
+    def remember(self, text: str) -> Any:
+        if self.incognito:
+            raise UsageError("incognito: nothing is written to memory", hint="start coop chat without --incognito")
+        result = self.memory.add_fact(text, importance=0.9, source="user", reason="/remember in chat")
+        self._after_turn()
+        return result

@@ -1,0 +1,117 @@
+"""`coop chat`: the terminal assistant. Wires config, memory, embedder, model and worker into a Repl."""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+from typing import Annotated, Optional
+
+import typer
+
+from coop.cli.app import state
+from coop.errors import CoopError
+
+
+class EmbedderLoader:
+    """Loads the embedder in a background thread at start (it takes a second or two), so the banner and the
+    first prompt appear at once; the first turn that needs it waits for it."""
+
+    def __init__(self, settings) -> None:
+        from coop.memory.embed import load_embedder
+
+        self.status = None
+        self._thread = threading.Thread(target=lambda: setattr(self, "status", load_embedder(settings)),
+                                        name="coop-embedder-load", daemon=True)
+        self._thread.start()
+
+    def ready(self) -> bool:
+        return not self._thread.is_alive()
+
+    def __call__(self):
+        self._thread.join()
+        return None if self.status is None else self.status.embedder
+
+
+def chat(
+    ctx: typer.Context,
+    session: Annotated[Optional[int], typer.Option("--session", metavar="ID", help="resume a session")] = None,
+    user: Annotated[Optional[str], typer.Option("--user", metavar="ID", help="whose memory")] = None,
+    incognito: Annotated[bool, typer.Option("--incognito", help="write nothing to disk (memory is still read)")] = False,
+    model: Annotated[Optional[str], typer.Option("--model", help="litellm model string for this chat")] = None,
+    json_: Annotated[bool, typer.Option("--json", help="pipe mode: one JSON object per turn on stdout")] = False,
+    no_tools: Annotated[bool, typer.Option("--no-tools", help="do not offer memory tools to the model")] = False,
+) -> None:
+    """Chat with your configured model, with your memory in every turn."""
+    from rich.console import Console
+
+    from coop import llm
+    from coop.chat.repl import Repl
+    from coop.chat.session import ChatSession
+    from coop.config import apply_overrides, coop_home, resolve_db_path
+    from coop.memory.worker import BackgroundWorker
+    from coop.trace import NO_TRACE, Tracer
+
+    app_state = state(ctx)
+    config = app_state.config()
+    if model:
+        config = apply_overrides(config, {"model.name": model})
+    if no_tools:
+        config = apply_overrides(config, {"chat.tools": False})
+    if not config.model.name:
+        raise CoopError("no chat model configured",
+                        hint="set [model] name in the config (`coop init` writes one), e.g. 'openai/gpt-4o-mini' with "
+                             "api_key_env = \"OPENAI_API_KEY\", or a local OpenAI-compatible server such as Ollama "
+                             "('ollama/llama3.1') or LM Studio through model.api_base; or pass --model")
+    threading.Thread(target=llm.get_litellm, name="coop-litellm-import", daemon=True).start()
+    db_path = resolve_db_path(config)
+    if incognito and db_path != ":memory:" and not os.path.exists(db_path):
+        db_path = ":memory:"  # nothing to read, and nothing may be written
+    if incognito or db_path == ":memory:":
+        from coop.memory.db import open_database
+        from coop.memory.store import MemoryStore
+
+        database = open_database(db_path, busy_timeout_ms=config.memory.busy_timeout_ms)
+        app_state._db = database
+        memory = MemoryStore(database).user(app_state.user_id(user))
+    else:
+        memory = app_state.memory(user)
+    loader = EmbedderLoader(config.memory.embedder)
+    worker = None if incognito or db_path == ":memory:" else BackgroundWorker(
+        db_path, busy_timeout_ms=config.memory.busy_timeout_ms)
+    tracer = Tracer(config.trace.file) if config.trace.file and not incognito else NO_TRACE
+    chat_session = ChatSession(memory, config, embedder=loader, session_id=session, incognito=incognito,
+                               tracer=tracer, worker=worker)
+
+    interactive = bool(sys.stdin and sys.stdout and sys.stdin.isatty() and sys.stdout.isatty()) and not json_
+    console = Console(stderr=not interactive, highlight=False)
+
+    def banner() -> str:
+        stats = memory.stats()
+        if loader.ready():
+            embedder_state = loader.status.embedder.id.split("/")[-2] if loader.status.embedder else "off (full text only)"
+        else:
+            embedder_state = "loading"
+        line = (f"[bold]coop[/] · {chat_session.model_name} · user {memory.user_id} · "
+                f"{stats['facts_active']} facts, {stats['messages']} messages · embedder {embedder_state}")
+        if incognito:
+            line += " · [yellow]incognito: nothing is saved (memory is still read)[/]"
+        return line + "\n[dim]/help for commands, Ctrl-D to exit[/]"
+
+    def on_exit() -> None:
+        chat_session.end()
+        if worker is not None:
+            worker.stop(timeout=2.0)
+
+    repl = Repl(chat_session, console=console, json_mode=json_, banner=banner, on_exit=on_exit,
+                history_path=str(coop_home() / "history") if not incognito else None)
+    if interactive:
+        coop_home().mkdir(mode=0o700, parents=True, exist_ok=True)
+        code = repl.run_terminal()
+    else:
+        code = repl.run_lines(sys.stdin.buffer if sys.stdin is not None else [])
+    status = loader.status
+    if status is not None and status.embedder is None and not json_:
+        console.print(f"[yellow]note:[/] the embedder did not load ({status.error}); search used full text only")
+    if code:
+        raise typer.Exit(code)

@@ -1,0 +1,74 @@
+"""A background thread with its own database connection, running jobs so the chat never waits on them.
+
+apsw connections cannot be shared across threads, so the worker opens its own. Jobs are callables that take
+that connection; one that fails is logged and dropped (a background failure never reaches the REPL, and the
+rows it would have changed stay as they were, to be retried later). `stop()` waits at most `timeout` seconds:
+a job still running then is abandoned with the thread (a daemon), and its transaction is rolled back by
+SQLite when the process exits.
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+from typing import Callable
+
+from coop.memory.db import Database, open_database
+
+log = logging.getLogger(__name__)
+
+Job = Callable[[Database], None]
+
+
+class BackgroundWorker:
+    def __init__(self, db_path: str, *, busy_timeout_ms: int = 5000, name: str = "coop-worker") -> None:
+        self._db_path = db_path
+        self._busy_timeout_ms = busy_timeout_ms
+        self._jobs: queue.Queue[tuple[str, Job] | None] = queue.Queue()
+        self._idle = threading.Event()
+        self._idle.set()
+        self._pending = 0
+        self._lock = threading.Lock()
+        self.failures: list[str] = []
+        self._thread = threading.Thread(target=self._run, name=name, daemon=True)
+        self._thread.start()
+
+    def submit(self, name: str, job: Job) -> None:
+        with self._lock:
+            self._pending += 1
+            self._idle.clear()
+        self._jobs.put((name, job))
+
+    def wait_idle(self, timeout: float | None = None) -> bool:
+        """Block until every submitted job has run (for tests and for a clean exit)."""
+        return self._idle.wait(timeout)
+
+    def stop(self, timeout: float = 2.0) -> None:
+        self._jobs.put(None)
+        self._thread.join(timeout)
+
+    def _run(self) -> None:
+        db: Database | None = None
+        try:
+            while True:
+                entry = self._jobs.get()
+                if entry is None:
+                    return
+                name, job = entry
+                try:
+                    if db is None:
+                        db = open_database(self._db_path, busy_timeout_ms=self._busy_timeout_ms)
+                    job(db)
+                except Exception as exc:  # logged, never raised: the REPL must not die of a background job
+                    message = f"{name} failed: {type(exc).__name__}: {exc}"
+                    log.warning(message)
+                    self.failures.append(message)
+                finally:
+                    with self._lock:
+                        self._pending -= 1
+                        if self._pending == 0:
+                            self._idle.set()
+        finally:
+            if db is not None:
+                db.close()

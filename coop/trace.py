@@ -1,0 +1,39 @@
+"""The trace file: one JSON object per line per event (retrieval legs, prompt sizes, model latency).
+
+Enabled by `[trace] file` or `COOP_TRACE_FILE`. Events carry counts, scores, ids and timings, never message
+text or secrets; the file is created 0600. A trace that cannot be written is switched off, never fatal.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+import time
+from typing import Any
+
+
+class Tracer:
+    def __init__(self, path: str | None) -> None:
+        self.path = path or None
+        self._lock = threading.Lock()
+
+    @property
+    def enabled(self) -> bool:
+        return self.path is not None
+
+    def event(self, event: str, **fields: Any) -> None:
+        if self.path is None:
+            return
+        record = {"ts": round(time.time(), 6), "event": event, **fields}
+        line = json.dumps(record, ensure_ascii=False, default=str) + "\n"
+        try:
+            with self._lock:
+                fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+                with os.fdopen(fd, "a", encoding="utf-8") as handle:
+                    handle.write(line)
+        except OSError:
+            self.path = None
+
+
+NO_TRACE = Tracer(None)

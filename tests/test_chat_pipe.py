@@ -1,0 +1,53 @@
+"""`coop chat` as a program: stdin lines are turns, replies go to stdout, memory reaches the model's prompt."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+
+def run_chat(args, stdin: bytes | str, env_extra: dict[str, str], timeout: float = 60) -> subprocess.CompletedProcess:
+    env = {**os.environ, **env_extra}
+    data = stdin.encode() if isinstance(stdin, str) else stdin
+    return subprocess.run([sys.executable, "-m", "coop", "chat", *args], input=data, capture_output=True,
+                          env=env, timeout=timeout)
+
+
+@pytest.fixture
+def chat_env(openai_server, coop_home):
+    return {"COOP_MODEL_NAME": "openai/test-model", "COOP_MODEL_API_BASE": openai_server.api_base,
+            "COOP_HOME": str(coop_home), "COOP_MEMORY_EMBEDDER_PROVIDER": "hash"}
+
+
+def test_echo_into_coop_chat_prints_the_reply_and_exits_0(openai_server, chat_env, run_cli):
+    assert run_cli("memory", "add", "My name is Sam and I live in Lyon", "--user", "sam").exit_code == 0
+    openai_server.replies = ["You are Sam, and you live in **Lyon**."]
+    result = run_chat(["--user", "sam"], "what do you know about me?\n", chat_env)
+    assert result.returncode == 0, result.stderr.decode()
+    assert result.stdout.decode().strip() == "You are Sam, and you live in **Lyon**."
+    [request] = openai_server.chat_requests()
+    system = request["messages"][0]["content"]
+    assert "Known about the user:\n- My name is Sam and I live in Lyon" in system
+    assert request["messages"][-1] == {"role": "user", "content": "what do you know about me?"}
+    assert request["model"] == "test-model" and request["stream"] is True
+
+
+def test_json_mode_prints_one_object_per_turn(openai_server, chat_env):
+    openai_server.replies = ["first answer", "second answer"]
+    result = run_chat(["--json"], "hello\nand again\n", chat_env)
+    assert result.returncode == 0, result.stderr.decode()
+    lines = [json.loads(line) for line in result.stdout.decode().splitlines()]
+    assert [line["reply"] for line in lines] == ["first answer", "second answer"]
+    assert lines[0]["session_id"] == lines[1]["session_id"] and lines[0]["error"] is None
+    assert lines[0]["user_message_id"].startswith("m")
+
+
+def test_no_model_configured_says_how_and_exits_1(coop_home):
+    result = run_chat([], "hi\n", {"COOP_HOME": str(coop_home), "COOP_MEMORY_EMBEDDER_PROVIDER": "hash"})
+    assert result.returncode == 1
+    err = result.stderr.decode()
+    assert "no chat model configured" in err and "hint:" in err and "api_base" in err
