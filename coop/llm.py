@@ -8,6 +8,7 @@ Every litellm exception is mapped to a `ModelError` whose message never contains
 from __future__ import annotations
 
 import os
+import re
 import threading
 import time
 from dataclasses import dataclass, field
@@ -41,22 +42,40 @@ def redact(text: str, secrets: list[str | None]) -> str:
     return text
 
 
-def map_error(exc: Exception, model: str, api_key: str | None = None) -> ModelError:
+def _clean_detail(text: str) -> str:
+    """litellm repeats class names ("litellm.InternalServerError: InternalServerError: OpenAIException - x");
+    keep the part a person can read."""
+    first = text.splitlines()[0] if text else ""
+    while True:
+        stripped = re.sub(r"^\s*(litellm\.)?[A-Za-z]*(Error|Exception)\s*[:-]\s*", "", first)
+        if stripped == first:
+            return first.strip()
+        first = stripped
+
+
+def map_error(exc: Exception, model: str, api_key: str | None = None, api_base: str | None = None) -> ModelError:
     """A friendly `ModelError` for any provider exception: what failed, and what to do about it."""
     name = type(exc).__name__
-    detail = redact(str(exc).splitlines()[0] if str(exc) else name, [api_key])[:300]
+    detail = redact(_clean_detail(str(exc)) or name, [api_key])[:300]
+    lowered = str(exc).lower()
+    if name == "APIConnectionError" or "connection error" in lowered or "connection refused" in lowered:
+        where = api_base or "the provider"
+        return ModelError(f"{model}: APIConnectionError: cannot reach {where}",
+                          hint="is the server running? check model.api_base and your network")
+    if name == "Timeout" or "timed out" in lowered:
+        return ModelError(f"{model}: Timeout: no answer in time ({detail})",
+                          hint="retry, or raise model.timeout_seconds")
     hints = {
-        "AuthenticationError": "check the API key variable named by model.api_key_env",
+        "AuthenticationError": "check the API key in the variable named by model.api_key_env",
+        "PermissionDeniedError": "the key is not allowed to use this model",
         "NotFoundError": "check the model name (litellm form, e.g. 'openai/gpt-4o-mini')",
         "RateLimitError": "the provider is rate limiting: wait a moment and retry",
-        "APIConnectionError": "is the server running? check model.api_base",
-        "Timeout": "the provider did not answer in time: retry, or raise model.timeout_seconds",
         "BadRequestError": "the provider refused the request: check the model name and its options",
         "ContextWindowExceededError": "the prompt is too long for this model: lower memory.context_budget",
         "ServiceUnavailableError": "the provider is unavailable: retry later",
         "InternalServerError": "the provider failed: retry later",
     }
-    return ModelError(f"{model}: {name}: {detail}", hint=hints.get(name, "run `coop check`"))
+    return ModelError(f"{model}: {name}: {detail}", hint=hints.get(name, "run `coop check`, or retry"))
 
 
 def local_server_key(model: str, api_base: str | None, api_key: str | None) -> str | None:
@@ -75,7 +94,7 @@ def embed(model: str, texts: list[str], *, api_base: str | None = None, api_key:
     try:
         response = litellm.embedding(model=model, input=texts, api_base=api_base, api_key=api_key, timeout=timeout)
     except Exception as exc:
-        raise map_error(exc, model, api_key) from None
+        raise map_error(exc, model, api_key, api_base) from None
     data = sorted(response.data, key=lambda item: item["index"] if isinstance(item, dict) else item.index)
     return [item["embedding"] if isinstance(item, dict) else item.embedding for item in data]
 
@@ -118,6 +137,11 @@ class Delta:
     finish_reason: str | None = None
 
 
+def _retryable(exc: Exception) -> bool:
+    """Rate limits, server errors, timeouts and dropped connections are worth another try; 4xx are not."""
+    return type(exc).__name__ in RETRYABLE or isinstance(exc, (ConnectionError, TimeoutError))
+
+
 def _call(settings: ModelSettings, **kwargs: Any) -> Any:
     """One litellm.completion call with retries for retryable errors and backoff between them."""
     litellm = get_litellm()
@@ -128,11 +152,11 @@ def _call(settings: ModelSettings, **kwargs: Any) -> Any:
             return litellm.completion(model=settings.model, api_base=settings.api_base, api_key=api_key,
                                       timeout=settings.timeout, num_retries=0, **kwargs)
         except Exception as exc:
-            if type(exc).__name__ in RETRYABLE and attempt < settings.retries:
+            if _retryable(exc) and attempt < settings.retries:
                 attempt += 1
                 time.sleep(settings.backoff_seconds * (2 ** (attempt - 1)))
                 continue
-            raise map_error(exc, settings.model, api_key) from None
+            raise map_error(exc, settings.model, api_key, settings.api_base) from None
 
 
 def stream_chat(settings: ModelSettings, messages: list[dict[str, Any]], *,
@@ -174,7 +198,7 @@ def stream_chat(settings: ModelSettings, messages: list[dict[str, Any]], *,
                 produced = True
                 yield Delta(text=text)
     except Exception as exc:
-        raise map_error(exc, settings.model, api_key) from None
+        raise map_error(exc, settings.model, api_key, settings.api_base) from None
     if not produced:
         raise ModelError(f"{settings.model} returned an empty reply", hint="retry, or try another model")
     yield Delta(tool_calls=[c for _, c in sorted(calls.items()) if c.name], finish_reason=finish)

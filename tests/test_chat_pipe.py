@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import subprocess
@@ -51,3 +52,41 @@ def test_no_model_configured_says_how_and_exits_1(coop_home):
     assert result.returncode == 1
     err = result.stderr.decode()
     assert "no chat model configured" in err and "hint:" in err and "api_base" in err
+
+
+def test_binary_lines_on_stdin_are_reported_and_skipped(openai_server, chat_env):
+    openai_server.replies = ["hello back"]
+    result = run_chat([], b"\xff\xfe\x80 not utf-8\nbin\x00ary\nhello\n", chat_env)
+    assert result.returncode == 0
+    err = result.stderr.decode()
+    assert "input line 1 is not UTF-8" in err and "input line 2 contains binary data" in err
+    assert result.stdout.decode().strip() == "hello back"
+    assert [r["messages"][-1]["content"] for r in openai_server.chat_requests()] == ["hello"]
+
+
+def test_model_down_in_pipe_mode_reports_and_exits_4(chat_env):
+    env = {**chat_env, "COOP_MODEL_API_BASE": "http://127.0.0.1:9/v1", "COOP_MODEL_TIMEOUT_SECONDS": "2"}
+    result = run_chat([], "hello\n", env)
+    assert result.returncode == 4
+    assert "cannot reach http://127.0.0.1:9/v1" in result.stderr.decode()
+    assert "hint:" in result.stderr.decode()
+
+
+def test_coop_trace_file_env(openai_server, chat_env, tmp_path):
+    trace = tmp_path / "t.jsonl"
+    run_chat([], "hello\n", {**chat_env, "COOP_TRACE_FILE": str(trace)})
+    events = [json.loads(line)["event"] for line in trace.read_text().splitlines()]
+    assert events == ["retrieval", "prompt", "model"]
+
+
+def test_terminal_detection_honours_term_dumb():
+    from coop.chat.repl import interactive_terminal
+
+    class Tty:
+        def isatty(self):
+            return True
+
+    assert interactive_terminal(Tty(), Tty(), {"TERM": "xterm"})
+    assert not interactive_terminal(Tty(), Tty(), {"TERM": "dumb"})
+    assert not interactive_terminal(None, Tty(), {})
+    assert not interactive_terminal(io.StringIO(), Tty(), {})

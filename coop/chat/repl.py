@@ -35,6 +35,17 @@ if TYPE_CHECKING:
 DOUBLE_CTRL_C_SECONDS = 2.0
 
 
+def interactive_terminal(stdin, stdout, environ) -> bool:
+    """The prompt_toolkit REPL needs a real terminal on both ends; `TERM=dumb` (Emacs shells, some CI logs) gets
+    the plain line-per-turn mode instead, as do pipes and a closed stdin."""
+    if stdin is None or stdout is None or environ.get("TERM") == "dumb":
+        return False
+    try:
+        return stdin.isatty() and stdout.isatty()
+    except (ValueError, OSError):
+        return False
+
+
 class Repl:
     def __init__(self, session: "ChatSession", *, console: Console, json_mode: bool = False,
                  history_path: str | None = None, banner: Callable[[], str] | None = None,

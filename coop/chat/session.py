@@ -57,6 +57,15 @@ class TurnResult:
     tool_calls: list[dict[str, Any]] = field(default_factory=list)
 
 
+def retrieval_query(text: str, limit: int = 2000) -> str:
+    """What a message is searched by: all of it when short; for a long paste its start and its end, where the
+    question usually is (the embedder reads only the first few hundred tokens anyway)."""
+    if len(text) <= limit:
+        return text
+    half = limit // 2
+    return text[:half] + "\n…\n" + text[-half:]
+
+
 class WorkingMemory:
     """The session's recent messages, held in memory so a turn needs no database read for them."""
 
@@ -152,7 +161,7 @@ class ChatSession:
                 past[(item.kind, item.item_id)] = Recalled(item, "salience", item.importance or 0.0)
         salience_ms = (time.perf_counter() - started) * 1000
         embedder = self.embedder()
-        result = search(self.memory, text, embedder=embedder, limit=20, floor=cfg.similarity_floor, rrf_k=cfg.rrf_k)
+        result = search(self.memory, retrieval_query(text), embedder=embedder, limit=20, floor=cfg.similarity_floor, rrf_k=cfg.rrf_k)
         for hit in result.hits:
             if hit.kind == "fact":
                 if hit.item.item_id not in facts:

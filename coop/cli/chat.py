@@ -9,7 +9,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from coop.cli.app import state
+from coop.cli.context import state
 from coop.errors import CoopError
 
 
@@ -46,7 +46,7 @@ def chat(
     from rich.console import Console
 
     from coop import llm
-    from coop.chat.repl import Repl
+    from coop.chat.repl import Repl, interactive_terminal
     from coop.chat.session import ChatSession
     from coop.config import apply_overrides, coop_home, resolve_db_path
     from coop.memory.worker import BackgroundWorker
@@ -83,7 +83,7 @@ def chat(
     chat_session = ChatSession(memory, config, embedder=loader, session_id=session, incognito=incognito,
                                tracer=tracer, worker=worker)
 
-    interactive = bool(sys.stdin and sys.stdout and sys.stdin.isatty() and sys.stdout.isatty()) and not json_
+    interactive = interactive_terminal(sys.stdin, sys.stdout, os.environ) and not json_
     console = Console(stderr=not interactive, highlight=False)
 
     def banner() -> str:

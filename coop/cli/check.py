@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Annotated, Callable
 import typer
 
 from coop.cli import output
-from coop.cli.app import state
+from coop.cli.context import state
 from coop.errors import ConfigError, CoopError, ExitCode
 
 if TYPE_CHECKING:

@@ -9,7 +9,7 @@ from typing import Annotated, Optional
 import typer
 
 from coop.cli import output
-from coop.cli.app import state
+from coop.cli.context import state
 from coop.errors import CoopError, UsageError
 
 

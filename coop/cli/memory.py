@@ -8,7 +8,7 @@ from typing import Annotated, Optional
 import typer
 
 from coop.cli import output
-from coop.cli.app import state
+from coop.cli.context import state
 from coop.errors import UsageError
 
 app = typer.Typer(no_args_is_help=True, help="Inspect and correct memory: search, list, show, add, forget.")

@@ -1,0 +1,179 @@
+"""The REPL driven through prompt_toolkit's pipe input: keys, slash commands, exits, rendering."""
+
+from __future__ import annotations
+
+import io
+import os
+import stat
+import threading
+import time
+
+import pytest
+from prompt_toolkit.input import create_pipe_input
+from prompt_toolkit.output import DummyOutput
+from rich.console import Console
+
+from coop.chat.repl import Repl
+from coop.chat.session import ChatSession
+from coop.config import apply_overrides, load_config
+from coop.memory.embed import HashEmbedder
+
+EMBEDDER = HashEmbedder(64)
+
+
+@pytest.fixture
+def repl_factory(memory, openai_server, coop_home):
+    def make(**overrides):
+        config = apply_overrides(load_config(), {"model.name": "openai/test-model",
+                                                 "model.api_base": openai_server.api_base, **overrides})
+        session = ChatSession(memory, config, embedder=lambda: EMBEDDER)
+        screen = io.StringIO()
+        console = Console(file=screen, width=100, force_terminal=False, color_system=None)
+        coop_home.mkdir(parents=True, exist_ok=True)
+        repl = Repl(session, console=console, history_path=str(coop_home / "history"), banner=lambda: "BANNER")
+        return repl, screen
+
+    return make
+
+
+def drive(repl, keys: str) -> int:
+    with create_pipe_input() as pipe:
+        pipe.send_text(keys)
+        prompt = repl.make_prompt_session(input=pipe, output=DummyOutput())
+        return repl.run_terminal(prompt)
+
+
+def test_a_turn_streams_markdown_and_is_stored(repl_factory, openai_server, memory):
+    repl, screen = repl_factory()
+    openai_server.replies = ["# Title\n\nSome **bold** text and a list:\n\n- one\n- two\n"]
+    assert drive(repl, "hello there\r\x04") == 0
+    shown = screen.getvalue()
+    assert "BANNER" in shown and "Title" in shown and "bold" in shown and "**" not in shown
+    assert [m.text for m in memory.list_items("message")][::-1][0] == "hello there"
+    assert openai_server.chat_requests()[0]["messages"][-1]["content"] == "hello there"
+
+
+def test_alt_enter_inserts_a_new_line(repl_factory, openai_server):
+    repl, _ = repl_factory()
+    drive(repl, "first line\x1b\rsecond line\r\x04")
+    assert openai_server.chat_requests()[0]["messages"][-1]["content"] == "first line\nsecond line"
+
+
+def test_unknown_and_ambiguous_commands_are_errors_never_sent(repl_factory, openai_server):
+    repl, screen = repl_factory()
+    drive(repl, "/bogus stuff\r/h\r\x04")
+    shown = screen.getvalue()
+    assert "unknown command /bogus" in shown and "ambiguous command /h" in shown
+    assert openai_server.chat_requests() == []
+
+
+def test_slash_commands(repl_factory, openai_server, memory):
+    repl, screen = repl_factory()
+    openai_server.default_reply = "ok"
+    drive(repl, "/rem I play the oboe\r/remember\rtell me about music\r/memory\r/memory oboe\r/history\r"
+                "/sessions\r/model openai/other\r/new\r/help\r//etc is a folder\r\x04")
+    shown = screen.getvalue()
+    assert "remembered as f1" in shown
+    assert "/remember needs the fact" in shown
+    assert "salience" in shown and "I play the oboe" in shown  # /memory shows the last recall and why
+    assert "user: tell me about music" in shown  # /history
+    assert "model: openai/other" in shown
+    assert "new session" in shown and "/remember" in shown  # /new and /help
+    bodies = openai_server.chat_requests()
+    assert [b["messages"][-1]["content"] for b in bodies] == ["tell me about music", "/etc is a folder"]
+    assert bodies[-1]["model"] == "other"
+    assert len(memory.sessions()) == 2
+
+
+def test_forget_from_the_repl(repl_factory, memory):
+    fact = memory.add_fact("old address: 12 Elm Street")
+    repl, screen = repl_factory()
+    drive(repl, f"/forget f{fact.fact_id}\r/forget f999\r\x04")
+    assert "forgot f1" in screen.getvalue() and "no fact f999" in screen.getvalue()
+    assert memory.list_items("fact") == []
+
+
+def test_ctrl_c_twice_exits_and_once_does_not(repl_factory, openai_server):
+    repl, screen = repl_factory()
+    assert drive(repl, "\x03\x03") == 0
+    assert "Ctrl-C again to exit" in screen.getvalue()
+    repl, _ = repl_factory()
+    drive(repl, "\x03still here\r\x04")
+    assert openai_server.chat_requests()[-1]["messages"][-1]["content"] == "still here"
+
+
+def test_exit_command_and_ctrl_d(repl_factory, openai_server):
+    repl, _ = repl_factory()
+    assert drive(repl, "/exit\rnever sent\r") == 0
+    assert openai_server.chat_requests() == []
+
+
+def test_history_file_is_private_and_persists(repl_factory, coop_home):
+    repl, _ = repl_factory()
+    drive(repl, "/help\r\x04")
+    path = coop_home / "history"
+    assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
+    assert "/help" in path.read_text()
+
+
+def test_model_error_in_the_repl_is_shown_and_the_loop_goes_on(repl_factory, openai_server):
+    repl, screen = repl_factory()
+    openai_server.replies = [{"status": 401, "message": "invalid key"}, "second works"]
+    drive(repl, "first\rsecond\r\x04")
+    shown = screen.getvalue()
+    assert "error:" in shown and "AuthenticationError" in shown and "hint:" in shown
+    assert "second works" in shown
+
+
+def test_end_command_ends_the_session_and_starts_another(repl_factory, memory):
+    repl, screen = repl_factory()
+    first = repl.session.session_id
+    drive(repl, "hello\r/end\r\x04")
+    ended = {s["id"]: s["ended_at"] for s in memory.sessions()}
+    assert ended[first] is not None and repl.session.session_id != first
+    assert "session ended" in screen.getvalue()
+
+
+def test_ctrl_x_ctrl_e_edits_in_editor(repl_factory, openai_server, tmp_path, monkeypatch):
+    editor = tmp_path / "editor.sh"
+    editor.write_text("#!/bin/sh\nprintf 'written in the editor' > \"$1\"\n")
+    editor.chmod(0o755)
+    monkeypatch.setenv("EDITOR", str(editor))
+    monkeypatch.delenv("VISUAL", raising=False)
+    repl, _ = repl_factory()
+    with create_pipe_input() as pipe:
+        def later():  # the editor runs asynchronously and submits by itself; leave only after its turn
+            deadline = time.monotonic() + 20
+            while not openai_server.chat_requests() and time.monotonic() < deadline:
+                time.sleep(0.05)
+            time.sleep(0.3)
+            pipe.send_text("\x04")
+
+        pipe.send_text("\x18\x05")
+        feeder = threading.Thread(target=later)
+        feeder.start()
+        repl.run_terminal(repl.make_prompt_session(input=pipe, output=DummyOutput()))
+        feeder.join()
+    assert openai_server.chat_requests()[0]["messages"][-1]["content"] == "written in the editor"
+
+
+def test_ctrl_r_searches_history(repl_factory, openai_server):
+    repl, _ = repl_factory()
+    drive(repl, "what about oboes?\r\x04")
+    repl, _ = repl_factory()  # a new REPL reads the same history file
+    drive(repl, "\x12oboe\r\r\x04")
+    contents = [b["messages"][-1]["content"] for b in openai_server.chat_requests()]
+    assert contents == ["what about oboes?", "what about oboes?"]
+
+
+def test_no_color_keeps_colour_codes_out(memory, openai_server, monkeypatch):
+    monkeypatch.setenv("NO_COLOR", "1")
+    config = apply_overrides(load_config(), {"model.name": "openai/t", "model.api_base": openai_server.api_base})
+    session = ChatSession(memory, config, embedder=lambda: EMBEDDER)
+    screen = io.StringIO()
+    console = Console(file=screen, width=80, force_terminal=True)
+    openai_server.replies = ["# Heading\n\n```python\nprint('x')\n```\n"]
+    repl = Repl(session, console=console)
+    repl.turn("hi", interactive=True)
+    assert "Heading" in screen.getvalue()
+    assert "\x1b[3" not in screen.getvalue() and "\x1b[38;" not in screen.getvalue()
