@@ -51,11 +51,28 @@ class EmbedderConfig:
 
 
 @dataclass(frozen=True)
+class ImportanceConfig:
+    user: float = _f(0.5, "importance of a user message", min=0, max=1)
+    assistant: float = _f(0.3, "importance of an assistant message", min=0, max=1)
+    tool: float = _f(0.1, "importance of a tool call or result", min=0, max=1)
+    explicit_remember: float = _f(0.9, "a user message that asks to remember something", min=0, max=1)
+    correction: float = _f(0.85, "a user message that corrects something (\"actually, ...\")", min=0, max=1)
+    long_chars: int = _f(400, "length from which a message gets the long bonus", min=1, max=1_000_000)
+    long_bonus: float = _f(0.1, "added for a long message", min=0, max=1)
+    code_bonus: float = _f(0.05, "added for a message with code", min=0, max=1)
+
+
+@dataclass(frozen=True)
 class ExtractionConfig:
     enabled: bool = _f(True, "extract durable facts after each turn (fast model)")
     max_facts_per_turn: int = _f(5, "most facts kept from one exchange", min=0, max=50)
     dedup_threshold: float = _f(0.9, "cosine at or above which a new fact with the same content words is a duplicate",
                                 min=0.5, max=1.0)
+    related_threshold: float = _f(0.75, "cosine at or above which an existing fact is a candidate for "
+                                        "reconciliation (update or supersede) by the fast model", min=0.0, max=1.0)
+    min_confidence: float = _f(0.6, "below this confidence a reconciliation decision keeps both facts", min=0, max=1)
+    max_instructions: int = _f(20, "standing instructions kept active; the oldest beyond are archived",
+                               min=1, max=500)
 
 
 @dataclass(frozen=True)
@@ -63,13 +80,18 @@ class ConsolidationConfig:
     enabled: bool = _f(True, "summarise old conversation spans in the background")
     interval_hours: float = _f(6.0, "hours between background consolidation runs", min=0.01, max=24 * 30)
     idle_minutes: float = _f(20.0, "minutes of inactivity that end a session", min=1, max=24 * 60)
+    min_age_minutes: float = _f(30.0, "messages younger than this (in a session still open) are left for later",
+                                min=0, max=24 * 60 * 30)
+    span_messages: int = _f(40, "most messages summarised together", min=2, max=1000)
+    max_spans_per_run: int = _f(5, "work per run: spans consolidated at most", min=1, max=1000)
 
 
 @dataclass(frozen=True)
 class RetentionConfig:
-    enabled: bool = _f(False, "archive facts that go unused (never deletes)")
-    archive_after_days: float = _f(180.0, "days without recall before a rarely mentioned fact is archived",
-                                   min=1, max=36500)
+    enabled: bool = _f(True, "archive facts that go unused (archived facts stay searchable; nothing is deleted)")
+    half_life_days: float = _f(90.0, "a fact's weight halves after this many days without use", min=1, max=36500)
+    archive_below: float = _f(0.05, "archive a fact whose decayed weight falls below this", min=0, max=1)
+    keep_mentions: int = _f(3, "facts mentioned this often are never archived by decay", min=1, max=1_000_000)
 
 
 @dataclass(frozen=True)
@@ -86,6 +108,7 @@ class MemoryConfig:
     rrf_k: int = _f(60, "reciprocal-rank fusion constant", min=1, max=1000)
     search_limit: int = _f(10, "default number of results of a search", min=1, max=1000)
     embedder: EmbedderConfig = field(default_factory=EmbedderConfig)
+    importance: ImportanceConfig = field(default_factory=ImportanceConfig)
     extraction: ExtractionConfig = field(default_factory=ExtractionConfig)
     consolidation: ConsolidationConfig = field(default_factory=ConsolidationConfig)
     retention: RetentionConfig = field(default_factory=RetentionConfig)

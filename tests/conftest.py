@@ -122,7 +122,9 @@ def run_cli() -> Callable[..., CliResult]:
 class ScriptedServer:
     """An OpenAI-compatible server on 127.0.0.1 that answers from a script and records every request.
 
-    `replies` is a queue; each chat request takes the next entry (or `default_reply` when it is empty):
+    `replies` is a queue; each chat request takes the next entry (or `default_reply` when it is empty); requests
+    from background jobs (extraction, reconciliation, summaries: any system prompt other than coop's chat
+    preamble) take from `background_replies` (or `background_default`, an empty fact list). An entry is:
     - a string: the reply text (streamed in small chunks when the request asks for a stream);
     - a dict with any of: `content`, `tool_calls` ([{"name", "arguments"}]), `status` and `message` (an HTTP
       error), `sleep` (seconds before answering), `chunk_delay` (seconds between streamed chunks), `malformed`
@@ -136,6 +138,8 @@ class ScriptedServer:
     embed: Callable[[str], list[float]] | None = None
     replies: list[Any] = field(default_factory=list)
     default_reply: Any = "ok"
+    background_replies: list[Any] = field(default_factory=list)
+    background_default: Any = '{"facts": []}'
     status: int = 200
 
     @property
@@ -143,10 +147,21 @@ class ScriptedServer:
         return self.url + "/v1"
 
     def chat_requests(self) -> list[dict[str, Any]]:
-        return [r["body"] for r in self.requests if r["path"].endswith("/chat/completions")]
+        """The chat turns' requests (system prompt "You are coop"), not the background jobs'."""
+        return [r["body"] for r in self.requests if r["path"].endswith("/chat/completions") and is_chat(r["body"])]
+
+    def background_requests(self) -> list[dict[str, Any]]:
+        """Extraction, reconciliation and summary requests to the fast model."""
+        return [r["body"] for r in self.requests
+                if r["path"].endswith("/chat/completions") and not is_chat(r["body"])]
 
     def system_prompt(self, index: int = -1) -> str:
         return self.chat_requests()[index]["messages"][0]["content"]
+
+
+def is_chat(body: dict[str, Any]) -> bool:
+    messages = body.get("messages") or [{}]
+    return str(messages[0].get("content", "")).startswith("You are coop")
 
 
 def _chunk(model: str, delta: dict[str, Any], finish: str | None = None) -> bytes:
@@ -182,7 +197,11 @@ def openai_server():
                 self._send(200, {"object": "list", "data": data, "model": body.get("model"),
                                  "usage": {"prompt_tokens": 1, "total_tokens": 1}})
                 return
-            reply = server_state.replies.pop(0) if server_state.replies else server_state.default_reply
+            if is_chat(body):
+                reply = server_state.replies.pop(0) if server_state.replies else server_state.default_reply
+            else:
+                reply = (server_state.background_replies.pop(0) if server_state.background_replies
+                         else server_state.background_default)
             if callable(reply):
                 reply = reply(body)
             if isinstance(reply, str):

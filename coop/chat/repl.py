@@ -59,7 +59,6 @@ class Repl:
         self.out = out or sys.stdout
         self.running = True
         self.model_errors = 0
-        self.notices: list[str] = []
 
     # -- commands -----------------------------------------------------------------------------------------
 
@@ -268,9 +267,8 @@ class Repl:
             self.console.print(self.banner())
         last_interrupt = 0.0
         while self.running:
-            for notice in self.notices:
-                self.say(notice)
-            self.notices.clear()
+            for notice in self.session.take_notices():
+                self.console.print(f"[dim]{escape(notice)}[/]")
             try:
                 line = session.prompt("› ")
             except KeyboardInterrupt:

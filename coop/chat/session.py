@@ -25,6 +25,8 @@ from coop import llm
 from coop.chat.tools import TOOL_SPECS, MemoryTools
 from coop.errors import CoopError, ModelError, UsageError
 from coop.memory.context import HistoryMessage, Prompt, Recalled, build_prompt
+from coop.memory.importance import message_importance
+from coop.memory.reconcile import INSTRUCTION
 from coop.memory.search import search
 from coop.memory.store import MAX_MESSAGE_CHARS, check_text
 from coop.trace import NO_TRACE, Tracer
@@ -110,7 +112,11 @@ class ChatSession:
         self.last_recall: list[Recalled] = []
         self.last_left_out: list[Recalled] = []
         self.tools_enabled = config.chat.tools
-        self.tools = MemoryTools(memory, embedder, floor=config.memory.similarity_floor, read_only=incognito)
+        self.tools = MemoryTools(memory, embedder, self.writer, floor=config.memory.similarity_floor,
+                                 read_only=incognito)
+        self.inline_notices: list[str] = []
+        self.last_activity = time.monotonic()
+        self._idle_ended = False
         self.session_id: int | None = None
         if session_id is not None:
             self.resume(session_id)
@@ -133,6 +139,7 @@ class ChatSession:
                 self.working.add(HistoryMessage(item.role, item.text, item.item_id))
 
     def new_session(self) -> None:
+        self._idle_ended = False
         self.working.clear()
         self.session_id = None if self.incognito else self.memory.start_session()
 
@@ -155,6 +162,8 @@ class ChatSession:
         facts: dict[int, Recalled] = {}
         past: dict[tuple[str, int], Recalled] = {}
         for item in self.memory.salient(cfg.salience_threshold, limit=50):
+            if item.kind == "fact" and item.category == INSTRUCTION:
+                continue  # standing instructions have their own place in the preamble
             if item.kind == "fact":
                 facts[item.item_id] = Recalled(item, "salience", item.importance or 0.0)
             elif item.item_id not in shown:
@@ -163,6 +172,8 @@ class ChatSession:
         embedder = self.embedder()
         result = search(self.memory, retrieval_query(text), embedder=embedder, limit=20, floor=cfg.similarity_floor, rrf_k=cfg.rrf_k)
         for hit in result.hits:
+            if hit.kind == "fact" and hit.item.category == INSTRUCTION:
+                continue
             if hit.kind == "fact":
                 if hit.item.item_id not in facts:
                     facts[hit.item.item_id] = Recalled(hit.item, "relevance", hit.score, hit.legs)
@@ -182,7 +193,7 @@ class ChatSession:
         facts, past = self.recall(text)
         cfg = self.config.memory
         prompt = build_prompt(preamble=PREAMBLE.format(today=datetime.now().strftime("%A %d %B %Y")),
-                              facts=facts, past=past, history=self.working.recent(cfg.recency_messages),
+                              instructions=self.memory.active_facts(INSTRUCTION, limit=200), facts=facts, past=past, history=self.working.recent(cfg.recency_messages),
                               anchor=self.working.anchor, new_message=text, context_budget=cfg.context_budget,
                               memory_fraction=cfg.memory_budget_fraction)
         self.last_recall, self.last_left_out = prompt.recalled, prompt.left_out
@@ -202,8 +213,11 @@ class ChatSession:
         reply (marked) and returns with `interrupted`."""
         text = check_text(text, "message", MAX_MESSAGE_CHARS)
         settings = self.settings()
+        if self._idle_ended:  # the previous session ended while the user was away
+            self.new_session()
+        self.last_activity = time.monotonic()
         prompt = self.prepare(text)
-        user_id = self._commit("user", text)
+        user_id = self._commit("user", text, importance=message_importance("user", text, self.config.memory.importance))
         if user_id is not None and self.working.anchor is None:
             self.memory.set_session_title(self.session_id, " ".join(text.split())[:80])
         self.working.add(HistoryMessage("user", text, user_id))
@@ -243,10 +257,12 @@ class ChatSession:
         if result.interrupted and reply:
             reply += INTERRUPTED_MARK
         if reply.strip():
-            result.reply_message_id = self._commit("assistant", reply)
+            result.reply_message_id = self._commit(
+                "assistant", reply, importance=message_importance("assistant", reply, self.config.memory.importance))
             self.working.add(HistoryMessage("assistant", reply, result.reply_message_id))
         result.reply = reply
-        self._after_turn()
+        if user_id is not None:
+            self._after_turn(text, reply)
         return result
 
     def _stream(self, settings: llm.ModelSettings, messages: list[dict[str, Any]],
@@ -284,37 +300,84 @@ class ChatSession:
         if ids:
             self.memory.touch_facts(ids)
 
-    def _after_turn(self) -> None:
-        """Embed what the turn added: on the worker's own connection, or inline for an in-memory database
-        (which another connection cannot see)."""
+    def _background(self, name: str, job: Any) -> None:
+        """Run a job on the worker (its own connection), or inline for an in-memory database, which another
+        connection cannot see. Failures are logged, never raised into the chat."""
+        if self.worker is not None:
+            self.worker.submit(name, job)
+            return
+        try:
+            notice = job(self.memory.db)
+            if notice:
+                self.inline_notices.append(notice)
+        except Exception as exc:
+            log.warning("%s failed: %s", name, exc)
+
+    def _after_turn(self, user_text: str | None = None, reply: str = "") -> None:
+        """Embed what the turn added, then extract facts from the exchange: both in the background."""
         if self.incognito:
             return
-        embedder = self.embedder()
-        if embedder is None:
-            return
-        from coop.memory.store import MemoryStore
-        from coop.memory.vectors import embed_pending
+        from coop.chat import memory_jobs
 
-        user_id, batch = self.memory.user_id, self.config.memory.embedder.batch_size
-        if self.worker is None:
-            try:
-                embed_pending(self.memory, embedder, batch_size=batch)
-            except Exception as exc:  # a background failure is logged, never raised into the chat
-                log.warning("embedding new messages failed: %s", exc)
-            return
-        self.worker.submit("embed new messages",
-                           lambda db: embed_pending(MemoryStore(db).user(user_id), embedder, batch_size=batch))
+        embedder = self.embedder()
+        if embedder is not None:
+            self._background("embed new messages", memory_jobs.embedding_job(
+                self.memory.user_id, embedder, self.config.memory.embedder.batch_size))
+        if user_text is not None and self.config.memory.extraction.enabled:
+            self._background("extract facts", memory_jobs.extraction_job(
+                self.memory.user_id, self.config, embedder, user_text, reply))
+
+    def take_notices(self) -> list[str]:
+        """What background jobs finished with since the last prompt."""
+        notices, self.inline_notices = self.inline_notices, []
+        return notices + (self.worker.take_notices() if self.worker is not None else [])
+
+    def catch_up(self) -> None:
+        """At start: embed whatever a crash or an offline embedder left without a vector."""
+        self._after_turn()
+
+    def writer(self):
+        from coop.chat.memory_jobs import make_writer
+
+        return make_writer(self.memory, self.config, self.embedder())
+
+    def end_if_idle(self, idle_seconds: float) -> bool:
+        """Called from a timer thread: after `idle_seconds` without a turn, the session ends (through the worker's
+        connection) and the next message starts a new one."""
+        if self.incognito or self.worker is None or self.session_id is None or self._idle_ended:
+            return False
+        if time.monotonic() - self.last_activity < idle_seconds or not self.working.messages:
+            return False
+        from coop.chat.memory_jobs import consolidation_job
+
+        session_id, user_id = self.session_id, self.memory.user_id
+
+        def end_and_consolidate(db: Any) -> str | None:
+            from coop.memory.store import MemoryStore
+
+            MemoryStore(db).user(user_id).end_session(session_id)
+            return consolidation_job(user_id, self.config, self.embedder(), session_id=session_id, ended=True)(db)
+
+        self._idle_ended = True
+        self.worker.submit("end the idle session", end_and_consolidate)
+        return True
 
     def end(self) -> None:
-        """End this session: it is marked ended (and becomes eligible for consolidation)."""
-        if self.session_id is not None and not self.incognito:
-            self.memory.end_session(self.session_id)
+        """End this session: it is marked ended and consolidated in the background."""
+        if self.session_id is None or self.incognito:
+            return
+        self.memory.end_session(self.session_id)
+        if self.worker is not None and self.config.memory.consolidation.enabled:
+            from coop.chat.memory_jobs import consolidation_job
+
+            self.worker.submit("consolidate the ended session", consolidation_job(
+                self.memory.user_id, self.config, self.embedder(), session_id=self.session_id, ended=True))
 
     # -- slash-command helpers --------------------------------------------------------------------------------
 
     def remember(self, text: str) -> Any:
         if self.incognito:
             raise UsageError("incognito: nothing is written to memory", hint="start coop chat without --incognito")
-        result = self.memory.add_fact(text, importance=0.9, source="user", reason="/remember in chat")
-        self._after_turn()
-        return result
+        from coop.memory.reconcile import Candidate
+
+        return self.writer().write(Candidate(text, importance=0.9, source="user"))

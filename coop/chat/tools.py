@@ -17,6 +17,7 @@ from coop.memory.store import iso_time
 
 if TYPE_CHECKING:
     from coop.memory.embed import Embedder
+    from coop.memory.reconcile import FactWriter
     from coop.memory.store import Item, UserMemory
 
 MAX_RESULT_CHARS = 6000
@@ -116,6 +117,7 @@ class MemoryTools:
 
     memory: "UserMemory"
     embedder: Callable[[], "Embedder | None"]
+    writer: Callable[[], "FactWriter"]  # the one fact write pipeline
     floor: float = 0.655
     read_only: bool = False  # incognito: the model may read memory but not write it
 
@@ -166,7 +168,10 @@ class MemoryTools:
         args = _args(raw, {"text": str, "category": str, "key": str}, ("text",))
         if self.read_only:
             return {"error": "memory is read-only in this session (incognito)"}
-        result = self.memory.add_fact(args["text"][:1000], category=args.get("category") or "general",
-                                      key=args.get("key"), importance=0.7, source="model",
-                                      reason="written by the model's memory_write tool")
+        from coop.memory.reconcile import Candidate
+
+        result = self.writer().write(Candidate(args["text"][:1000], category=args.get("category") or "general",
+                                               key=args.get("key"), importance=0.7, source="model"))
+        if result is None:
+            return {"error": "not stored (the user forgot this, or it is not allowed as an instruction)"}
         return {"id": f"f{result.fact_id}", "action": result.action}

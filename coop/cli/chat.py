@@ -33,6 +33,26 @@ class EmbedderLoader:
         return None if self.status is None else self.status.embedder
 
 
+def start_timers(chat_session, config, worker) -> list:
+    """Consolidation every `interval_hours`, and the end of a session after `idle_minutes` without a turn; both
+    only submit jobs to the worker, which has its own connection (the REPL's is never touched from here)."""
+    from coop.chat.memory_jobs import Timer, consolidation_job
+
+    settings = config.memory.consolidation
+    if not settings.enabled:
+        return []
+    user_id = chat_session.memory.user_id
+
+    def periodic() -> None:
+        worker.submit("periodic consolidation", consolidation_job(user_id, config, chat_session.embedder()))
+
+    def idle_check() -> None:
+        chat_session.end_if_idle(settings.idle_minutes * 60)
+
+    return [Timer(settings.interval_hours * 3600, periodic, "coop-consolidation"),
+            Timer(min(60.0, settings.idle_minutes * 60 / 4), idle_check, "coop-idle")]
+
+
 def chat(
     ctx: typer.Context,
     session: Annotated[Optional[int], typer.Option("--session", metavar="ID", help="resume a session")] = None,
@@ -83,6 +103,8 @@ def chat(
     chat_session = ChatSession(memory, config, embedder=loader, session_id=session, incognito=incognito,
                                tracer=tracer, worker=worker)
 
+    chat_session.catch_up()
+    timers = start_timers(chat_session, config, worker) if worker is not None else []
     interactive = interactive_terminal(sys.stdin, sys.stdout, os.environ) and not json_
     console = Console(stderr=not interactive, highlight=False)
 
@@ -99,6 +121,8 @@ def chat(
         return line + "\n[dim]/help for commands, Ctrl-D to exit[/]"
 
     def on_exit() -> None:
+        for timer in timers:
+            timer.stop(timeout=0.5)
         chat_session.end()
         if worker is not None:
             worker.stop(timeout=2.0)

@@ -18,11 +18,14 @@ JsonOption = Annotated[bool, typer.Option("--json", help="print JSON on stdout")
 KIND_CHOICES = ("fact", "message", "summary")
 
 
-def _kinds(kind: Optional[str]) -> tuple[str, ...]:
+def _kinds(kind: Optional[str], *, allow_instruction: bool = False) -> tuple[str, ...]:
     if kind is None:
         return KIND_CHOICES
+    if kind == "instruction" and allow_instruction:
+        return (kind,)
     if kind not in KIND_CHOICES:
-        raise UsageError(f"unknown kind {kind!r}", hint="use --kind fact, message or summary")
+        extra = ", instruction" if allow_instruction else ""
+        raise UsageError(f"unknown kind {kind!r}", hint=f"use --kind fact, message, summary{extra}")
     return (kind,)
 
 
@@ -37,14 +40,22 @@ def add(
     user: UserOption = None,
     json_: JsonOption = False,
 ) -> None:
-    """Remember a fact (stated by you, so important by default)."""
+    """Remember a fact (stated by you, so important by default). Use --category instruction for a standing
+    instruction to the assistant ("answer briefly")."""
+    from coop.chat.memory_jobs import make_writer
+    from coop.memory.reconcile import Candidate
+    from coop.memory.store import check_text
     from coop.memory.vectors import embed_pending
 
     app_state = state(ctx)
     memory = app_state.memory(user)
-    result = memory.add_fact(text, category=category, key=key, importance=importance, source="user",
-                             reason="added with `coop memory add`")
+    check_text(text, "fact", 10_000)
     embedder = app_state.embedder()
+    writer = make_writer(memory, app_state.config(), embedder)
+    result = writer.write(Candidate(text, category=category, key=key, importance=importance, source="user"))
+    if result is None:
+        raise UsageError("not stored: a request to drop a safety behaviour is not kept as an instruction",
+                         hint="store it with another --category if it is a fact about you")
     if embedder is not None:
         embed_pending(memory, embedder, kinds=("fact",), batch_size=app_state.config().memory.embedder.batch_size)
     item = memory.get("fact", result.fact_id)
@@ -54,6 +65,8 @@ def add(
         return
     if result.action == "MERGE":
         output.out().print(f"already known as {item.ref} (mentioned {item.mention_count} times)")
+    elif result.action == "UPDATE":
+        output.out().print(f"updated {item.ref}")
     elif result.action == "SUPERSEDE":
         output.out().print(f"remembered {item.ref}; it supersedes f{result.previous_id}")
     else:
@@ -113,8 +126,8 @@ def list_(
     user: UserOption = None,
     json_: JsonOption = False,
 ) -> None:
-    """List the newest items of memory."""
-    kinds = _kinds(kind)
+    """List the newest items of memory (--kind instruction: the standing instructions)."""
+    kinds = _kinds(kind, allow_instruction=True)
     memory = state(ctx).memory(user)
     items = memory.list_items(kinds[0] if len(kinds) == 1 else None, limit=limit, include_inactive=archived)
     if json_:
@@ -234,3 +247,35 @@ def stats(ctx: typer.Context, user: UserOption = None, json_: JsonOption = False
         if isinstance(value, dict):
             value = ", ".join(f"{k}: {v}" for k, v in value.items()) or "none"
         console.print(f"{name.replace('_', ' ')}: {value}", markup=False, highlight=False)
+
+
+@app.command()
+def consolidate(
+    ctx: typer.Context,
+    user: UserOption = None,
+    json_: JsonOption = False,
+) -> None:
+    """Summarise finished conversation spans into episodic summaries and facts now, then apply retention."""
+    from coop.chat.memory_jobs import fast_complete, make_writer
+    from coop.memory.consolidate import consolidate as run_consolidation
+    from coop.memory.vectors import embed_pending
+
+    app_state = state(ctx)
+    config = app_state.config()
+    memory = app_state.memory(user)
+    embedder = app_state.embedder()
+    complete = fast_complete(config)
+    if complete is None and not json_:
+        output.warn("no model configured: conversations are not summarised; retention still applies",
+                    "set [model] name (and fast) in the config")
+    report = run_consolidation(memory, config, complete, make_writer(memory, config, embedder))
+    if embedder is not None and report.summaries:
+        embed_pending(memory, embedder, kinds=("summary",))
+    if json_:
+        output.print_json({"spans": report.spans, "summaries": [f"s{i}" for i in report.summaries],
+                           "facts_written": report.facts_written, "archived": report.archived,
+                           "errors": report.errors})
+        return
+    output.out().print(report.notice() or "nothing to consolidate")
+    for problem in report.errors:
+        output.warn(f"a span was not consolidated: {problem}", "it is tried again on the next run")

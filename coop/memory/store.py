@@ -119,6 +119,7 @@ class Item:
     archived_at: float | None = None
     embedder: str | None = None
     embedding_error: str | None = None
+    last_recalled_at: float | None = None
 
     @property
     def ref(self) -> str:
@@ -145,17 +146,18 @@ class FactWrite:
 
 
 _FACT_COLUMNS = ("id, value, created_at, category, key, importance, mention_count, source, updated_at, "
-                 "superseded_by, superseded_at, archived_at, embedder, embedding_error")
+                 "superseded_by, superseded_at, archived_at, embedder, embedding_error, last_recalled_at")
 _MESSAGE_COLUMNS = "id, content, created_at, session_id, role, external_id, importance, embedder, embedding_error"
 _SUMMARY_COLUMNS = "id, text, created_at, session_id, embedder, embedding_error"
 
 
 def _fact_item(row: Any) -> Item:
     (fid, value, created, category, key, importance, mentions, source, updated, sup_by, sup_at, archived,
-     embedder, error) = row
+     embedder, error, recalled) = row
     return Item("fact", fid, value, created, category=category, key=key, importance=importance,
                 mention_count=mentions, source=source, updated_at=updated, superseded_by=sup_by,
-                superseded_at=sup_at, archived_at=archived, embedder=embedder, embedding_error=error)
+                superseded_at=sup_at, archived_at=archived, embedder=embedder, embedding_error=error,
+                last_recalled_at=recalled)
 
 
 def _message_item(row: Any) -> Item:
@@ -308,6 +310,58 @@ class UserMemory:
                           reason or f"new value for {category}/{key}", now, related=fact_id)
             return FactWrite(fact_id, "SUPERSEDE", previous_id=int(previous[0]))
 
+    def find_exact(self, value: str, category: str) -> Item | None:
+        """The active fact with this category and normalised text, if any."""
+        row = self.db.one(f"SELECT {_FACT_COLUMNS} FROM facts WHERE user_id = ? AND category = ? AND content_hash = ? "
+                          "AND superseded_at IS NULL AND archived_at IS NULL ORDER BY id LIMIT 1",
+                          (self.user_id, category.strip().lower(), content_hash(value)))
+        return _fact_item(row) if row else None
+
+    def find_by_key(self, category: str, key: str) -> Item | None:
+        row = self.db.one(f"SELECT {_FACT_COLUMNS} FROM facts WHERE user_id = ? AND category = ? AND key = ? "
+                          "AND superseded_at IS NULL AND archived_at IS NULL",
+                          (self.user_id, category.strip().lower(), key.strip().lower()))
+        return _fact_item(row) if row else None
+
+    def bump_fact(self, fact_id: int, *, importance: float = 0.0, reason: str) -> None:
+        """Count one more mention of an existing fact (MERGE): no new row."""
+        now = time.time()
+        with self.db.atomic():
+            self.db.execute("UPDATE facts SET mention_count = mention_count + 1, updated_at = ?, "
+                            "importance = max(importance, ?) WHERE id = ? AND user_id = ?",
+                            (now, importance, fact_id, self.user_id))
+            self._history(fact_id, "MERGE", None, None, reason, now)
+
+    def update_fact_value(self, fact_id: int, value: str, *, reason: str) -> None:
+        """Rewrite a fact's text in place (UPDATE: a refinement of the same fact); the old text stays in history.
+        Its vectors are dropped so it is embedded again."""
+        from coop.memory import vectors
+
+        value = check_text(value, "fact", MAX_FACT_CHARS).strip()
+        old = self.get("fact", fact_id)
+        now = time.time()
+        with self.db.atomic():
+            vectors.delete_item_vectors(self, "fact", fact_id)
+            self.db.execute("UPDATE facts SET value = ?, content_hash = ?, updated_at = ?, embedder = NULL, "
+                            "mention_count = mention_count + 1 WHERE id = ? AND user_id = ?",
+                            (value, content_hash(value), now, fact_id, self.user_id))
+            self._history(fact_id, "UPDATE", old.text, value, reason, now)
+
+    def archive_fact(self, fact_id: int, *, reason: str) -> None:
+        """Take a fact out of active use without deleting it: it stays searchable with --archived."""
+        now = time.time()
+        with self.db.atomic():
+            self.db.execute("UPDATE facts SET archived_at = ? WHERE id = ? AND user_id = ? AND archived_at IS NULL",
+                            (now, fact_id, self.user_id))
+            self._history(fact_id, "ARCHIVE", None, None, reason, now)
+
+    def active_facts(self, category: str | None = None, *, limit: int = 1000) -> list[Item]:
+        where = "AND category = ?" if category else ""
+        params: tuple[Any, ...] = (self.user_id, category, limit) if category else (self.user_id, limit)
+        rows = self.db.execute(f"SELECT {_FACT_COLUMNS} FROM facts WHERE user_id = ? AND superseded_at IS NULL "
+                               f"AND archived_at IS NULL {where} ORDER BY updated_at, id LIMIT ?", params)
+        return [_fact_item(r) for r in rows]
+
     def _history(self, fact_id: int, action: str, old: str | None, new: str | None, reason: str | None,
                  at: float, related: int | None = None) -> None:
         self.db.execute("INSERT INTO fact_history (user_id, fact_id, action, old_value, new_value, related_fact_id, "
@@ -386,6 +440,11 @@ class UserMemory:
 
     def list_items(self, kind: str | None = None, *, limit: int = 50, include_inactive: bool = False) -> list[Item]:
         """The newest items first; facts are the active ones unless `include_inactive`."""
+        if kind == "instruction":  # standing instructions are facts of their own category
+            active = "" if include_inactive else "AND superseded_at IS NULL AND archived_at IS NULL"
+            rows = self.db.execute(f"SELECT {_FACT_COLUMNS} FROM facts WHERE user_id = ? AND category = 'instruction' "
+                                   f"{active} ORDER BY updated_at DESC, id DESC LIMIT ?", (self.user_id, limit))
+            return [_fact_item(r) for r in rows]
         kinds = [kind] if kind else list(KINDS)
         items: list[Item] = []
         for k in kinds:

@@ -18,7 +18,7 @@ from coop.memory.db import Database, open_database
 
 log = logging.getLogger(__name__)
 
-Job = Callable[[Database], None]
+Job = Callable[[Database], "str | None"]  # returns a notice for the user, or None
 
 
 class BackgroundWorker:
@@ -31,6 +31,7 @@ class BackgroundWorker:
         self._pending = 0
         self._lock = threading.Lock()
         self.failures: list[str] = []
+        self._notices: list[str] = []
         self._thread = threading.Thread(target=self._run, name=name, daemon=True)
         self._thread.start()
 
@@ -39,6 +40,12 @@ class BackgroundWorker:
             self._pending += 1
             self._idle.clear()
         self._jobs.put((name, job))
+
+    def take_notices(self) -> list[str]:
+        """Notices from finished jobs, for the REPL to show at the next prompt (never printed from here)."""
+        with self._lock:
+            notices, self._notices = self._notices, []
+        return notices
 
     def wait_idle(self, timeout: float | None = None) -> bool:
         """Block until every submitted job has run (for tests and for a clean exit)."""
@@ -59,7 +66,10 @@ class BackgroundWorker:
                 try:
                     if db is None:
                         db = open_database(self._db_path, busy_timeout_ms=self._busy_timeout_ms)
-                    job(db)
+                    notice = job(db)
+                    if notice:
+                        with self._lock:
+                            self._notices.append(notice)
                 except Exception as exc:  # logged, never raised: the REPL must not die of a background job
                     message = f"{name} failed: {type(exc).__name__}: {exc}"
                     log.warning(message)

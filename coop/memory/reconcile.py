@@ -1,0 +1,256 @@
+"""The one write pipeline for every new fact: extraction, /remember, the model's tool, `coop memory add`,
+import and consolidation all go through `FactWriter`.
+
+For each candidate, cheapest check first, so the fast model is asked only when it has to be:
+1. forgotten: a fact the user forgot is never re-created by a machine source (extraction, consolidation,
+   the model, import); the user may state it again themselves.
+2. exact duplicate (same category, normalised text): count a mention (MERGE), no new row.
+3. near duplicate: cosine >= `dedup_threshold` *and* the same content words. The vector alone is not enough:
+   "I owe Ana twenty euros" and "I owe Boris twenty euros" are close in embedding space and are two facts;
+   names and numbers must agree.
+4. conflict: an active fact with the same (category, key) and another value, or existing facts close in meaning
+   (cosine >= `related_threshold`): the fast model decides ADD / UPDATE / SUPERSEDE / NONE in strict JSON. A
+   decision below `min_confidence` keeps both; any failure keeps both (ADD). Without a model, a same-key
+   conflict supersedes (a new value for a named slot) and anything else is added.
+5. otherwise ADD.
+
+`plan()` only reads (and may ask the model); `apply()` writes one plan in one transaction and re-checks for an
+exact duplicate there, so two writers racing on the same fact still end with one row. Consolidation plans
+everything first, then applies all plans and its summary in a single transaction. SUPERSEDE keeps the old row;
+every decision lands in `fact_history` with its reason.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any, Callable, Sequence
+
+from coop.memory.search import STOP_WORDS
+from coop.memory.store import FactWrite, Item, UserMemory, normalise_text
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from coop.config import ExtractionConfig
+    from coop.memory.embed import Embedder
+
+log = logging.getLogger(__name__)
+
+INSTRUCTION = "instruction"
+MACHINE_SOURCES = ("extraction", "consolidation", "model", "import")
+
+
+@dataclass(frozen=True)
+class Candidate:
+    value: str
+    category: str = "general"
+    key: str | None = None
+    importance: float = 0.5
+    source: str = "extraction"
+
+
+@dataclass(frozen=True)
+class Decision:
+    """The fast model's verdict on a candidate against existing facts."""
+
+    action: str  # ADD | UPDATE | SUPERSEDE | NONE
+    target_id: int | None = None
+    confidence: float = 1.0
+    reason: str = ""
+
+
+Decider = Callable[[Candidate, Sequence[Item]], Decision]
+
+
+@dataclass(frozen=True)
+class Plan:
+    action: str  # ADD | MERGE | UPDATE | SUPERSEDE | SKIP
+    candidate: Candidate
+    reason: str
+    target_id: int | None = None
+    vector: "np.ndarray | None" = None
+
+
+_WORD = re.compile(r"\w+", re.UNICODE)
+_NUMBER_WORDS = {"zero": "0", "one": "1", "two": "2", "three": "3", "four": "4", "five": "5", "six": "6",
+                 "seven": "7", "eight": "8", "nine": "9", "ten": "10", "eleven": "11", "twelve": "12",
+                 "twenty": "20", "thirty": "30", "forty": "40", "fifty": "50", "hundred": "100"}
+
+
+def _stem(word: str) -> str:
+    for suffix in ("ing", "ed", "es", "s"):
+        if len(word) > len(suffix) + 3 and word.endswith(suffix):
+            return word[: -len(suffix)]
+    return word
+
+
+def content_words(text: str) -> frozenset[str]:
+    """The words that carry a fact's meaning: no function words, light stemming, number words as digits.
+    Names and numbers survive, which is what makes two similar-sounding facts different."""
+    words = (_NUMBER_WORDS.get(w, w) for w in _WORD.findall(normalise_text(text)))
+    return frozenset(_stem(w) for w in words if w not in STOP_WORDS)
+
+
+def is_unsafe_instruction(text: str) -> bool:
+    """A 'standing instruction' that asks the assistant to drop a safety behaviour is never stored as one."""
+    lowered = text.casefold()
+    return bool(re.search(
+        r"(ignore|disregard|bypass|disable|turn off|skip|drop|remove|forget|without)\b[^.]{0,40}\b"
+        r"(safety|guardrail|filter|rules|polic|restriction|ethic|warning|content polic|system prompt)"
+        r"|\b(jailbreak|developer mode|dan mode|no (limits|restrictions|filters))\b"
+        r"|pretend (you have|there are) no (rules|restrictions|limits)", lowered))
+
+
+class FactWriter:
+    """Writes facts for one user through the pipeline described above."""
+
+    def __init__(self, memory: UserMemory, settings: "ExtractionConfig", *, embedder: "Embedder | None" = None,
+                 decide: Decider | None = None) -> None:
+        self.memory = memory
+        self.settings = settings
+        self.embedder = embedder
+        self.decide = decide
+
+    def write(self, candidate: Candidate) -> FactWrite | None:
+        """Plan and apply one candidate; None when it was skipped."""
+        return self.apply(self.plan(candidate))
+
+    # -- planning (reads, and maybe one model call) -------------------------------------------------------
+
+    def plan(self, candidate: Candidate) -> Plan:
+        candidate = replace(candidate, category=(candidate.category or "general").strip().lower() or "general",
+                            key=candidate.key.strip().lower() if candidate.key and candidate.key.strip() else None,
+                            value=" ".join(candidate.value.split()),
+                            importance=min(1.0, max(0.0, float(candidate.importance))))
+        if candidate.category == INSTRUCTION and is_unsafe_instruction(candidate.value):
+            return Plan("SKIP", candidate, "a request to drop a safety behaviour is not kept as an instruction")
+        if candidate.source in MACHINE_SOURCES and self.memory.was_forgotten(candidate.value):
+            return Plan("SKIP", candidate, "the user forgot this fact; it is not re-created")
+        exact = self.memory.find_exact(candidate.value, candidate.category)
+        if exact is not None and (candidate.key is None or exact.key in (None, candidate.key)):
+            return Plan("MERGE", candidate, "exact duplicate: mention counted", exact.item_id)
+        vector, neighbours = self._neighbours(candidate)
+        words = content_words(candidate.value)
+        for item, similarity in neighbours:
+            if similarity >= self.settings.dedup_threshold and content_words(item.text) == words:
+                return Plan("MERGE", candidate, f"near duplicate of f{item.item_id} (cosine {similarity:.2f})",
+                            item.item_id, vector)
+        same_key = self.memory.find_by_key(candidate.category, candidate.key) if candidate.key else None
+        related = [item for item, similarity in neighbours if similarity >= self.settings.related_threshold
+                   and (same_key is None or item.item_id != same_key.item_id)]
+        existing = ([same_key] if same_key is not None else []) + related
+        if not existing:
+            return Plan("ADD", candidate, "new fact", vector=vector)
+        if self.decide is None:
+            if same_key is not None:
+                return Plan("SUPERSEDE", candidate, f"new value for {candidate.category}/{candidate.key}",
+                            same_key.item_id, vector)
+            return Plan("ADD", candidate, "new fact (related facts kept)", vector=vector)
+        return self._decided(candidate, existing, same_key, vector)
+
+    def _neighbours(self, candidate: Candidate) -> tuple[Any, list[tuple[Item, float]]]:
+        if self.embedder is None:
+            return None, []
+        from coop.memory.vectors import nearest
+
+        try:
+            vector = self.embedder.embed([candidate.value])[0]
+        except Exception as exc:  # the fact is still written; it is embedded later
+            log.warning("embedding a new fact failed: %s", exc)
+            return None, []
+        hits = nearest(self.memory, self.embedder.id, self.embedder.dims, vector, k=5, kinds=("fact",))
+        items = self.memory.get_many("fact", [h.item_id for h in hits])
+        return vector, [(items[h.item_id], h.similarity) for h in hits if h.item_id in items]
+
+    def _decided(self, candidate: Candidate, existing: list[Item], same_key: Item | None, vector: Any) -> Plan:
+        try:
+            decision = self.decide(candidate, existing) if self.decide else Decision("ADD")
+        except Exception as exc:  # any failure keeps both
+            log.warning("reconciliation failed, keeping both: %s", exc)
+            return self._keep_both(candidate, same_key, vector, f"reconciliation failed ({type(exc).__name__})")
+        ids = {item.item_id for item in existing}
+        if decision.action in ("UPDATE", "SUPERSEDE", "NONE") and decision.target_id not in ids:
+            return self._keep_both(candidate, same_key, vector, "reconciliation named no known fact")
+        if decision.confidence < self.settings.min_confidence:
+            return self._keep_both(candidate, same_key, vector,
+                                   f"low confidence ({decision.confidence:.2f}): both kept")
+        reason = decision.reason or decision.action.lower()
+        if decision.action == "NONE":
+            return Plan("MERGE", candidate, f"already known: {reason}", decision.target_id, vector)
+        if decision.action == "UPDATE":
+            return Plan("UPDATE", candidate, reason, decision.target_id, vector)
+        if decision.action == "SUPERSEDE":
+            return Plan("SUPERSEDE", candidate, reason, decision.target_id, vector)
+        return self._keep_both(candidate, same_key, vector, reason)
+
+    @staticmethod
+    def _keep_both(candidate: Candidate, same_key: Item | None, vector: Any, reason: str) -> Plan:
+        if same_key is not None:  # one active fact per (category, key): the new one is kept without the key
+            candidate = replace(candidate, key=None)
+        return Plan("ADD", candidate, reason, vector=vector)
+
+    # -- applying (one transaction) -----------------------------------------------------------------------
+
+    def apply(self, plan: Plan) -> FactWrite | None:
+        memory, c = self.memory, plan.candidate
+        if plan.action == "SKIP":
+            log.info("fact skipped: %s", plan.reason)
+            return None
+        with memory.db.atomic():
+            if plan.action == "MERGE" and plan.target_id is not None and self._active(plan.target_id):
+                memory.bump_fact(plan.target_id, importance=c.importance, reason=plan.reason)
+                return FactWrite(plan.target_id, "MERGE")
+            if plan.action == "UPDATE" and plan.target_id is not None and self._active(plan.target_id):
+                memory.update_fact_value(plan.target_id, c.value, reason=plan.reason)
+                self._store_vector(plan.target_id, plan.vector)
+                return FactWrite(plan.target_id, "UPDATE")
+            if plan.action == "SUPERSEDE" and plan.target_id is not None and self._active(plan.target_id):
+                target = memory.get("fact", plan.target_id)
+                if target.key is not None and target.key != c.key:
+                    c = replace(c, key=target.key, category=target.category)  # the new fact takes over the slot
+                result = self._supersede(target, c, plan.reason)
+                self._store_vector(result.fact_id, plan.vector)
+                return result
+            result = memory.add_fact(c.value, category=c.category, key=c.key, importance=c.importance,
+                                     source=c.source, reason=plan.reason)
+            if result.action != "MERGE":
+                self._store_vector(result.fact_id, plan.vector)
+            if c.category == INSTRUCTION:
+                self._cap_instructions()
+            return result
+
+    def _active(self, fact_id: int) -> bool:
+        try:
+            item = self.memory.get("fact", fact_id)
+        except Exception:
+            return False
+        return item.superseded_at is None and item.archived_at is None
+
+    def _supersede(self, target: Item, c: Candidate, reason: str) -> FactWrite:
+        """A new row for the new value; the old row stays, marked superseded (never deleted)."""
+        import time
+
+        memory, now = self.memory, time.time()
+        memory.db.execute("UPDATE facts SET superseded_at = ? WHERE id = ? AND user_id = ?",
+                          (now, target.item_id, memory.user_id))
+        result = memory.add_fact(c.value, category=c.category, key=c.key, importance=c.importance,
+                                 source=c.source, reason=reason)
+        memory.db.execute("UPDATE facts SET superseded_by = ? WHERE id = ? AND user_id = ?",
+                          (result.fact_id, target.item_id, memory.user_id))
+        memory._history(target.item_id, "SUPERSEDE", target.text, c.value, reason, now, related=result.fact_id)
+        return FactWrite(result.fact_id, "SUPERSEDE", previous_id=target.item_id)
+
+    def _store_vector(self, fact_id: int, vector: Any) -> None:
+        if vector is None or self.embedder is None:
+            return
+        from coop.memory.vectors import store_vectors
+
+        store_vectors(self.memory, "fact", [fact_id], self.embedder, vector.reshape(1, -1))
+
+    def _cap_instructions(self) -> None:
+        active = self.memory.active_facts(INSTRUCTION)
+        for item in active[: max(0, len(active) - self.settings.max_instructions)]:
+            self.memory.archive_fact(item.item_id, reason=f"over the cap of {self.settings.max_instructions} "
+                                                          "standing instructions (oldest archived)")
