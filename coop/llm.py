@@ -11,6 +11,7 @@ import os
 import re
 import threading
 import time
+import warnings
 from dataclasses import dataclass, field
 from typing import Any, Iterator
 
@@ -26,7 +27,9 @@ def get_litellm() -> Any:
     with _lock:
         if _litellm is None:
             os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-            import litellm
+            with warnings.catch_warnings():  # pydantic notices from litellm's import would land in the REPL
+                warnings.simplefilter("ignore")
+                import litellm
 
             litellm.suppress_debug_info = True
             litellm.telemetry = False

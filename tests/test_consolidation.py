@@ -1,0 +1,298 @@
+"""Consolidation and the background worker: summaries and facts from finished spans, all or nothing (even under
+kill -9), bounded runs, session end, idle end, notices, and a chat that never waits for any of it."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+
+import pytest
+
+from coop.chat.session import ChatSession
+from coop.config import apply_overrides, load_config
+from coop.memory.consolidate import consolidate, find_spans
+from coop.memory.db import open_database
+from coop.memory.embed import HashEmbedder
+from coop.memory.reconcile import FactWriter
+from coop.memory.store import MemoryStore
+from coop.memory.worker import BackgroundWorker
+
+EMBEDDER = HashEmbedder(64)
+SUMMARY = json.dumps({"summary": "Talked about a trip to Kyoto in April with Mia.",
+                      "facts": [{"category": "travel", "key": "next_trip", "value": "Plans a trip to Kyoto in April",
+                                 "importance": 0.7}]})
+
+
+def make_config(server, **overrides):
+    values = {"model.name": "openai/test-model", "model.api_base": server.api_base, "model.timeout_seconds": 3.0}
+    values.update(overrides)
+    return apply_overrides(load_config(), values)
+
+
+def ended_session(memory, texts=("I am going to Kyoto in April", "Sounds lovely", "With my friend Mia", "Nice")):
+    session = memory.start_session()
+    for i, text in enumerate(texts):
+        memory.add_message(session, "user" if i % 2 == 0 else "assistant", text)
+    memory.end_session(session)
+    return session
+
+
+def run_consolidation(memory, config):
+    from coop.chat.memory_jobs import fast_complete
+
+    writer = FactWriter(memory, config.memory.extraction, embedder=EMBEDDER)
+    return consolidate(memory, config, fast_complete(config), writer)
+
+
+def test_a_finished_span_becomes_a_summary_and_facts(memory, openai_server):
+    openai_server.background_replies = [SUMMARY]
+    session = ended_session(memory)
+    report = run_consolidation(memory, make_config(openai_server))
+    assert report.spans == 1 and report.facts_written == 1 and not report.errors
+    [summary] = memory.list_items("summary")
+    assert summary.text == "Talked about a trip to Kyoto in April with Mia." and summary.session_id == session
+    [fact] = memory.list_items("fact")
+    assert fact.text == "Plans a trip to Kyoto in April" and fact.source == "consolidation"
+    assert memory.db.scalar("select count(*) from messages where consolidated_at is null") == 0
+    sent = openai_server.background_requests()[0]["messages"][1]["content"]
+    assert "user: I am going to Kyoto in April" in sent and "assistant: Sounds lovely" in sent
+    assert run_consolidation(memory, make_config(openai_server)).spans == 0  # nothing left to do
+
+
+def test_open_recent_spans_wait_and_runs_are_bounded(memory, openai_server):
+    config = make_config(openai_server, **{"memory.consolidation.max_spans_per_run": 2})
+    open_session = memory.start_session()
+    memory.add_message(open_session, "user", "still talking")
+    for _ in range(3):
+        ended_session(memory)
+    openai_server.background_default = SUMMARY
+    assert run_consolidation(memory, config).spans == 2
+    assert run_consolidation(memory, config).spans == 1
+    assert run_consolidation(memory, config).spans == 0
+    still = memory.db.scalar("select consolidated_at from messages where session_id = ?", (open_session,))
+    assert still is None
+    spans = find_spans(memory, min_age_seconds=0, span_messages=3, limit=10, now=time.time() + 1)
+    assert [len(s) for s in spans] == [1]
+
+
+def test_long_sessions_are_split_into_spans(memory, openai_server):
+    ended_session(memory, texts=[f"line {i}" for i in range(7)])
+    spans = find_spans(memory, min_age_seconds=0, span_messages=3, limit=10)
+    assert [len(s) for s in spans] == [3, 3, 1]
+
+
+@pytest.mark.parametrize("reply", ["no json here", '{"facts": []}', {"status": 500}, '{"summary": ""}'])
+def test_a_failed_span_stays_unconsolidated_and_is_redone(memory, openai_server, reply):
+    ended_session(memory)
+    config = make_config(openai_server)
+    openai_server.background_replies = [reply] * 3
+    report = run_consolidation(memory, config)
+    assert report.spans == 0 and report.errors
+    assert memory.list_items("summary") == [] and memory.list_items("fact") == []
+    assert memory.db.scalar("select count(*) from messages where consolidated_at is not null") == 0
+    openai_server.background_replies = [SUMMARY]
+    assert run_consolidation(memory, config).spans == 1
+
+
+def test_kill_9_in_the_middle_of_consolidation_leaves_nothing_half_written(coop_home, openai_server, tmp_path):
+    db_path = coop_home / "coop.db"
+    database = open_database(str(db_path))
+    memory = MemoryStore(database).user("ana")
+    ended_session(memory)
+    memory.add_fact("Has a friend called Mia", source="user")
+    database.close()
+    openai_server.background_default = json.dumps({"summary": "Kyoto trip.", "facts": [
+        {"category": "travel", "key": None, "value": "Plans a trip to Kyoto", "importance": 0.7},
+        {"category": "people", "key": None, "value": "Travels with Mia", "importance": 0.5}]})
+    ready = tmp_path / "inside-transaction"
+    child = textwrap.dedent(f"""
+        import os, time, sys
+        from coop.config import apply_overrides, load_config
+        from coop.memory.db import open_database
+        from coop.memory.store import MemoryStore
+        from coop.memory.reconcile import FactWriter
+        from coop.memory.consolidate import consolidate
+        from coop.chat.memory_jobs import fast_complete
+
+        original = FactWriter.apply
+        calls = []
+        def apply_then_stall(self, plan):
+            result = original(self, plan)
+            calls.append(plan)
+            if len(calls) == 1:  # one fact written, summary written, messages not yet marked
+                open({str(ready)!r}, "w").close()
+                time.sleep(60)
+            return result
+        FactWriter.apply = apply_then_stall
+        config = apply_overrides(load_config(), {{"model.name": "openai/t", "model.api_base": {openai_server.api_base!r},
+                                                  "memory.db_path": {str(db_path)!r}}})
+        memory = MemoryStore(open_database({str(db_path)!r})).user("ana")
+        consolidate(memory, config, fast_complete(config), FactWriter(memory, config.memory.extraction))
+    """)
+    process = subprocess.Popen([sys.executable, "-c", child], env={**os.environ, "COOP_HOME": str(coop_home)})
+    deadline = time.monotonic() + 60
+    while not ready.exists() and time.monotonic() < deadline and process.poll() is None:
+        time.sleep(0.05)
+    assert ready.exists(), "the child never reached the middle of the transaction"
+    process.send_signal(signal.SIGKILL)
+    process.wait(10)
+
+    database = open_database(str(db_path))
+    memory = MemoryStore(database).user("ana")
+    assert database.scalar("pragma integrity_check") == "ok"
+    assert memory.list_items("summary") == []
+    assert [f.text for f in memory.list_items("fact")] == ["Has a friend called Mia"]
+    assert database.scalar("select count(*) from messages where consolidated_at is not null") == 0
+    for table in ("messages_fts", "facts_fts", "summaries_fts"):
+        database.execute(f"insert into {table}({table}) values ('integrity-check')")
+    report = run_consolidation(memory, make_config(openai_server))  # the span is redone
+    assert report.spans == 1 and len(memory.list_items("summary")) == 1
+    assert sorted(f.text for f in memory.list_items("fact")) == [
+        "Has a friend called Mia", "Plans a trip to Kyoto", "Travels with Mia"]
+    database.close()
+
+
+def test_the_worker_stops_within_2_seconds_even_with_a_job_running(coop_home):
+    worker = BackgroundWorker(str(coop_home / "coop.db"))
+    worker.submit("slow", lambda db: time.sleep(30))
+    time.sleep(0.2)
+    started = time.monotonic()
+    worker.stop(timeout=2.0)
+    assert time.monotonic() - started < 2.5
+
+
+def test_a_failing_job_is_logged_and_the_worker_goes_on(coop_home):
+    worker = BackgroundWorker(str(coop_home / "coop.db"))
+    worker.submit("broken", lambda db: 1 / 0)
+    worker.submit("fine", lambda db: "done")
+    assert worker.wait_idle(10)
+    assert worker.failures and "ZeroDivisionError" in worker.failures[0]
+    assert worker.take_notices() == ["done"]
+    worker.stop()
+
+
+@pytest.fixture
+def threaded_session(coop_home, openai_server):
+    """A chat session with a real background worker on its own connection, as `coop chat` runs it."""
+    sessions = []
+
+    def make(**overrides):
+        path = str(coop_home / "coop.db")
+        database = open_database(path)
+        memory = MemoryStore(database).user("ana")
+        worker = BackgroundWorker(path)
+        session = ChatSession(memory, make_config(openai_server, **overrides), embedder=lambda: EMBEDDER,
+                              worker=worker)
+        sessions.append((session, worker, database))
+        return session, worker
+
+    yield make
+    for _, worker, database in sessions:
+        worker.stop(timeout=1)
+        database.close()
+
+
+def test_the_next_reply_is_not_delayed_by_a_slow_extraction(threaded_session, openai_server):
+    session, worker = threaded_session()
+    openai_server.background_replies = [{"sleep": 2.0, "content": json.dumps({"facts": [
+        {"category": "misc", "key": None, "value": "Likes slow things", "importance": 0.5}]})}]
+    openai_server.replies = ["first", "second"]
+    session.turn("I like slow things")
+    started = time.monotonic()
+    second = session.turn("and fast replies")
+    elapsed = time.monotonic() - started
+    assert second.reply == "second" and elapsed < 1.5
+    assert not worker.wait_idle(0)  # the extraction is still running while the reply is done
+    assert worker.wait_idle(15)
+    assert [f.text for f in session.memory.list_items("fact")] == ["Likes slow things"]
+    assert "memory: 1 new fact(s)" in session.take_notices()
+
+
+def test_the_backlog_is_embedded_at_the_next_start(threaded_session, coop_home):
+    database = open_database(str(coop_home / "coop.db"))
+    memory = MemoryStore(database).user("ana")
+    old = memory.start_session()
+    for i in range(30):
+        memory.add_message(old, "user", f"written while the embedder was offline {i}")
+    database.close()
+    session, worker = threaded_session()
+    session.catch_up()
+    assert worker.wait_idle(20)
+    assert session.memory.stats()["unembedded"] == 0
+
+
+def test_ending_a_session_consolidates_it(threaded_session, openai_server):
+    session, worker = threaded_session()
+    openai_server.background_replies = ['{"facts": []}', SUMMARY]
+    session.turn("I am going to Kyoto in April")
+    first = session.session_id
+    session.end()
+    assert worker.wait_idle(20)
+    [summary] = session.memory.list_items("summary")
+    assert summary.session_id == first
+    assert any(n.startswith("memory consolidated: 1 span(s)") for n in session.take_notices())
+
+
+def test_an_idle_session_ends_and_the_next_message_starts_a_new_one(threaded_session, openai_server):
+    session, worker = threaded_session()
+    openai_server.background_default = SUMMARY
+    session.turn("hello")
+    first = session.session_id
+    assert not session.end_if_idle(3600)
+    assert session.end_if_idle(0)
+    assert worker.wait_idle(20)
+    assert session.memory.sessions()[0]["ended_at"] is not None
+    session.turn("back again")
+    assert session.session_id != first
+
+
+def test_summaries_are_a_dated_leg_of_retrieval(memory, openai_server):
+    session = ended_session(memory)
+    openai_server.background_replies = [SUMMARY]
+    run_consolidation(memory, make_config(openai_server))
+    from coop.memory.vectors import embed_pending
+
+    embed_pending(memory, EMBEDDER)
+    chat = ChatSession(memory, make_config(openai_server), embedder=lambda: EMBEDDER)
+    chat.turn("when is the trip to Kyoto with Mia?")
+    system = openai_server.system_prompt()
+    assert f"session {session}] summary: Talked about a trip to Kyoto in April with Mia." in system
+
+
+def test_background_notices_wait_for_the_next_prompt(memory, openai_server):
+    import io
+
+    from prompt_toolkit.input import create_pipe_input
+    from prompt_toolkit.output import DummyOutput
+    from rich.console import Console
+
+    from coop.chat.repl import Repl
+
+    openai_server.background_replies = [json.dumps({"facts": [
+        {"category": "misc", "key": None, "value": "Collects stamps", "importance": 0.5}]})]
+    session = ChatSession(memory, make_config(openai_server), embedder=lambda: EMBEDDER)
+    screen = io.StringIO()
+    repl = Repl(session, console=Console(file=screen, width=100, force_terminal=False))
+    with create_pipe_input() as pipe:
+        pipe.send_text("I collect stamps\r\x04")
+        repl.run_terminal(repl.make_prompt_session(input=pipe, output=DummyOutput()))
+    shown = screen.getvalue()
+    assert "memory: 1 new fact(s)" in shown
+    assert shown.index("ok") < shown.index("memory: 1 new fact(s)")  # after the reply, never inside it
+
+
+def test_coop_memory_consolidate_on_demand(run_cli, openai_server, memory):
+    ended_session(memory)
+    openai_server.background_replies = [SUMMARY]
+    env = {"COOP_MODEL_NAME": "openai/t", "COOP_MODEL_API_BASE": openai_server.api_base}
+    result = run_cli("memory", "consolidate", "--json", "--user", "ana", env=env)
+    assert result.exit_code == 0, result.stderr
+    data = result.json()
+    assert data["spans"] == 1 and data["summaries"] == ["s1"] and data["facts_written"] == 1
+    found = run_cli("memory", "search", "Kyoto", "--kind", "summary", "--json", "--user", "ana").json()
+    assert found[0]["id"] == "s1" and found[0]["embedder"] == EMBEDDER.id.replace("64", "384")
