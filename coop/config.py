@@ -14,7 +14,9 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import math
 import os
+import re
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,8 +26,12 @@ from coop.errors import ConfigError
 
 
 def _f(default: Any, help: str, *, min: float | None = None, max: float | None = None,
-       choices: tuple[str, ...] | None = None) -> Any:
-    return field(default=default, metadata={"help": help, "min": min, "max": max, "choices": choices})
+       choices: tuple[str, ...] | None = None, env_name: bool = False) -> Any:
+    return field(default=default, metadata={"help": help, "min": min, "max": max, "choices": choices,
+                                            "env_name": env_name})
+
+
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
 @dataclass(frozen=True)
@@ -33,7 +39,8 @@ class ModelConfig:
     name: str = _f("", "litellm model string for chat, e.g. 'openai/gpt-4o-mini' or 'ollama/llama3.1'; empty: none")
     fast: str = _f("", "cheaper model for extraction and consolidation; empty: use `name`")
     api_base: str = _f("", "base URL of an OpenAI-compatible server (Ollama, LM Studio, vLLM); empty: provider default")
-    api_key_env: str = _f("", "name of the environment variable holding the API key (never the key itself)")
+    api_key_env: str = _f("", "name of the environment variable holding the API key (never the key itself)",
+                          env_name=True)
     timeout_seconds: float = _f(60.0, "seconds before a model request is abandoned", min=1, max=3600)
 
 
@@ -46,7 +53,7 @@ class EmbedderConfig:
                              "default, then fastembed's own cache")
     dims: int = _f(384, "vector dimensions the model produces", min=8, max=8192)
     api_base: str = _f("", "base URL for a litellm embedding provider; empty: provider default")
-    api_key_env: str = _f("", "environment variable with the embedding provider's API key")
+    api_key_env: str = _f("", "environment variable with the embedding provider's API key", env_name=True)
     batch_size: int = _f(32, "texts embedded per batch", min=1, max=4096)
 
 
@@ -154,9 +161,11 @@ def user_config_path() -> Path:
     return Path(platformdirs.user_config_dir("coop", appauthor=False)) / "config.toml"
 
 
-def find_config_file(explicit: str | os.PathLike[str] | None = None) -> Path | None:
+def find_config_file(explicit: str | os.PathLike[str] | None = None,
+                     env: Mapping[str, str] | None = None) -> Path | None:
     """The config file to read, in the documented search order; an explicit path that is missing is an error."""
-    for candidate, named in ((explicit, True), (os.environ.get("COOP_CONFIG") or None, True)):
+    env = os.environ if env is None else env
+    for candidate in (explicit, env.get("COOP_CONFIG") or None):
         if candidate:
             path = Path(candidate).expanduser()
             if not path.is_file():
@@ -173,7 +182,8 @@ def load_config(explicit: str | os.PathLike[str] | None = None, *,
                 env: Mapping[str, str] | None = None,
                 overrides: Mapping[str, Any] | None = None) -> Config:
     """Read the config file (if any), apply environment and flag overrides, validate, and return it."""
-    path = find_config_file(explicit)
+    env = os.environ if env is None else env
+    path = find_config_file(explicit, env)
     data: dict[str, Any] = {}
     if path is not None:
         try:
@@ -185,7 +195,7 @@ def load_config(explicit: str | os.PathLike[str] | None = None, *,
         except OSError as exc:
             raise ConfigError(f"cannot read {path}: {exc.strerror}", hint="check the file's permissions") from None
     config = build_config(data, origin=str(path) if path else "defaults")
-    config = apply_env(config, os.environ if env is None else env)
+    config = apply_env(config, env)
     if overrides:
         config = apply_overrides(config, overrides)
     return dataclasses.replace(config, source=str(path) if path else "")
@@ -251,6 +261,14 @@ def validate_value(f: dataclasses.Field[Any], value: Any, dotted: str, origin: s
         raise ConfigError(f"{origin}: '{dotted}' must be {_type_name(want)}, not {value!r}",
                           hint=f"for example: {dotted.rsplit('.', 1)[-1]} = {_toml_value(f.default)}")
     meta = f.metadata
+    if want is float and not math.isfinite(value):  # nan passes every range comparison
+        raise ConfigError(f"{origin}: '{dotted}' must be a finite number, not {value!r}",
+                          hint=f"use a value from {_num(meta.get('min'))} to {_num(meta.get('max'))}")
+    if meta.get("env_name") and value and not _ENV_NAME.fullmatch(value):
+        # Never echo the value: the usual mistake is pasting the key itself here.
+        raise ConfigError(f"{origin}: '{dotted}' must name an environment variable (letters, digits and _), "
+                          "and this value is not such a name", hint=f"for example: {dotted.rsplit('.', 1)[-1]} = "
+                                                                  '"OPENAI_API_KEY", with the key exported in it')
     if meta.get("choices") and value not in meta["choices"]:
         close = difflib.get_close_matches(str(value), meta["choices"], n=1)
         hint = f"did you mean '{close[0]}'?" if close else "choose one of: " + ", ".join(meta["choices"])

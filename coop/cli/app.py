@@ -68,6 +68,8 @@ def root(
     version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True,
                                           help="print the version and exit")] = False,
 ) -> None:
+    if user is not None and not user.strip():  # an unset variable in a script must not mean "the default user"
+        raise typer.BadParameter("the user id is empty", param_hint="'--user'")
     ctx.obj = AppContext(config_path=config, user=user, debug=debug)
 
 
@@ -84,4 +86,16 @@ _register()
 
 
 def main() -> None:
-    app(prog_name="coop")
+    """The console entry point. A bug (an exception that is not a `CoopError`) becomes one `error:` line and
+    exit 1 rather than a traceback; `--debug` or `COOP_DEBUG` shows the traceback. Tests call `app` directly,
+    so there such exceptions still propagate."""
+    try:
+        app(prog_name="coop")
+    except Exception as exc:  # SystemExit and KeyboardInterrupt are not Exceptions: they pass
+        if "--debug" in sys.argv[1:] or os.environ.get("COOP_DEBUG"):
+            traceback.print_exc()
+        from coop.cli import output
+
+        output.error(CoopError(f"unexpected {type(exc).__name__}: {exc}",
+                               hint="this is a bug in coop: run again with --debug for the traceback and report it"))
+        sys.exit(int(ExitCode.ERROR))

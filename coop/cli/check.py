@@ -115,7 +115,7 @@ def check_database(db: "Database", path: str) -> list[Check]:
                   failure("schema", f"schema version {version}, expected {SCHEMA_VERSION}", "run any coop command to migrate"))
     result = db.scalar("pragma integrity_check")
     checks.append(ok("integrity", "integrity_check: ok") if result == "ok" else
-                  failure("integrity", f"integrity_check: {result}", "restore a backup, or move the file aside"))
+                  failure("integrity", f"integrity_check: {result}", DAMAGED_HINT))
     bad_fts = []
     for table in ("messages_fts", "facts_fts", "summaries_fts"):
         try:
@@ -193,15 +193,32 @@ def run_checks(load: Callable[[], "Config"], open_db: Callable[["Config"], "Data
     try:
         db = open_db(config)
     except CoopError as exc:
-        return checks + [failure("database", exc.message, exc.hint)]
+        hint = exc.hint if exc.hint and "coop check" not in exc.hint else DAMAGED_HINT
+        return checks + [failure("database", exc.message, hint)]
     try:
         checks.append(ok("database", f"database at {path}"))
-        checks += check_sqlite(db)
-        checks += check_database(db, path)
-        checks += check_embedder(config, db)
+        checks += _guarded("sqlite", check_sqlite, db)
+        checks += _guarded("integrity", check_database, db, path)
+        checks += _guarded("stored vectors", check_embedder, config, db)  # loading never raises; reads can
     finally:
         db.close()
     return checks
+
+
+DAMAGED_HINT = "restore a backup, or move the file aside (coop then starts a new one)"
+
+
+def _guarded(name: str, run: Callable[..., list[Check]], *args: object) -> list[Check]:
+    """One group of checks; a database that fails while being read (a corrupted page) is reported as a failed
+    check, so the rest of the report still prints, instead of ending `coop check` with a traceback."""
+    import apsw
+
+    try:
+        return run(*args)
+    except CoopError as exc:
+        return [failure(name, exc.message, exc.hint)]
+    except apsw.Error as exc:
+        return [failure(name, f"the database cannot be read: {type(exc).__name__}: {exc}", DAMAGED_HINT)]
 
 
 def check(

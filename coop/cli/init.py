@@ -27,6 +27,7 @@ def init(
     try:
         target.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
         fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        os.fchmod(fd, 0o600)  # --force over an existing file: its old, looser mode would otherwise stay
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
             handle.write(example_toml())
     except OSError as exc:

@@ -13,7 +13,16 @@ from coop.errors import UsageError
 
 app = typer.Typer(no_args_is_help=True, help="Inspect and correct memory: search, list, show, add, forget.")
 
-UserOption = Annotated[Optional[str], typer.Option("--user", metavar="ID", help="whose memory")]
+
+def _nonempty_user(value: Optional[str]) -> Optional[str]:
+    """An explicit but empty --user (a script's unset variable) must not fall back to the default user."""
+    if value is not None and not value.strip():
+        raise typer.BadParameter("the user id is empty")
+    return value
+
+
+UserOption = Annotated[Optional[str], typer.Option("--user", metavar="ID", help="whose memory",
+                                                   callback=_nonempty_user)]
 JsonOption = Annotated[bool, typer.Option("--json", help="print JSON on stdout")]
 KIND_CHOICES = ("fact", "message", "summary")
 
@@ -44,12 +53,12 @@ def add(
     instruction to the assistant ("answer briefly")."""
     from coop.chat.memory_jobs import make_writer
     from coop.memory.reconcile import Candidate
-    from coop.memory.store import check_text
+    from coop.memory.store import MAX_FACT_CHARS, check_text
     from coop.memory.vectors import embed_pending
 
+    check_text(text, "fact", MAX_FACT_CHARS)  # before the database is opened: bad input touches nothing
     app_state = state(ctx)
     memory = app_state.memory(user)
-    check_text(text, "fact", 10_000)
     embedder = app_state.embedder()
     writer = make_writer(memory, app_state.config(), embedder)
     result = writer.write(Candidate(text, category=category, key=key, importance=importance, source="user"))
@@ -108,8 +117,8 @@ def search(
         table.add_column(column, overflow="fold" if column == "text" else "ellipsis",
                          no_wrap=column != "text")
     for hit in result.hits:
-        row = [hit.ref, output.local_time(hit.item.created_at), output.one_line(hit.item.text, 200)]
-        table.add_row(*row, *((describe(hit),) if explain else ()))
+        row = [hit.ref, output.local_time(hit.item.created_at), output.cell(output.one_line(hit.item.text, 200))]
+        table.add_row(*row, *((output.cell(describe(hit)),) if explain else ()))
     output.out().print(table)
     if explain:
         legs = ", ".join(f"{leg}: {n}" for leg, n in result.legs.items())
@@ -148,7 +157,8 @@ def list_(
         text = output.one_line(item.text, 200)
         if item.superseded_at:
             text += f"  [superseded by f{item.superseded_by}]" if item.superseded_by else "  [superseded]"
-        table.add_row(item.ref, output.local_time(item.updated_at or item.created_at), label, text)
+        table.add_row(item.ref, output.local_time(item.updated_at or item.created_at), output.cell(label),
+                      output.cell(text))
     output.out().print(table)
 
 
@@ -171,7 +181,7 @@ def show(
     console = output.out()
     for name, value in data.items():
         if name != "text" and value is not None:
-            console.print(f"[bold]{name}:[/] {value}", highlight=False)
+            console.print(f"[bold]{name}:[/] {output._escape(str(value))}", highlight=False)
     console.print()
     console.print(item.text, markup=False, highlight=False)
 
@@ -231,7 +241,8 @@ def history(
             change = entry.new_value or entry.old_value or ""
         if entry.related_fact_id:
             change += f" (f{entry.related_fact_id})"
-        table.add_row(output.local_time(entry.created_at), entry.action, change, entry.reason or "")
+        table.add_row(output.local_time(entry.created_at), entry.action, output.cell(change),
+                      output.cell(entry.reason or ""))
     output.out().print(table)
 
 

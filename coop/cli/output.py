@@ -14,6 +14,8 @@ from typing import TYPE_CHECKING, Any
 from rich.console import Console
 
 if TYPE_CHECKING:
+    from rich.text import Text
+
     from coop.errors import CoopError
     from coop.memory.search import Hit
     from coop.memory.store import HistoryEntry, Item
@@ -43,21 +45,34 @@ def print_json(data: Any) -> None:
 
 
 def error(exc: "CoopError") -> None:
+    """`error: ...` and `hint: ...`, one line each: soft wrap, so a narrow or piped stderr does not break them."""
     console = err()
-    console.print(f"[bold red]error:[/] {_escape(exc.message)}")
+    console.print(f"[bold red]error:[/] {_escape(_flat(exc.message))}", soft_wrap=True)
     if exc.hint:
-        console.print(f"[dim]hint:[/] {_escape(exc.hint)}")
+        console.print(f"[dim]hint:[/] {_escape(_flat(exc.hint))}", soft_wrap=True)
 
 
 def warn(message: str, hint: str | None = None) -> None:
     console = err()
-    console.print(f"[yellow]warning:[/] {_escape(message)}")
+    console.print(f"[yellow]warning:[/] {_escape(_flat(message))}", soft_wrap=True)
     if hint:
-        console.print(f"[dim]hint:[/] {_escape(hint)}")
+        console.print(f"[dim]hint:[/] {_escape(_flat(hint))}", soft_wrap=True)
 
 
 def info(message: str) -> None:
-    err().print(_escape(message))
+    err().print(_escape(message), soft_wrap=True)
+
+
+def _flat(text: str) -> str:
+    """Messages can carry text from elsewhere (a TOML parser, SQLite): keep them to one line."""
+    return " ".join(str(text).split())
+
+
+def cell(value: object) -> "Text":
+    """User data as a table cell: plain text, never rich markup (a fact may contain `[/]`)."""
+    from rich.text import Text
+
+    return Text("" if value is None else str(value))
 
 
 def _escape(text: str) -> str:
