@@ -90,3 +90,11 @@ def test_terminal_detection_honours_term_dumb():
     assert not interactive_terminal(Tty(), Tty(), {"TERM": "dumb"})
     assert not interactive_terminal(None, Tty(), {})
     assert not interactive_terminal(io.StringIO(), Tty(), {})
+
+
+def test_an_empty_user_id_is_refused_before_anything_is_sent(openai_server, chat_env, coop_home):
+    result = run_chat(["--user", ""], "hello\n", chat_env)
+    assert result.returncode == 2
+    assert "the user id is empty" in result.stderr.decode()
+    assert openai_server.requests == []
+    assert not (coop_home / "coop.db").exists()

@@ -53,10 +53,18 @@ def start_timers(chat_session, config, worker) -> list:
             Timer(min(60.0, settings.idle_minutes * 60 / 4), idle_check, "coop-idle")]
 
 
+def _nonempty_user(value: Optional[str]) -> Optional[str]:
+    """An explicit but empty --user (a script's unset variable) must not fall back to the default user."""
+    if value is not None and not value.strip():
+        raise typer.BadParameter("the user id is empty")
+    return value
+
+
 def chat(
     ctx: typer.Context,
     session: Annotated[Optional[int], typer.Option("--session", metavar="ID", help="resume a session")] = None,
-    user: Annotated[Optional[str], typer.Option("--user", metavar="ID", help="whose memory")] = None,
+    user: Annotated[Optional[str], typer.Option("--user", metavar="ID", help="whose memory",
+                                                callback=_nonempty_user)] = None,
     incognito: Annotated[bool, typer.Option("--incognito", help="write nothing to disk (memory is still read)")] = False,
     model: Annotated[Optional[str], typer.Option("--model", help="litellm model string for this chat")] = None,
     json_: Annotated[bool, typer.Option("--json", help="pipe mode: one JSON object per turn on stdout")] = False,
@@ -64,6 +72,7 @@ def chat(
 ) -> None:
     """Chat with your configured model, with your memory in every turn."""
     from rich.console import Console
+    from rich.markup import escape
 
     from coop import llm
     from coop.chat.repl import Repl, interactive_terminal
@@ -114,7 +123,7 @@ def chat(
             embedder_state = loader.status.embedder.id.split("/")[-2] if loader.status.embedder else "off (full text only)"
         else:
             embedder_state = "loading"
-        line = (f"[bold]coop[/] · {chat_session.model_name} · user {memory.user_id} · "
+        line = (f"[bold]coop[/] · {escape(chat_session.model_name)} · user {escape(memory.user_id)} · "
                 f"{stats['facts_active']} facts, {stats['messages']} messages · embedder {embedder_state}")
         if incognito:
             line += " · [yellow]incognito: nothing is saved (memory is still read)[/]"
