@@ -110,9 +110,17 @@ class MemoryConfig:
     recency_messages: int = _f(10, "last messages of this session always in the prompt", min=0, max=500)
     salience_threshold: float = _f(0.85, "importance at or above which an item is always a candidate",
                                    min=0.0, max=1.0)
-    similarity_floor: float = _f(0.655, "cosine below which a vector match is never used (0.655 suits MiniLM)",
+    similarity_floor: float = _f(0.655, "cosine below which an item is never recalled by meaning alone (0.655 "
+                                        "suits MiniLM)",
                                  min=-1.0, max=1.0)
-    rrf_k: int = _f(60, "reciprocal-rank fusion constant", min=1, max=1000)
+    rrf_k: int = _f(60, "reciprocal-rank fusion constant (fusion = \"rrf\")", min=1, max=1000)
+    fusion: str = _f("score", "how the vector and full-text legs are combined: score (normalised BM25 plus "
+                              "vector_weight x cosine, computed for every candidate) or rrf (reciprocal rank)",
+                     choices=("score", "rrf"))
+    vector_weight: float = _f(1.0, "weight of the cosine against the best full-text match (= 1) in score fusion",
+                              min=0.0, max=10.0)
+    context_weight: float = _f(0.5, "weight of a message's two preceding messages and its date, against its own "
+                                    "words (= 1), in full-text search", min=0.0, max=1.0)
     search_limit: int = _f(10, "default number of results of a search", min=1, max=1000)
     embedder: EmbedderConfig = field(default_factory=EmbedderConfig)
     importance: ImportanceConfig = field(default_factory=ImportanceConfig)
@@ -125,6 +133,9 @@ class MemoryConfig:
 class ChatConfig:
     working_memory_cap: int = _f(50, "messages held in the session's working memory", min=2, max=10_000)
     tools: bool = _f(True, "offer memory tools to models that support function calling")
+    confirm_memory_changes: bool = _f(True, "ask before the model's memory tools forget, rewrite or supersede "
+                                            "memory, or add a standing instruction; where nobody can be asked "
+                                            "(pipes, --json) such a call is refused")
     user: str = _f("", "default user id; empty: the OS user name")
 
 
@@ -257,10 +268,12 @@ def validate_value(f: dataclasses.Field[Any], value: Any, dotted: str, origin: s
     want = _field_type(f)
     if want is float and isinstance(value, int) and not isinstance(value, bool):
         value = float(value)
-    if not isinstance(value, want) or (want is int and isinstance(value, bool)):
-        raise ConfigError(f"{origin}: '{dotted}' must be {_type_name(want)}, not {value!r}",
-                          hint=f"for example: {dotted.rsplit('.', 1)[-1]} = {_toml_value(f.default)}")
     meta = f.metadata
+    if not isinstance(value, want) or (want is int and isinstance(value, bool)):
+        # A key pasted into api_key_env (as a list, say) must not be repeated back: name only its type.
+        shown = f"a {type(value).__name__}" if meta.get("env_name") else repr(value)
+        raise ConfigError(f"{origin}: '{dotted}' must be {_type_name(want)}, not {shown}",
+                          hint=f"for example: {dotted.rsplit('.', 1)[-1]} = {_toml_value(f.default)}")
     if want is float and not math.isfinite(value):  # nan passes every range comparison
         raise ConfigError(f"{origin}: '{dotted}' must be a finite number, not {value!r}",
                           hint=f"use a value from {_num(meta.get('min'))} to {_num(meta.get('max'))}")

@@ -31,6 +31,9 @@ def get_litellm() -> Any:
                 warnings.simplefilter("ignore")
                 import litellm
 
+            # pydantic notices that litellm's types raise on first use, long after the import, would land on
+            # the user's stderr; they are about litellm's code, not the user's
+            warnings.filterwarnings("ignore", category=UserWarning, module=r"pydantic\..*")
             litellm.suppress_debug_info = True
             litellm.telemetry = False
             _litellm = litellm

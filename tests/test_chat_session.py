@@ -47,10 +47,14 @@ def test_a_fact_from_session_1_is_in_session_2s_known_facts(memory, openai_serve
 
 
 def test_relevant_past_from_another_session_is_dated_and_an_unrelated_one_is_not_injected(memory, openai_server):
-    old = make_session(memory, openai_server)
+    # The unrelated memory sits in a session of its own: a message's index entry carries its neighbouring turns
+    # as context (for retrieval quality), so a turn right after the cello one would rightly come along with it.
+    other = make_session(memory, openai_server)
     openai_server.replies = ["ok", "ok"]
+    other.turn("the volcano documentary was about basalt columns")
+    other.end()
+    old = make_session(memory, openai_server)
     old.turn("my sister Ines plays the cello in an orchestra")
-    old.turn("the volcano documentary was about basalt columns")
     old.end()
     new = make_session(memory, openai_server, overrides={"memory.similarity_floor": 0.6})
     new.turn("does Ines still play the cello?")

@@ -64,7 +64,7 @@ def test_items_in_both_legs_outrank_single_leg_items_and_explain_shows_legs(memo
     memory.add_fact("jazz piano lessons on tuesday")
     memory.add_fact("jazz festival")
     embed_pending(memory, hash_embedder)
-    result = search(memory, "jazz piano lessons", embedder=hash_embedder, floor=0.6)
+    result = search(memory, "jazz piano lessons", embedder=hash_embedder, floor=0.6, fusion="rrf")
     top = result.hits[0]
     assert top.item.text == "jazz piano lessons on tuesday"
     assert set(top.legs) == {"vector", "fts"}

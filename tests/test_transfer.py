@@ -523,3 +523,19 @@ def test_reembed_without_a_loadable_embedder_is_a_clear_error(run_cli, monkeypat
     result = run_cli("memory", "reembed")
     assert result.exit_code == 2
     assert "cannot load" in result.stderr and "coop check" in result.stderr
+
+
+def test_a_failing_database_stops_the_import_instead_of_skipping_records(tmp_path, memory, monkeypatch):
+    from coop.config import ImportanceConfig
+    from coop.errors import StoreError
+    from coop.memory.transfer import import_file
+
+    export = write_json(tmp_path / "conversations.json", chatgpt_export())
+
+    def full(*args, **kwargs):
+        raise StoreError("database or disk is full", hint="free some space")
+
+    monkeypatch.setattr(type(memory), "add_message", full)
+    with pytest.raises(StoreError):
+        import_file(memory, export, importance=ImportanceConfig())
+    assert memory.sessions() == [], "the conversation's transaction was rolled back whole"

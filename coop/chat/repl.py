@@ -26,7 +26,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from coop.chat.render import MarkdownStream, PlainStream
-from coop.errors import CoopError, ExitCode, UsageError
+from coop.errors import CoopError, ExitCode, StoreError, UsageError
 from coop.memory.store import iso_time
 
 if TYPE_CHECKING:
@@ -59,6 +59,8 @@ class Repl:
         self.out = out or sys.stdout
         self.running = True
         self.model_errors = 0
+        self.store_errors = 0  # the database refused a write (full disk, read-only, locked): pipe mode exits 5
+        self._stream: Any = None  # the reply being streamed, so a confirmation can pause it
 
     # -- commands -----------------------------------------------------------------------------------------
 
@@ -86,12 +88,15 @@ class Repl:
 
     def cmd_memory(self, query: str) -> None:
         """What was recalled for the last turn, with scores and legs; or /memory QUERY to search memory."""
-        from coop.memory.search import describe, search
+        from coop.chat.tools import search_or_full_text
+        from coop.memory.search import describe, retrieval_options
 
         if query.strip():
             cfg = self.session.config.memory
-            result = search(self.session.memory, query, embedder=self.session.embedder(), limit=10,
-                            floor=cfg.similarity_floor, rrf_k=cfg.rrf_k)
+            result, failure = search_or_full_text(self.session.memory, query, embedder=self.session.embedder(),
+                                                  limit=10, **retrieval_options(cfg))
+            if failure is not None:
+                self.say(f"(the embedder failed: {failure}; full-text search only)")
             rows = [(hit.ref, hit.kind, f"{hit.score:.4f}", describe(hit), hit.item.text) for hit in result.hits]
             empty = "no matches"
         else:
@@ -184,9 +189,9 @@ class Repl:
     def show_error(self, exc: CoopError) -> None:
         if self.json_mode:
             return
-        self.console.print(f"[bold red]error:[/] {escape(exc.message)}")
+        self.console.print(f"[bold red]error:[/] {escape(' '.join(exc.message.split()))}", soft_wrap=True)
         if exc.hint:
-            self.console.print(f"[dim]hint:[/] {escape(exc.hint)}")
+            self.console.print(f"[dim]hint:[/] {escape(' '.join(exc.hint.split()))}", soft_wrap=True)
 
     # -- one line -----------------------------------------------------------------------------------------
 
@@ -204,6 +209,8 @@ class Repl:
                 line = line.lstrip()[1:]
             self.turn(line, interactive=interactive)
         except CoopError as exc:
+            if isinstance(exc, StoreError):
+                self.store_errors += 1
             self.show_error(exc)
             if self.json_mode:
                 self._json({"input": line[:200], "reply": None, "error": {"message": exc.message, "hint": exc.hint}})
@@ -212,9 +219,11 @@ class Repl:
         stream: Any = MarkdownStream(self.console) if interactive else (None if self.json_mode else PlainStream(self.out))
         if stream is not None:
             stream.start()
+        self._stream = stream
         try:
             result = self.session.turn(text, on_text=stream.update if stream is not None else (lambda _: None))
         finally:
+            self._stream = None
             if stream is not None:
                 stream.finish()
         if result.interrupted and not self.json_mode:
@@ -242,7 +251,8 @@ class Repl:
     # -- loops --------------------------------------------------------------------------------------------
 
     def run_lines(self, stream: Any) -> int:
-        """Pipe mode: each line of a binary stream is a turn. Non-UTF-8 lines are reported and skipped."""
+        """Pipe mode: each line of a binary stream is a turn. Non-UTF-8 lines are reported and skipped. The exit
+        code says what went wrong on the way, if anything did: 4 for a model error, 5 for a store error."""
         for number, raw in enumerate(stream, start=1):
             if not self.running:
                 break
@@ -258,11 +268,14 @@ class Repl:
                 continue
             self.handle(line.rstrip("\r\n"), interactive=False)
         self.close()
-        return int(ExitCode.MODEL) if self.model_errors else 0
+        if self.model_errors:
+            return int(ExitCode.MODEL)
+        return int(ExitCode.STORE) if self.store_errors else 0
 
     def run_terminal(self, prompt_session: Any = None) -> int:
         """Interactive mode with prompt_toolkit; `prompt_session` may be injected (tests use pipe input)."""
         session = prompt_session or self.make_prompt_session()
+        self.session.tools.confirm = self.confirmer(session)
         if self.banner is not None:
             self.console.print(self.banner())
         last_interrupt = 0.0
@@ -283,6 +296,29 @@ class Repl:
             self.handle(line, interactive=True)
         self.close()
         return 0
+
+    def confirmer(self, prompt_session: Any) -> Callable[[str], bool]:
+        """The question the memory tools ask before the model forgets or rewrites memory (see chat/tools.py):
+        the streamed reply so far is printed for good, then a y/N prompt on the same terminal. Anything but
+        y/yes, Ctrl-C and Ctrl-D mean no."""
+        from prompt_toolkit import PromptSession
+
+        asker = PromptSession(input=prompt_session.input, output=prompt_session.output)
+
+        def confirm(question: str) -> bool:
+            if self._stream is not None:
+                self._stream.finish()
+            shown = "".join(ch if ch.isprintable() else " " for ch in question)
+            self.console.print(f"[bold yellow]The model wants to {escape(shown)}.[/]", highlight=False)
+            try:
+                answer = asker.prompt("Allow this change to your memory? [y/N] ")
+            except (EOFError, KeyboardInterrupt):
+                answer = ""
+            allowed = answer.strip().lower() in ("y", "yes")
+            self.say("allowed" if allowed else "declined: memory was not changed")
+            return allowed
+
+        return confirm
 
     def close(self) -> None:
         if self.on_exit is not None:

@@ -22,12 +22,12 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any, Callable
 
 from coop import llm
-from coop.chat.tools import TOOL_SPECS, MemoryTools
+from coop.chat.tools import TOOL_SPECS, MemoryTools, search_or_full_text
 from coop.errors import CoopError, ModelError, UsageError
 from coop.memory.context import HistoryMessage, Prompt, Recalled, build_prompt
 from coop.memory.importance import message_importance
 from coop.memory.reconcile import INSTRUCTION
-from coop.memory.search import search
+from coop.memory.search import retrieval_options, search
 from coop.memory.store import MAX_MESSAGE_CHARS, check_text
 from coop.trace import NO_TRACE, Tracer
 
@@ -45,6 +45,7 @@ when it helps, without reciting it; if it conflicts with what the user says now,
 Today is {today}."""
 
 MAX_TOOL_ROUNDS = 4
+MAX_CALLS_PER_ROUND = 8  # tool calls run from one model reply; the rest are dropped (and logged)
 INTERRUPTED_MARK = " [interrupted]"
 
 
@@ -113,10 +114,11 @@ class ChatSession:
         self.last_left_out: list[Recalled] = []
         self.tools_enabled = config.chat.tools
         self.tools = MemoryTools(memory, embedder, self.writer, floor=config.memory.similarity_floor,
-                                 read_only=incognito)
+                                 read_only=incognito, confirm_changes=config.chat.confirm_memory_changes)
         self.inline_notices: list[str] = []
         self.last_activity = time.monotonic()
         self._idle_ended = False
+        self._embedder_failed = False
         self.session_id: int | None = None
         if session_id is not None:
             self.resume(session_id)
@@ -170,7 +172,14 @@ class ChatSession:
                 past[(item.kind, item.item_id)] = Recalled(item, "salience", item.importance or 0.0)
         salience_ms = (time.perf_counter() - started) * 1000
         embedder = self.embedder()
-        result = search(self.memory, retrieval_query(text), embedder=embedder, limit=20, floor=cfg.similarity_floor, rrf_k=cfg.rrf_k)
+        result, failure = search_or_full_text(self.memory, retrieval_query(text), embedder=embedder, limit=20,
+                                              **retrieval_options(cfg))
+        if failure is not None:  # a remote embedder that fails: this turn recalls by words only
+            self.tracer.event("embedder_failed", error=failure)
+            if not self._embedder_failed:
+                self._embedder_failed = True
+                self.inline_notices.append(f"the embedder failed ({failure}); recall uses full-text search until "
+                                           "it works again")
         for hit in result.hits:
             if hit.kind == "fact" and hit.item.category == INSTRUCTION:
                 continue
@@ -224,6 +233,7 @@ class ChatSession:
         if user_id is not None:
             self._touch_recalled(prompt)
         result = TurnResult(reply="", prompt=prompt, user_message_id=user_id)
+        self.tools.start_turn()
         messages = list(prompt.messages)
         parts: list[str] = []
         started = time.perf_counter()
@@ -279,19 +289,27 @@ class ChatSession:
 
     def _run_tools(self, calls: list[llm.ToolCall], text: str, result: TurnResult) -> list[dict[str, Any]]:
         """Run the model's tool calls, store the call and each result as messages, and return them for the
-        next model call."""
-        call_dicts = [{"id": c.id or f"call_{i}", "type": "function",
-                       "function": {"name": c.name, "arguments": c.arguments}} for i, c in enumerate(calls)]
+        next model call. At most `MAX_CALLS_PER_ROUND` calls of one reply are run (and kept); a call's name and
+        arguments are kept at most `MAX_ARGUMENT_CHARS` long (longer arguments are refused by the tool anyway)."""
+        from coop.chat.tools import MAX_ARGUMENT_CHARS
+
+        if len(calls) > MAX_CALLS_PER_ROUND:
+            log.warning("the model asked for %d tool calls in one reply; only %d run", len(calls), MAX_CALLS_PER_ROUND)
+            calls = calls[:MAX_CALLS_PER_ROUND]
+        call_dicts = [{"id": (c.id or f"call_{i}")[:100], "type": "function",
+                       "function": {"name": c.name[:100], "arguments": c.arguments[:MAX_ARGUMENT_CHARS + 1]}}
+                      for i, c in enumerate(calls)]
         added: list[dict[str, Any]] = [{"role": "assistant", "content": text, "tool_calls": call_dicts}]
         assistant_id = self._commit("assistant", text, tool_calls=json.dumps(call_dicts))
         self.working.add(HistoryMessage("assistant", text, assistant_id, tool_calls=call_dicts))
         for call, spec in zip(calls, call_dicts):
             output = self.tools.run(call.name, call.arguments)
-            result.tool_calls.append({"name": call.name, "arguments": call.arguments, "result": output})
-            self.tracer.event("tool", tool=call.name, result_chars=len(output))
-            tool_id = self._commit("tool", output, tool_name=call.name, tool_call_id=spec["id"])
-            self.working.add(HistoryMessage("tool", output, tool_id, tool_call_id=spec["id"], name=call.name))
-            added.append({"role": "tool", "tool_call_id": spec["id"], "name": call.name, "content": output})
+            name = spec["function"]["name"]
+            result.tool_calls.append({"name": name, "arguments": spec["function"]["arguments"], "result": output})
+            self.tracer.event("tool", tool=name, result_chars=len(output))
+            tool_id = self._commit("tool", output, tool_name=name, tool_call_id=spec["id"])
+            self.working.add(HistoryMessage("tool", output, tool_id, tool_call_id=spec["id"], name=name))
+            added.append({"role": "tool", "tool_call_id": spec["id"], "name": name, "content": output})
         return added
 
     def _touch_recalled(self, prompt: Prompt) -> None:

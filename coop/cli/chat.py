@@ -10,7 +10,7 @@ from typing import Annotated, Optional
 import typer
 
 from coop.cli.context import state
-from coop.errors import CoopError
+from coop.errors import CoopError, StoreError
 
 
 class EmbedderLoader:
@@ -109,8 +109,16 @@ def chat(
     worker = None if incognito or db_path == ":memory:" else BackgroundWorker(
         db_path, busy_timeout_ms=config.memory.busy_timeout_ms)
     tracer = Tracer(config.trace.file) if config.trace.file and not incognito else NO_TRACE
-    chat_session = ChatSession(memory, config, embedder=loader, session_id=session, incognito=incognito,
-                               tracer=tracer, worker=worker)
+    try:
+        chat_session = ChatSession(memory, config, embedder=loader, session_id=session, incognito=incognito,
+                                   tracer=tracer, worker=worker)
+    except StoreError as exc:
+        if worker is not None:
+            worker.stop(timeout=0.5)
+        if memory.db.read_only:  # the memory can still be used, without saving
+            raise StoreError(exc.message, hint=f"{exc.hint}; or chat with --incognito to use your memory "
+                                               "without saving anything") from None
+        raise
 
     chat_session.catch_up()
     timers = start_timers(chat_session, config, worker) if worker is not None else []

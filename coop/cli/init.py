@@ -32,5 +32,5 @@ def init(
             handle.write(example_toml())
     except OSError as exc:
         raise CoopError(f"cannot write {target}: {exc.strerror}", hint="choose another path") from None
-    output.out().print(f"wrote {target}", markup=False, highlight=False)
+    output.out().print(f"wrote {target}", markup=False, highlight=False, soft_wrap=True)  # a long path: one line
     output.info("next: set [model] name (and api_key_env or api_base), then run `coop check`")

@@ -96,16 +96,20 @@ def search(
     json_: JsonOption = False,
 ) -> None:
     """Search memory by meaning and by words."""
-    from coop.memory.search import describe, fts_query, search as run_search
+    from coop.chat.tools import search_or_full_text
+    from coop.memory.search import describe, fts_query, retrieval_options
 
     if fts_query(query) is None:
         raise UsageError("the query has no words to search for", hint="search with a word or a phrase")
     app_state = state(ctx)
     config = app_state.config().memory
     memory = app_state.memory(user)
-    result = run_search(memory, query, embedder=app_state.embedder(), limit=limit or config.search_limit,
-                        kinds=_kinds(kind), floor=config.similarity_floor, rrf_k=config.rrf_k,
-                        include_inactive=archived)
+    result, failure = search_or_full_text(memory, query, embedder=app_state.embedder(),
+                                          limit=limit or config.search_limit, kinds=_kinds(kind),
+                                          include_inactive=archived, **retrieval_options(config))
+    if failure is not None:
+        output.warn(f"the embedder failed ({failure}); these results are from full-text search only",
+                    "run `coop check`")
     if json_:
         output.print_json([output.hit_json(hit) for hit in result.hits])
         return

@@ -23,7 +23,7 @@ from typing import Any, Callable, Iterator
 
 import apsw
 
-from coop.errors import StoreError
+from coop.errors import StoreError, UsageError
 
 # Han, Hiragana/Katakana, Hangul syllables, Thai and Lao: scripts whose words are not separated by spaces.
 UNSPACED_CHARS = r"\u0e00-\u0eff\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff"
@@ -45,6 +45,7 @@ class Database:
     path: str
     vec_version: str | None = None
     vec_error: str | None = None
+    read_only: bool = False  # opened from a place nobody here can write: reads work, writes are StoreErrors
     _depth: int = field(default=0, repr=False)
 
     @property
@@ -56,10 +57,15 @@ class Database:
             return self.conn.execute(sql, params)
         except apsw.Error as exc:
             _reraise(exc, self.path)
+        except UnicodeEncodeError:
+            raise _not_utf8() from None
 
     def executemany(self, sql: str, rows: Any) -> None:
         with self.atomic():
-            self.conn.executemany(sql, rows)
+            try:
+                self.conn.executemany(sql, rows)
+            except UnicodeEncodeError:
+                raise _not_utf8() from None
 
     def one(self, sql: str, params: Any = None) -> Any:
         """The first row or None. The cursor is always drained: an open statement would block COMMIT."""
@@ -98,6 +104,11 @@ class Database:
         self.conn.close()
 
 
+def _not_utf8() -> UsageError:
+    """Text with lone surrogates (undecodable bytes smuggled into a str) cannot be stored or looked up."""
+    return UsageError("the text is not valid UTF-8", hint="convert the input to UTF-8 (e.g. with iconv)")
+
+
 def translate_error(exc: apsw.Error, path: str) -> Exception:
     """Map an apsw error to a `StoreError` with a hint; errors that are bugs (bad SQL) pass through."""
     if isinstance(exc, apsw.BusyError):
@@ -106,14 +117,16 @@ def translate_error(exc: apsw.Error, path: str) -> Exception:
     if isinstance(exc, apsw.FullError):
         return StoreError("the disk is full: nothing was written", hint="free some space and retry")
     if isinstance(exc, apsw.ReadOnlyError):
-        return StoreError(f"the database is read-only: {path}",
-                          hint="check the permissions of the file and its directory")
+        return StoreError(f"the database is read-only: {path}; nothing was written",
+                          hint="check the permissions of the file and its directory, and that its disk is not "
+                               "mounted read-only")
     if isinstance(exc, (apsw.CorruptError, apsw.NotADBError)):
         return StoreError(f"the database {path} is corrupted",
                           hint="restore a backup, or move it aside and start again")
     if isinstance(exc, (apsw.IOError, apsw.CantOpenError)):
         return StoreError(f"cannot read or write the database {path}: {exc}",
-                          hint="check the disk and the file's permissions")
+                          hint="check the free space (and any quota or file-size limit), the disk, and the "
+                               "file's permissions")
     return exc
 
 
@@ -161,15 +174,41 @@ def _load_sqlite_vec(conn: apsw.Connection) -> tuple[str | None, str | None]:
         return None, f"{type(exc).__name__}: {exc}"
 
 
+def _unwritable(path: str) -> bool:
+    """True for an existing database nobody here can write: on a read-only file system, or with neither the file
+    nor its directory writable by this user. Such a file cannot change under us, so it is opened immutable
+    (SQLite then needs no -shm file, which could not be created there either)."""
+    if not os.path.isfile(path):
+        return False
+    try:
+        if os.statvfs(path).f_flag & os.ST_RDONLY:
+            return True
+    except OSError:
+        return False
+    directory = os.path.dirname(os.path.abspath(path))
+    return not os.access(path, os.W_OK) and not os.access(directory, os.W_OK)
+
+
 def open_database(path: str, *, busy_timeout_ms: int = 5000, migrate: bool = True) -> Database:
-    """Open (creating if needed) the database at `path`, with pragmas, sqlite-vec and migrations applied."""
-    if path != ":memory:":
+    """Open (creating if needed) the database at `path`, with pragmas, sqlite-vec and migrations applied.
+
+    A database in a place nobody here can write (a read-only disk, a backup without write permission) opens
+    read-only: everything that reads works, and every write is a `StoreError` that says the database is
+    read-only."""
+    read_only = path != ":memory:" and _unwritable(path)
+    if path != ":memory:" and not read_only:
         _make_private_path(path)
     try:
-        conn = apsw.Connection(path)
+        if read_only:
+            from urllib.parse import quote
+
+            conn = apsw.Connection(f"file:{quote(os.path.abspath(path))}?mode=ro&immutable=1",
+                                   flags=apsw.SQLITE_OPEN_READONLY | apsw.SQLITE_OPEN_URI)
+        else:
+            conn = apsw.Connection(path)
         conn.execute(f"pragma busy_timeout = {int(busy_timeout_ms)}")
         conn.execute("pragma foreign_keys = on")
-        if path != ":memory:":
+        if path != ":memory:" and not read_only:
             mode = conn.execute("pragma journal_mode = wal").fetchone()[0]
             if mode != "wal":
                 conn.execute("pragma journal_mode = " + mode)
@@ -188,7 +227,7 @@ def open_database(path: str, *, busy_timeout_ms: int = 5000, migrate: bool = Tru
         raise StoreError(f"cannot open the database {path}: {exc}",
                          hint="run `coop check` for details") from None
     vec_version, vec_error = _load_sqlite_vec(conn)
-    db = Database(conn=conn, path=path, vec_version=vec_version, vec_error=vec_error)
+    db = Database(conn=conn, path=path, vec_version=vec_version, vec_error=vec_error, read_only=read_only)
     if migrate:
         try:
             apply_migrations(db)
@@ -361,7 +400,95 @@ def m001_initial(db: Database) -> None:
     """)
 
 
-MIGRATIONS: list[Callable[[Database], None]] = [m001_initial]
+# m002: the full-text index the message leg of search reads. Each message is indexed with its own words (column
+# `content`) and, in a second column `context`, the words of the two messages before it in its session (each cut
+# at 300 characters) and the day it was written ("Monday 8 May 2023", local time). A reply is then found by the
+# words of the question it answers, and "what did I say on Monday" finds Monday's messages; search weighs the
+# context column below the message's own words (search.CONTEXT_WEIGHT). Only *preceding* messages are used, so a
+# message's entry is complete when it is written and never waits for later ones. When a message is deleted
+# (forget) or its text changes, the two messages after it are indexed again, so a forgotten word does not stay
+# findable through its neighbours. The table is contentless (it keeps no copy of the text) with
+# contentless_delete, so rows are removed by rowid alone; `message_context_vocab` gives each term's document
+# count. `messages_fts` (m001) is kept as it was.
+_CONTEXT_MESSAGES = 2
+_CONTEXT_CHARS = 300
+_WEEKDAYS = ("Sunday", "Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday")
+_MONTHS = ("January", "February", "March", "April", "May", "June", "July", "August", "September", "October",
+           "November", "December")
+
+
+def _message_context_sql(row: str) -> str:
+    """SQL for the `context` column of the message `row` (a table alias or `new`/`old` in a trigger)."""
+    before = [f"coalesce((SELECT substr(p.content, 1, {_CONTEXT_CHARS}) FROM messages p WHERE p.user_id = {row}.user_id "
+              f"AND p.session_id = {row}.session_id AND p.id < {row}.id ORDER BY p.id DESC LIMIT 1 OFFSET {n}), '')"
+              for n in reversed(range(_CONTEXT_MESSAGES))]
+    when = f"{row}.created_at, 'unixepoch', 'localtime'"
+    weekday = "CASE strftime('%w', " + when + ") " + " ".join(
+        f"WHEN '{i}' THEN '{name}'" for i, name in enumerate(_WEEKDAYS)) + " ELSE '' END"
+    month = "CASE strftime('%m', " + when + ") " + " ".join(
+        f"WHEN '{i:02d}' THEN '{name}'" for i, name in enumerate(_MONTHS, start=1)) + " ELSE '' END"
+    date = (f"{weekday} || ' ' || CAST(strftime('%d', {when}) AS INTEGER) || ' ' || {month} || ' ' || "
+            f"strftime('%Y', {when})")
+    return "coop_fts(" + " || ' ' || ".join(before + [f"coalesce({date}, '')"]) + ")"
+
+
+def _reindex_following(row: str) -> str:
+    """Statements that index again the messages whose context included the message `row`."""
+    following = (f"SELECT id FROM messages WHERE user_id = {row}.user_id AND session_id = {row}.session_id "
+                 f"AND id > {row}.id ORDER BY id LIMIT {_CONTEXT_MESSAGES}")
+    return f"""
+      DELETE FROM message_context_fts WHERE rowid IN ({following});
+      INSERT INTO message_context_fts (rowid, content, context)
+        SELECT m.id, coop_fts(m.content), {_message_context_sql('m')} FROM messages m WHERE m.id IN ({following});"""
+
+
+def m002_message_context_fts(db: Database) -> None:
+    db.conn.execute(f"""
+    CREATE VIRTUAL TABLE message_context_fts USING fts5(content, context, content='', contentless_delete=1,
+      {_TOKENIZE});
+    -- How many messages hold each term: search drops a query's most common terms when matching them all would
+    -- cost too much (search.POSTINGS_BUDGET).
+    CREATE VIRTUAL TABLE message_context_vocab USING fts5vocab(message_context_fts, 'row');
+    INSERT INTO message_context_fts (rowid, content, context)
+      SELECT m.id, coop_fts(m.content), {_message_context_sql('m')} FROM messages m;
+    CREATE TRIGGER messages_context_fts_ai AFTER INSERT ON messages BEGIN
+      INSERT INTO message_context_fts (rowid, content, context)
+        VALUES (new.id, coop_fts(new.content), {_message_context_sql('new')});
+    END;
+    CREATE TRIGGER messages_context_fts_ad AFTER DELETE ON messages BEGIN
+      DELETE FROM message_context_fts WHERE rowid = old.id;{_reindex_following('old')}
+    END;
+    CREATE TRIGGER messages_context_fts_au AFTER UPDATE OF content ON messages BEGIN
+      DELETE FROM message_context_fts WHERE rowid = old.id;
+      INSERT INTO message_context_fts (rowid, content, context)
+        VALUES (new.id, coop_fts(new.content), {_message_context_sql('new')});{_reindex_following('new')}
+    END;
+    """)
+
+
+def m003_embedding_counts(db: Database) -> None:
+    """How many vectors each user has from each embedder, kept by triggers: the vector leg sizes its sqlite-vec
+    pre-selection by it (a count(*) over a million rows would cost more than the search)."""
+    db.conn.execute("""
+    CREATE TABLE embedding_counts (
+      user_id TEXT NOT NULL,
+      embedder TEXT NOT NULL,
+      count INTEGER NOT NULL,
+      PRIMARY KEY (user_id, embedder)
+    ) WITHOUT ROWID;
+    INSERT INTO embedding_counts (user_id, embedder, count)
+      SELECT user_id, embedder, count(*) FROM embeddings GROUP BY user_id, embedder;
+    CREATE TRIGGER embeddings_count_ai AFTER INSERT ON embeddings BEGIN
+      INSERT INTO embedding_counts (user_id, embedder, count) VALUES (new.user_id, new.embedder, 1)
+        ON CONFLICT (user_id, embedder) DO UPDATE SET count = count + 1;
+    END;
+    CREATE TRIGGER embeddings_count_ad AFTER DELETE ON embeddings BEGIN
+      UPDATE embedding_counts SET count = count - 1 WHERE user_id = old.user_id AND embedder = old.embedder;
+    END;
+    """)
+
+
+MIGRATIONS: list[Callable[[Database], None]] = [m001_initial, m002_message_context_fts, m003_embedding_counts]
 SCHEMA_VERSION = len(MIGRATIONS)
 
 

@@ -21,7 +21,7 @@ import re
 import time
 import unicodedata
 from datetime import datetime, timezone
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Iterable
 
 from coop.errors import NotFoundError, UsageError
@@ -35,6 +35,8 @@ ROLES = ("user", "assistant", "system", "tool")
 MAX_FACT_CHARS = 10_000
 MAX_MESSAGE_CHARS = 2_000_000
 MAX_USER_ID_CHARS = 200
+MAX_CATEGORY_CHARS = 100
+MAX_KEY_CHARS = 200
 
 
 def iso_time(ts: float | None) -> str | None:
@@ -66,12 +68,25 @@ def normalise_text(text: str) -> str:
 
 
 def content_hash(text: str) -> str:
-    return hashlib.sha256(normalise_text(text).encode("utf-8")).hexdigest()
+    """Never raises: text that is not valid UTF-8 (lone surrogates) gets a hash too, so a duplicate or forgotten
+    check on it answers "no" and the write itself reports the bad text as a `UsageError`. Text that is nothing
+    but punctuation keeps its punctuation, so "?" and "!" are not one fact."""
+    normal = normalise_text(text) or " ".join(text.split())
+    return hashlib.sha256(normal.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 def estimate_tokens(text: str) -> int:
     """A cheap token estimate (about four characters a token) for budgets; exact counts are not needed there."""
     return max(1, (len(text) + 3) // 4) if text else 0
+
+
+def fresh_id_sql(table: str, kind: str) -> str:
+    """SQL for the id a new row of `table` gets: above every id the table has *and* every id it had before a
+    forget. SQLite reuses the highest rowid once that row is deleted, so without this a new fact could take the
+    id of one just forgotten, inherit its history and answer to references (f12 in an old tool result) that meant
+    the forgotten one. Used inside the write transaction, so two writers cannot pick the same id."""
+    return (f"(SELECT max(coalesce((SELECT max(id) FROM {table}), 0), "
+            f"coalesce((SELECT max(item_id) FROM forgotten WHERE kind = '{kind}'), 0)) + 1)")
 
 
 def check_text(text: str, what: str, limit: int) -> str:
@@ -190,14 +205,13 @@ class UserMemory:
 
     db: Database
     user_id: str
-    _known: bool = field(default=False, repr=False)
 
     # -- users and sessions -------------------------------------------------------------------------------
 
     def ensure_user(self) -> None:
-        if not self._known:
-            self.db.execute("INSERT OR IGNORE INTO users (id, created_at) VALUES (?, ?)", (self.user_id, time.time()))
-            self._known = True
+        """Make sure the user's row exists. Not cached: a write that created it and then failed (a full disk, a
+        session that was not this user's) rolls the row back, and the next write must create it again."""
+        self.db.execute("INSERT OR IGNORE INTO users (id, created_at) VALUES (?, ?)", (self.user_id, time.time()))
 
     def start_session(self, title: str | None = None, *, started_at: float | None = None,
                       external_id: str | None = None) -> int:
@@ -252,9 +266,9 @@ class UserMemory:
                 raise NotFoundError(f"no session {session_id} for user {self.user_id}",
                                     hint="list sessions with `coop memory stats`")
             row = self.db.one(
-                "INSERT INTO messages (user_id, session_id, role, content, tool_name, tool_call_id, tool_calls, "
-                "created_at, importance, token_count, external_id) VALUES (?,?,?,?,?,?,?,?,?,?,?) "
-                "ON CONFLICT (user_id, external_id) DO NOTHING RETURNING id",
+                "INSERT INTO messages (id, user_id, session_id, role, content, tool_name, tool_call_id, tool_calls, "
+                f"created_at, importance, token_count, external_id) VALUES ({fresh_id_sql('messages', 'message')}, "
+                "?,?,?,?,?,?,?,?,?,?,?) ON CONFLICT (user_id, external_id) DO NOTHING RETURNING id",
                 (self.user_id, session_id, role, content, tool_name, tool_call_id, tool_calls, now,
                  importance, estimate_tokens(content), external_id))
             if row is None:
@@ -271,8 +285,9 @@ class UserMemory:
         """Write one fact: an exact duplicate bumps the existing row's mention count (MERGE); a new value for an
         existing (category, key) supersedes the old row (kept, marked); anything else is an ADD."""
         value = check_text(value, "fact", MAX_FACT_CHARS).strip()
-        category = (category or "general").strip().lower()
-        key = key.strip().lower() if key and key.strip() else None
+        category = check_text(category, "category", MAX_CATEGORY_CHARS).strip().lower() if category and \
+            category.strip() else "general"
+        key = check_text(key, "key", MAX_KEY_CHARS).strip().lower() if key and key.strip() else None
         if source not in FACT_SOURCES:
             raise UsageError(f"unknown fact source {source!r}", hint="use one of: " + ", ".join(FACT_SOURCES))
         if not 0.0 <= importance <= 1.0:
@@ -299,8 +314,8 @@ class UserMemory:
                 if previous is not None:  # free the (category, key) slot before the new row takes it
                     self.db.execute("UPDATE facts SET superseded_at = ? WHERE id = ?", (now, previous[0]))
             fact_id = int(self.db.scalar(
-                "INSERT INTO facts (user_id, category, key, value, source, importance, content_hash, created_at, "
-                "updated_at) VALUES (?,?,?,?,?,?,?,?,?) RETURNING id",
+                "INSERT INTO facts (id, user_id, category, key, value, source, importance, content_hash, created_at, "
+                f"updated_at) VALUES ({fresh_id_sql('facts', 'fact')}, ?,?,?,?,?,?,?,?,?) RETURNING id",
                 (self.user_id, category, key, value, source, importance, digest, now, now)))
             self._history(fact_id, "ADD", None, value, reason or f"added by {source}", now)
             if previous is None:
@@ -397,8 +412,8 @@ class UserMemory:
         with self.db.atomic():
             self.ensure_user()
             return int(self.db.scalar(
-                "INSERT INTO summaries (user_id, session_id, span_start_id, span_end_id, text, created_at) "
-                "VALUES (?,?,?,?,?,?) RETURNING id",
+                "INSERT INTO summaries (id, user_id, session_id, span_start_id, span_end_id, text, created_at) "
+                f"VALUES ({fresh_id_sql('summaries', 'summary')}, ?,?,?,?,?,?) RETURNING id",
                 (self.user_id, session_id, span[0] if span else None, span[1] if span else None, text,
                  created_at if created_at is not None else time.time())))
 

@@ -40,7 +40,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, Callable, Iterator
 
-from coop.errors import CoopError, UsageError
+from coop.errors import CoopError, StoreError, UsageError
 from coop.memory.importers import (FORMATS, ImportedConversation, Problem, Source, detect_format,
                                    read_conversations)
 from coop.memory.store import (FACT_SOURCES, MAX_FACT_CHARS, MAX_MESSAGE_CHARS, ROLES, content_hash,
@@ -135,6 +135,8 @@ def _import_conversations(memory: "UserMemory", source: Source, fmt: str, import
         report.conversations += 1
         try:
             _store_conversation(memory, record, importance, report, message_importance)
+        except StoreError:
+            raise  # the database itself failed (disk full, read-only): stop; finished conversations stay
         except CoopError as exc:
             report.problems.append(Problem(record.where, f"{exc.message}: skipped"))
         if progress is not None:
@@ -436,6 +438,8 @@ def _import_coop(memory: "UserMemory", source: Source, report: ImportReport,
                             handler(record)
                     except _Invalid as exc:
                         report.problems.append(Problem(f"line {number}", f"{exc}: skipped"))
+                    except StoreError:
+                        raise  # the database itself failed (disk full, read-only): stop, nothing half-written
                     except CoopError as exc:
                         report.problems.append(Problem(f"line {number}", f"{exc.message}: skipped"))
                 if record.get("type") == "session":

@@ -7,7 +7,8 @@ Two layers, so that vector search works with or without sqlite-vec:
   user, with the item kind as a metadata column. A Hamming KNN inside the user's partition pre-selects
   candidates (the user filter is applied inside the KNN, before its k is cut, so no match silently vanishes),
   and the float vectors of those candidates are then re-ranked by exact cosine. At 100k rows that is several
-  times faster than a float KNN; `bench/latency.py` reports its recall against exact search.
+  times faster than a float KNN; `bench/latency.py` reports its recall against exact search. How many
+  candidates are kept depends on the size of the user's partition (`preselect_size`), so the time stays bounded.
 
 Without sqlite-vec, search reads the user's float vectors and ranks them with numpy: slower, same answers. A
 connection without sqlite-vec cannot touch a vec0 table, so when it changes vectors it marks the index dirty,
@@ -33,9 +34,16 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-# How many Hamming-nearest candidates are re-ranked exactly, per requested result (and at least this many).
-OVERFETCH_FACTOR = 20
+# How many Hamming-nearest candidates are re-ranked exactly, per requested result (and at least this many)...
+OVERFETCH_FACTOR = 5
 MIN_CANDIDATES = 200
+# ...within a time budget. sqlite-vec's Hamming KNN reads every vector of the user's partition and keeps a sorted
+# list of the best k, so its cost grows with both: about 27 ns per vector plus 0.95 ns per vector and candidate
+# kept, measured on these 2-core machines (100k vectors: 3 ms for 10 candidates, 11 ms for 100; 1M: 35 and
+# 110 ms). A large memory therefore gets fewer candidates (never fewer than the results asked for): recall against
+# exact search drops a little there, and the time stays bounded; `bench/latency.py` reports both.
+PRESELECT_BUDGET_MS = 10.0
+_NS_PER_VECTOR, _NS_PER_VECTOR_AND_CANDIDATE = 27.0, 0.95
 _TABLES = {"message": "messages", "fact": "facts", "summary": "summaries"}
 _TEXT = {"message": "content", "fact": "value", "summary": "text"}
 
@@ -210,7 +218,7 @@ def nearest(memory: "UserMemory", embedder_id: str, dims: int, query: "np.ndarra
         "AND (superseded_at IS NOT NULL OR archived_at IS NOT NULL)))")
     name = None if exact else index_table(memory.db, embedder_id, dims, create=False)
     if name is not None:
-        candidates = _prefilter(memory, name, query, k, kinds)
+        candidates = _prefilter(memory, name, query, k, kinds, embedder_id)
         sql = (f"SELECT kind, item_id, vector FROM embeddings WHERE user_id = ?1 AND embedder = ?2 "
                f"AND id IN ({','.join('?' * len(candidates))}){active}")
         rows = list(memory.db.execute(sql, (memory.user_id, embedder_id, *candidates))) if candidates else []
@@ -227,8 +235,47 @@ def nearest(memory: "UserMemory", embedder_id: str, dims: int, query: "np.ndarra
     return [h for h in hits if floor is None or h.similarity >= floor]
 
 
-def _prefilter(memory: "UserMemory", name: str, query: "np.ndarray", k: int, kinds: Sequence[str]) -> list[int]:
-    want = max(MIN_CANDIDATES, k * OVERFETCH_FACTOR)
+def similarities(memory: "UserMemory", embedder_id: str, dims: int, query: "np.ndarray",
+                 items: Sequence[tuple[str, int]]) -> dict[tuple[str, int], float]:
+    """The exact cosine between `query` and each of these items' vectors from `embedder_id` (items without one
+    are left out). Score fusion uses it to give full-text candidates their similarity too."""
+    import numpy as np
+
+    query = np.asarray(query, dtype=np.float32).reshape(-1)
+    out: dict[tuple[str, int], float] = {}
+    by_kind: dict[str, list[int]] = {}
+    for kind, item_id in items:
+        by_kind.setdefault(kind, []).append(item_id)
+    for kind, ids in by_kind.items():
+        rows = list(memory.db.execute(
+            f"SELECT item_id, vector FROM embeddings WHERE kind = ? AND embedder = ? AND user_id = ? "
+            f"AND item_id IN ({','.join('?' * len(ids))})", (kind, embedder_id, memory.user_id, *ids)))
+        if not rows:
+            continue
+        matrix = np.frombuffer(b"".join(row[1] for row in rows), dtype=np.float32).reshape(len(rows), dims)
+        for (item_id, _), score in zip(rows, matrix @ query):
+            out[(kind, item_id)] = float(score)
+    return out
+
+
+def partition_size(memory: "UserMemory", embedder_id: str) -> int:
+    """How many vectors this user has from this embedder (kept by triggers in `embedding_counts`)."""
+    return int(memory.db.scalar("SELECT count FROM embedding_counts WHERE user_id = ? AND embedder = ?",
+                                (memory.user_id, embedder_id)) or 0)
+
+
+def preselect_size(k: int, vectors: int) -> int:
+    """Candidates the Hamming pre-selection keeps for `k` results among `vectors`: MIN_CANDIDATES or
+    OVERFETCH_FACTOR per result, fewer when that would exceed PRESELECT_BUDGET_MS, never fewer than `k`."""
+    wanted = max(MIN_CANDIDATES, k * OVERFETCH_FACTOR)
+    per_vector_ns = PRESELECT_BUDGET_MS * 1e6 / max(vectors, 1)
+    affordable = int((per_vector_ns - _NS_PER_VECTOR) / _NS_PER_VECTOR_AND_CANDIDATE)
+    return max(k, min(wanted, affordable))
+
+
+def _prefilter(memory: "UserMemory", name: str, query: "np.ndarray", k: int, kinds: Sequence[str],
+               embedder_id: str) -> list[int]:
+    want = preselect_size(k, partition_size(memory, embedder_id))
     blob = query.tobytes()
     if set(kinds) >= set(KINDS):
         rows = memory.db.execute(f"SELECT embedding_id FROM {name} WHERE embedding MATCH vec_quantize_binary(?) "

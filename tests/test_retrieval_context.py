@@ -1,0 +1,311 @@
+"""Retrieval quality features: messages indexed with their preceding turns and date (m002), score-aware fusion,
+the settings that reach every caller, and the LoCoMo benchmark script itself (on a tiny synthetic file)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from datetime import datetime
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from coop.config import MemoryConfig
+from coop.memory import db as dbmod
+from coop.memory.search import (DEFAULT_CONTEXT_WEIGHT, DEFAULT_FUSION, DEFAULT_VECTOR_WEIGHT, retrieval_options,
+                                score_fusion, search)
+from coop.memory.vectors import embed_pending, similarities, store_vectors
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def _texts(result):
+    return [hit.item.text for hit in result.hits]
+
+
+def _conversation(memory, texts, session=None):
+    session = session if session is not None else memory.start_session()
+    return session, [memory.add_message(session, "user" if i % 2 == 0 else "assistant", text)
+                     for i, text in enumerate(texts)]
+
+
+def test_a_reply_is_found_by_the_words_of_the_question_before_it(memory):
+    _conversation(memory, ["How was the hike up Mount Rainier?", "Exhausting, but the glaciers were worth it",
+                           "Did you camp?", "Yes, two nights by a lake", "What did you eat?"])
+    found = _texts(search(memory, "Rainier", embedder=None, kinds=("message",)))
+    # the question itself first (its own words weigh most), then the two turns after it; not the fourth
+    assert found == ["How was the hike up Mount Rainier?", "Exhausting, but the glaciers were worth it",
+                     "Did you camp?"]
+
+
+def test_context_comes_only_from_earlier_messages_of_the_same_session(memory):
+    first, _ = _conversation(memory, ["the weather is fine", "I bought a theremin yesterday"])
+    _conversation(memory, ["unrelated talk in another session"])
+    memory.add_message(first, "user", "a later message")  # a later message: its context is the theremin turn
+    found = _texts(search(memory, "theremin", embedder=None, kinds=("message",)))
+    assert found == ["I bought a theremin yesterday", "a later message"]
+    assert "the weather is fine" not in found  # an earlier message never borrows the words of a later one
+    # a message without a session has no neighbours
+    memory.add_message(None, "user", "no session here")
+    assert "no session here" not in _texts(search(memory, "theremin", embedder=None, kinds=("message",)))
+
+
+def test_forgetting_a_message_removes_its_words_from_its_neighbours_entries(memory):
+    _, ids = _conversation(memory, ["hello", "my locker code is zanzibar", "ok", "noted"])
+    assert len(search(memory, "zanzibar", embedder=None).hits) == 3
+    memory.forget("message", ids[1])
+    assert search(memory, "zanzibar", embedder=None).hits == []
+    # the followers are indexed again with what now precedes them
+    assert set(_texts(search(memory, "hello", embedder=None))) == {"hello", "ok", "noted"}
+
+
+def test_changing_a_messages_text_reindexes_it_and_its_followers(memory):
+    _, ids = _conversation(memory, ["I love kumquats", "me too", "really"])
+    memory.db.execute("UPDATE messages SET content = 'I love figs' WHERE id = ?", (ids[0],))
+    assert search(memory, "kumquats", embedder=None).hits == []
+    assert set(_texts(search(memory, "figs", embedder=None))) == {"I love figs", "me too", "really"}
+
+
+def test_the_day_a_message_was_written_is_searchable(memory):
+    session = memory.start_session()
+    when = datetime(2023, 5, 8, 13, 56).timestamp()  # a Monday, local time
+    memory.add_message(session, "user", "we met at the cafe", created_at=when)
+    memory.add_message(session, "user", "another day entirely", created_at=when + 86400)
+    assert _texts(search(memory, "monday", embedder=None)) == ["we met at the cafe"]
+    assert _texts(search(memory, "8 May", embedder=None))[0] == "we met at the cafe"
+    assert len(search(memory, "2023", embedder=None).hits) == 2
+
+
+def test_an_old_database_gets_the_context_index_on_upgrade(coop_home):
+    path = str(coop_home / "old.db")
+    old = dbmod.open_database(path, migrate=False)
+    with old.atomic():
+        old.conn.execute("CREATE TABLE _migrations (id INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at REAL NOT NULL)")
+        dbmod.m001_initial(old)
+        old.conn.execute("INSERT INTO _migrations VALUES (1, 'm001_initial', 0)")
+        old.conn.execute("INSERT INTO users VALUES ('ana', 0)")
+        old.conn.execute("INSERT INTO sessions (id, user_id, started_at, last_activity_at) VALUES (1, 'ana', 0, 0)")
+        old.conn.executemany("INSERT INTO messages (id, user_id, session_id, role, content, created_at) "
+                             "VALUES (?, 'ana', 1, 'user', ?, ?)", [(1, "do you like okra?", 1.0), (2, "not at all", 2.0)])
+        old.conn.executemany("INSERT INTO embeddings (user_id, kind, item_id, embedder, vector) "
+                             "VALUES ('ana', 'message', ?, 'hash/tokens/4', zeroblob(16))", [(1,), (2,)])
+    old.close()
+    upgraded = dbmod.open_database(path)
+    assert dbmod.schema_version(upgraded) == dbmod.SCHEMA_VERSION
+    assert list(upgraded.execute("SELECT user_id, embedder, count FROM embedding_counts")) == [
+        ("ana", "hash/tokens/4", 2)]
+    from coop.memory.store import MemoryStore
+
+    found = _texts(search(MemoryStore(upgraded).user("ana"), "okra", embedder=None))
+    assert found == ["do you like okra?", "not at all"]
+    upgraded.close()
+
+
+class FixedEmbedder:
+    """Vectors chosen by the test: each text maps to a unit vector in 4 dimensions."""
+
+    def __init__(self, table: dict[str, list[float]]) -> None:
+        self.dims = 4
+        self.id = "fixed/test/4"
+        self.table = table
+
+    def _vector(self, text: str) -> np.ndarray:
+        v = np.asarray(self.table.get(text, [0, 0, 0, 1]), dtype=np.float32)
+        return v / np.linalg.norm(v)
+
+    def embed(self, texts):
+        return np.stack([self._vector(t) for t in texts]) if texts else np.zeros((0, 4), np.float32)
+
+    def embed_query(self, text):
+        return self._vector(text)
+
+
+def test_score_fusion_lets_meaning_reorder_word_matches_below_the_floor(memory):
+    """Two facts match the query's word equally well; the one closer in meaning (cosine 0.6, under the floor, so
+    the vector leg alone would not return it) comes first with score fusion, while reciprocal ranks keep the
+    word order. Both are recalled either way; nothing the words did not match is let in below the floor."""
+    embedder = FixedEmbedder({"tennis": [1, 0, 0, 0], "tennis elbow again": [0.6, 0.8, 0, 0],
+                              "tennis club fees": [0.1, 0, 0.995, 0], "a racket sport": [0.5, 0, 0, 0.866]})
+    memory.add_fact("tennis club fees")
+    memory.add_fact("tennis elbow again")
+    memory.add_fact("a racket sport")
+    embed_pending(memory, embedder)
+    by_words = _texts(search(memory, "tennis", embedder=None))
+    score = search(memory, "tennis", embedder=embedder, floor=0.7)
+    rrf = search(memory, "tennis", embedder=embedder, floor=0.7, fusion="rrf")
+    assert _texts(rrf) == by_words
+    assert _texts(score)[0] == "tennis elbow again" and by_words[0] != "tennis elbow again"
+    assert "a racket sport" not in _texts(score)  # cosine 0.5 and no shared word: below the floor, left out
+    top = score.hits[0]
+    assert top.score == pytest.approx(top.legs["fts"].score / max(h.legs["fts"].score for h in score.hits) + 0.6,
+                                      abs=1e-5)
+
+
+def test_score_fusion_formula():
+    legs = {"fts": [("fact", 1, -10.0), ("fact", 2, -5.0)], "vector": [("fact", 3, 0.8), ("fact", 2, 0.7)]}
+    cosines = {("fact", 1): 0.1, ("fact", 2): 0.7, ("fact", 3): 0.8}
+    fused = score_fusion(legs, cosines, vector_weight=2.0)
+    assert fused[("fact", 1)][0] == pytest.approx(1.0 + 0.2)
+    assert fused[("fact", 2)][0] == pytest.approx(0.5 + 1.4)
+    assert fused[("fact", 3)][0] == pytest.approx(1.6)
+    assert set(fused[("fact", 2)][1]) == {"fts", "vector"} and fused[("fact", 2)][1]["fts"].score == 5.0
+    # no vector at all: words alone
+    assert score_fusion({"fts": legs["fts"]}, {}, 1.0)[("fact", 2)][0] == pytest.approx(0.5)
+
+
+def test_similarities_are_exact_and_stay_within_the_user(store):
+    ana, bob = store.user("ana"), store.user("bob")
+    embedder = FixedEmbedder({})
+    a = ana.add_fact("a").fact_id
+    b = bob.add_fact("b").fact_id
+    unembedded = ana.add_fact("c").fact_id
+    store_vectors(ana, "fact", [a], embedder, np.array([[0.6, 0.8, 0, 0]], np.float32))
+    store_vectors(bob, "fact", [b], embedder, np.array([[1, 0, 0, 0]], np.float32))
+    got = similarities(ana, embedder.id, 4, np.array([1, 0, 0, 0], np.float32),
+                       [("fact", a), ("fact", b), ("fact", unembedded)])
+    assert got == {("fact", a): pytest.approx(0.6)}
+
+
+def test_engine_defaults_are_the_config_defaults_and_reach_search():
+    config = MemoryConfig()
+    assert (DEFAULT_FUSION, DEFAULT_VECTOR_WEIGHT, DEFAULT_CONTEXT_WEIGHT) == (
+        config.fusion, config.vector_weight, config.context_weight)
+    assert retrieval_options(config) == {"floor": config.similarity_floor, "rrf_k": config.rrf_k,
+                                         "fusion": "score", "vector_weight": 1.0, "context_weight": 0.5}
+
+
+def test_an_unknown_fusion_is_a_usage_error(memory):
+    from coop.errors import UsageError
+
+    with pytest.raises(UsageError):
+        search(memory, "x", fusion="borda")
+
+
+def test_the_chat_turn_uses_the_configured_fusion(memory, monkeypatch):
+    """`recall` passes `[memory]`'s retrieval settings to search: a config with fusion = rrf reaches it."""
+    import dataclasses
+
+    from coop.chat import session as session_module
+    from coop.config import Config
+
+    seen = {}
+
+    def fake(memory, query, *, embedder, **options):
+        seen.update(options)
+        return search(memory, query, embedder=None, **options), None
+
+    monkeypatch.setattr(session_module, "search_or_full_text", fake)
+    config = Config()
+    config = dataclasses.replace(config, memory=dataclasses.replace(config.memory, fusion="rrf", context_weight=0.2))
+    chat = session_module.ChatSession(memory, config, embedder=lambda: None, incognito=True)
+    chat.recall("anything")
+    assert seen["fusion"] == "rrf" and seen["context_weight"] == 0.2
+
+
+# -- the benchmark script -------------------------------------------------------------------------------------
+
+
+def _tiny_locomo(path: Path) -> None:
+    turns = [("Ana", "I adopted a grey cat named Pixel last week"), ("Bo", "What a lovely name for a cat"),
+             ("Ana", "We went kayaking on the lake on Sunday"), ("Bo", "Did you see any herons?"),
+             ("Ana", "Yes, two herons and a kingfisher")]
+    data = [{"sample_id": "conv-x", "conversation": {
+        "speaker_a": "Ana", "speaker_b": "Bo", "session_1_date_time": "1:56 pm on 8 May, 2023",
+        "session_1": [{"speaker": s, "dia_id": f"D1:{i + 1}", "text": t} for i, (s, t) in enumerate(turns[:3])],
+        "session_2_date_time": "10:00 am on 9 May, 2023",
+        "session_2": [{"speaker": s, "dia_id": f"D2:{i + 1}", "text": t, "blip_caption": "a heron"}
+                      for i, (s, t) in enumerate(turns[3:])]},
+        "qa": [{"question": "What is the name of Ana's cat?", "answer": "Pixel", "evidence": ["D1:1"], "category": 4},
+               {"question": "Which birds did Ana see?", "answer": "herons", "evidence": ["D2:2; D9:9"], "category": 1},
+               {"question": "Is this adversarial?", "answer": "n/a", "evidence": [], "category": 5}],
+        "observation": {"never": "read"}}]
+    path.write_text(json.dumps(data), encoding="utf-8")
+
+
+def test_the_locomo_benchmark_runs_on_a_tiny_file(tmp_path):
+    data = tmp_path / "tiny.json"
+    _tiny_locomo(data)
+    run = subprocess.run([sys.executable, str(REPO / "bench" / "locomo.py"), "--data", str(data), "--json",
+                          "--embedder", "hash"], capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr
+    result = json.loads(run.stdout)
+    assert result["questions"] == 2 and result["messages"] == 5 and result["conversations"] == 1
+    assert result["embedder"].startswith("hash/")
+    assert result["settings"]["fusion"] == "score" and result["settings"]["limit"] == 10
+    assert result["overall"]["R_any@5"] == 1.0  # five messages: every evidence turn is in the top 5
+    assert set(result["categories"]) == {"1 multi-hop", "4 single-hop"}
+
+
+def test_the_locomo_benchmark_says_clearly_when_the_model_is_missing(tmp_path):
+    data = tmp_path / "tiny.json"
+    _tiny_locomo(data)
+    run = subprocess.run([sys.executable, str(REPO / "bench" / "locomo.py"), "--data", str(data),
+                          "--model-path", str(tmp_path / "nowhere")], capture_output=True, text=True, timeout=120)
+    assert run.returncode == 1 and run.stdout == ""
+    assert run.stderr.count("\n") == 1 and "model" in run.stderr and "--model-path" in run.stderr
+
+
+# -- bounded cost at scale ----------------------------------------------------------------------------------------
+
+
+def test_the_most_common_words_are_left_out_when_matching_them_all_would_cost_too_much(memory, monkeypatch):
+    from coop.memory import search as search_module
+    from coop.memory.search import affordable_terms
+
+    session = memory.start_session()
+    for i in range(30):
+        memory.add_message(session, "user", f"weather report number {i}")
+    memory.add_message(session, "user", "the weather turned into a blizzard")
+    assert affordable_terms(memory, ["weather", "blizzard"]) == ["weather", "blizzard"]  # cheap: all kept
+    assert affordable_terms(memory, ["weather", "blizzard"], budget=10) == ["blizzard"]
+    assert affordable_terms(memory, ["weather", "report"], budget=1) in (["weather"], ["report"])  # one always kept
+    assert affordable_terms(memory, ["weathers", "blizzards"], budget=10) == ["blizzards"]  # counted by stem
+    everything = search(memory, "weather blizzard", embedder=None, limit=100)
+    monkeypatch.setattr(search_module, "POSTINGS_BUDGET", 10)
+    bounded = search(memory, "weather blizzard", embedder=None, limit=100)
+    assert len(everything.hits) == 31
+    # only the rare word is matched: the blizzard message and the two after it (none here) are candidates
+    assert _texts(bounded) == ["the weather turned into a blizzard"]
+
+
+def test_vector_counts_follow_every_insert_and_delete(store, hash_embedder):
+    from coop.memory.vectors import partition_size
+
+    ana, bob = store.user("ana"), store.user("bob")
+    session = ana.start_session()
+    ids = [ana.add_message(session, "user", f"note {i}") for i in range(5)]
+    bob.add_fact("bob's fact")
+    embed_pending(ana, hash_embedder)
+    embed_pending(bob, hash_embedder)
+    assert partition_size(ana, hash_embedder.id) == 5 and partition_size(bob, hash_embedder.id) == 1
+    ana.forget("message", ids[0])
+    assert partition_size(ana, hash_embedder.id) == 4
+    store_vectors(ana, "message", ids[1:3], hash_embedder, hash_embedder.embed(["a", "b"]))  # replaced, not added
+    assert partition_size(ana, hash_embedder.id) == 4
+    assert partition_size(ana, "some/other/384") == 0
+
+
+def test_the_pre_selection_shrinks_in_a_large_memory_but_never_below_the_results_asked_for():
+    from coop.memory.vectors import MIN_CANDIDATES, preselect_size
+
+    assert preselect_size(10, 150) == MIN_CANDIDATES  # a small memory: every vector is a candidate
+    assert preselect_size(10, 100_000) < MIN_CANDIDATES
+    assert preselect_size(20, 10_000_000) == 20
+    sizes = [preselect_size(20, n) for n in (1_000, 10_000, 50_000, 100_000, 300_000, 1_000_000)]
+    assert sizes == sorted(sizes, reverse=True)
+
+
+def test_another_users_better_matches_never_crowd_out_this_users(store):
+    """The message leg takes the best matches of all users before filtering by user (cheaper than joining every
+    match); when others' messages fill that set, it must still find this user's."""
+    ana, bob = store.user("ana"), store.user("bob")
+    session = bob.start_session()
+    for i in range(300):
+        bob.add_message(session, "user", f"quokka quokka quokka {i}")
+    ana.add_message(ana.start_session(), "user", "a long note that mentions one quokka among many other words")
+    found = search(ana, "quokka", embedder=None, limit=5)
+    assert _texts(found) == ["a long note that mentions one quokka among many other words"]
+    assert [hit.item.text for hit in search(bob, "quokka", embedder=None, limit=3).hits][0].startswith("quokka")
