@@ -93,9 +93,6 @@ def test_fuzzed_search_through_the_cli(seeded, run_cli):
     run()
 
 
-@pytest.mark.xfail(strict=True, raises=Exception, reason="vectors._prefilter asks sqlite-vec for k = 20 x the "
-                                                         "candidates, over its limit of 4096 for a large --limit "
-                                                         "(the CLI accepts up to 1000): an unexpected SQLError")
 @pytest.mark.parametrize("limit", [1000])
 def test_a_search_limit_the_cli_accepts_works_with_vectors(seeded, limit):
     from coop.memory.search import search

@@ -43,6 +43,7 @@ MIN_CANDIDATES = 200
 # 110 ms). A large memory therefore gets fewer candidates (never fewer than the results asked for): recall against
 # exact search drops a little there, and the time stays bounded; `bench/latency.py` reports both.
 PRESELECT_BUDGET_MS = 10.0
+SQLITE_VEC_MAX_K = 4096  # sqlite-vec refuses a KNN query with a larger k
 _NS_PER_VECTOR, _NS_PER_VECTOR_AND_CANDIDATE = 27.0, 0.95
 _TABLES = {"message": "messages", "fact": "facts", "summary": "summaries"}
 _TEXT = {"message": "content", "fact": "value", "summary": "text"}
@@ -69,9 +70,14 @@ def index_table(db: "Database", embedder_id: str, dims: int, *, create: bool = T
             return None
         name = _index_name(embedder_id)
         with db.atomic():
+            # Looked for again inside the write transaction: another process may have made (and filled) the
+            # index since the look above, and filling it twice would break its primary key.
+            made = db.scalar("SELECT table_name FROM vector_indexes WHERE embedder = ?", (embedder_id,))
+            if made is not None:
+                return str(made)
             db.execute(f"CREATE VIRTUAL TABLE IF NOT EXISTS {name} USING vec0(embedding_id INTEGER PRIMARY KEY, "
                        f"user_id TEXT PARTITION KEY, kind TEXT, embedding bit[{dims}])")
-            db.execute("INSERT OR IGNORE INTO vector_indexes (embedder, table_name, dims) VALUES (?, ?, ?)",
+            db.execute("INSERT INTO vector_indexes (embedder, table_name, dims) VALUES (?, ?, ?)",
                        (embedder_id, name, dims))
             _fill_index(db, name, embedder_id)
         return name
@@ -216,7 +222,8 @@ def nearest(memory: "UserMemory", embedder_id: str, dims: int, query: "np.ndarra
     active = "" if include_inactive else (
         " AND NOT (kind = 'fact' AND item_id IN (SELECT id FROM facts WHERE user_id = ?1 "
         "AND (superseded_at IS NOT NULL OR archived_at IS NOT NULL)))")
-    name = None if exact else index_table(memory.db, embedder_id, dims, create=False)
+    # sqlite-vec answers at most SQLITE_VEC_MAX_K nearest; a larger request is served exactly, with numpy.
+    name = None if exact or k > SQLITE_VEC_MAX_K else index_table(memory.db, embedder_id, dims, create=False)
     if name is not None:
         candidates = _prefilter(memory, name, query, k, kinds, embedder_id)
         sql = (f"SELECT kind, item_id, vector FROM embeddings WHERE user_id = ?1 AND embedder = ?2 "
@@ -266,11 +273,12 @@ def partition_size(memory: "UserMemory", embedder_id: str) -> int:
 
 def preselect_size(k: int, vectors: int) -> int:
     """Candidates the Hamming pre-selection keeps for `k` results among `vectors`: MIN_CANDIDATES or
-    OVERFETCH_FACTOR per result, fewer when that would exceed PRESELECT_BUDGET_MS, never fewer than `k`."""
+    OVERFETCH_FACTOR per result, fewer when that would exceed PRESELECT_BUDGET_MS, never fewer than `k`, and
+    never more than sqlite-vec's limit."""
     wanted = max(MIN_CANDIDATES, k * OVERFETCH_FACTOR)
     per_vector_ns = PRESELECT_BUDGET_MS * 1e6 / max(vectors, 1)
     affordable = int((per_vector_ns - _NS_PER_VECTOR) / _NS_PER_VECTOR_AND_CANDIDATE)
-    return max(k, min(wanted, affordable))
+    return min(SQLITE_VEC_MAX_K, max(k, min(wanted, affordable)))
 
 
 def _prefilter(memory: "UserMemory", name: str, query: "np.ndarray", k: int, kinds: Sequence[str],
