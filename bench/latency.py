@@ -238,6 +238,7 @@ def measure(path: str, queries: int, model_path: str | None, seed: int) -> dict:
     for query in asked[:10]:  # warm-up: the model's first runs, SQLite's page cache
         search(memory, query, embedder=embedder, limit=10, **options)
         chat.prepare(query)
+    load_before = os.getloadavg()[0]
     search_ms, turn_ms, legs = [], [], {}
     for query in asked[10:]:
         started = time.perf_counter()
@@ -250,6 +251,7 @@ def measure(path: str, queries: int, model_path: str | None, seed: int) -> dict:
         turn_ms.append((time.perf_counter() - started) * 1000)
     # The high-water mark of a process serving queries, before the exact searches below read every vector.
     peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    load = (load_before, os.getloadavg()[0])  # other programs' work on the machine skews every figure
     overlap, approx_ms, exact_ms = [], [], []
     rows = int(db.scalar("SELECT count(*) FROM messages WHERE user_id = ?", (MAIN_USER,)))
     for query in asked[10:10 + min(50 if rows <= 200_000 else 15, queries)]:  # exact search at 1M: seconds each
@@ -285,6 +287,7 @@ def measure(path: str, queries: int, model_path: str | None, seed: int) -> dict:
         "vector_recall_at_10": round(sum(overlap) / len(overlap), 3) if overlap else None,
         "vector_ms_median": {"bit_preselect_rerank": round(median(approx_ms), 1), "exact": round(median(exact_ms), 1)},
         "peak_rss_mb": round(peak_mb, 1),
+        "load_average_1min": [round(x, 2) for x in load],
     }
 
 
@@ -313,6 +316,7 @@ def ingest(path: str, embedder, model_dir: str, texts: Texts, per_round: int, ro
     db = open_database(path)
     memory = MemoryStore(db).user(MAIN_USER)
     fast, lean, coop = [], [], []
+    load_before = os.getloadavg()[0]
     for _ in range(rounds):
         batch = texts.make(per_round)
         started = time.perf_counter()
@@ -333,7 +337,8 @@ def ingest(path: str, embedder, model_dir: str, texts: Texts, per_round: int, ro
     return {"messages_per_round": per_round, "rounds": rounds, "batch_size": batch_size,
             "raw_fastembed_per_s": round(median(fast), 1), "raw_coop_embedder_per_s": round(median(lean), 1),
             "coop_ingest_per_s": round(median(coop), 1),
-            "ratio_to_raw_fastembed": round(median(coop) / median(fast), 3)}
+            "ratio_to_raw_fastembed": round(median(coop) / median(fast), 3),
+            "load_average_1min": [round(load_before, 2), round(os.getloadavg()[0], 2)]}
 
 
 # -- the run ----------------------------------------------------------------------------------------------------
@@ -432,7 +437,8 @@ def print_report(report: dict) -> None:
         stages = ", ".join(f"{k} {v:.1f}" for k, v in row["stage_ms_median"].items())
         vec = row["vector_ms_median"]
         print(f"  {'':>10} stages (median ms): {stages}; vector leg bit+rerank {vec['bit_preselect_rerank']:.1f} "
-              f"vs exact {vec['exact']:.1f} ms")
+              f"vs exact {vec['exact']:.1f} ms; load average {row['load_average_1min'][0]:.2f} -> "
+              f"{row['load_average_1min'][1]:.2f} on {os.cpu_count()} cores")
         needles = row["needles"]
         print(f"  {'':>10} reworded needles found: {needles['vector_leg_top10']}/{needles['planted']} in the vector "
               f"leg's top 10 ({needles['above_floor']} above the floor), {needles['search_top10']}/"

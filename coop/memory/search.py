@@ -23,7 +23,9 @@
 Vectors are made from a message's own text only (not its neighbours'), so embedding stays one model call per
 message, and no vector has to be redone when a later message arrives or an earlier one is forgotten.
 
-Filters (user, kind, active facts) are applied inside each leg's query, before its limit is cut.
+Filters (user, kind, active facts) are applied inside each leg's query, before its limit is cut (the message
+leg takes an over-fetched best set of all users first and falls back to filtering first when that set holds too
+few of this user's; see `_message_matches`).
 `explain=True` keeps each leg's rank and raw score on every hit. The recency and salience legs of a chat
 turn are `UserMemory.recent_messages` and `UserMemory.salient`; the chat turn combines them with this search.
 """
@@ -33,9 +35,9 @@ from __future__ import annotations
 import re
 import time
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Sequence
 
 import apsw
-from typing import TYPE_CHECKING, Sequence
 
 from coop.errors import UsageError
 from coop.memory.db import UNSPACED_CHARS
