@@ -6,7 +6,7 @@ from __future__ import annotations
 from coop.memory.db import open_database
 
 _BASE = {"message": "messages", "fact": "facts", "summary": "summaries"}
-_FTS = {"messages": "messages_fts", "facts": "facts_fts", "summaries": "summaries_fts"}
+_FTS = {"facts": "facts_fts", "summaries": "summaries_fts"}  # message_context_fts, contentless: below
 
 
 def consistency_problems(path: str) -> list[str]:

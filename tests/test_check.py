@@ -215,3 +215,26 @@ def test_a_database_that_will_not_open_never_hints_back_at_check():
     checks = run_checks(Config, will_not_open)
     assert (checks[-1].name, checks[-1].severity) == ("database", "error")
     assert "x.db" in checks[-1].message and checks[-1].hint and "coop check" not in checks[-1].hint
+
+
+def test_an_out_of_step_full_text_index_fails_the_check_and_reindex_mends_it(run_cli, coop_home):
+    from coop.memory.db import open_database
+
+    assert run_cli("memory", "add", "Plays the cello on Sundays").exit_code == 0
+    db = open_database(str(coop_home / "coop.db"))
+    db.execute("INSERT INTO message_context_fts(message_context_fts) VALUES ('delete-all')")
+    db.execute("INSERT INTO facts_fts(facts_fts) VALUES ('delete-all')")
+    db.close()
+    assert run_cli("memory", "search", "cello", "--json").json() == []
+
+    code, report = check(run_cli)
+    index = by_name(report)["full-text index"]
+    assert code == ExitCode.ERROR and index["severity"] == "error"
+    assert "facts_fts" in index["message"] and "coop memory reindex" in index["hint"]
+
+    result = run_cli("memory", "reindex")
+    assert result.exit_code == 0 and "facts_fts (1 rows)" in result.stdout
+    code, report = check(run_cli)
+    assert code == 0 and severity(report, "full-text index") == "ok"
+    hits = run_cli("memory", "search", "cello", "--json").json()
+    assert [h["text"] for h in hits] == ["Plays the cello on Sundays"]

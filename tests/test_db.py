@@ -9,7 +9,8 @@ import pytest
 
 from coop.errors import StoreError
 from coop.memory import db as dbmod
-from coop.memory.db import SCHEMA_VERSION, open_database, schema_version
+from coop.memory.db import (SCHEMA_VERSION, fulltext_problems, open_database, rebuild_fulltext,
+                            schema_version)
 
 
 def test_pragmas_wal_foreign_keys_busy_timeout(coop_home):
@@ -44,8 +45,9 @@ def test_migrations_are_recorded_and_run_once(coop_home):
 def test_schema_has_the_design_tables(db):
     names = {row[0] for row in db.execute("select name from sqlite_master where type in ('table')")}
     for table in ("users", "sessions", "messages", "facts", "fact_history", "summaries", "embeddings",
-                  "messages_fts", "facts_fts", "summaries_fts", "forgotten"):
+                  "message_context_fts", "facts_fts", "summaries_fts", "forgotten"):
         assert table in names
+    assert "messages_fts" not in names  # m004: message_context_fts replaced it
 
 
 def test_newer_schema_is_refused(coop_home):
@@ -80,14 +82,14 @@ def test_uncreatable_directory_is_a_store_error(tmp_path):
 def test_fts_triggers_follow_insert_update_delete(memory):
     session = memory.start_session()
     mid = memory.add_message(session, "user", "the quick brown fox")
-    match = "select rowid from messages_fts where messages_fts match ?"
+    match = "select rowid from message_context_fts where message_context_fts match ?"
     assert [r[0] for r in memory.db.execute(match, ('"fox"',))] == [mid]
     memory.db.execute("update messages set content = 'a lazy dog' where id = ?", (mid,))
     assert list(memory.db.execute(match, ('"fox"',))) == []
     assert [r[0] for r in memory.db.execute(match, ('"dog"',))] == [mid]
     memory.db.execute("delete from messages where id = ?", (mid,))
     assert list(memory.db.execute(match, ('"dog"',))) == []
-    memory.db.execute("insert into messages_fts(messages_fts) values ('integrity-check')")
+    assert fulltext_problems(memory.db) == []
 
 
 def test_atomic_rolls_back_everything_inside(memory):
@@ -104,3 +106,54 @@ def test_fts_text_splits_unspaced_scripts_only():
     assert dbmod.fts_text("hello world") == "hello world"
     assert dbmod.fts_text("我住在北京").split() == list("我住在北京")
     assert dbmod.fts_text("東京タワー").split() == list("東京タワー")
+
+
+def test_a_schema_3_database_loses_messages_fts_and_keeps_every_message_findable(coop_home):
+    from coop.memory.search import search
+    from coop.memory.store import MemoryStore
+
+    path = str(coop_home / "coop.db")
+    old = open_database(path, migrate=False)
+    with old.atomic():  # a database as coop wrote it before m004
+        old.conn.execute("CREATE TABLE _migrations (id INTEGER PRIMARY KEY, name TEXT, applied_at REAL)")
+        for number, migration in enumerate(dbmod.MIGRATIONS[:3], start=1):
+            migration(old)
+            old.conn.execute("INSERT INTO _migrations VALUES (?, ?, 0)", (number, migration.__name__))
+    memory = MemoryStore(old).user("ana")
+    session = memory.start_session()
+    wanted = memory.add_message(session, "user", "my sister Ola plays the cello")
+    assert old.scalar("SELECT count(*) FROM messages_fts WHERE messages_fts MATCH 'cello'") == 1
+    old.close()
+
+    new = open_database(path)
+    names = {row[0] for row in new.execute("SELECT name FROM sqlite_master")}
+    assert "messages_fts" not in names and not any(n.startswith("messages_fts_") for n in names)
+    memory = MemoryStore(new).user("ana")
+    assert [h.item.item_id for h in search(memory, "cello", kinds=("message",)).hits] == [wanted]
+    later = memory.add_message(session, "user", "the cello needs new strings")
+    assert {h.item.item_id for h in search(memory, "cello", kinds=("message",)).hits} == {wanted, later}
+    assert fulltext_problems(new) == []
+
+
+def test_damaged_full_text_indexes_are_found_and_rebuilt(memory):
+    from coop.memory.search import search
+
+    session = memory.start_session()
+    message = memory.add_message(session, "user", "we adopted a greyhound named Pixel")
+    memory.add_message(session, "assistant", "what a lovely name")
+    fact = memory.add_fact("Has a greyhound named Pixel").fact_id
+    assert fulltext_problems(memory.db) == []
+    # A message's entry lost (as a copy made mid-write could leave it) and a fact's entry with the wrong words.
+    memory.db.execute("DELETE FROM message_context_fts WHERE rowid = ?", (message,))
+    memory.db.execute("INSERT INTO facts_fts(facts_fts, rowid, key, value) VALUES ('delete', ?, '', 'a greyhound')",
+                      (fact,))
+    assert set(fulltext_problems(memory.db)) == {"message_context_fts", "facts_fts"}
+    assert message not in {h.item.item_id for h in search(memory, "greyhound", kinds=("message",)).hits}
+
+    counts = rebuild_fulltext(memory.db)
+    assert counts == {"message_context_fts": 2, "facts_fts": 1, "summaries_fts": 0}
+    assert fulltext_problems(memory.db) == []
+    assert [h.item.item_id for h in search(memory, "greyhound", kinds=("message",)).hits][0] == message
+    assert [h.item.item_id for h in search(memory, "greyhound", kinds=("fact",)).hits] == [fact]
+    # The context column is rebuilt too: the reply is found by the words of the message before it.
+    assert message + 1 in {h.item.item_id for h in search(memory, "lovely greyhound", kinds=("message",)).hits}

@@ -107,7 +107,7 @@ def check_sqlite(db: "Database") -> list[Check]:
 
 
 def check_database(db: "Database", path: str) -> list[Check]:
-    from coop.memory.db import SCHEMA_VERSION, schema_version
+    from coop.memory.db import SCHEMA_VERSION, fulltext_problems, schema_version
 
     checks = []
     version = schema_version(db)
@@ -116,18 +116,13 @@ def check_database(db: "Database", path: str) -> list[Check]:
     result = db.scalar("pragma integrity_check")
     checks.append(ok("integrity", "integrity_check: ok") if result == "ok" else
                   failure("integrity", f"integrity_check: {result}", DAMAGED_HINT))
-    bad_fts = []
-    for table in ("messages_fts", "facts_fts", "summaries_fts"):
-        try:
-            db.execute(f"insert into {table}({table}) values ('integrity-check')")
-        except Exception:
-            bad_fts.append(table)
     if getattr(db, "read_only", False):  # FTS5's check is an INSERT, which a read-only database refuses
         checks.append(warning("full-text index", "not checked: the database is read-only"))
     else:
+        bad_fts = fulltext_problems(db)
         checks.append(ok("full-text index", "in step with its tables") if not bad_fts else
                       failure("full-text index", f"out of step: {', '.join(bad_fts)}",
-                              "run: coop memory reembed (it rebuilds the indexes)"))
+                              "run: coop memory reindex (it rebuilds them from the stored text)"))
     if path != ":memory:":
         try:
             with db.atomic():

@@ -435,3 +435,19 @@ def reembed(
         output.warn(f"{report.failed:,} items could not be embedded; old vectors are kept until they are",
                     "see `coop memory stats`, then run `coop memory reembed` again")
         raise typer.Exit(1)
+
+
+@app.command()
+def reindex(ctx: typer.Context, json_: JsonOption = False) -> None:
+    """Rebuild the full-text indexes from the stored text (when `coop check` finds them out of step).
+
+    Covers every user of the database, since the indexes are shared; vectors are left as they are."""
+    from coop.memory.db import rebuild_fulltext
+
+    started = time.monotonic()
+    counts = rebuild_fulltext(state(ctx).db())
+    if json_:
+        output.print_json({"indexed": counts, "seconds": round(time.monotonic() - started, 2)})
+        return
+    output.out().print("rebuilt " + ", ".join(f"{name} ({rows:,} rows)" for name, rows in counts.items())
+                       + f" in {time.monotonic() - started:.1f} s", markup=False, highlight=False)

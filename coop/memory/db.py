@@ -409,7 +409,7 @@ def m001_initial(db: Database) -> None:
 # (forget) or its text changes, the two messages after it are indexed again, so a forgotten word does not stay
 # findable through its neighbours. The table is contentless (it keeps no copy of the text) with
 # contentless_delete, so rows are removed by rowid alone; `message_context_vocab` gives each term's document
-# count. `messages_fts` (m001) is kept as it was.
+# count. m004 drops m001's `messages_fts`, which this index replaces.
 _CONTEXT_MESSAGES = 2
 _CONTEXT_CHARS = 300
 _WEEKDAYS = ("Sunday", "Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday")
@@ -488,8 +488,64 @@ def m003_embedding_counts(db: Database) -> None:
     """)
 
 
-MIGRATIONS: list[Callable[[Database], None]] = [m001_initial, m002_message_context_fts, m003_embedding_counts]
+def m004_drop_messages_fts(db: Database) -> None:
+    """m001's full-text index over messages: m002's `message_context_fts` serves every search of messages since,
+    so keeping both indexed every message's words twice (a quarter of a large database, and time on every write).
+    The space it held is reused by later writes; `VACUUM` gives it back to the file system."""
+    db.conn.execute("""
+    DROP TRIGGER IF EXISTS messages_fts_ai;
+    DROP TRIGGER IF EXISTS messages_fts_ad;
+    DROP TRIGGER IF EXISTS messages_fts_au;
+    DROP TABLE IF EXISTS messages_fts;
+    """)
+
+
+MIGRATIONS: list[Callable[[Database], None]] = [m001_initial, m002_message_context_fts, m003_embedding_counts,
+                                                m004_drop_messages_fts]
 SCHEMA_VERSION = len(MIGRATIONS)
+
+
+# The full-text indexes, each with the table whose rows it indexes. `message_context_fts` is contentless (it keeps
+# no copy of the text), so FTS5's own integrity check cannot compare it with `messages`; `fulltext_problems`
+# compares the ids instead.
+FULLTEXT_INDEXES = {"message_context_fts": "messages", "facts_fts": "facts", "summaries_fts": "summaries"}
+
+
+def fulltext_problems(db: Database) -> list[str]:
+    """The full-text indexes that are damaged or out of step with their tables (an empty list when all are well).
+
+    FTS5's 'integrity-check' (with rank 1, against the content table too, where there is one) plus, for every
+    index, the same number of entries as rows. Writes nothing, but FTS5 runs the check as an INSERT, so it needs
+    a writable database."""
+    bad = []
+    for index, table in FULLTEXT_INDEXES.items():
+        try:  # straight on the connection: a damaged index is a finding here, not an error to translate
+            db.conn.execute(f"INSERT INTO {index}({index}, rank) VALUES ('integrity-check', 1)")
+        except apsw.CorruptError:
+            bad.append(index)
+            continue
+        if db.scalar(f"SELECT count(*) FROM {index}_docsize") != db.scalar(f"SELECT count(*) FROM {table}"):
+            bad.append(index)
+    return bad
+
+
+def rebuild_fulltext(db: Database) -> dict[str, int]:
+    """Build every full-text index again from the stored text; returns the rows indexed per index.
+
+    For an index that `coop check` finds damaged or out of step (a disk fault, a copy made mid-write, a
+    hand edit of the database). External-content indexes rebuild themselves from their table; the contentless
+    message index is emptied and filled again with each message's words and context, as its triggers would."""
+    counts = {}
+    with db.atomic():
+        for index, table in FULLTEXT_INDEXES.items():
+            if index == "message_context_fts":
+                db.execute("INSERT INTO message_context_fts(message_context_fts) VALUES ('delete-all')")
+                db.execute("INSERT INTO message_context_fts (rowid, content, context) SELECT m.id, "
+                           f"coop_fts(m.content), {_message_context_sql('m')} FROM messages m")
+            else:
+                db.execute(f"INSERT INTO {index}({index}) VALUES ('rebuild')")
+            counts[index] = int(db.scalar(f"SELECT count(*) FROM {index}_docsize"))
+    return counts
 
 
 def schema_version(db: Database) -> int:
