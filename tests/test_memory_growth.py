@@ -55,6 +55,18 @@ def test_extraction_sees_the_whole_exchange_and_stores_facts(memory, openai_serv
                                                                   "extraction")
 
 
+def test_one_fact_that_is_not_utf8_costs_only_itself(memory, openai_server):
+    # JSON's "\\ud800" is a lone surrogate once decoded: SQLite cannot store it.
+    reply = facts_reply(("misc", None, "Collects broken \ud800 glyphs", 0.5),
+                        ("pets", "cat", "Has a cat called Tofu", 0.6),
+                        ("music\udfff", "instrument\ud800", "Plays the oboe", 0.5))
+    assert "\\ud800" in reply
+    openai_server.background_replies = [reply]
+    make_session(memory, openai_server).turn("my cat Tofu hates my oboe practice")
+    facts = {f.text: (f.category, f.key) for f in memory.list_items("fact")}
+    assert facts == {"Has a cat called Tofu": ("pets", "cat"), "Plays the oboe": ("music", "instrument")}
+
+
 def test_saying_the_same_thing_in_20_turns_yields_one_fact(memory, openai_server):
     openai_server.background_default = facts_reply(("food", None, "Loves spicy ramen", 0.5))
     session = make_session(memory, openai_server)

@@ -74,6 +74,16 @@ def parse_json_reply(text: str) -> Any:
     raise ModelReplyError(f"no JSON in reply: {text[:80]!r}")
 
 
+def _is_utf8(text: str) -> bool:
+    """False for text holding lone surrogates (JSON's "\\ud800" decodes to one): SQLite cannot store it, and one
+    such fact must not cost the rest of the exchange's facts."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def _clean_key(value: Any) -> str | None:
     if not isinstance(value, str) or not value.strip() or value.strip().lower() in ("null", "none"):
         return None
@@ -106,16 +116,17 @@ def facts_from(items: Any, limit: int, source: str = "extraction") -> list[Candi
             continue
         value = raw.get("value")
         category = raw.get("category") or "general"
-        if not isinstance(value, str) or not value.strip() or len(value) > MAX_FACT_CHARS or "\x00" in value:
+        if not isinstance(value, str) or not value.strip() or len(value) > MAX_FACT_CHARS or "\x00" in value \
+                or not _is_utf8(value):
             log.info("extraction: invalid fact dropped: %r", raw)
             continue
-        if not isinstance(category, str):
+        if not isinstance(category, str):  # (lone surrogates in a category or key are dropped with the other \W)
             category = "general"
         importance = raw.get("importance", 0.5)
         if isinstance(importance, bool) or not isinstance(importance, (int, float)):
             importance = 0.5
-        facts.append(Candidate(value=value.strip(), category=re.sub(r"\W+", "_", category.strip().lower())[:40]
-                               or "general", key=_clean_key(raw.get("key")),
+        category = re.sub(r"\W+", "_", category.strip().lower()).strip("_")[:40] or "general"
+        facts.append(Candidate(value=value.strip(), category=category, key=_clean_key(raw.get("key")),
                                importance=min(1.0, max(0.0, float(importance))), source=source))
     return facts
 
