@@ -16,7 +16,7 @@ import pytest
 from coop.chat.session import ChatSession
 from coop.config import apply_overrides, load_config
 from coop.memory.consolidate import consolidate, find_spans
-from coop.memory.db import open_database
+from coop.memory.db import fulltext_problems, open_database
 from coop.memory.embed import HashEmbedder
 from coop.memory.reconcile import FactWriter
 from coop.memory.store import MemoryStore
@@ -148,8 +148,7 @@ def test_kill_9_in_the_middle_of_consolidation_leaves_nothing_half_written(coop_
     assert memory.list_items("summary") == []
     assert [f.text for f in memory.list_items("fact")] == ["Has a friend called Mia"]
     assert database.scalar("select count(*) from messages where consolidated_at is not null") == 0
-    for table in ("messages_fts", "facts_fts", "summaries_fts"):
-        database.execute(f"insert into {table}({table}) values ('integrity-check')")
+    assert fulltext_problems(database) == []
     report = run_consolidation(memory, make_config(openai_server))  # the span is redone
     assert report.spans == 1 and len(memory.list_items("summary")) == 1
     assert sorted(f.text for f in memory.list_items("fact")) == [
@@ -172,7 +171,8 @@ def test_a_failing_job_is_logged_and_the_worker_goes_on(coop_home):
     worker.submit("fine", lambda db: "done")
     assert worker.wait_idle(10)
     assert worker.failures and "ZeroDivisionError" in worker.failures[0]
-    assert worker.take_notices() == ["done"]
+    assert worker.take_notices() == ["memory: broken failed (ZeroDivisionError: division by zero); nothing was lost",
+                                     "done"]
     worker.stop()
 
 

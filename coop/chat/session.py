@@ -29,6 +29,7 @@ from coop.memory.importance import message_importance
 from coop.memory.reconcile import INSTRUCTION
 from coop.memory.search import retrieval_options, search
 from coop.memory.store import MAX_MESSAGE_CHARS, check_text
+from coop.memory.worker import failure_notice
 from coop.trace import NO_TRACE, Tracer
 
 if TYPE_CHECKING:
@@ -330,6 +331,7 @@ class ChatSession:
                 self.inline_notices.append(notice)
         except Exception as exc:
             log.warning("%s failed: %s", name, exc)
+            self.inline_notices.append(failure_notice(name, exc))
 
     def _after_turn(self, user_text: str | None = None, reply: str = "") -> None:
         """Embed what the turn added, then extract facts from the exchange: both in the background."""

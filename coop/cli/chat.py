@@ -78,6 +78,7 @@ def chat(
     from coop.chat.repl import Repl, interactive_terminal
     from coop.chat.session import ChatSession
     from coop.config import apply_overrides, coop_home, resolve_db_path
+    from coop.logs import logging_to_file
     from coop.memory.worker import BackgroundWorker
     from coop.trace import NO_TRACE, Tracer
 
@@ -146,11 +147,16 @@ def chat(
 
     repl = Repl(chat_session, console=console, json_mode=json_, banner=banner, on_exit=on_exit,
                 history_path=str(coop_home() / "history") if not incognito else None)
-    if interactive:
-        coop_home().mkdir(mode=0o700, parents=True, exist_ok=True)
-        code = repl.run_terminal()
-    else:
-        code = repl.run_lines(sys.stdin.buffer if sys.stdin is not None else [])
+    key_names = {config.model.api_key_env, config.memory.embedder.api_key_env} - {""}
+    secrets = [value for name, value in os.environ.items() if name in key_names or name.endswith("_API_KEY")]
+    # Background threads' warnings go to coop.log, not onto the reply being streamed or the line being typed
+    # (incognito writes nothing, so they go nowhere).
+    with logging_to_file(None if incognito else coop_home(), secrets=secrets,
+                         debug=app_state.debug or bool(os.environ.get("COOP_DEBUG"))):
+        if interactive:
+            code = repl.run_terminal()
+        else:
+            code = repl.run_lines(sys.stdin.buffer if sys.stdin is not None else [])
     status = loader.status
     if status is not None and status.embedder is None and not json_:
         console.print(f"[yellow]note:[/] the embedder did not load ({status.error}); search used full text only")

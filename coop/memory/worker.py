@@ -1,8 +1,9 @@
 """A background thread with its own database connection, running jobs so the chat never waits on them.
 
 apsw connections cannot be shared across threads, so the worker opens its own. Jobs are callables that take
-that connection; one that fails is logged and dropped (a background failure never reaches the REPL, and the
-rows it would have changed stay as they were, to be retried later). `stop()` waits at most `timeout` seconds:
+that connection; one that fails is logged and dropped (a background failure never raises into the REPL, which
+shows a one-line notice at the next prompt; the rows it would have changed stay as they were, to be retried
+later). `stop()` waits at most `timeout` seconds:
 a job still running then is abandoned with the thread (a daemon), and its transaction is rolled back by
 SQLite when the process exits.
 """
@@ -19,6 +20,12 @@ from coop.memory.db import Database, open_database
 log = logging.getLogger(__name__)
 
 Job = Callable[[Database], "str | None"]  # returns a notice for the user, or None
+
+
+def failure_notice(name: str, exc: BaseException) -> str:
+    """What the user is told of a failed background job: which, why in a few words, and that nothing was lost."""
+    reason = str(getattr(exc, "message", "") or exc).splitlines()[0][:120] if str(exc) else ""
+    return f"memory: {name} failed ({type(exc).__name__}{': ' + reason if reason else ''}); nothing was lost"
 
 
 class BackgroundWorker:
@@ -74,6 +81,8 @@ class BackgroundWorker:
                     message = f"{name} failed: {type(exc).__name__}: {exc}"
                     log.warning(message)
                     self.failures.append(message)
+                    with self._lock:
+                        self._notices.append(failure_notice(name, exc))
                 finally:
                     with self._lock:
                         self._pending -= 1

@@ -1,0 +1,75 @@
+"""Where coop's log records go while it chats: a file in the data directory, never the terminal.
+
+Background work (embedding, extraction, consolidation) logs its failures from other threads; with no handler,
+Python prints warnings to stderr, which in the REPL lands in the middle of a reply or the prompt being typed.
+So `coop chat` sends the `coop` loggers to `$COOP_HOME/coop.log` (0600, rotated at 1 MB, one old file kept)
+for as long as it runs, and the REPL shows a one-line notice at the next prompt instead. Known secrets (the
+configured API key) are replaced by `***` before a record is written.
+"""
+
+from __future__ import annotations
+
+import logging
+import logging.handlers
+import os
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Iterator, Sequence
+
+LOG_FILE = "coop.log"
+MAX_BYTES = 1_000_000
+
+
+class _PrivateRotatingFile(logging.handlers.RotatingFileHandler):
+    """A rotating log file that is created 0600 every time, the rotated-in one too."""
+
+    def _open(self):  # type: ignore[override]
+        fd = os.open(self.baseFilename, os.O_CREAT | os.O_APPEND | os.O_WRONLY, 0o600)
+        return open(fd, "a", encoding=self.encoding, errors=self.errors)
+
+
+class _Redact(logging.Filter):
+    """Replaces each secret in a record's final message (after %-formatting) with `***`."""
+
+    def __init__(self, secrets: list[str]) -> None:
+        super().__init__()
+        self.secrets = [s for s in secrets if s and len(s) >= 4]
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if self.secrets:
+            message = record.getMessage()
+            for secret in self.secrets:
+                message = message.replace(secret, "***")
+            record.msg, record.args = message, ()
+        return True
+
+
+@contextmanager
+def logging_to_file(directory: Path | None, *, debug: bool = False,
+                    secrets: Sequence[str | None] = ()) -> Iterator[Path | None]:
+    """Send the `coop` loggers to `directory/coop.log` inside the block; yields the file, or None when there is
+    no directory (incognito) or it cannot be written: the records then go nowhere rather than onto the screen."""
+    logger = logging.getLogger("coop")
+    saved = (logger.level, logger.propagate)
+    handler: logging.Handler
+    path = None if directory is None else directory / LOG_FILE
+    try:
+        if directory is None or path is None:
+            raise OSError("no log directory")
+        directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+        handler = _PrivateRotatingFile(path, maxBytes=MAX_BYTES, backupCount=1, encoding="utf-8",
+                                       errors="backslashreplace")
+        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s [%(threadName)s] %(message)s"))
+    except OSError:
+        path, handler = None, logging.NullHandler()
+    handler.addFilter(_Redact([s for s in secrets if s]))
+    logger.addHandler(handler)
+    logger.setLevel(logging.DEBUG if debug else logging.INFO)
+    logger.propagate = False  # not to the root logger, whose last-resort handler writes to stderr
+    try:
+        yield path
+    finally:
+        logger.removeHandler(handler)
+        handler.close()
+        logger.setLevel(saved[0])
+        logger.propagate = saved[1]

@@ -1,0 +1,106 @@
+"""Background failures during `coop chat`: written to coop.log (0600, secrets masked), shown as a one-line notice
+at the next prompt, never printed over the conversation."""
+
+from __future__ import annotations
+
+import io
+import logging
+import os
+import stat
+import subprocess
+import sys
+import threading
+import time
+
+from prompt_toolkit.input import create_pipe_input
+from prompt_toolkit.output import DummyOutput
+from rich.console import Console
+
+from coop.chat.repl import Repl
+from coop.chat.session import ChatSession
+from coop.config import apply_overrides, load_config
+from coop.logs import LOG_FILE, logging_to_file
+from coop.memory.embed import HashEmbedder
+from coop.memory.worker import BackgroundWorker
+
+SECRET = "sk-ant-not-a-real-key-4242"
+
+
+def test_records_from_any_thread_go_to_the_file_not_the_terminal(tmp_path, capfd):
+    logger = logging.getLogger("coop.memory.vectors")
+    with logging_to_file(tmp_path / "home", secrets=[SECRET, None, ""]) as path:
+        worker = threading.Thread(target=lambda: logger.warning("embedding failed: bad key %s", SECRET))
+        worker.start()
+        worker.join()
+        logger.debug("only with --debug")
+    out, err = capfd.readouterr()
+    assert out == "" and err == ""
+    text = path.read_text()
+    assert "WARNING coop.memory.vectors" in text and "embedding failed: bad key ***" in text
+    assert SECRET not in text and "only with --debug" not in text
+    assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
+    assert stat.S_IMODE(os.stat(tmp_path / "home").st_mode) == 0o700
+    coop_logger = logging.getLogger("coop")
+    assert coop_logger.handlers == [] and coop_logger.propagate  # put back as it was
+
+
+def test_no_directory_means_no_file_and_still_nothing_on_the_terminal(tmp_path, capfd):
+    with logging_to_file(None) as path:
+        logging.getLogger("coop.chat").warning("a warning while incognito")
+    assert path is None and capfd.readouterr() == ("", "")
+    assert list(tmp_path.rglob(LOG_FILE)) == [] and not (tmp_path / "cwd" / LOG_FILE).exists()
+
+
+def test_a_failed_background_job_becomes_a_notice_at_the_next_prompt(coop_home, openai_server, capfd, monkeypatch):
+    from coop.memory.db import open_database
+    from coop.memory.store import MemoryStore
+
+    db_path = str(coop_home / "coop.db")
+    memory = MemoryStore(open_database(db_path)).user("ana")
+    monkeypatch.setenv("COOP_TEST_MODEL_KEY", SECRET)
+    config = apply_overrides(load_config(), {"model.name": "openai/test-model",
+                                             "model.api_base": openai_server.api_base,
+                                             "model.api_key_env": "COOP_TEST_MODEL_KEY"})
+    worker = BackgroundWorker(db_path)
+    session = ChatSession(memory, config, embedder=lambda: HashEmbedder(64), worker=worker)
+    openai_server.replies = ["Noted!", "Sure."]
+    openai_server.background_default = {"status": 500, "message": f"upstream exploded ({SECRET})"}  # retries too
+    screen = io.StringIO()
+    repl = Repl(session, console=Console(file=screen, width=200, color_system=None), banner=lambda: "BANNER")
+
+    with create_pipe_input() as pipe, logging_to_file(coop_home, secrets=[SECRET]) as log_path:
+        def later():  # the second line only once the first turn's extraction has failed
+            deadline = time.monotonic() + 30
+            while not openai_server.background_requests() and time.monotonic() < deadline:
+                time.sleep(0.02)
+            worker.wait_idle(30)
+            pipe.send_text("and another thing\r\x04")
+
+        pipe.send_text("I have a cat called Tofu\r")
+        feeder = threading.Thread(target=later)
+        feeder.start()
+        assert repl.run_terminal(repl.make_prompt_session(input=pipe, output=DummyOutput())) == 0
+        feeder.join()
+
+    shown = screen.getvalue()
+    assert "memory: extract facts failed (ModelError" in shown, shown
+    # Shown when the REPL next draws its prompt: after the second turn here, which was typed ahead.
+    assert shown.index("Noted!") < shown.index("memory: extract facts failed (ModelError")
+    assert "upstream exploded" in shown and "nothing was lost" in shown and SECRET not in shown
+    assert capfd.readouterr().err == ""
+    logged = log_path.read_text()
+    assert "extract facts failed: ModelError" in logged and SECRET not in logged
+    assert [m.text for m in memory.list_items("message")][-2:][::-1] == ["I have a cat called Tofu", "Noted!"]
+
+
+def test_coop_chat_keeps_background_warnings_off_stderr(openai_server, coop_home):
+    openai_server.replies = ["Noted!"]
+    openai_server.background_replies = [f"no JSON here, and a key: {SECRET}"]  # extraction reply dropped
+    env = {**os.environ, "COOP_MODEL_NAME": "openai/test-model", "COOP_MODEL_API_BASE": openai_server.api_base,
+           "COOP_HOME": str(coop_home), "COOP_MEMORY_EMBEDDER_PROVIDER": "hash", "ANTHROPIC_API_KEY": SECRET}
+    result = subprocess.run([sys.executable, "-m", "coop", "chat"], input=b"I have a cat called Tofu\n",
+                            capture_output=True, env=env, timeout=60)
+    assert result.returncode == 0, result.stderr.decode()
+    assert result.stdout.decode().strip() == "Noted!" and result.stderr.decode() == ""
+    logged = (coop_home / LOG_FILE).read_text()
+    assert "extraction reply dropped" in logged and SECRET not in logged and "***" in logged
