@@ -539,3 +539,29 @@ def test_a_failing_database_stops_the_import_instead_of_skipping_records(tmp_pat
     with pytest.raises(StoreError):
         import_file(memory, export, importance=ImportanceConfig())
     assert memory.sessions() == [], "the conversation's transaction was rolled back whole"
+
+
+def test_imported_items_never_take_the_id_of_a_forgotten_one(tmp_path, memory):
+    """SQLite hands out the highest rowid again once its row is deleted; a forgotten item's id must stay unused,
+    or an imported item would inherit its history and answer to references that meant the forgotten one."""
+    from coop.config import ImportanceConfig
+    from coop.memory.transfer import export_user, import_file
+
+    _fill(memory)
+    exported = tmp_path / "ana.jsonl"
+    export_user(memory, "coop", exported, io.StringIO())
+    bob = MemoryStore(memory.db).user("bob")
+    session = bob.start_session()
+    message = bob.add_message(session, "user", "my bank PIN is 4321")
+    fact = bob.add_fact("Bank PIN is 4321").fact_id
+    summary = bob.add_summary("Bob shared his bank PIN.", session_id=session, span=(message, message))
+    for kind, item_id in (("summary", summary), ("fact", fact), ("message", message)):
+        bob.forget(kind, item_id)
+    report = import_file(bob, exported, importance=ImportanceConfig())
+    assert report.messages_added and report.facts_added and report.summaries_added
+    for table, forgotten in (("messages", message), ("facts", fact), ("summaries", summary)):
+        ids = [row[0] for row in memory.db.execute(f"SELECT id FROM {table} WHERE user_id = 'bob'")]
+        assert ids and min(ids) > forgotten, f"an imported row of {table} took a forgotten id"
+    history = list(memory.db.execute("SELECT action, old_value, new_value FROM fact_history "
+                                     "WHERE fact_id = ? AND user_id = 'bob' ORDER BY id", (fact,)))
+    assert history == [("ADD", None, None), ("FORGET", None, None)], "only the forgotten fact's own, content-free"

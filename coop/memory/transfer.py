@@ -44,7 +44,7 @@ from coop.errors import CoopError, StoreError, UsageError
 from coop.memory.importers import (FORMATS, ImportedConversation, Problem, Source, detect_format,
                                    read_conversations)
 from coop.memory.store import (FACT_SOURCES, MAX_FACT_CHARS, MAX_MESSAGE_CHARS, ROLES, content_hash,
-                               estimate_tokens, iso_time)
+                               estimate_tokens, fresh_id_sql, iso_time)
 
 if TYPE_CHECKING:
     from coop.config import ImportanceConfig
@@ -289,8 +289,9 @@ class _CoopImport:
         external = _str(record, "external_id", optional=True, limit=500) or _derived_id("m", old_id, created, role,
                                                                                         content)
         row = self.db.one(
-            "INSERT INTO messages (user_id, session_id, role, content, tool_name, tool_call_id, tool_calls, "
-            "created_at, importance, token_count, consolidated_at, external_id) VALUES (?,?,?,?,?,?,?,?,?,?,?,?) "
+            "INSERT INTO messages (id, user_id, session_id, role, content, tool_name, tool_call_id, tool_calls, "
+            "created_at, importance, token_count, consolidated_at, external_id) "
+            f"VALUES ({fresh_id_sql('messages', 'message')}, ?,?,?,?,?,?,?,?,?,?,?,?) "
             "ON CONFLICT (user_id, external_id) DO NOTHING RETURNING id",
             (self.uid, session, role, content, _str(record, "tool_name", optional=True, limit=200),
              _str(record, "tool_call_id", optional=True, limit=500), _str(record, "tool_calls", optional=True),
@@ -344,9 +345,9 @@ class _CoopImport:
         elif slot_holder is not None:
             self.db.execute("UPDATE facts SET superseded_at = ? WHERE id = ?", (now, slot_holder[0]))
         new_id = int(self.db.scalar(
-            "INSERT INTO facts (user_id, category, key, value, source, importance, mention_count, content_hash, "
-            "created_at, updated_at, last_recalled_at, superseded_at, archived_at) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?) "
-            "RETURNING id",
+            "INSERT INTO facts (id, user_id, category, key, value, source, importance, mention_count, content_hash, "
+            "created_at, updated_at, last_recalled_at, superseded_at, archived_at) "
+            f"VALUES ({fresh_id_sql('facts', 'fact')}, ?,?,?,?,?,?,?,?,?,?,?,?,?) RETURNING id",
             (self.uid, category, key, value, source, 0.5 if importance is None else min(max(importance, 0.0), 1.0),
              max(1, mentions), digest, created, updated, _num(record, "last_recalled_at", optional=True),
              superseded_at, archived_at)))
@@ -389,8 +390,8 @@ class _CoopImport:
             return
         old_session, start, end = (_int(record, name, optional=True) for name in
                                    ("session_id", "span_start_id", "span_end_id"))
-        self.db.execute("INSERT INTO summaries (user_id, session_id, span_start_id, span_end_id, text, created_at) "
-                        "VALUES (?,?,?,?,?,?)",
+        self.db.execute("INSERT INTO summaries (id, user_id, session_id, span_start_id, span_end_id, text, created_at) "
+                        f"VALUES ({fresh_id_sql('summaries', 'summary')}, ?,?,?,?,?,?)",
                         (self.uid, self.sessions.get(old_session) if old_session is not None else None,
                          self.messages.get(start) if start is not None else None,
                          self.messages.get(end) if end is not None else None, text, created))
