@@ -4,7 +4,8 @@ Background work (embedding, extraction, consolidation) logs its failures from ot
 Python prints warnings to stderr, which in the REPL lands in the middle of a reply or the prompt being typed.
 So `coop chat` sends the `coop` loggers to `$COOP_HOME/coop.log` (0600, rotated at 1 MB, one old file kept)
 for as long as it runs, and the REPL shows a one-line notice at the next prompt instead. Known secrets (the
-configured API key) are replaced by `***` before a record is written.
+values of the configured key variables and of every `*_API_KEY` variable) are replaced by `***` before a record
+is written.
 """
 
 from __future__ import annotations
