@@ -45,25 +45,29 @@ class _Redact(logging.Filter):
         return True
 
 
+def _log_file(directory: Path) -> tuple[logging.Handler, Path] | None:
+    """A handler writing `directory/coop.log` (directory made 0700), or None when it cannot be written."""
+    path = directory / LOG_FILE
+    try:
+        directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+        handler = _PrivateRotatingFile(path, maxBytes=MAX_BYTES, backupCount=1, encoding="utf-8",
+                                       errors="backslashreplace")
+    except OSError:
+        return None
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s [%(threadName)s] %(message)s"))
+    return handler, path
+
+
 @contextmanager
 def logging_to_file(directory: Path | None, *, debug: bool = False,
                     secrets: Sequence[str | None] = ()) -> Iterator[Path | None]:
     """Send the `coop` loggers to `directory/coop.log` inside the block; yields the file, or None when there is
     no directory (incognito) or it cannot be written: the records then go nowhere rather than onto the screen."""
+    opened = _log_file(directory) if directory is not None else None
+    handler, path = opened if opened is not None else (logging.NullHandler(), None)
+    handler.addFilter(_Redact([s for s in secrets if s]))
     logger = logging.getLogger("coop")
     saved = (logger.level, logger.propagate)
-    handler: logging.Handler
-    path = None if directory is None else directory / LOG_FILE
-    try:
-        if directory is None or path is None:
-            raise OSError("no log directory")
-        directory.mkdir(mode=0o700, parents=True, exist_ok=True)
-        handler = _PrivateRotatingFile(path, maxBytes=MAX_BYTES, backupCount=1, encoding="utf-8",
-                                       errors="backslashreplace")
-        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s [%(threadName)s] %(message)s"))
-    except OSError:
-        path, handler = None, logging.NullHandler()
-    handler.addFilter(_Redact([s for s in secrets if s]))
     logger.addHandler(handler)
     logger.setLevel(logging.DEBUG if debug else logging.INFO)
     logger.propagate = False  # not to the root logger, whose last-resort handler writes to stderr

@@ -157,3 +157,22 @@ def test_damaged_full_text_indexes_are_found_and_rebuilt(memory):
     assert [h.item.item_id for h in search(memory, "greyhound", kinds=("fact",)).hits] == [fact]
     # The context column is rebuilt too: the reply is found by the words of the message before it.
     assert message + 1 in {h.item.item_id for h in search(memory, "lovely greyhound", kinds=("message",)).hits}
+
+
+def test_an_index_entry_for_the_wrong_row_is_found_even_when_the_counts_agree(memory):
+    session = memory.start_session()
+    message = memory.add_message(session, "user", "the heron came back to the pond")
+    memory.db.execute("DELETE FROM message_context_fts WHERE rowid = ?", (message,))
+    memory.db.execute("INSERT INTO message_context_fts (rowid, content, context) VALUES (?, 'heron', '')",
+                      (message + 100,))
+    assert memory.db.scalar("SELECT count(*) FROM message_context_fts_docsize") == 1  # as many entries as rows
+    assert fulltext_problems(memory.db) == ["message_context_fts"]
+    rebuild_fulltext(memory.db)
+    assert fulltext_problems(memory.db) == []
+
+
+def test_a_new_id_above_the_forgotten_ones_is_an_index_lookup(db):
+    from coop.memory.store import fresh_id_sql
+
+    plan = " ".join(row[3] for row in db.execute("EXPLAIN QUERY PLAN SELECT " + fresh_id_sql("messages", "message")))
+    assert "forgotten USING COVERING INDEX forgotten_kind_item" in plan

@@ -13,7 +13,6 @@ import threading
 from typing import TYPE_CHECKING, Callable
 
 from coop import llm
-from coop.errors import UsageError
 from coop.memory.reconcile import FactWriter
 
 if TYPE_CHECKING:
@@ -80,15 +79,7 @@ def extraction_job(user_id: str, config: "Config", embedder: "Embedder | None", 
         memory = _user(db, user_id)
         candidates = extract_facts(complete, user_text, reply, config.memory.extraction.max_facts_per_turn)
         writer = make_writer(memory, config, embedder)
-        actions = []
-        for candidate in candidates:  # one fact the store refuses costs only itself
-            try:
-                result = writer.write(candidate)
-            except UsageError as exc:
-                log.info("extraction: a fact was not kept: %s", exc.message)
-                continue
-            if result is not None:
-                actions.append(result.action)
+        actions = [result.action for result in (writer.write(c) for c in candidates) if result is not None]
         new = sum(1 for a in actions if a == "ADD")
         changed = sum(1 for a in actions if a in ("UPDATE", "SUPERSEDE"))
         if not (new or changed):

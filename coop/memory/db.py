@@ -442,6 +442,12 @@ def _reindex_following(row: str) -> str:
         SELECT m.id, coop_fts(m.content), {_message_context_sql('m')} FROM messages m WHERE m.id IN ({following});"""
 
 
+def _index_every_message() -> str:
+    """The statement that fills `message_context_fts` from `messages` (m002, and `rebuild_fulltext`)."""
+    return ("INSERT INTO message_context_fts (rowid, content, context) "
+            f"SELECT m.id, coop_fts(m.content), {_message_context_sql('m')} FROM messages m")
+
+
 def m002_message_context_fts(db: Database) -> None:
     db.conn.execute(f"""
     CREATE VIRTUAL TABLE message_context_fts USING fts5(content, context, content='', contentless_delete=1,
@@ -449,8 +455,7 @@ def m002_message_context_fts(db: Database) -> None:
     -- How many messages hold each term: search drops a query's most common terms when matching them all would
     -- cost too much (search.POSTINGS_BUDGET).
     CREATE VIRTUAL TABLE message_context_vocab USING fts5vocab(message_context_fts, 'row');
-    INSERT INTO message_context_fts (rowid, content, context)
-      SELECT m.id, coop_fts(m.content), {_message_context_sql('m')} FROM messages m;
+    {_index_every_message()};
     CREATE TRIGGER messages_context_fts_ai AFTER INSERT ON messages BEGIN
       INSERT INTO message_context_fts (rowid, content, context)
         VALUES (new.id, coop_fts(new.content), {_message_context_sql('new')});
@@ -500,8 +505,14 @@ def m004_drop_messages_fts(db: Database) -> None:
     """)
 
 
+def m005_forgotten_ids_index(db: Database) -> None:
+    """Every new message, fact and summary takes an id above the forgotten ones (`store.fresh_id_sql`): with this
+    index that is one index lookup, not a scan of `forgotten` on every write of a chat turn."""
+    db.conn.execute("CREATE INDEX forgotten_kind_item ON forgotten(kind, item_id)")
+
+
 MIGRATIONS: list[Callable[[Database], None]] = [m001_initial, m002_message_context_fts, m003_embedding_counts,
-                                                m004_drop_messages_fts]
+                                                m004_drop_messages_fts, m005_forgotten_ids_index]
 SCHEMA_VERSION = len(MIGRATIONS)
 
 
@@ -515,7 +526,7 @@ def fulltext_problems(db: Database) -> list[str]:
     """The full-text indexes that are damaged or out of step with their tables (an empty list when all are well).
 
     FTS5's 'integrity-check' (with rank 1, against the content table too, where there is one) plus, for every
-    index, the same number of entries as rows. Writes nothing, but FTS5 runs the check as an INSERT, so it needs
+    index, exactly the ids of its table's rows. Writes nothing, but FTS5 runs the check as an INSERT, so it needs
     a writable database."""
     bad = []
     for index, table in FULLTEXT_INDEXES.items():
@@ -524,7 +535,8 @@ def fulltext_problems(db: Database) -> list[str]:
         except apsw.CorruptError:
             bad.append(index)
             continue
-        if db.scalar(f"SELECT count(*) FROM {index}_docsize") != db.scalar(f"SELECT count(*) FROM {table}"):
+        if db.scalar(f"SELECT EXISTS (SELECT id FROM {table} EXCEPT SELECT id FROM {index}_docsize) "
+                     f"OR EXISTS (SELECT id FROM {index}_docsize EXCEPT SELECT id FROM {table})"):
             bad.append(index)
     return bad
 
@@ -540,8 +552,7 @@ def rebuild_fulltext(db: Database) -> dict[str, int]:
         for index, table in FULLTEXT_INDEXES.items():
             if index == "message_context_fts":
                 db.execute("INSERT INTO message_context_fts(message_context_fts) VALUES ('delete-all')")
-                db.execute("INSERT INTO message_context_fts (rowid, content, context) SELECT m.id, "
-                           f"coop_fts(m.content), {_message_context_sql('m')} FROM messages m")
+                db.execute(_index_every_message())
             else:
                 db.execute(f"INSERT INTO {index}({index}) VALUES ('rebuild')")
             counts[index] = int(db.scalar(f"SELECT count(*) FROM {index}_docsize"))

@@ -15,7 +15,9 @@ import logging
 import re
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
+from coop.errors import UsageError
 from coop.memory.reconcile import INSTRUCTION, Candidate, Decision
+from coop.memory.store import check_text
 
 if TYPE_CHECKING:
     from coop.memory.store import Item
@@ -74,16 +76,6 @@ def parse_json_reply(text: str) -> Any:
     raise ModelReplyError(f"no JSON in reply: {text[:80]!r}")
 
 
-def _is_utf8(text: str) -> bool:
-    """False for text holding lone surrogates (JSON's "\\ud800" decodes to one): SQLite cannot store it, and one
-    such fact must not cost the rest of the exchange's facts."""
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
-
-
 def _clean_key(value: Any) -> str | None:
     if not isinstance(value, str) or not value.strip() or value.strip().lower() in ("null", "none"):
         return None
@@ -116,8 +108,9 @@ def facts_from(items: Any, limit: int, source: str = "extraction") -> list[Candi
             continue
         value = raw.get("value")
         category = raw.get("category") or "general"
-        if not isinstance(value, str) or not value.strip() or len(value) > MAX_FACT_CHARS or "\x00" in value \
-                or not _is_utf8(value):
+        try:  # empty, not UTF-8 (JSON's "\ud800" decodes to a lone surrogate), NUL, too long: this fact only
+            check_text(value, "fact", MAX_FACT_CHARS)
+        except UsageError:
             log.info("extraction: invalid fact dropped: %r", raw)
             continue
         if not isinstance(category, str):  # (lone surrogates in a category or key are dropped with the other \W)

@@ -24,7 +24,7 @@ Job = Callable[[Database], "str | None"]  # returns a notice for the user, or No
 
 def failure_notice(name: str, exc: BaseException) -> str:
     """What the user is told of a failed background job: which, why in a few words, and that nothing was lost."""
-    reason = str(getattr(exc, "message", "") or exc).splitlines()[0][:120] if str(exc) else ""
+    reason = (str(getattr(exc, "message", "") or exc).strip().splitlines() or [""])[0][:120]
     return f"memory: {name} failed ({type(exc).__name__}{': ' + reason if reason else ''}); nothing was lost"
 
 
