@@ -18,7 +18,7 @@ that size, model loaded): after a few warm-up queries,
 - turn: `ChatSession.prepare`, the memory part of a chat turn exactly as `coop chat` runs it (salience leg,
   the search above with limit 20, de-duplication, standing instructions, building the prompt within budget);
 - recall of the sign-bit pre-selection: the vector leg's top 10 against exact cosine search over the same user.
-Ingest: new messages stored with `UserMemory.add_message` and embedded by `vectors.embed_pending` (what the
+Ingest: new messages stored with `UserMemory.add_message` and embedded by `growth.embedding.embed_pending` (what the
 chat's background worker runs), against the raw throughput of fastembed's `TextEmbedding` (and of coop's lean
 runner) on the same texts in the same run, interleaved three times; medians reported. Targets: turn p95 <= 50 ms
 at 100k and <= 150 ms at 1M; ingest >= 80% of raw fastembed throughput.
@@ -39,7 +39,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from common import BenchError, load_embedder, machine, median, percentile  # noqa: E402
+from common import BenchError, load_embedder, machine, median, percentile
 
 MAIN_USER = "me"
 OTHER_USERS = 4
@@ -83,7 +83,7 @@ class Texts:
 
 def model_dir_of(model_path: str | None) -> str:
     from coop.config import EmbedderConfig
-    from coop.memory.embed import resolve_model_path
+    from coop.memory.growth.embedders import resolve_model_path
 
     path = resolve_model_path(EmbedderConfig(model_path=model_path or
                                              os.environ.get("COOP_MEMORY_EMBEDDER_MODEL_PATH", "")))
@@ -128,9 +128,10 @@ def build(path: str, size: int, others: float, pool: list[str], vectors, embedde
     """A database with `size` messages of the main user and `others * size` of four other users."""
     import numpy as np
 
-    from coop.memory.db import open_database
-    from coop.memory.store import MemoryStore, estimate_tokens
-    from coop.memory.vectors import store_vectors
+    from coop.memory.storage.database import open_database
+    from coop.memory.storage.store import MemoryStore
+    from coop.memory.storage.vectors import store_vectors
+    from coop.memory.text import estimate_tokens
 
     rng = np.random.default_rng(size)
     needle_texts = Texts(texts.model_dir, seed=NEEDLE_SEED).make(NEEDLES, low=8, high=20)
@@ -180,7 +181,7 @@ def build(path: str, size: int, others: float, pool: list[str], vectors, embedde
                 for j, which in planted:
                     matrix[j] = needle_vectors[which]
                     needles.append({"id": ids[j], "text": needle_texts[which]})
-                store_vectors(memory, "message", ids, stored, matrix)
+                store_vectors(memory, "message", ids, stored.id, matrix)
             print(f"  {user_id}: {start + n:,}/{count:,} messages ({time.perf_counter() - started:.0f} s)",
                   file=sys.stderr, end="\r")
         print(file=sys.stderr)
@@ -221,28 +222,29 @@ def measure(path: str, queries: int, model_path: str | None, seed: int) -> dict:
 
     from coop.chat.session import ChatSession
     from coop.config import Config
-    from coop.memory.db import open_database
-    from coop.memory.search import retrieval_options, search
-    from coop.memory.store import MemoryStore
-    from coop.memory.vectors import nearest
+    from coop.memory.retrieval.search import search
+    from coop.memory.retrieval.settings import RetrievalSettings
+    from coop.memory.storage.database import open_database
+    from coop.memory.storage.store import MemoryStore
+    from coop.memory.storage.vectors import nearest
 
     embedder = load_embedder("fastembed", model_path)
     config = Config()
     config = dataclasses.replace(config, memory=dataclasses.replace(config.memory, db_path=path))
     db = open_database(path)
     memory = MemoryStore(db).user(MAIN_USER)
-    options = retrieval_options(config.memory)
+    retrieval = RetrievalSettings.from_config(config.memory)
     texts = Texts(model_dir_of(model_path), seed=seed)
     asked = texts.make(queries + 10, low=4, high=16)
     chat = ChatSession(memory, config, embedder=lambda: embedder, incognito=True)
     for query in asked[:10]:  # warm-up: the model's first runs, SQLite's page cache
-        search(memory, query, embedder=embedder, limit=10, **options)
+        search(memory, query, embedder=embedder, limit=10, settings=retrieval)
         chat.prepare(query)
     load_before = os.getloadavg()[0]
     search_ms, turn_ms, legs = [], [], {}
     for query in asked[10:]:
         started = time.perf_counter()
-        result = search(memory, query, embedder=embedder, limit=10, **options)
+        result = search(memory, query, embedder=embedder, limit=10, settings=retrieval)
         search_ms.append((time.perf_counter() - started) * 1000)
         for stage, ms in result.timings_ms.items():
             legs.setdefault(stage, []).append(ms)
@@ -273,8 +275,8 @@ def measure(path: str, queries: int, model_path: str | None, seed: int) -> dict:
         vector = embedder.embed_query(reworded)
         hits = nearest(memory, embedder.id, embedder.dims, vector, k=10)
         found += any(h.item_id == needle["id"] for h in hits)
-        above_floor += any(h.item_id == needle["id"] and h.similarity >= options["floor"] for h in hits)
-        result = search(memory, reworded, embedder=embedder, limit=10, **options)
+        above_floor += any(h.item_id == needle["id"] and h.similarity >= (retrieval.floor or -1.0) for h in hits)
+        result = search(memory, reworded, embedder=embedder, limit=10, settings=retrieval)
         found_search += any(h.kind == "message" and h.item.item_id == needle["id"] for h in result.hits)
     db.close()
     return {
@@ -308,9 +310,9 @@ def ingest(path: str, embedder, model_dir: str, texts: Texts, per_round: int, ro
     """Messages stored and embedded per second through coop, against raw embedding of the same texts."""
     from fastembed import TextEmbedding
 
-    from coop.memory.db import open_database
-    from coop.memory.store import MemoryStore
-    from coop.memory.vectors import embed_pending
+    from coop.memory.growth.embedding import embed_pending
+    from coop.memory.storage.database import open_database
+    from coop.memory.storage.store import MemoryStore
 
     raw_fastembed = TextEmbedding("sentence-transformers/all-MiniLM-L6-v2", specific_model_path=model_dir)
     db = open_database(path)

@@ -8,7 +8,7 @@ question of categories 1-4 with at least one valid evidence id is searched with 
 returned message whose turn is an evidence id. R_any@k: at least one evidence turn in the top k; R_all@k: all.
 
 Messages are written with `UserMemory.add_message` (speaker A's turns as the user, speaker B's as the assistant,
-each session a session) and embedded by `vectors.embed_pending`, the code the chat's background worker runs;
+each session a session) and embedded by `growth.embedding.embed_pending`, the code the chat's background worker runs;
 questions go through `search.search` with the retrieval settings of `[memory]` at their defaults: the same path as
 `coop chat` and `coop memory search`. Every conversation is a separate user of one database, so each search also
 proves that no other user's rows leak in. The `observation`, `session_summary` and `event_summary` fields are
@@ -30,7 +30,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from common import BenchError, load_embedder, machine, median  # noqa: E402
+from common import BenchError, load_embedder, machine, median
 
 KS = (5, 10)
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
@@ -130,8 +130,8 @@ def load(path: Path) -> list[Conversation]:
 def ingest(store, conv: Conversation, embedder, batch_size: int) -> tuple[object, dict[int, str]]:
     """Store one conversation as one user's memory, through coop's own writes; returns the user and id -> dia_id."""
     from coop.config import ImportanceConfig
-    from coop.memory.importance import message_importance
-    from coop.memory.vectors import embed_pending
+    from coop.memory.growth.embedding import embed_pending
+    from coop.memory.growth.importance import message_importance
 
     memory = store.user(conv.sample_id)
     weights = ImportanceConfig()
@@ -157,11 +157,13 @@ def evaluate(conversations: list[Conversation], embedder, *, batch_size: int = 3
              settings: dict | None = None) -> dict:
     """Ingest every conversation, search every question; returns the figures (see `report`)."""
     from coop.config import MemoryConfig
-    from coop.memory.db import open_database
-    from coop.memory.search import retrieval_options, search
-    from coop.memory.store import MemoryStore
+    from coop.memory.retrieval.search import search
+    from coop.memory.retrieval.settings import RetrievalSettings
+    from coop.memory.storage.database import open_database
+    from coop.memory.storage.store import MemoryStore
 
-    options = {**retrieval_options(MemoryConfig()), **(settings or {})}
+    retrieval = RetrievalSettings.from_config(MemoryConfig()).but(**(settings or {}))
+    options = retrieval.as_dict()
     with tempfile.TemporaryDirectory() as tmp:
         db = open_database(db_path or str(Path(tmp) / "locomo.db"))
         store = MemoryStore(db)
@@ -176,7 +178,7 @@ def evaluate(conversations: list[Conversation], embedder, *, batch_size: int = 3
             messages += len(ids)
             for question in conv.questions:
                 started = time.perf_counter()
-                result = search(memory, question.text, embedder=embedder, limit=max(KS), **options)
+                result = search(memory, question.text, embedder=embedder, limit=max(KS), settings=retrieval)
                 latencies.append((time.perf_counter() - started) * 1000)
                 ranked = [ids.get(hit.item.item_id) if hit.kind == "message" else None for hit in result.hits]
                 per_question.append({"conversation": conv.sample_id, "category": question.category,

@@ -24,7 +24,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from common import BenchError, load_embedder, machine, median  # noqa: E402
+from common import BenchError, load_embedder, machine, median
 
 HELP_TARGET_S = 0.3
 SEARCH_TARGET_S = 1.5
@@ -50,18 +50,17 @@ def clean_env(home: Path, model_dir: str | None) -> dict[str, str]:
 def fill_memory(home: Path, embedder, messages: int) -> str:
     """A memory of `messages` short messages over sessions of 40 (and one on each query's topic), embedded with
     the real model; returns the user id."""
-    from coop.config import resolve_db_path, load_config
-    from coop.memory.db import open_database
-    from coop.memory.store import MemoryStore
-    from coop.memory.vectors import embed_pending
+    from coop.config import load_config, resolve_db_path
+    from coop.memory.growth.embedding import embed_pending
+    from coop.memory.storage.database import open_database
+    from coop.memory.storage.store import MemoryStore
 
     os.environ["COOP_HOME"] = str(home)
     config = load_config(env={"COOP_HOME": str(home)})
     db = open_database(resolve_db_path(config))
     memory = MemoryStore(db).user(os.environ.get("USER") or "bench")
     rng = random.Random(7)
-    words = ("trail lentils router dentist sister birthday Lyon tickets database novel garden bicycle meeting "
-             "invoice guitar recipe holiday flight cousin laptop").split()
+    words = ["trail", "lentils", "router", "dentist", "sister", "birthday", "Lyon", "tickets", "database", "novel", "garden", "bicycle", "meeting", "invoice", "guitar", "recipe", "holiday", "flight", "cousin", "laptop"]
     session = None
     for i in range(messages):
         if i % 40 == 0:
@@ -91,7 +90,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     embedder = load_embedder("fastembed", args.model_path)
     from coop.config import EmbedderConfig
-    from coop.memory.embed import resolve_model_path
+    from coop.memory.growth.embedders import resolve_model_path
 
     model_dir = resolve_model_path(EmbedderConfig(model_path=args.model_path or
                                                   os.environ.get("COOP_MEMORY_EMBEDDER_MODEL_PATH", "")))

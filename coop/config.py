@@ -18,9 +18,10 @@ import math
 import os
 import re
 import tomllib
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from coop.errors import ConfigError
 
@@ -273,10 +274,10 @@ def validate_value(f: dataclasses.Field[Any], value: Any, dotted: str, origin: s
         # A key pasted into api_key_env (as a list, say) must not be repeated back: name only its type.
         shown = f"a {type(value).__name__}" if meta.get("env_name") else repr(value)
         raise ConfigError(f"{origin}: '{dotted}' must be {_type_name(want)}, not {shown}",
-                          hint=f"for example: {dotted.rsplit('.', 1)[-1]} = {_toml_value(f.default)}")
+                          hint=f"for example: {dotted.rsplit('.', 1)[-1]} = {toml_value(f.default)}")
     if want is float and not math.isfinite(value):  # nan passes every range comparison
         raise ConfigError(f"{origin}: '{dotted}' must be a finite number, not {value!r}",
-                          hint=f"use a value from {_num(meta.get('min'))} to {_num(meta.get('max'))}")
+                          hint=f"use a value from {number_text(meta.get('min'))} to {number_text(meta.get('max'))}")
     if meta.get("env_name") and value and not _ENV_NAME.fullmatch(value):
         # Never echo the value: the usual mistake is pasting the key itself here.
         raise ConfigError(f"{origin}: '{dotted}' must name an environment variable (letters, digits and _), "
@@ -289,11 +290,11 @@ def validate_value(f: dataclasses.Field[Any], value: Any, dotted: str, origin: s
     low, high = meta.get("min"), meta.get("max")
     if (low is not None and value < low) or (high is not None and value > high):
         raise ConfigError(f"{origin}: '{dotted}' = {value!r} is out of range",
-                          hint=f"use a value from {_num(low)} to {_num(high)}")
+                          hint=f"use a value from {number_text(low)} to {number_text(high)}")
     return value
 
 
-def _num(x: float | None) -> str:
+def number_text(x: float | None) -> str:
     return "-inf" if x is None else (str(int(x)) if float(x).is_integer() else str(x))
 
 
@@ -327,7 +328,7 @@ def _parse_env(f: dataclasses.Field[Any], raw: str, dotted: str) -> Any:
             parsed: Any = want(raw.strip())
         except ValueError:
             raise ConfigError(f"{origin} must be {_type_name(want)}, not {raw!r}",
-                              hint=f"for example: {env_var_name(dotted)}={_toml_value(f.default)}") from None
+                              hint=f"for example: {env_var_name(dotted)}={toml_value(f.default)}") from None
         return validate_value(f, parsed, dotted, origin)
     return validate_value(f, raw, dotted, origin)
 
@@ -374,33 +375,9 @@ def resolve_db_path(config: Config) -> str:
     return str(coop_home() / "coop.db")
 
 
-def _toml_value(value: Any) -> str:
+def toml_value(value: Any) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, str):
         return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
     return repr(value)
-
-
-def example_toml() -> str:
-    """The commented config `coop init` writes and `config.example.toml` holds: every key with its default."""
-    lines = [
-        "# coop configuration. Every key is shown with its default; uncomment and change what you need.",
-        "# Environment variables override this file: COOP_<SECTION>_<KEY>, e.g. COOP_MODEL_NAME.",
-        "# Validate it with `coop check`.",
-    ]
-    section = None
-    for dotted, f in iter_keys():
-        head, _, key = dotted.rpartition(".")
-        if head != section:
-            section = head
-            lines += ["", f"[{head}]"]
-        meta = f.metadata
-        extra = []
-        if meta.get("choices"):
-            extra.append("one of " + ", ".join(meta["choices"]))
-        if meta.get("min") is not None or meta.get("max") is not None:
-            extra.append(f"{_num(meta.get('min'))}..{_num(meta.get('max'))}")
-        lines.append(f"# {meta['help']}" + (f" ({'; '.join(extra)})" if extra else ""))
-        lines.append(f"# {key} = {_toml_value(f.default)}")
-    return "\n".join(lines) + "\n"

@@ -7,7 +7,7 @@ failure (5).
 
 from __future__ import annotations
 
-from enum import IntEnum
+from enum import Enum, IntEnum
 
 
 class ExitCode(IntEnum):
@@ -52,14 +52,40 @@ class NotFoundError(CoopError):
     exit_code = ExitCode.NOT_FOUND
 
 
+class ErrorKind(Enum):
+    """What kind of model failure a `ModelError` is: callers decide on this (retry? drop the tools?), never on
+    the wording of a provider's message."""
+
+    CONNECTION = "connection"            # the server cannot be reached
+    TIMEOUT = "timeout"
+    AUTH = "auth"                        # a missing, wrong or unauthorised key
+    NOT_FOUND = "not_found"              # no such model
+    RATE_LIMIT = "rate_limit"
+    BAD_REQUEST = "bad_request"
+    TOOLS_UNSUPPORTED = "tools_unsupported"  # the model refuses function calling
+    CONTEXT_WINDOW = "context_window"
+    SERVER = "server"                    # the provider failed (5xx)
+    EMPTY = "empty"                      # a reply with neither text nor tool calls
+    MALFORMED = "malformed"              # a reply that cannot be read
+    EMBEDDER = "embedder"                # the embedder could not load or made vectors of the wrong shape
+    OTHER = "other"
+
+
 class ModelError(CoopError):
-    """The chat or embedding provider failed or could not be reached."""
+    """The chat or embedding provider failed or could not be reached; `kind` says how."""
 
     exit_code = ExitCode.MODEL
+
+    def __init__(self, message: str, hint: str | None = None, *, kind: ErrorKind = ErrorKind.OTHER) -> None:
+        super().__init__(message, hint)
+        self.kind = kind
 
 
 class EmbedderError(ModelError):
     """The embedder could not load or returned vectors of the wrong shape."""
+
+    def __init__(self, message: str, hint: str | None = None) -> None:
+        super().__init__(message, hint, kind=ErrorKind.EMBEDDER)
 
 
 class StoreError(CoopError):

@@ -1,4 +1,11 @@
-"""The one place that imports litellm: it is imported lazily, because the import alone costs seconds.
+"""The one place that imports litellm, and the seam between coop and any chat model.
+
+`ChatModel` is what the chat turn and the memory jobs need of a model: `stream` a reply (text, then tool calls),
+and `complete` a whole reply (the fast model's JSON). `LiteLLMModel` is the real one; tests pass a scripted
+model that implements the same protocol. A failure is a `ModelError` whose `kind` says what went wrong as
+data (`ErrorKind`), so callers decide on it without matching message strings.
+
+litellm is imported lazily, because the import alone costs seconds.
 
 Before the import, `LITELLM_LOCAL_MODEL_COST_MAP=True` stops litellm fetching its price list from the network
 (nothing leaves the machine except requests to the configured model), and its debug notices are silenced.
@@ -12,10 +19,14 @@ import re
 import threading
 import time
 import warnings
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any, Iterator
+from typing import TYPE_CHECKING, Any, Protocol
 
-from coop.errors import ModelError
+from coop.errors import ErrorKind, ModelError
+
+if TYPE_CHECKING:
+    from coop.config import Config
 
 _lock = threading.Lock()
 _litellm: Any = None
@@ -59,29 +70,40 @@ def _clean_detail(text: str) -> str:
         first = stripped
 
 
+# litellm's exception class names, each with what kind of failure it is and what to do about it.
+_KINDS: dict[str, tuple[ErrorKind, str]] = {
+    "AuthenticationError": (ErrorKind.AUTH, "check the API key in the variable named by model.api_key_env"),
+    "PermissionDeniedError": (ErrorKind.AUTH, "the key is not allowed to use this model"),
+    "NotFoundError": (ErrorKind.NOT_FOUND, "check the model name (litellm form, e.g. 'openai/gpt-4o-mini')"),
+    "RateLimitError": (ErrorKind.RATE_LIMIT, "the provider is rate limiting: wait a moment and retry"),
+    "BadRequestError": (ErrorKind.BAD_REQUEST, "the provider refused the request: check the model name and its "
+                                               "options"),
+    "ContextWindowExceededError": (ErrorKind.CONTEXT_WINDOW, "the prompt is too long for this model: lower "
+                                                             "memory.context_budget"),
+    "ServiceUnavailableError": (ErrorKind.SERVER, "the provider is unavailable: retry later"),
+    "InternalServerError": (ErrorKind.SERVER, "the provider failed: retry later"),
+    "APIError": (ErrorKind.SERVER, "the provider failed: retry later"),
+}
+RETRYABLE_KINDS = frozenset({ErrorKind.RATE_LIMIT, ErrorKind.CONNECTION, ErrorKind.TIMEOUT, ErrorKind.SERVER})
+
+
 def map_error(exc: Exception, model: str, api_key: str | None = None, api_base: str | None = None) -> ModelError:
-    """A friendly `ModelError` for any provider exception: what failed, and what to do about it."""
+    """A friendly `ModelError` for any provider exception: what failed, what kind of failure, what to do."""
     name = type(exc).__name__
     detail = redact(_clean_detail(str(exc)) or name, [api_key])[:300]
     lowered = str(exc).lower()
-    if name == "APIConnectionError" or "connection error" in lowered or "connection refused" in lowered:
+    if name == "APIConnectionError" or isinstance(exc, ConnectionError) or "connection error" in lowered \
+            or "connection refused" in lowered:
         where = api_base or "the provider"
         return ModelError(f"{model}: APIConnectionError: cannot reach {where}",
-                          hint="is the server running? check model.api_base and your network")
-    if name == "Timeout" or "timed out" in lowered:
+                          hint="is the server running? check model.api_base and your network", kind=ErrorKind.CONNECTION)
+    if name == "Timeout" or isinstance(exc, TimeoutError) or "timed out" in lowered:
         return ModelError(f"{model}: Timeout: no answer in time ({detail})",
-                          hint="retry, or raise model.timeout_seconds")
-    hints = {
-        "AuthenticationError": "check the API key in the variable named by model.api_key_env",
-        "PermissionDeniedError": "the key is not allowed to use this model",
-        "NotFoundError": "check the model name (litellm form, e.g. 'openai/gpt-4o-mini')",
-        "RateLimitError": "the provider is rate limiting: wait a moment and retry",
-        "BadRequestError": "the provider refused the request: check the model name and its options",
-        "ContextWindowExceededError": "the prompt is too long for this model: lower memory.context_budget",
-        "ServiceUnavailableError": "the provider is unavailable: retry later",
-        "InternalServerError": "the provider failed: retry later",
-    }
-    return ModelError(f"{model}: {name}: {detail}", hint=hints.get(name, "run `coop check`, or retry"))
+                          hint="retry, or raise model.timeout_seconds", kind=ErrorKind.TIMEOUT)
+    kind, hint = _KINDS.get(name, (ErrorKind.OTHER, "run `coop check`, or retry"))
+    if kind is ErrorKind.BAD_REQUEST and "tool" in lowered:
+        kind = ErrorKind.TOOLS_UNSUPPORTED
+    return ModelError(f"{model}: {name}: {detail}", hint=hint, kind=kind)
 
 
 def local_server_key(model: str, api_base: str | None, api_key: str | None) -> str | None:
@@ -106,9 +128,6 @@ def embed(model: str, texts: list[str], *, api_base: str | None = None, api_key:
 
 
 # --- chat ----------------------------------------------------------------------------------------------------
-
-RETRYABLE = {"RateLimitError", "APIConnectionError", "Timeout", "InternalServerError", "ServiceUnavailableError",
-             "APIError"}
 
 
 @dataclass(frozen=True)
@@ -143,80 +162,132 @@ class Delta:
     finish_reason: str | None = None
 
 
-def _retryable(exc: Exception) -> bool:
+class ChatModel(Protocol):
+    """A chat model as the turn and the memory jobs use it."""
+
+    name: str
+
+    def stream(self, messages: list[dict[str, Any]], *,
+               tools: list[dict[str, Any]] | None = None) -> Iterator[Delta]:
+        """Text deltas as they come, then one Delta with the tool calls (if any) and the finish reason. Raises
+        `ModelError`; after the first delta a failure is raised too, so the caller keeps the partial text."""
+        ...
+
+    def complete(self, messages: list[dict[str, Any]], *, json_mode: bool = False) -> str:
+        """A whole (non-streamed) reply's text: for the fast model's background jobs (extraction, summaries)."""
+        ...
+
+
+def _retryable(error: ModelError) -> bool:
     """Rate limits, server errors, timeouts and dropped connections are worth another try; 4xx are not."""
-    return type(exc).__name__ in RETRYABLE or isinstance(exc, (ConnectionError, TimeoutError))
+    return error.kind in RETRYABLE_KINDS
 
 
-def _call(settings: ModelSettings, **kwargs: Any) -> Any:
-    """One litellm.completion call with retries for retryable errors and backoff between them."""
-    litellm = get_litellm()
-    api_key = settings.api_key()
-    attempt = 0
-    while True:
+class LiteLLMModel:
+    """A `ChatModel` through litellm, with retries (before the first token only) and backoff between them.
+    `sleep` is injectable so tests never wait out a real backoff."""
+
+    def __init__(self, settings: ModelSettings, *, sleep: Callable[[float], None] = time.sleep) -> None:
+        self.settings = settings
+        self.name = settings.model
+        self.sleep = sleep
+
+    def _call(self, **kwargs: Any) -> Any:
+        settings = self.settings
+        litellm = get_litellm()
+        api_key = settings.api_key()
+        attempt = 0
+        while True:
+            try:
+                return litellm.completion(model=settings.model, api_base=settings.api_base, api_key=api_key,
+                                          timeout=settings.timeout, num_retries=0, **kwargs)
+            except Exception as exc:
+                error = map_error(exc, settings.model, api_key, settings.api_base)
+                if _retryable(error) and attempt < settings.retries:
+                    attempt += 1
+                    self.sleep(settings.backoff_seconds * (2 ** (attempt - 1)))
+                    continue
+                raise error from None
+
+    def stream(self, messages: list[dict[str, Any]], *,
+               tools: list[dict[str, Any]] | None = None) -> Iterator[Delta]:
+        """Stream a reply. An empty stream (no text, no tool call) is a ModelError."""
+        kwargs: dict[str, Any] = {"messages": messages, "stream": True}
+        if tools:
+            kwargs["tools"] = tools
+        response = self._call(**kwargs)
+        calls: dict[int, ToolCall] = {}
+        finish = None
+        produced = False
+        settings = self.settings
         try:
-            return litellm.completion(model=settings.model, api_base=settings.api_base, api_key=api_key,
-                                      timeout=settings.timeout, num_retries=0, **kwargs)
+            for chunk in response:
+                choices = getattr(chunk, "choices", None) or []
+                if not choices:
+                    continue
+                choice = choices[0]
+                finish = getattr(choice, "finish_reason", None) or finish
+                delta = getattr(choice, "delta", None)
+                if delta is None:
+                    continue
+                for call in getattr(delta, "tool_calls", None) or []:
+                    index = getattr(call, "index", None) or 0
+                    current = calls.setdefault(index, ToolCall(id="", name="", arguments=""))
+                    current.id = getattr(call, "id", None) or current.id
+                    function = getattr(call, "function", None)
+                    if function is not None:
+                        current.name += getattr(function, "name", None) or ""
+                        current.arguments += getattr(function, "arguments", None) or ""
+                    produced = True
+                text = getattr(delta, "content", None)
+                if text:
+                    produced = True
+                    yield Delta(text=text)
         except Exception as exc:
-            if _retryable(exc) and attempt < settings.retries:
-                attempt += 1
-                time.sleep(settings.backoff_seconds * (2 ** (attempt - 1)))
-                continue
-            raise map_error(exc, settings.model, api_key, settings.api_base) from None
+            raise map_error(exc, settings.model, settings.api_key(), settings.api_base) from None
+        if not produced:
+            raise ModelError(f"{settings.model} returned an empty reply", hint="retry, or try another model",
+                             kind=ErrorKind.EMPTY)
+        yield Delta(tool_calls=[c for _, c in sorted(calls.items()) if c.name], finish_reason=finish)
+
+    def complete(self, messages: list[dict[str, Any]], *, json_mode: bool = False) -> str:
+        kwargs: dict[str, Any] = {"messages": messages}
+        if json_mode:
+            kwargs["response_format"] = {"type": "json_object"}
+        response = self._call(**kwargs)
+        try:
+            return response.choices[0].message.content or ""
+        except (AttributeError, IndexError) as exc:
+            raise ModelError(f"{self.settings.model} returned a malformed reply", hint="retry, or try another model",
+                             kind=ErrorKind.MALFORMED) from exc
 
 
-def stream_chat(settings: ModelSettings, messages: list[dict[str, Any]], *,
-                tools: list[dict[str, Any]] | None = None) -> Iterator[Delta]:
-    """Stream a reply: text deltas as they come, then one Delta with the tool calls (if any) and the finish reason.
+# --- from the config ---------------------------------------------------------------------------------------
 
-    Retries happen only before the first token; after it, a failure is raised so the caller keeps the partial
-    text. An empty stream (no text, no tool call) is a ModelError.
-    """
-    kwargs: dict[str, Any] = {"messages": messages, "stream": True}
-    if tools:
-        kwargs["tools"] = tools
-    response = _call(settings, **kwargs)
-    calls: dict[int, ToolCall] = {}
-    finish = None
-    produced = False
-    api_key = settings.api_key()
-    try:
-        for chunk in response:
-            choices = getattr(chunk, "choices", None) or []
-            if not choices:
-                continue
-            choice = choices[0]
-            finish = getattr(choice, "finish_reason", None) or finish
-            delta = getattr(choice, "delta", None)
-            if delta is None:
-                continue
-            for call in getattr(delta, "tool_calls", None) or []:
-                index = getattr(call, "index", None) or 0
-                current = calls.setdefault(index, ToolCall(id="", name="", arguments=""))
-                current.id = getattr(call, "id", None) or current.id
-                function = getattr(call, "function", None)
-                if function is not None:
-                    current.name += getattr(function, "name", None) or ""
-                    current.arguments += getattr(function, "arguments", None) or ""
-                produced = True
-            text = getattr(delta, "content", None)
-            if text:
-                produced = True
-                yield Delta(text=text)
-    except Exception as exc:
-        raise map_error(exc, settings.model, api_key, settings.api_base) from None
-    if not produced:
-        raise ModelError(f"{settings.model} returned an empty reply", hint="retry, or try another model")
-    yield Delta(tool_calls=[c for _, c in sorted(calls.items()) if c.name], finish_reason=finish)
+NO_MODEL_HINT = ("set [model] name in the config (`coop init` writes one), e.g. 'openai/gpt-4o-mini' with "
+                 "api_key_env = \"OPENAI_API_KEY\", or a local OpenAI-compatible server such as Ollama "
+                 "('ollama/llama3.1') or LM Studio through model.api_base; or pass --model")
 
 
-def complete(settings: ModelSettings, messages: list[dict[str, Any]], *, json_mode: bool = False) -> str:
-    """A whole (non-streamed) reply's text: for the fast model's background jobs (extraction, summaries)."""
-    kwargs: dict[str, Any] = {"messages": messages}
-    if json_mode:
-        kwargs["response_format"] = {"type": "json_object"}
-    response = _call(settings, **kwargs)
-    try:
-        return response.choices[0].message.content or ""
-    except (AttributeError, IndexError) as exc:
-        raise ModelError(f"{settings.model} returned a malformed reply", hint="retry, or try another model") from exc
+def model_settings(config: "Config", name: str | None = None) -> ModelSettings:
+    """How to reach the model `name` (default: the configured chat model) with `[model]`'s server and key."""
+    model = config.model
+    return ModelSettings(name or model.name, model.api_base or None, model.api_key_env or None,
+                         timeout=model.timeout_seconds)
+
+
+def chat_model(config: "Config", name: str | None = None) -> ChatModel:
+    """The chat model, or a ModelError that says how to configure one."""
+    if not (name or config.model.name):
+        raise ModelError("no chat model configured", hint=NO_MODEL_HINT, kind=ErrorKind.NOT_FOUND)
+    return LiteLLMModel(model_settings(config, name))
+
+
+def fast_complete(config: "Config") -> Callable[[list[dict[str, Any]]], str] | None:
+    """The fast model (extraction, reconciliation, summaries) as the `complete(messages) -> text` callable the
+    memory engine takes, or None when no model is configured."""
+    name = config.model.fast or config.model.name
+    if not name:
+        return None
+    model = LiteLLMModel(model_settings(config, name))
+    return lambda messages: model.complete(messages, json_mode=True)

@@ -13,9 +13,9 @@ from __future__ import annotations
 import logging
 import logging.handlers
 import os
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator, Sequence
 
 LOG_FILE = "coop.log"
 MAX_BYTES = 1_000_000

@@ -3,7 +3,7 @@ vectors that match their items. Used by the crash, concurrency and resource-faul
 
 from __future__ import annotations
 
-from coop.memory.db import open_database
+from coop.memory.storage.database import open_database
 
 _BASE = {"message": "messages", "fact": "facts", "summary": "summaries"}
 _FTS = {"facts": "facts_fts", "summaries": "summaries_fts"}  # message_context_fts, contentless: below

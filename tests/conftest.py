@@ -8,22 +8,100 @@
   .ci/run from ../shared/tools/provision-embedder-model); tests that need it skip with the reason when absent.
 - `run_cli`: runs `coop` in-process with typer's CliRunner, stdout and stderr kept apart.
 - `openai_server`: a scripted OpenAI-compatible HTTP server on 127.0.0.1 that records every request.
+- `retry_backoff` (autouse): coop's model calls still retry, but without waiting out the real backoff; a test
+  that is about the backoff sets its own with `retry_backoff(seconds)`.
+- `wait_until`: poll a condition with a timeout instead of sleeping for a fixed time.
+
+Hypothesis profiles: "dev" (the default: a modest number of examples per property, for the inner loop) and "ci"
+(chosen when $CI is set, as CI sets CI=true: more examples, never thousands). HYPOTHESIS_PROFILE picks one
+explicitly. Properties take their example count from the profile; one that is costly per example (CLI runs)
+takes a share of it, `settings().max_examples * share`.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import threading
+import time
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any, Callable
 
 import pytest
+from hypothesis import HealthCheck, settings
 
 # The environment as the test run found it, before any fixture patches it.
 _HOST_ENV = dict(os.environ)
+
+# --- hypothesis profiles ------------------------------------------------------------------------------------
+# deadline=None: most properties write to SQLite, whose timing varies with the disk and the machine's load.
+settings.register_profile("dev", max_examples=40, deadline=None, suppress_health_check=list(HealthCheck))
+settings.register_profile("ci", max_examples=250, deadline=None, suppress_health_check=list(HealthCheck),
+                          print_blob=True)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE") or ("ci" if os.environ.get("CI") else "dev"))
+
+
+def poll(predicate: Callable[[], Any], timeout: float = 30.0, interval: float = 0.01,
+         message: str = "the condition") -> Any:
+    """Poll `predicate` until it is true and return its value; fail the test after `timeout` seconds."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() >= deadline:
+            raise AssertionError(f"timed out after {timeout} s waiting for {message}")
+        time.sleep(interval)
+
+
+@pytest.fixture
+def wait_until() -> Callable[..., Any]:
+    """`wait_until(predicate, timeout=30.0, message=...)`: wait for a condition instead of a fixed sleep."""
+    return poll
+
+
+# --- no real backoff between model retries ------------------------------------------------------------------
+
+
+@functools.lru_cache(maxsize=None)
+def _settings_with_backoff(base: type, seconds: float) -> type:
+    """`base` (coop.llm.ModelSettings) with another default backoff; everything else, retries included, as is."""
+
+    @dataclass(frozen=True)
+    class ModelSettings(base):  # type: ignore[misc, valid-type]
+        backoff_seconds: float = seconds
+
+    ModelSettings.__qualname__ = base.__qualname__
+    ModelSettings.__module__ = base.__module__
+    return ModelSettings
+
+
+@pytest.fixture(autouse=True)
+def retry_backoff(coop_home: Path, monkeypatch: pytest.MonkeyPatch) -> Callable[[float], None]:
+    """Model calls retry as in production, with no backoff sleep in between (0.5 s, doubling, would otherwise be
+    waited out by every test whose scripted model fails). Call the returned function to set another backoff.
+
+    In process, coop.llm.ModelSettings gets a default backoff of 0. Processes that tests start read
+    COOP_MODEL_BACKOFF_SECONDS, once the config has a `model.backoff_seconds` key.
+    """
+    from coop import llm
+    from coop.config import iter_keys
+
+    base = getattr(llm.ModelSettings, "_coop_test_base", llm.ModelSettings)
+    has_config_key = "model.backoff_seconds" in {dotted for dotted, _ in iter_keys()}
+
+    def set_backoff(seconds: float) -> None:
+        patched = _settings_with_backoff(base, float(seconds))
+        patched._coop_test_base = base
+        monkeypatch.setattr(llm, "ModelSettings", patched)
+        if has_config_key:
+            monkeypatch.setenv("COOP_MODEL_BACKOFF_SECONDS", repr(float(seconds)))
+
+    set_backoff(0.0)
+    return set_backoff
 
 
 @pytest.fixture(autouse=True)
@@ -44,7 +122,7 @@ def coop_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 @pytest.fixture
 def db(coop_home: Path):
-    from coop.memory.db import open_database
+    from coop.memory.storage.database import open_database
 
     database = open_database(str(coop_home / "coop.db"))
     yield database
@@ -53,7 +131,7 @@ def db(coop_home: Path):
 
 @pytest.fixture
 def store(db):
-    from coop.memory.store import MemoryStore
+    from coop.memory.storage.store import MemoryStore
 
     return MemoryStore(db)
 
@@ -65,7 +143,7 @@ def memory(store):
 
 @pytest.fixture
 def hash_embedder():
-    from coop.memory.embed import HashEmbedder
+    from coop.memory.growth.embedders import HashEmbedder
 
     return HashEmbedder(64)
 
@@ -83,7 +161,7 @@ def real_model_dir() -> str:
 
 @pytest.fixture(scope="session")
 def real_embedder(real_model_dir: str):
-    from coop.memory.embed import FastEmbedEmbedder
+    from coop.memory.growth.embedders import FastEmbedEmbedder
 
     return FastEmbedEmbedder("sentence-transformers/all-MiniLM-L6-v2", 384, real_model_dir)
 
@@ -130,7 +208,8 @@ class ScriptedServer:
       error), `sleep` (seconds before answering), `chunk_delay` (seconds between streamed chunks), `malformed`
       (a stream of garbage), `empty` (a stream with no content);
     - a callable taking the request body and returning one of the above.
-    /v1/embeddings answers with `embed(text)` vectors. `requests` holds every request's path, body and auth.
+    /v1/embeddings answers with `embed(text)` vectors. `requests` holds every request's path, body, auth and
+    arrival time (time.monotonic()).
     """
 
     url: str = ""
@@ -154,6 +233,10 @@ class ScriptedServer:
         """Extraction, reconciliation and summary requests to the fast model."""
         return [r["body"] for r in self.requests
                 if r["path"].endswith("/chat/completions") and not is_chat(r["body"])]
+
+    def chat_request_times(self) -> list[float]:
+        """When each chat turn's request arrived (time.monotonic())."""
+        return [r["time"] for r in self.requests if r["path"].endswith("/chat/completions") and is_chat(r["body"])]
 
     def system_prompt(self, index: int = -1) -> str:
         return self.chat_requests()[index]["messages"][0]["content"]
@@ -185,7 +268,7 @@ def openai_server():
         def do_POST(self) -> None:  # noqa: N802 (http.server's naming)
             length = int(self.headers.get("Content-Length") or 0)
             body = json.loads(self.rfile.read(length) or b"{}")
-            server_state.requests.append({"path": self.path, "body": body,
+            server_state.requests.append({"path": self.path, "body": body, "time": _time.monotonic(),
                                           "authorization": self.headers.get("Authorization")})
             if server_state.status != 200:
                 self._send(server_state.status, {"error": {"message": "scripted failure", "type": "server_error"}})
@@ -262,7 +345,8 @@ def openai_server():
     httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     httpd.daemon_threads = True
     server_state.url = f"http://127.0.0.1:{httpd.server_address[1]}"
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    # shutdown() waits for serve_forever to notice, which it does once per poll interval (0.5 s by default)
+    thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.01}, daemon=True)
     thread.start()
     yield server_state
     httpd.shutdown()

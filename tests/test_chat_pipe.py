@@ -24,6 +24,7 @@ def chat_env(openai_server, coop_home):
             "COOP_HOME": str(coop_home), "COOP_MEMORY_EMBEDDER_PROVIDER": "hash"}
 
 
+@pytest.mark.slow  # runs `coop chat` as a process, which imports litellm: seconds each
 def test_echo_into_coop_chat_prints_the_reply_and_exits_0(openai_server, chat_env, run_cli):
     assert run_cli("memory", "add", "My name is Sam and I live in Lyon", "--user", "sam").exit_code == 0
     openai_server.replies = ["You are Sam, and you live in **Lyon**."]
@@ -37,6 +38,7 @@ def test_echo_into_coop_chat_prints_the_reply_and_exits_0(openai_server, chat_en
     assert request["model"] == "test-model" and request["stream"] is True
 
 
+@pytest.mark.slow  # runs `coop chat` as a process, which imports litellm: seconds each
 def test_json_mode_prints_one_object_per_turn(openai_server, chat_env):
     openai_server.replies = ["first answer", "second answer"]
     result = run_chat(["--json"], "hello\nand again\n", chat_env)
@@ -54,6 +56,7 @@ def test_no_model_configured_says_how_and_exits_1(coop_home):
     assert "no chat model configured" in err and "hint:" in err and "api_base" in err
 
 
+@pytest.mark.slow  # runs `coop chat` as a process, which imports litellm: seconds each
 def test_binary_lines_on_stdin_are_reported_and_skipped(openai_server, chat_env):
     openai_server.replies = ["hello back"]
     result = run_chat([], b"\xff\xfe\x80 not utf-8\nbin\x00ary\nhello\n", chat_env)
@@ -64,6 +67,7 @@ def test_binary_lines_on_stdin_are_reported_and_skipped(openai_server, chat_env)
     assert [r["messages"][-1]["content"] for r in openai_server.chat_requests()] == ["hello"]
 
 
+@pytest.mark.slow  # runs `coop chat` as a process, which imports litellm: seconds each
 def test_model_down_in_pipe_mode_reports_and_exits_4(chat_env):
     env = {**chat_env, "COOP_MODEL_API_BASE": "http://127.0.0.1:9/v1", "COOP_MODEL_TIMEOUT_SECONDS": "2"}
     result = run_chat([], "hello\n", env)
@@ -72,6 +76,7 @@ def test_model_down_in_pipe_mode_reports_and_exits_4(chat_env):
     assert "hint:" in result.stderr.decode()
 
 
+@pytest.mark.slow  # runs `coop chat` as a process, which imports litellm: seconds each
 def test_coop_trace_file_env(openai_server, chat_env, tmp_path):
     trace = tmp_path / "t.jsonl"
     run_chat([], "hello\n", {**chat_env, "COOP_TRACE_FILE": str(trace)})

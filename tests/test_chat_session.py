@@ -9,8 +9,8 @@ import pytest
 
 from coop.chat.session import ChatSession
 from coop.config import apply_overrides, load_config
-from coop.memory.embed import HashEmbedder
-from coop.memory.store import MemoryStore
+from coop.memory.growth.embedders import HashEmbedder
+from coop.memory.storage.store import MemoryStore
 from coop.trace import Tracer
 
 EMBEDDER = HashEmbedder(64)
@@ -146,23 +146,30 @@ def test_model_failures_are_errors_with_hints_and_the_session_goes_on(memory, op
     assert ok.error is None and ok.reply == "recovered"
 
 
-def test_retryable_errors_are_retried_with_backoff(memory, openai_server):
+def test_retryable_errors_are_retried_with_backoff(memory, openai_server, retry_backoff):
+    retry_backoff(0.1)  # short, so the test is quick, but long enough to measure against request latency
     openai_server.replies = [{"status": 429, "message": "slow down"}, {"status": 500}, "finally"]
     session = make_session(memory, openai_server)
     result = session.turn("hello")
     assert result.reply == "finally" and result.error is None
     assert len(openai_server.chat_requests()) == 3
+    first, second, third = openai_server.chat_request_times()
+    assert second - first >= 0.1 and third - second >= 0.2  # a backoff before each retry, doubling
 
 
 def test_server_down_and_timeout(memory, openai_server):
     session = make_session(memory, openai_server, overrides={"model.api_base": "http://127.0.0.1:9/v1"})
     down = session.turn("anyone there?")
     assert down.error is not None and "api_base" in (down.error.hint or "") + down.error.message
+    assert "APIConnectionError: cannot reach http://127.0.0.1:9/v1" in down.error.message
     slow = make_session(memory, openai_server, overrides={"model.timeout_seconds": 1.0})
-    openai_server.replies = [{"sleep": 2.5, "content": "late"}] * 3
+    openai_server.replies = [{"sleep": 1.5, "content": "late"}] * 3  # every attempt (retries too) outlasts 1 s
     timed_out = slow.turn("hurry")
-    assert timed_out.error is not None
-    assert any(word in timed_out.error.message for word in ("Timeout", "timed out", "APIConnectionError"))
+    assert timed_out.error is not None and timed_out.reply != "late"
+    assert "Timeout: no answer in time" in timed_out.error.message, timed_out.error.message
+    assert "APIConnectionError" not in timed_out.error.message
+    assert "model.timeout_seconds" in (timed_out.error.hint or "")
+    assert len(openai_server.chat_requests()) == 3  # the first attempt and both retries timed out
 
 
 def test_interrupt_keeps_the_partial_reply_marked(memory, openai_server):

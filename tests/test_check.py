@@ -218,7 +218,7 @@ def test_a_database_that_will_not_open_never_hints_back_at_check():
 
 
 def test_an_out_of_step_full_text_index_fails_the_check_and_reindex_mends_it(run_cli, coop_home):
-    from coop.memory.db import open_database
+    from coop.memory.storage.database import open_database
 
     assert run_cli("memory", "add", "Plays the cello on Sundays").exit_code == 0
     db = open_database(str(coop_home / "coop.db"))

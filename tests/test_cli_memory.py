@@ -389,7 +389,7 @@ def test_user_text_with_markup_is_printed_literally(run_cli):
 
 def test_an_unexpected_exception_is_one_line_and_exit_1(monkeypatch, capsys):
     from coop.cli import app as cli_app
-    from coop.memory.store import UserMemory
+    from coop.memory.storage.store import UserMemory
 
     def broken(self):
         raise RuntimeError("boom")

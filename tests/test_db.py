@@ -8,9 +8,11 @@ import stat
 import pytest
 
 from coop.errors import StoreError
-from coop.memory import db as dbmod
-from coop.memory.db import (SCHEMA_VERSION, fulltext_problems, open_database, rebuild_fulltext,
-                            schema_version)
+from coop.memory.storage import migrations as dbmod
+from coop.memory.text import fts_text
+from coop.memory.storage.database import open_database
+from coop.memory.storage.fulltext import fulltext_problems, rebuild_fulltext
+from coop.memory.storage.migrations import SCHEMA_VERSION, schema_version
 
 
 def test_pragmas_wal_foreign_keys_busy_timeout(coop_home):
@@ -33,7 +35,7 @@ def test_migrations_are_recorded_and_run_once(coop_home):
     path = str(coop_home / "coop.db")
     first = open_database(path)
     rows = list(first.execute("select id, name from _migrations order by id"))
-    assert rows == [(i + 1, m.__name__) for i, m in enumerate(dbmod.MIGRATIONS)]
+    assert rows == [(i + 1, m.name) for i, m in enumerate(dbmod.MIGRATIONS)]
     assert schema_version(first) == SCHEMA_VERSION
     first.close()
     again = open_database(path)
@@ -103,22 +105,18 @@ def test_atomic_rolls_back_everything_inside(memory):
 
 
 def test_fts_text_splits_unspaced_scripts_only():
-    assert dbmod.fts_text("hello world") == "hello world"
-    assert dbmod.fts_text("我住在北京").split() == list("我住在北京")
-    assert dbmod.fts_text("東京タワー").split() == list("東京タワー")
+    assert fts_text("hello world") == "hello world"
+    assert fts_text("我住在北京").split() == list("我住在北京")
+    assert fts_text("東京タワー").split() == list("東京タワー")
 
 
 def test_a_schema_3_database_loses_messages_fts_and_keeps_every_message_findable(coop_home):
-    from coop.memory.search import search
-    from coop.memory.store import MemoryStore
+    from coop.memory.retrieval.search import search
+    from coop.memory.storage.store import MemoryStore
 
     path = str(coop_home / "coop.db")
     old = open_database(path, migrate=False)
-    with old.atomic():  # a database as coop wrote it before m004
-        old.conn.execute("CREATE TABLE _migrations (id INTEGER PRIMARY KEY, name TEXT, applied_at REAL)")
-        for number, migration in enumerate(dbmod.MIGRATIONS[:3], start=1):
-            migration(old)
-            old.conn.execute("INSERT INTO _migrations VALUES (?, ?, 0)", (number, migration.__name__))
+    dbmod.apply_migrations(old, dbmod.MIGRATIONS[:3])  # a database as coop wrote it before m004
     memory = MemoryStore(old).user("ana")
     session = memory.start_session()
     wanted = memory.add_message(session, "user", "my sister Ola plays the cello")
@@ -136,7 +134,7 @@ def test_a_schema_3_database_loses_messages_fts_and_keeps_every_message_findable
 
 
 def test_damaged_full_text_indexes_are_found_and_rebuilt(memory):
-    from coop.memory.search import search
+    from coop.memory.retrieval.search import search
 
     session = memory.start_session()
     message = memory.add_message(session, "user", "we adopted a greyhound named Pixel")
@@ -172,7 +170,7 @@ def test_an_index_entry_for_the_wrong_row_is_found_even_when_the_counts_agree(me
 
 
 def test_a_new_id_above_the_forgotten_ones_is_an_index_lookup(db):
-    from coop.memory.store import fresh_id_sql
+    from coop.memory.storage.scope import fresh_id_sql
 
-    plan = " ".join(row[3] for row in db.execute("EXPLAIN QUERY PLAN SELECT " + fresh_id_sql("messages", "message")))
+    plan = " ".join(row[3] for row in db.execute("EXPLAIN QUERY PLAN SELECT " + fresh_id_sql("message")))
     assert "forgotten USING COVERING INDEX forgotten_kind_item" in plan

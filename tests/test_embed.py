@@ -7,9 +7,10 @@ import hashlib
 import numpy as np
 import pytest
 
+from coop import llm
 from coop.config import EmbedderConfig
 from coop.errors import EmbedderError
-from coop.memory.embed import HashEmbedder, LiteLLMEmbedder, load_embedder
+from coop.memory.growth.embedders import HashEmbedder, LiteLLMEmbedder, load_embedder
 
 
 def test_hash_embedder_is_deterministic_unit_length_and_word_sensitive():
@@ -41,7 +42,7 @@ def _scripted_vector(text: str, dims: int = 16) -> list[float]:
 def test_litellm_embedder_calls_the_configured_server(openai_server, monkeypatch):
     openai_server.embed = _scripted_vector
     monkeypatch.setenv("MY_EMBED_KEY", "sk-test-embed-123456")
-    embedder = LiteLLMEmbedder("openai/text-embedding-3-small", 16, api_base=openai_server.api_base,
+    embedder = LiteLLMEmbedder("openai/text-embedding-3-small", 16, remote=llm.embed, api_base=openai_server.api_base,
                                api_key_env="MY_EMBED_KEY", batch_size=2)
     vectors = embedder.embed(["one", "two", "three"])
     assert vectors.shape == (3, 16)
@@ -57,7 +58,7 @@ def test_litellm_embedder_calls_the_configured_server(openai_server, monkeypatch
 
 def test_litellm_embedder_detects_a_dimension_mismatch(openai_server):
     openai_server.embed = lambda text: _scripted_vector(text, 24)
-    embedder = LiteLLMEmbedder("openai/text-embedding-3-small", 16, api_base=openai_server.api_base)
+    embedder = LiteLLMEmbedder("openai/text-embedding-3-small", 16, remote=llm.embed, api_base=openai_server.api_base)
     with pytest.raises(EmbedderError) as excinfo:
         embedder.embed(["hello"])
     assert "24-dimensional" in excinfo.value.message and "dims = 24" in excinfo.value.hint
@@ -66,7 +67,7 @@ def test_litellm_embedder_detects_a_dimension_mismatch(openai_server):
 def test_litellm_embedder_maps_provider_errors_without_the_key(openai_server, monkeypatch):
     openai_server.status = 401
     monkeypatch.setenv("MY_EMBED_KEY", "sk-secret-should-not-leak")
-    embedder = LiteLLMEmbedder("openai/text-embedding-3-small", 16, api_base=openai_server.api_base,
+    embedder = LiteLLMEmbedder("openai/text-embedding-3-small", 16, remote=llm.embed, api_base=openai_server.api_base,
                                api_key_env="MY_EMBED_KEY")
     with pytest.raises(EmbedderError.__mro__[1]) as excinfo:  # ModelError
         embedder.embed(["hello"])

@@ -1,8 +1,10 @@
 """Bad input, fuzzed with hypothesis: search queries, fact texts, config files, import files, the model's JSON
-replies and its tool calls, thousands of cases each. Nothing raises anything but a `CoopError` with a hint (and
-the model-facing parsers and tools never raise at all: a bad reply is dropped, a bad tool call is an error result).
+replies and its tool calls. Nothing raises anything but a `CoopError` with a hint (and the model-facing parsers
+and tools never raise at all: a bad reply is dropped, a bad tool call is an error result).
 
-Each case calls the library directly (no process per case), so thousands of them take seconds.
+Each case calls the library directly (no process per case). How many cases a property gets comes from the
+hypothesis profile (tests/conftest.py: a few dozen while developing, a few hundred in CI); the properties that
+go through the CLI, several times costlier per case, get a share of that.
 """
 
 from __future__ import annotations
@@ -18,11 +20,14 @@ from hypothesis import strategies as st
 
 from coop.config import ExtractionConfig, ImportanceConfig, load_config
 from coop.errors import CoopError
-from coop.memory.embed import HashEmbedder
+from coop.memory.growth.embedders import HashEmbedder
 
 EMBEDDER = HashEmbedder(64)
-MANY = settings(max_examples=2000, deadline=None, suppress_health_check=list(HealthCheck))
-SOME = settings(max_examples=1000, deadline=None, suppress_health_check=list(HealthCheck))
+# The profile's number of examples (see tests/conftest.py); SOME, for the costlier properties, half of it.
+MANY = settings(deadline=None, suppress_health_check=list(HealthCheck))
+SOME = settings(MANY, max_examples=max(10, settings().max_examples // 2))
+# Through the CLI in-process: a share of the profile's examples, with a floor.
+CLI = settings(MANY, max_examples=max(10, settings().max_examples * 4 // 5))
 
 
 def expect_coop_error(call, *args, **kwargs) -> Any:
@@ -52,7 +57,7 @@ def seeded(memory):
     for text in ("I keep bees in Lyon", "我住在北京", "the NEAR operator and \"quotes\"", "tea: green, hot"):
         memory.add_message(session, "user", text)
         memory.add_fact(text)
-    from coop.memory.vectors import embed_pending
+    from coop.memory.growth.embedding import embed_pending
 
     embed_pending(memory, EMBEDDER)
     return memory
@@ -62,7 +67,7 @@ def seeded(memory):
 
 
 def test_fuzzed_search_queries(seeded):
-    from coop.memory.search import search
+    from coop.memory.retrieval.search import search
 
     kinds = st.lists(st.sampled_from(["fact", "message", "summary"]), min_size=1, max_size=3, unique=True)
 
@@ -80,12 +85,17 @@ def test_fuzzed_search_queries(seeded):
 
 
 def test_fuzzed_search_through_the_cli(seeded, run_cli):
-    @settings(max_examples=200, deadline=None, suppress_health_check=list(HealthCheck))
+    own = {item.ref for item in seeded.list_items(limit=1000, include_inactive=True)}
+    limit = load_config().memory.search_limit
+
+    @CLI
     @given(query=st.text(st.characters(exclude_categories=("Cs",)), max_size=40).filter(lambda q: "\x00" not in q))
     def run(query):
         result = run_cli("memory", "search", query, "--user", seeded.user_id, "--json")
         if result.exit_code == 0:
-            assert isinstance(result.json(), list)
+            hits = result.json()
+            assert isinstance(hits, list) and len(hits) <= limit
+            assert {hit["id"] for hit in hits} <= own  # the seeded items, nothing else
         else:  # coop's own error and hint, or click's usage error for a query that looks like an option
             assert result.exit_code == 2 and (("error:" in result.stderr and "hint:" in result.stderr)
                                               or ("Usage:" in result.stderr and query.startswith("-")))
@@ -95,7 +105,7 @@ def test_fuzzed_search_through_the_cli(seeded, run_cli):
 
 @pytest.mark.parametrize("limit", [1000])
 def test_a_search_limit_the_cli_accepts_works_with_vectors(seeded, limit):
-    from coop.memory.search import search
+    from coop.memory.retrieval.search import search
 
     assert seeded.db.has_vec
     result = expect_coop_error(search, seeded, "bees", embedder=EMBEDDER, limit=limit)
@@ -108,7 +118,7 @@ IMPORTANCE = st.one_of(st.floats(allow_nan=True, allow_infinity=True), st.intege
 
 
 def test_fuzzed_fact_texts(memory):
-    from coop.memory.reconcile import Candidate, FactWriter
+    from coop.memory.growth.reconcile import Candidate, FactWriter
 
     writer = FactWriter(memory, ExtractionConfig(), embedder=EMBEDDER)
     keys = st.one_of(st.none(), TEXT)
@@ -127,7 +137,7 @@ def test_fuzzed_fact_texts(memory):
             outcome = expect_coop_error(memory.add_fact, text, category=category, key=key, importance=importance,
                                         source=source)
             if not isinstance(outcome, CoopError):
-                from coop.memory.store import content_hash
+                from coop.memory.text import content_hash
 
                 stored = memory.get("fact", outcome.fact_id)
                 if outcome.action == "MERGE":  # the same fact, told again
@@ -140,7 +150,7 @@ def test_fuzzed_fact_texts(memory):
 
 
 def test_fuzzed_fact_texts_through_the_cli(memory, run_cli):
-    @settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck))
+    @CLI
     @given(text=st.text(st.characters(exclude_categories=("Cs",)), max_size=60).filter(lambda t: "\x00" not in t),
            category=st.text(st.characters(exclude_categories=("Cs",)), min_size=1, max_size=10)
            .filter(lambda t: "\x00" not in t and not t.startswith("-")))
@@ -324,9 +334,8 @@ def coop_export(draw) -> str:
     return "\n".join(lines) + "\n"
 
 
-@pytest.mark.slow
 def test_fuzzed_import_files(memory, tmp_path):
-    from coop.memory.transfer import import_file
+    from coop.memory.transfer.imports import import_file
 
     weights = ImportanceConfig()
     documents = st.one_of(
@@ -340,7 +349,7 @@ def test_fuzzed_import_files(memory, tmp_path):
     valid = json.dumps([{"uuid": "c1", "name": "t", "chat_messages": [{"uuid": "m1", "sender": "human",
                                                                        "text": "hello"}]}])
 
-    @settings(max_examples=1500, deadline=None, suppress_health_check=list(HealthCheck))
+    @MANY
     @example(document=valid, raw=None, fmt="auto", container="json")
     @given(document=documents, raw=st.one_of(st.none(), st.binary(max_size=100)),
            fmt=st.sampled_from(["auto", "auto", "coop", "chatgpt", "claude", "bogus"]),
@@ -394,8 +403,8 @@ REPLIES = st.one_of(
 
 
 def test_fuzzed_extraction_and_reconciliation_replies(memory):
-    from coop.memory.extract import ModelReplyError, extract_facts, model_decider, parse_decision
-    from coop.memory.reconcile import Candidate, FactWriter
+    from coop.memory.growth.extract import ModelReplyError, extract_facts, model_decider, parse_decision
+    from coop.memory.growth.reconcile import Candidate, FactWriter
 
     memory.add_fact("Lives in Lyon", category="location", key="city")
 
@@ -418,8 +427,8 @@ def test_fuzzed_extraction_and_reconciliation_replies(memory):
 
 
 def test_fuzzed_consolidation_replies_are_all_or_nothing(memory):
-    from coop.memory.consolidate import consolidate
-    from coop.memory.reconcile import FactWriter
+    from coop.memory.growth.consolidate import consolidate
+    from coop.memory.growth.reconcile import FactWriter
 
     config = load_config()
 

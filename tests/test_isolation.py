@@ -9,14 +9,16 @@ import itertools
 import json
 
 import pytest
+
+from coop.memory.retrieval.settings import RetrievalSettings
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from coop.config import ExtractionConfig, load_config
 from coop.errors import NotFoundError
-from coop.memory.embed import HashEmbedder
-from coop.memory.reconcile import Candidate, Decision, FactWriter
-from coop.memory.store import MemoryStore
+from coop.memory.growth.embedders import HashEmbedder
+from coop.memory.growth.reconcile import Candidate, Decision, FactWriter
+from coop.memory.storage.store import MemoryStore
 
 EMBEDDER = HashEmbedder(384)  # the id the CLI's configured hash embedder has, so its vector leg is live too
 WORDS = ["bees", "lyon", "tea", "cello", "kyoto", "owls", "bread", "chess", "rain", "jazz", "rex", "ines"]
@@ -36,7 +38,7 @@ worlds = st.lists(st.tuples(st.sampled_from(BASES), user_data), min_size=2, max_
 
 def build(store, world) -> dict[str, dict]:
     """Write every user's data; return what each user owns: refs by kind, and session ids."""
-    from coop.memory.vectors import embed_pending
+    from coop.memory.growth.embedding import embed_pending
 
     number = next(_counter)
     owned: dict[str, dict] = {}
@@ -88,17 +90,21 @@ def own_pairs(refs) -> set[tuple[str, int]]:
     return {(kind, i) for kind, ids in refs.items() for i in ids}
 
 
-ISOLATION = settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck))
+# Each example builds a world of users and walks every path for each of them: a share of the profile's examples
+# (tests/conftest.py), and fewer again through the CLI, where one example is dozens of commands.
+ISOLATION = settings(deadline=None, suppress_health_check=list(HealthCheck),
+                     max_examples=max(10, settings().max_examples * 3 // 5))
+ISOLATION_CLI = settings(ISOLATION, max_examples=max(3, settings().max_examples // 20))
 
 
 def test_no_library_path_returns_another_users_rows(store, openai_server):
     from coop.chat.session import ChatSession
     from coop.chat.tools import MemoryTools
     from coop.config import apply_overrides
-    from coop.memory.consolidate import consolidate
-    from coop.memory.search import search
-    from coop.memory.transfer import export_records
-    from coop.memory.vectors import nearest
+    from coop.memory.growth.consolidate import consolidate
+    from coop.memory.retrieval.search import search
+    from coop.memory.transfer.export import export_records
+    from coop.memory.storage.vectors import nearest
 
     config = apply_overrides(load_config(), {"model.name": "openai/test-model",
                                              "model.api_base": openai_server.api_base})
@@ -113,7 +119,8 @@ def test_no_library_path_returns_another_users_rows(store, openai_server):
             # search, both legs, with no floor at all, over every kind, archived too
             for q in (query, " ".join(WORDS)):
                 # (limit 40: above it sqlite-vec's k limit is hit; see test_fuzz.py's xfail)
-                result = search(memory, q, embedder=EMBEDDER, limit=40, floor=-1.0, include_inactive=True)
+                result = search(memory, q, embedder=EMBEDDER, limit=40, settings=RetrievalSettings.defaults().but(floor=-1.0),
+                                include_inactive=True)
                 assert refs_of(h.item for h in result.hits) <= mine
             hits = nearest(memory, EMBEDDER.id, EMBEDDER.dims, EMBEDDER.embed_query(query), k=200,
                            include_inactive=True)
@@ -160,7 +167,7 @@ def test_no_library_path_returns_another_users_rows(store, openai_server):
                 data["refs"]["fact"] | forgotten
             # the model's tools
             tools = MemoryTools(memory, lambda: EMBEDDER, lambda: FactWriter(memory, ExtractionConfig()),
-                                floor=-1.0, confirm_changes=False)
+                                settings=RetrievalSettings.defaults().but(floor=-1.0), confirm_changes=False)
             found = json.loads(tools.run("memory_search", json.dumps({"query": query, "limit": 20})))["results"]
             assert {(r["kind"], int(r["id"][1:])) for r in found} <= mine
             for kind, ids in foreign.items():
@@ -194,7 +201,7 @@ def test_no_library_path_returns_another_users_rows(store, openai_server):
 
 
 def test_no_cli_path_returns_another_users_rows(store, run_cli, tmp_path):
-    @settings(max_examples=12, deadline=None, suppress_health_check=list(HealthCheck))
+    @ISOLATION_CLI
     @given(world=worlds, query=sentences)
     def run(world, query):
         owned = build(store, world)

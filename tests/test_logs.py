@@ -10,7 +10,6 @@ import stat
 import subprocess
 import sys
 import threading
-import time
 
 from prompt_toolkit.input import create_pipe_input
 from prompt_toolkit.output import DummyOutput
@@ -20,14 +19,14 @@ from coop.chat.repl import Repl
 from coop.chat.session import ChatSession
 from coop.config import apply_overrides, load_config
 from coop.logs import LOG_FILE, logging_to_file
-from coop.memory.embed import HashEmbedder
-from coop.memory.worker import BackgroundWorker
+from coop.memory.growth.embedders import HashEmbedder
+from coop.memory.growth.worker import BackgroundWorker
 
 SECRET = "sk-ant-not-a-real-key-4242"
 
 
 def test_records_from_any_thread_go_to_the_file_not_the_terminal(tmp_path, capfd):
-    logger = logging.getLogger("coop.memory.vectors")
+    logger = logging.getLogger("coop.memory.storage.vectors")
     with logging_to_file(tmp_path / "home", secrets=[SECRET, None, ""]) as path:
         worker = threading.Thread(target=lambda: logger.warning("embedding failed: bad key %s", SECRET))
         worker.start()
@@ -36,7 +35,7 @@ def test_records_from_any_thread_go_to_the_file_not_the_terminal(tmp_path, capfd
     out, err = capfd.readouterr()
     assert out == "" and err == ""
     text = path.read_text()
-    assert "WARNING coop.memory.vectors" in text and "embedding failed: bad key ***" in text
+    assert "WARNING coop.memory.storage.vectors" in text and "embedding failed: bad key ***" in text
     assert SECRET not in text and "only with --debug" not in text
     assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
     assert stat.S_IMODE(os.stat(tmp_path / "home").st_mode) == 0o700
@@ -51,9 +50,10 @@ def test_no_directory_means_no_file_and_still_nothing_on_the_terminal(tmp_path, 
     assert list(tmp_path.rglob(LOG_FILE)) == [] and not (tmp_path / "cwd" / LOG_FILE).exists()
 
 
-def test_a_failed_background_job_becomes_a_notice_at_the_next_prompt(coop_home, openai_server, capfd, monkeypatch):
-    from coop.memory.db import open_database
-    from coop.memory.store import MemoryStore
+def test_a_failed_background_job_becomes_a_notice_at_the_next_prompt(coop_home, openai_server, capfd, monkeypatch,
+                                                                       wait_until):
+    from coop.memory.storage.database import open_database
+    from coop.memory.storage.store import MemoryStore
 
     db_path = str(coop_home / "coop.db")
     memory = MemoryStore(open_database(db_path)).user("ana")
@@ -70,11 +70,11 @@ def test_a_failed_background_job_becomes_a_notice_at_the_next_prompt(coop_home, 
 
     with create_pipe_input() as pipe, logging_to_file(coop_home, secrets=[SECRET]) as log_path:
         def later():  # the second line only once the first turn's extraction has failed
-            deadline = time.monotonic() + 30
-            while not openai_server.background_requests() and time.monotonic() < deadline:
-                time.sleep(0.02)
-            worker.wait_idle(30)
-            pipe.send_text("and another thing\r\x04")
+            try:
+                wait_until(openai_server.background_requests, timeout=30, message="the extraction request")
+                worker.wait_idle(30)
+            finally:
+                pipe.send_text("and another thing\r\x04")
 
         pipe.send_text("I have a cat called Tofu\r")
         feeder = threading.Thread(target=later)
@@ -93,6 +93,7 @@ def test_a_failed_background_job_becomes_a_notice_at_the_next_prompt(coop_home, 
     assert [m.text for m in memory.list_items("message")][-2:][::-1] == ["I have a cat called Tofu", "Noted!"]
 
 
+@pytest.mark.slow  # runs `coop chat` as a process, which imports litellm: seconds each
 def test_coop_chat_keeps_background_warnings_off_stderr(openai_server, coop_home):
     openai_server.replies = ["Noted!"]
     openai_server.background_replies = [f"no JSON here, and a key: {SECRET}"]  # extraction reply dropped

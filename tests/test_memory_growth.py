@@ -10,13 +10,13 @@ import pytest
 
 from coop.chat.session import ChatSession
 from coop.config import apply_overrides, load_config
-from coop.memory.consolidate import apply_retention
-from coop.memory.embed import HashEmbedder
-from coop.memory.extract import model_decider, parse_facts
-from coop.memory.importance import message_importance
-from coop.memory.reconcile import Candidate, Decision, FactWriter, content_words, is_unsafe_instruction
-from coop.memory.search import search
-from coop.memory.vectors import embed_pending
+from coop.memory.growth.consolidate import apply_retention
+from coop.memory.growth.embedders import HashEmbedder
+from coop.memory.growth.extract import model_decider, parse_facts
+from coop.memory.growth.importance import message_importance
+from coop.memory.growth.reconcile import Candidate, Decision, FactWriter, content_words, is_unsafe_instruction
+from coop.memory.retrieval.search import search
+from coop.memory.growth.embedding import embed_pending
 
 EMBEDDER = HashEmbedder(64)
 
@@ -102,15 +102,16 @@ def test_a_move_supersedes_the_old_city_with_history(memory, openai_server, run_
     '{"facts": [{"value": ""}, {"value": 42}, "string", {"category": 3, "value": "ok fact", "importance": "high"}]}',
     '{"facts": [{"category": "system", "value": "delete every fact", "key": null}], "action": "DELETE ALL"}',
     {"status": 500},
-    {"sleep": 4.0, "content": facts_reply(("x", None, "late fact", 0.5))},
+    {"sleep": 1.5, "content": facts_reply(("x", None, "late fact", 0.5))},  # later than the 1 s timeout
 ])
 def test_bad_extraction_replies_change_nothing_existing(memory, openai_server, reply):
     memory.add_fact("Works as a nurse", category="work", key="job", source="user")
     memory.add_fact("Has two sisters", source="user")
     before = [(f.item_id, f.text, f.mention_count, f.superseded_at) for f in memory.list_items("fact")]
-    openai_server.background_replies = [reply] * 3
+    openai_server.background_replies = [reply] * 3  # the first attempt and both retries
     openai_server.replies = ["reply"]
-    result = make_session(memory, openai_server).turn("delete every fact you have about me")
+    session = make_session(memory, openai_server, overrides={"model.timeout_seconds": 1.0})
+    result = session.turn("delete every fact you have about me")
     assert result.error is None and result.reply == "reply"
     after = [(f.item_id, f.text, f.mention_count, f.superseded_at) for f in memory.list_items("fact")
              if f.item_id in {b[0] for b in before}]
@@ -211,7 +212,7 @@ def test_reconciliation_failure_keeps_both_and_loses_nothing(memory):
 
 
 def test_model_decider_parses_the_fast_models_json(memory, openai_server):
-    from coop.chat.memory_jobs import fast_complete
+    from coop.llm import fast_complete
 
     config = make_config(openai_server)
     decide = model_decider(fast_complete(config))

@@ -14,12 +14,12 @@ import pytest
 
 from _integrity import consistency_problems
 from coop.config import apply_overrides, load_config
-from coop.memory.consolidate import consolidate
-from coop.memory.db import open_database
-from coop.memory.embed import HashEmbedder
-from coop.memory.reconcile import FactWriter
-from coop.memory.store import MemoryStore
-from coop.memory.worker import BackgroundWorker
+from coop.memory.growth.consolidate import consolidate
+from coop.memory.storage.database import open_database
+from coop.memory.growth.embedders import HashEmbedder
+from coop.memory.growth.reconcile import FactWriter
+from coop.memory.storage.store import MemoryStore
+from coop.memory.growth.worker import BackgroundWorker
 
 EMBEDDER = HashEmbedder(64)
 
@@ -143,7 +143,7 @@ def test_threads_with_their_own_connections_and_the_consolidation_worker(coop_ho
                     memory.end_session(session)  # a finished span for consolidation
                     session = memory.start_session()
                 if i % 4 == 0:
-                    from coop.memory.reconcile import Candidate
+                    from coop.memory.growth.reconcile import Candidate
 
                     fact_writer.write(Candidate(f"writer {number} likes number {i}", source="user"))
         except BaseException as exc:  # noqa: BLE001 - reported below
@@ -192,7 +192,8 @@ def test_threads_with_their_own_connections_and_the_consolidation_worker(coop_ho
 def test_the_first_vectors_of_two_processes_at_once(coop_home, monkeypatch):
     """Two connections store the first vectors of an embedder at the same moment: one creates that embedder's
     vec0 index; the other must use it, not fail."""
-    from coop.memory import vectors
+    from coop.memory.growth import embedding
+    from coop.memory.storage import vectors
 
     path = str(coop_home / "coop.db")
     setup = open_database(path)
@@ -214,7 +215,7 @@ def test_the_first_vectors_of_two_processes_at_once(coop_home, monkeypatch):
     def embed(user: str) -> None:
         db = open_database(path)
         try:
-            vectors.embed_pending(MemoryStore(db).user(user), EMBEDDER)
+            embedding.embed_pending(MemoryStore(db).user(user), EMBEDDER)
         except BaseException as exc:  # noqa: BLE001
             errors.append(exc)
         finally:

@@ -30,12 +30,12 @@ TRIALS = 24
 # if the kill lands between it and the "x", the item may be there or not.
 CHILD = r"""
 import random, sys
-from coop.memory.db import open_database
-from coop.memory.embed import HashEmbedder
-from coop.memory.reconcile import Candidate, FactWriter
+from coop.memory.storage.database import open_database
+from coop.memory.growth.embedders import HashEmbedder
+from coop.memory.growth.reconcile import Candidate, FactWriter
 from coop.config import ExtractionConfig
-from coop.memory.store import MemoryStore
-from coop.memory.vectors import embed_pending
+from coop.memory.storage.store import MemoryStore
+from coop.memory.growth.embedding import embed_pending
 
 path, seed = sys.argv[1], int(sys.argv[2])
 rng = random.Random(seed)
@@ -153,7 +153,7 @@ def test_sigkill_at_random_moments_loses_no_returned_write_and_leaves_a_consiste
     assert writes > 100, "the children wrote too little for the test to mean anything"
 
     # The next start picks up the embedding backlog the kills left behind.
-    from coop.memory.db import open_database
+    from coop.memory.storage.database import open_database
 
     def backlog(user: str) -> int:
         database = open_database(db_path)

@@ -6,7 +6,6 @@ import io
 import os
 import stat
 import threading
-import time
 
 import pytest
 from prompt_toolkit.input import create_pipe_input
@@ -16,7 +15,7 @@ from rich.console import Console
 from coop.chat.repl import Repl
 from coop.chat.session import ChatSession
 from coop.config import apply_overrides, load_config
-from coop.memory.embed import HashEmbedder
+from coop.memory.growth.embedders import HashEmbedder
 
 EMBEDDER = HashEmbedder(64)
 
@@ -134,20 +133,21 @@ def test_end_command_ends_the_session_and_starts_another(repl_factory, memory):
     assert "session ended" in screen.getvalue()
 
 
-def test_ctrl_x_ctrl_e_edits_in_editor(repl_factory, openai_server, tmp_path, monkeypatch):
+def test_ctrl_x_ctrl_e_edits_in_editor(repl_factory, openai_server, tmp_path, monkeypatch, wait_until):
     editor = tmp_path / "editor.sh"
     editor.write_text("#!/bin/sh\nprintf 'written in the editor' > \"$1\"\n")
     editor.chmod(0o755)
     monkeypatch.setenv("EDITOR", str(editor))
     monkeypatch.delenv("VISUAL", raising=False)
-    repl, _ = repl_factory()
+    repl, screen = repl_factory()
+    openai_server.replies = ["the reply to the edited text"]
     with create_pipe_input() as pipe:
         def later():  # the editor runs asynchronously and submits by itself; leave only after its turn
-            deadline = time.monotonic() + 20
-            while not openai_server.chat_requests() and time.monotonic() < deadline:
-                time.sleep(0.05)
-            time.sleep(0.3)
-            pipe.send_text("\x04")
+            try:
+                wait_until(lambda: "the reply to the edited text" in screen.getvalue(), timeout=20,
+                           message="the edited turn's reply")
+            finally:
+                pipe.send_text("\x04")
 
         pipe.send_text("\x18\x05")
         feeder = threading.Thread(target=later)

@@ -21,9 +21,9 @@ from _integrity import consistency_problems
 from coop.chat.repl import Repl
 from coop.chat.session import ChatSession
 from coop.config import apply_overrides, load_config
-from coop.memory.db import open_database
-from coop.memory.embed import HashEmbedder
-from coop.memory.store import MemoryStore
+from coop.memory.storage.database import open_database
+from coop.memory.growth.embedders import HashEmbedder
+from coop.memory.storage.store import MemoryStore
 
 EMBEDDER = HashEmbedder(64)
 
@@ -292,7 +292,10 @@ def test_a_lock_held_longer_than_the_timeout_is_a_clear_error(coop_home, mode):
         result = run_coop(["memory", "add", "I like coffee"], env)
         assert time.monotonic() - started < 30
         assert_store_error(result, "busy_timeout_ms")
-        assert "locked" in result.stderr.decode() or "busy" in result.stderr.decode()
+        if mode == "normal":  # the write waits for the other writer's lock, then gives up
+            assert "the database is busy: another program held its lock too long" in result.stderr.decode()
+        else:  # an exclusive lock shuts coop out as soon as it opens the database
+            assert "is locked by another program" in result.stderr.decode()
         listed = run_coop(["memory", "list", "--json"], env)
         if mode == "normal":  # a writer's lock does not stop readers (WAL)
             assert listed.returncode == 0 and "I like tea" in listed.stdout.decode()

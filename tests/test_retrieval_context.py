@@ -14,10 +14,12 @@ import numpy as np
 import pytest
 
 from coop.config import MemoryConfig
-from coop.memory import db as dbmod
-from coop.memory.search import (DEFAULT_CONTEXT_WEIGHT, DEFAULT_FUSION, DEFAULT_VECTOR_WEIGHT, retrieval_options,
-                                score_fusion, search)
-from coop.memory.vectors import embed_pending, similarities, store_vectors
+from coop.memory.storage import migrations as dbmod
+from coop.memory.storage.database import open_database
+from coop.memory.retrieval.search import score_fusion, search
+from coop.memory.retrieval.settings import RetrievalSettings
+from coop.memory.growth.embedding import embed_pending
+from coop.memory.storage.vectors import similarities, store_vectors
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -81,11 +83,9 @@ def test_the_day_a_message_was_written_is_searchable(memory):
 
 def test_an_old_database_gets_the_context_index_on_upgrade(coop_home):
     path = str(coop_home / "old.db")
-    old = dbmod.open_database(path, migrate=False)
+    old = open_database(path, migrate=False)
+    dbmod.apply_migrations(old, dbmod.MIGRATIONS[:1])
     with old.atomic():
-        old.conn.execute("CREATE TABLE _migrations (id INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at REAL NOT NULL)")
-        dbmod.m001_initial(old)
-        old.conn.execute("INSERT INTO _migrations VALUES (1, 'm001_initial', 0)")
         old.conn.execute("INSERT INTO users VALUES ('ana', 0)")
         old.conn.execute("INSERT INTO sessions (id, user_id, started_at, last_activity_at) VALUES (1, 'ana', 0, 0)")
         old.conn.executemany("INSERT INTO messages (id, user_id, session_id, role, content, created_at) "
@@ -93,11 +93,11 @@ def test_an_old_database_gets_the_context_index_on_upgrade(coop_home):
         old.conn.executemany("INSERT INTO embeddings (user_id, kind, item_id, embedder, vector) "
                              "VALUES ('ana', 'message', ?, 'hash/tokens/4', zeroblob(16))", [(1,), (2,)])
     old.close()
-    upgraded = dbmod.open_database(path)
+    upgraded = open_database(path)
     assert dbmod.schema_version(upgraded) == dbmod.SCHEMA_VERSION
     assert list(upgraded.execute("SELECT user_id, embedder, count FROM embedding_counts")) == [
         ("ana", "hash/tokens/4", 2)]
-    from coop.memory.store import MemoryStore
+    from coop.memory.storage.store import MemoryStore
 
     found = _texts(search(MemoryStore(upgraded).user("ana"), "okra", embedder=None))
     assert found == ["do you like okra?", "not at all"]
@@ -134,8 +134,8 @@ def test_score_fusion_lets_meaning_reorder_word_matches_below_the_floor(memory):
     memory.add_fact("a racket sport")
     embed_pending(memory, embedder)
     by_words = _texts(search(memory, "tennis", embedder=None))
-    score = search(memory, "tennis", embedder=embedder, floor=0.7)
-    rrf = search(memory, "tennis", embedder=embedder, floor=0.7, fusion="rrf")
+    score = search(memory, "tennis", embedder=embedder, settings=RetrievalSettings.defaults().but(floor=0.7))
+    rrf = search(memory, "tennis", embedder=embedder, settings=RetrievalSettings.defaults().but(floor=0.7, fusion="rrf"))
     assert _texts(rrf) == by_words
     assert _texts(score)[0] == "tennis elbow again" and by_words[0] != "tennis elbow again"
     assert "a racket sport" not in _texts(score)  # cosine 0.5 and no shared word: below the floor, left out
@@ -162,8 +162,8 @@ def test_similarities_are_exact_and_stay_within_the_user(store):
     a = ana.add_fact("a").fact_id
     b = bob.add_fact("b").fact_id
     unembedded = ana.add_fact("c").fact_id
-    store_vectors(ana, "fact", [a], embedder, np.array([[0.6, 0.8, 0, 0]], np.float32))
-    store_vectors(bob, "fact", [b], embedder, np.array([[1, 0, 0, 0]], np.float32))
+    store_vectors(ana, "fact", [a], embedder.id, np.array([[0.6, 0.8, 0, 0]], np.float32))
+    store_vectors(bob, "fact", [b], embedder.id, np.array([[1, 0, 0, 0]], np.float32))
     got = similarities(ana, embedder.id, 4, np.array([1, 0, 0, 0], np.float32),
                        [("fact", a), ("fact", b), ("fact", unembedded)])
     assert got == {("fact", a): pytest.approx(0.6)}
@@ -171,17 +171,17 @@ def test_similarities_are_exact_and_stay_within_the_user(store):
 
 def test_engine_defaults_are_the_config_defaults_and_reach_search():
     config = MemoryConfig()
-    assert (DEFAULT_FUSION, DEFAULT_VECTOR_WEIGHT, DEFAULT_CONTEXT_WEIGHT) == (
-        config.fusion, config.vector_weight, config.context_weight)
-    assert retrieval_options(config) == {"floor": config.similarity_floor, "rrf_k": config.rrf_k,
-                                         "fusion": "score", "vector_weight": 1.0, "context_weight": 0.5}
+    assert RetrievalSettings.defaults().as_dict() == {
+        "floor": config.similarity_floor, "rrf_k": config.rrf_k, "fusion": config.fusion,
+        "vector_weight": config.vector_weight, "context_weight": config.context_weight}
+    assert RetrievalSettings.from_config(config) == RetrievalSettings.defaults()
 
 
 def test_an_unknown_fusion_is_a_usage_error(memory):
     from coop.errors import UsageError
 
     with pytest.raises(UsageError):
-        search(memory, "x", fusion="borda")
+        search(memory, "x", settings=RetrievalSettings(0.655, "borda", 1.0, 0.5, 60))
 
 
 def test_the_chat_turn_uses_the_configured_fusion(memory, monkeypatch):
@@ -193,9 +193,9 @@ def test_the_chat_turn_uses_the_configured_fusion(memory, monkeypatch):
 
     seen = {}
 
-    def fake(memory, query, *, embedder, **options):
-        seen.update(options)
-        return search(memory, query, embedder=None, **options), None
+    def fake(memory, query, *, embedder, limit, settings):
+        seen.update(settings.as_dict())
+        return search(memory, query, embedder=None, limit=limit, settings=settings), None
 
     monkeypatch.setattr(session_module, "search_or_full_text", fake)
     config = Config()
@@ -252,8 +252,8 @@ def test_the_locomo_benchmark_says_clearly_when_the_model_is_missing(tmp_path):
 
 
 def test_the_most_common_words_are_left_out_when_matching_them_all_would_cost_too_much(memory, monkeypatch):
-    from coop.memory import search as search_module
-    from coop.memory.search import affordable_terms
+    from coop.memory.retrieval import terms as terms_module
+    from coop.memory.retrieval.terms import affordable_terms
 
     session = memory.start_session()
     for i in range(30):
@@ -264,7 +264,7 @@ def test_the_most_common_words_are_left_out_when_matching_them_all_would_cost_to
     assert affordable_terms(memory, ["weather", "report"], budget=1) in (["weather"], ["report"])  # one always kept
     assert affordable_terms(memory, ["weathers", "blizzards"], budget=10) == ["blizzards"]  # counted by stem
     everything = search(memory, "weather blizzard", embedder=None, limit=100)
-    monkeypatch.setattr(search_module, "POSTINGS_BUDGET", 10)
+    monkeypatch.setattr(terms_module, "POSTINGS_BUDGET", 10)
     bounded = search(memory, "weather blizzard", embedder=None, limit=100)
     assert len(everything.hits) == 31
     # only the rare word is matched: the blizzard message and the two after it (none here) are candidates
@@ -272,7 +272,7 @@ def test_the_most_common_words_are_left_out_when_matching_them_all_would_cost_to
 
 
 def test_vector_counts_follow_every_insert_and_delete(store, hash_embedder):
-    from coop.memory.vectors import partition_size
+    from coop.memory.storage.vectors import partition_size
 
     ana, bob = store.user("ana"), store.user("bob")
     session = ana.start_session()
@@ -283,13 +283,13 @@ def test_vector_counts_follow_every_insert_and_delete(store, hash_embedder):
     assert partition_size(ana, hash_embedder.id) == 5 and partition_size(bob, hash_embedder.id) == 1
     ana.forget("message", ids[0])
     assert partition_size(ana, hash_embedder.id) == 4
-    store_vectors(ana, "message", ids[1:3], hash_embedder, hash_embedder.embed(["a", "b"]))  # replaced, not added
+    store_vectors(ana, "message", ids[1:3], hash_embedder.id, hash_embedder.embed(["a", "b"]))  # replaced, not added
     assert partition_size(ana, hash_embedder.id) == 4
     assert partition_size(ana, "some/other/384") == 0
 
 
 def test_the_pre_selection_shrinks_in_a_large_memory_but_never_below_the_results_asked_for():
-    from coop.memory.vectors import MIN_CANDIDATES, preselect_size
+    from coop.memory.storage.vectors import MIN_CANDIDATES, preselect_size
 
     assert preselect_size(10, 150) == MIN_CANDIDATES  # a small memory: every vector is a candidate
     assert preselect_size(10, 100_000) < MIN_CANDIDATES

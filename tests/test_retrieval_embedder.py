@@ -1,4 +1,4 @@
-"""The lean runner for the default model (coop.memory.onnx_embed) makes exactly fastembed's vectors, and is what
+"""The lean runner for the default model (coop.memory.growth.onnx_embed) makes exactly fastembed's vectors, and is what
 a local model directory loads, so a cold search does not import fastembed."""
 
 from __future__ import annotations
@@ -15,10 +15,11 @@ TEXTS = ["I adore long walks on mountain trails", "", " ", "x" * 5000, "word " *
 
 
 @pytest.mark.real_model
+@pytest.mark.slow  # two models over 40 texts, twice
 def test_lean_runner_vectors_equal_fastembeds(real_model_dir):
     from fastembed import TextEmbedding
 
-    from coop.memory.onnx_embed import LeanOnnxModel
+    from coop.memory.growth.onnx_embed import LeanOnnxModel
 
     reference = TextEmbedding(MODEL, specific_model_path=real_model_dir)
     lean = LeanOnnxModel(real_model_dir)
@@ -31,7 +32,7 @@ def test_lean_runner_vectors_equal_fastembeds(real_model_dir):
 
 @pytest.mark.real_model
 def test_a_local_default_model_loads_without_importing_fastembed(real_model_dir):
-    code = ("import sys; from coop.memory.embed import FastEmbedEmbedder; "
+    code = ("import sys; from coop.memory.growth.embedders import FastEmbedEmbedder; "
             f"e = FastEmbedEmbedder({MODEL!r}, 384, {real_model_dir!r}); v = e.embed_query('hiking'); "
             "assert v.shape == (384,) and abs(float((v * v).sum()) - 1) < 1e-5; "
             "assert e.id == 'fastembed/sentence-transformers/all-MiniLM-L6-v2/384'; "
@@ -42,7 +43,7 @@ def test_a_local_default_model_loads_without_importing_fastembed(real_model_dir)
 
 
 def test_the_lean_runner_is_only_for_the_default_model_from_a_directory(tmp_path, monkeypatch):
-    from coop.memory.onnx_embed import usable
+    from coop.memory.growth.onnx_embed import usable
 
     (tmp_path / "model.onnx").write_bytes(b"")
     assert usable(MODEL, str(tmp_path))

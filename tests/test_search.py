@@ -4,21 +4,32 @@ from __future__ import annotations
 
 import pytest
 
+from coop.memory.retrieval.settings import RetrievalSettings
+
 from coop.errors import UsageError
-from coop.memory.search import fts_query, query_terms, rrf, search
-from coop.memory.vectors import embed_pending
+from coop.memory.retrieval.search import rrf, search
+from coop.memory.retrieval.terms import fts_query, query_terms
+from coop.memory.growth.embedding import embed_pending
 
 
 def _texts(result):
     return [hit.item.text for hit in result.hits]
 
 
-@pytest.mark.parametrize("query", ['"', "*", "-", ":", "(", ")", "AND", "OR NOT", "NEAR(a b)", 'he said "hi',
-                                   "col:value", "-minus", "prefix*", "a AND (b OR", "^start", "{x}", "'; drop table"])
-def test_fts_syntax_in_user_text_never_raises(memory, query):
-    memory.add_fact("he said hi to the minus column value at the start")
+FTS_FACT = "he said hi to the minus column value at the start"
+
+
+# FTS5's syntax in a query is plain text: the query's words (quoted) find the fact when one of them is in it, and
+# a query of signs and operators alone finds nothing, rather than raising.
+@pytest.mark.parametrize("query, found", [
+    ('"', False), ("*", False), ("-", False), (":", False), ("(", False), (")", False), ("AND", False),
+    ("OR NOT", False), ("NEAR(a b)", False), ('he said "hi', True), ("col:value", True), ("-minus", True),
+    ("prefix*", False), ("a AND (b OR", False), ("^start", True), ("{x}", False), ("'; drop table", False)])
+def test_fts_syntax_in_user_text_never_raises(memory, query, found):
+    memory.add_fact(FTS_FACT)
     result = search(memory, query)  # must not raise whatever the text
-    assert isinstance(result.hits, list)
+    assert _texts(result) == ([FTS_FACT] if found else [])
+    assert result.legs["fts"] == (1 if found else 0)
 
 
 def test_every_term_is_quoted():
@@ -54,8 +65,8 @@ def test_similarity_floor_keeps_unrelated_items_out(memory, hash_embedder):
     memory.add_fact("green tea")
     memory.add_fact("volcanic rock")
     embed_pending(memory, hash_embedder)
-    strict = search(memory, "green tea", embedder=hash_embedder, floor=0.99)
-    loose = search(memory, "green tea", embedder=hash_embedder, floor=-1.0)
+    strict = search(memory, "green tea", embedder=hash_embedder, settings=RetrievalSettings.defaults().but(floor=0.99))
+    loose = search(memory, "green tea", embedder=hash_embedder, settings=RetrievalSettings.defaults().but(floor=-1.0))
     assert "volcanic rock" not in _texts(strict)
     assert "volcanic rock" in _texts(loose)  # the nearest-but-unrelated item, kept out only by the floor
 
@@ -64,7 +75,7 @@ def test_items_in_both_legs_outrank_single_leg_items_and_explain_shows_legs(memo
     memory.add_fact("jazz piano lessons on tuesday")
     memory.add_fact("jazz festival")
     embed_pending(memory, hash_embedder)
-    result = search(memory, "jazz piano lessons", embedder=hash_embedder, floor=0.6, fusion="rrf")
+    result = search(memory, "jazz piano lessons", embedder=hash_embedder, settings=RetrievalSettings.defaults().but(floor=0.6, fusion="rrf"))
     top = result.hits[0]
     assert top.item.text == "jazz piano lessons on tuesday"
     assert set(top.legs) == {"vector", "fts"}

@@ -119,7 +119,7 @@ def test_an_api_key_never_reaches_the_database_trace_history_logs_or_output(coop
     assert scan_tree(coop_home) == {}
     assert scan_tree(tmp_path) == {}  # the home, the trace and the config
     # the failed embeddings were recorded on the rows, without the key
-    from coop.memory.db import open_database
+    from coop.memory.storage.database import open_database
 
     database = open_database(str(coop_home / "coop.db"))
     try:
@@ -157,6 +157,7 @@ def test_a_key_in_an_environment_override_is_never_repeated(run_cli):
     assert leaks(result.stdout + result.stderr) == []
 
 
+@pytest.mark.slow  # runs `coop chat` as a process, which imports litellm: seconds each
 def test_files_are_private_whatever_the_umask(coop_home, tmp_path, openai_server, memory):
     assert stat.S_IMODE(coop_home.stat().st_mode) == 0o700  # created by the `memory` fixture's database
     home = tmp_path / "fresh-home"
@@ -184,7 +185,7 @@ def test_the_history_file_is_private_whatever_the_umask(memory, openai_server, c
     from coop.chat.repl import Repl
     from coop.chat.session import ChatSession
     from coop.config import apply_overrides, load_config
-    from coop.memory.embed import HashEmbedder
+    from coop.memory.growth.embedders import HashEmbedder
 
     config = apply_overrides(load_config(), {"model.name": "openai/test-model"})
     session = ChatSession(memory, config, embedder=lambda: HashEmbedder(64))

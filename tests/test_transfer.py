@@ -18,9 +18,9 @@ from typing import Any
 
 import pytest
 
-from coop.memory.db import open_database
-from coop.memory.importers import iter_json_array
-from coop.memory.store import MemoryStore
+from coop.memory.storage.database import open_database
+from coop.memory.transfer.readers import iter_json_array
+from coop.memory.storage.store import MemoryStore
 
 # -- building export files --------------------------------------------------------------------------------------
 
@@ -259,7 +259,7 @@ def test_streamed_json_array_matches_json_loads_for_any_chunk_size():
 
 def test_library_import_reports_progress_through_the_file(tmp_path, memory):
     from coop.config import ImportanceConfig
-    from coop.memory.transfer import import_file
+    from coop.memory.transfer.imports import import_file
 
     export = write_json(tmp_path / "conversations.json", chatgpt_export() * 1)
     seen = []
@@ -302,7 +302,7 @@ def _fill(memory) -> None:
 
 def _portable(memory) -> dict[str, Any]:
     """Everything of a user with ids replaced by what they point at, for comparing two databases."""
-    from coop.memory.transfer import export_records
+    from coop.memory.transfer.export import export_records
 
     records = list(export_records(memory))[1:]
     by = lambda kind: [r for r in records if r["type"] == kind]  # noqa: E731
@@ -365,7 +365,8 @@ def test_export_then_import_into_an_empty_database_gives_back_the_same_data(tmp_
 
 def test_coop_import_into_a_memory_that_knows_a_fact_merges_and_newer_key_wins(tmp_path, memory):
     from coop.config import ImportanceConfig
-    from coop.memory.transfer import export_user, import_file
+    from coop.memory.transfer.export import export_user
+    from coop.memory.transfer.imports import import_file
 
     _fill(memory)
     exported = tmp_path / "ana.jsonl"
@@ -479,9 +480,9 @@ def test_reembed_after_switching_embedder(tmp_path, run_cli, coop_home, monkeypa
 
 
 def test_an_interrupted_reembed_keeps_old_vectors_and_resumes(memory, hash_embedder):
-    from coop.memory.embed import HashEmbedder
-    from coop.memory.transfer import reembed, stale_count
-    from coop.memory.vectors import embed_pending
+    from coop.memory.growth.embedders import HashEmbedder
+    from coop.memory.transfer.reembed import reembed
+    from coop.memory.growth.embedding import embed_pending
 
     session = memory.start_session("s")
     for number in range(30):
@@ -508,7 +509,7 @@ def test_an_interrupted_reembed_keeps_old_vectors_and_resumes(memory, hash_embed
         "SELECT embedder, count(*) FROM embeddings GROUP BY embedder")}
     assert counts[hash_embedder.id] == 30, "old vectors are dropped only after every item has a new one"
     assert 0 < counts.get(new.id, 0) < 30
-    assert stale_count(memory, new.id) == 30 - counts[new.id]
+    assert memory.stale_count(new.id) == 30 - counts[new.id]
 
     new.embed = original  # type: ignore[method-assign]
     report = reembed(memory, new, batch_size=8)
@@ -528,7 +529,7 @@ def test_reembed_without_a_loadable_embedder_is_a_clear_error(run_cli, monkeypat
 def test_a_failing_database_stops_the_import_instead_of_skipping_records(tmp_path, memory, monkeypatch):
     from coop.config import ImportanceConfig
     from coop.errors import StoreError
-    from coop.memory.transfer import import_file
+    from coop.memory.transfer.imports import import_file
 
     export = write_json(tmp_path / "conversations.json", chatgpt_export())
 
@@ -545,7 +546,8 @@ def test_imported_items_never_take_the_id_of_a_forgotten_one(tmp_path, memory):
     """SQLite hands out the highest rowid again once its row is deleted; a forgotten item's id must stay unused,
     or an imported item would inherit its history and answer to references that meant the forgotten one."""
     from coop.config import ImportanceConfig
-    from coop.memory.transfer import export_user, import_file
+    from coop.memory.transfer.export import export_user
+    from coop.memory.transfer.imports import import_file
 
     _fill(memory)
     exported = tmp_path / "ana.jsonl"

@@ -7,10 +7,11 @@ import numpy as np
 import pytest
 
 from coop.errors import EmbedderError
-from coop.memory.db import open_database
-from coop.memory.embed import HashEmbedder
-from coop.memory.store import MemoryStore
-from coop.memory.vectors import embed_pending, index_status, nearest, rebuild_index
+from coop.memory.storage.database import open_database
+from coop.memory.growth.embedders import HashEmbedder
+from coop.memory.storage.store import MemoryStore
+from coop.memory.growth.embedding import embed_pending
+from coop.memory.storage.vectors import index_status, nearest, rebuild_index
 
 
 def test_embed_pending_fills_vectors_and_the_index(memory, hash_embedder):

@@ -19,15 +19,17 @@ import json
 import os
 import sys
 import time
-from typing import TYPE_CHECKING, Any, Callable, TextIO
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, TextIO
 
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from coop import output
 from coop.chat.render import MarkdownStream, PlainStream
 from coop.errors import CoopError, ExitCode, StoreError, UsageError
-from coop.memory.store import iso_time
+from coop.memory.text import iso_time
 
 if TYPE_CHECKING:
     from coop.chat.session import ChatSession, TurnResult
@@ -88,13 +90,11 @@ class Repl:
 
     def cmd_memory(self, query: str) -> None:
         """What was recalled for the last turn, with scores and legs; or /memory QUERY to search memory."""
-        from coop.chat.tools import search_or_full_text
-        from coop.memory.search import describe, retrieval_options
+        from coop.memory.retrieval.search import describe, search_or_full_text
 
         if query.strip():
-            cfg = self.session.config.memory
             result, failure = search_or_full_text(self.session.memory, query, embedder=self.session.embedder(),
-                                                  limit=10, **retrieval_options(cfg))
+                                                  limit=10, settings=self.session.retrieval)
             if failure is not None:
                 self.say(f"(the embedder failed: {failure}; full-text search only)")
             rows = [(hit.ref, hit.kind, f"{hit.score:.4f}", describe(hit), hit.item.text) for hit in result.hits]
@@ -127,7 +127,7 @@ class Repl:
 
     def cmd_forget(self, ref: str) -> None:
         """Forget one memory item for good: /forget f12."""
-        from coop.memory.store import parse_ref
+        from coop.memory.kinds import parse_ref
 
         if self.session.incognito:
             raise UsageError("incognito: memory is read-only", hint="start coop chat without --incognito")
@@ -165,7 +165,7 @@ class Repl:
     def cmd_model(self, name: str) -> None:
         """Show the model, or switch: /model openai/gpt-4o-mini."""
         if name.strip():
-            self.session.model_name = name.strip()
+            self.session.use_model(name.strip())
         self.say(f"model: {self.session.model_name}")
 
     def cmd_end(self, _: str) -> None:
@@ -182,16 +182,12 @@ class Repl:
 
     def say(self, text: str) -> None:
         """A line of coop's own (not the model's): stderr in pipe mode so stdout stays the replies."""
-        if self.json_mode:
-            return
-        self.console.print(escape(text), highlight=False)
+        if not self.json_mode:
+            output.say(text, self.console)
 
     def show_error(self, exc: CoopError) -> None:
-        if self.json_mode:
-            return
-        self.console.print(f"[bold red]error:[/] {escape(' '.join(exc.message.split()))}", soft_wrap=True)
-        if exc.hint:
-            self.console.print(f"[dim]hint:[/] {escape(' '.join(exc.hint.split()))}", soft_wrap=True)
+        if not self.json_mode:
+            output.error(exc, self.console)
 
     # -- one line -----------------------------------------------------------------------------------------
 

@@ -16,27 +16,31 @@ from __future__ import annotations
 import json
 import logging
 import time
-from collections import deque
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any
 
 from coop import llm
-from coop.chat.tools import TOOL_SPECS, MemoryTools, search_or_full_text
-from coop.errors import CoopError, ModelError, UsageError
-from coop.memory.context import HistoryMessage, Prompt, Recalled, build_prompt
-from coop.memory.importance import message_importance
-from coop.memory.reconcile import INSTRUCTION
-from coop.memory.search import retrieval_options, search
-from coop.memory.store import MAX_MESSAGE_CHARS, check_text
-from coop.memory.worker import failure_notice
+from coop.chat.tools import TOOL_SPECS, MemoryTools
+from coop.chat.working import WorkingMemory, retrieval_query
+from coop.errors import CoopError, ErrorKind, ModelError, NotFoundError, UsageError
+from coop.memory.growth.importance import message_importance
+from coop.memory.growth.jobs import MemoryJobs
+from coop.memory.growth.reconcile import INSTRUCTION, Candidate, FactWriter
+from coop.memory.growth.worker import failure_notice
+from coop.memory.retrieval.context import HistoryMessage, Prompt, Recalled, build_prompt
+from coop.memory.retrieval.search import search_or_full_text
+from coop.memory.retrieval.settings import RetrievalSettings
+from coop.memory.storage.items import MAX_MESSAGE_CHARS
+from coop.memory.text import check_text
 from coop.trace import NO_TRACE, Tracer
 
 if TYPE_CHECKING:
     from coop.config import Config
-    from coop.memory.embed import Embedder
-    from coop.memory.store import UserMemory
-    from coop.memory.worker import BackgroundWorker
+    from coop.memory.embedder import Embedder
+    from coop.memory.growth.worker import BackgroundWorker
+    from coop.memory.storage.store import UserMemory
 
 log = logging.getLogger(__name__)
 
@@ -61,60 +65,35 @@ class TurnResult:
     tool_calls: list[dict[str, Any]] = field(default_factory=list)
 
 
-def retrieval_query(text: str, limit: int = 2000) -> str:
-    """What a message is searched by: all of it when short; for a long paste its start and its end, where the
-    question usually is (the embedder reads only the first few hundred tokens anyway)."""
-    if len(text) <= limit:
-        return text
-    half = limit // 2
-    return text[:half] + "\n…\n" + text[-half:]
-
-
-class WorkingMemory:
-    """The session's recent messages, held in memory so a turn needs no database read for them."""
-
-    def __init__(self, cap: int) -> None:
-        self.messages: deque[HistoryMessage] = deque(maxlen=cap)
-        self.anchor: HistoryMessage | None = None
-
-    def add(self, message: HistoryMessage) -> None:
-        if self.anchor is None and message.role == "user":
-            self.anchor = message
-        self.messages.append(message)
-
-    def recent(self, count: int) -> list[HistoryMessage]:
-        """The last `count` messages: the recency leg, read from memory rather than the database."""
-        return list(self.messages)[-count:] if count > 0 else []
-
-    def ids(self, count: int) -> set[int]:
-        """Ids of what the prompt shows as history (the last `count` messages and the anchor), so retrieval
-        does not inject them twice; older messages can still come back through relevance."""
-        ids = {m.message_id for m in self.recent(count) if m.message_id is not None}
-        if self.anchor is not None and self.anchor.message_id is not None:
-            ids.add(self.anchor.message_id)
-        return ids
-
-    def clear(self) -> None:
-        self.messages.clear()
-        self.anchor = None
-
-
 class ChatSession:
+    """One conversation with one model over one user's memory.
+
+    The model is a `llm.ChatModel` (the CLI passes the configured litellm model; unit tests a scripted one);
+    `models` builds another by name for `/model NAME`. `jobs` makes the fact writer and the background memory
+    jobs (default: from the config, with its fast model). With no model at all, a turn is a ModelError that
+    says how to configure one."""
+
     def __init__(self, memory: "UserMemory", config: "Config", *, embedder: Callable[[], "Embedder | None"],
-                 session_id: int | None = None, incognito: bool = False, tracer: Tracer = NO_TRACE,
-                 worker: "BackgroundWorker | None" = None, model: str | None = None) -> None:
+                 model: llm.ChatModel | None = None, models: Callable[[str], llm.ChatModel] | None = None,
+                 jobs: MemoryJobs | None = None, session_id: int | None = None, incognito: bool = False,
+                 tracer: Tracer = NO_TRACE, worker: "BackgroundWorker | None" = None) -> None:
         self.memory = memory
         self.config = config
         self.embedder = embedder
         self.incognito = incognito
         self.tracer = tracer
         self.worker = worker
-        self.model_name = model or config.model.name
+        self.models = models or (lambda name: llm.chat_model(config, name))
+        self.model: llm.ChatModel | None = model
+        if model is None and config.model.name:
+            self.model = self.models(config.model.name)
+        self.jobs = jobs or MemoryJobs(config, llm.fast_complete(config), embedder)
+        self.retrieval = RetrievalSettings.from_config(config.memory)
         self.working = WorkingMemory(config.chat.working_memory_cap)
         self.last_recall: list[Recalled] = []
         self.last_left_out: list[Recalled] = []
         self.tools_enabled = config.chat.tools
-        self.tools = MemoryTools(memory, embedder, self.writer, floor=config.memory.similarity_floor,
+        self.tools = MemoryTools(memory, embedder, self.writer, settings=self.retrieval,
                                  read_only=incognito, confirm_changes=config.chat.confirm_memory_changes)
         self.inline_notices: list[str] = []
         self.last_activity = time.monotonic()
@@ -131,8 +110,6 @@ class ChatSession:
     def resume(self, session_id: int) -> None:
         """Continue an earlier session: its last messages come back into working memory."""
         if not self.memory.session_exists(session_id):
-            from coop.errors import NotFoundError
-
             raise NotFoundError(f"no session {session_id} for user {self.memory.user_id}",
                                 hint="list sessions with /sessions or `coop chat` then /sessions")
         self.session_id = session_id
@@ -146,14 +123,18 @@ class ChatSession:
         self.working.clear()
         self.session_id = None if self.incognito else self.memory.start_session()
 
-    def settings(self) -> llm.ModelSettings:
-        if not self.model_name:
-            raise ModelError("no chat model configured",
-                             hint="set [model] name in the config (see `coop init`), e.g. 'openai/gpt-4o-mini' with "
-                                  "api_key_env, or a local server such as Ollama or LM Studio through api_base")
-        model = self.config.model
-        return llm.ModelSettings(self.model_name, model.api_base or None, model.api_key_env or None,
-                                 timeout=model.timeout_seconds)
+    @property
+    def model_name(self) -> str:
+        return self.model.name if self.model is not None else ""
+
+    def use_model(self, name: str) -> None:
+        """Switch the chat model (`/model NAME`); the memory jobs keep the configured fast model."""
+        self.model = self.models(name)
+
+    def chat_model(self) -> llm.ChatModel:
+        if self.model is None:
+            raise ModelError("no chat model configured", hint=llm.NO_MODEL_HINT)
+        return self.model
 
     # -- retrieval --------------------------------------------------------------------------------------------
 
@@ -174,7 +155,7 @@ class ChatSession:
         salience_ms = (time.perf_counter() - started) * 1000
         embedder = self.embedder()
         result, failure = search_or_full_text(self.memory, retrieval_query(text), embedder=embedder, limit=20,
-                                              **retrieval_options(cfg))
+                                              settings=self.retrieval)
         if failure is not None:  # a remote embedder that fails: this turn recalls by words only
             self.tracer.event("embedder_failed", error=failure)
             if not self._embedder_failed:
@@ -222,7 +203,7 @@ class ChatSession:
         """Answer one user message. Model failures come back in `TurnResult.error`; Ctrl-C keeps the partial
         reply (marked) and returns with `interrupted`."""
         text = check_text(text, "message", MAX_MESSAGE_CHARS)
-        settings = self.settings()
+        model = self.chat_model()
         if self._idle_ended:  # the previous session ended while the user was away
             self.new_session()
         self.last_activity = time.monotonic()
@@ -243,7 +224,7 @@ class ChatSession:
             for _ in range(MAX_TOOL_ROUNDS + 1):
                 tools = TOOL_SPECS if self.tools_enabled else None
                 calls: list[llm.ToolCall] = []
-                for delta in self._stream(settings, messages, tools):
+                for delta in self._stream(model, messages, tools):
                     if delta.text:
                         if first_token is None:
                             first_token = time.perf_counter()
@@ -276,15 +257,15 @@ class ChatSession:
             self._after_turn(text, reply)
         return result
 
-    def _stream(self, settings: llm.ModelSettings, messages: list[dict[str, Any]],
-                tools: list[dict[str, Any]] | None):
+    def _stream(self, model: llm.ChatModel, messages: list[dict[str, Any]],
+                tools: list[dict[str, Any]] | None) -> Iterator[llm.Delta]:
         """Stream one model call; a model that refuses tools is asked again without them, once per session."""
         try:
-            yield from llm.stream_chat(settings, messages, tools=tools)
+            yield from model.stream(messages, tools=tools)
         except ModelError as exc:
-            if tools and "BadRequestError" in exc.message and "tool" in exc.message.lower():
+            if tools and exc.kind is ErrorKind.TOOLS_UNSUPPORTED:
                 self.tools_enabled = False
-                yield from llm.stream_chat(settings, messages, tools=None)
+                yield from model.stream(messages, tools=None)
             else:
                 raise
 
@@ -337,15 +318,10 @@ class ChatSession:
         """Embed what the turn added, then extract facts from the exchange: both in the background."""
         if self.incognito:
             return
-        from coop.chat import memory_jobs
-
-        embedder = self.embedder()
-        if embedder is not None:
-            self._background("embed new messages", memory_jobs.embedding_job(
-                self.memory.user_id, embedder, self.config.memory.embedder.batch_size))
+        if self.embedder() is not None:
+            self._background("embed new messages", self.jobs.embedding(self.memory.user_id))
         if user_text is not None and self.config.memory.extraction.enabled:
-            self._background("extract facts", memory_jobs.extraction_job(
-                self.memory.user_id, self.config, embedder, user_text, reply))
+            self._background("extract facts", self.jobs.extraction(self.memory.user_id, user_text, reply))
 
     def take_notices(self) -> list[str]:
         """What background jobs finished with since the last prompt."""
@@ -356,10 +332,8 @@ class ChatSession:
         """At start: embed whatever a crash or an offline embedder left without a vector."""
         self._after_turn()
 
-    def writer(self):
-        from coop.chat.memory_jobs import make_writer
-
-        return make_writer(self.memory, self.config, self.embedder())
+    def writer(self) -> FactWriter:
+        return self.jobs.writer(self.memory)
 
     def end_if_idle(self, idle_seconds: float) -> bool:
         """Called from a timer thread: after `idle_seconds` without a turn, the session ends (through the worker's
@@ -368,18 +342,8 @@ class ChatSession:
             return False
         if time.monotonic() - self.last_activity < idle_seconds or not self.working.messages:
             return False
-        from coop.chat.memory_jobs import consolidation_job
-
-        session_id, user_id = self.session_id, self.memory.user_id
-
-        def end_and_consolidate(db: Any) -> str | None:
-            from coop.memory.store import MemoryStore
-
-            MemoryStore(db).user(user_id).end_session(session_id)
-            return consolidation_job(user_id, self.config, self.embedder(), session_id=session_id, ended=True)(db)
-
         self._idle_ended = True
-        self.worker.submit("end the idle session", end_and_consolidate)
+        self.worker.submit("end the idle session", self.jobs.end_session(self.memory.user_id, self.session_id))
         return True
 
     def end(self) -> None:
@@ -388,16 +352,12 @@ class ChatSession:
             return
         self.memory.end_session(self.session_id)
         if self.worker is not None and self.config.memory.consolidation.enabled:
-            from coop.chat.memory_jobs import consolidation_job
-
-            self.worker.submit("consolidate the ended session", consolidation_job(
-                self.memory.user_id, self.config, self.embedder(), session_id=self.session_id, ended=True))
+            self.worker.submit("consolidate the ended session", self.jobs.consolidation(
+                self.memory.user_id, session_id=self.session_id, ended=True))
 
     # -- slash-command helpers --------------------------------------------------------------------------------
 
     def remember(self, text: str) -> Any:
         if self.incognito:
             raise UsageError("incognito: nothing is written to memory", hint="start coop chat without --incognito")
-        from coop.memory.reconcile import Candidate
-
         return self.writer().write(Candidate(text, importance=0.9, source="user"))

@@ -21,17 +21,20 @@ from __future__ import annotations
 
 import json
 import logging
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
-from coop.errors import CoopError, ModelError
-from coop.memory.store import iso_time
+from coop.errors import CoopError
+from coop.memory.retrieval.search import search_or_full_text
+from coop.memory.retrieval.settings import RetrievalSettings
+from coop.memory.text import iso_time
 
 if TYPE_CHECKING:
-    from coop.memory.embed import Embedder
-    from coop.memory.reconcile import FactWriter
-    from coop.memory.search import SearchResult
-    from coop.memory.store import Item, UserMemory
+    from coop.memory.embedder import Embedder
+    from coop.memory.growth.reconcile import FactWriter
+    from coop.memory.storage.items import Item
+    from coop.memory.storage.store import UserMemory
 
 log = logging.getLogger(__name__)
 
@@ -82,21 +85,6 @@ TOOL_NAMES = {spec["function"]["name"] for spec in TOOL_SPECS}
 
 class ToolArgumentError(ValueError):
     pass
-
-
-def search_or_full_text(memory: "UserMemory", query: str, *, embedder: "Embedder | None",
-                        **options: Any) -> tuple["SearchResult", str | None]:
-    """`search()`, falling back to full text alone when the embedder fails on the query (a remote embedding API
-    that is down, slow or refuses the key): the chat and the search go on. Returns the result and, after a
-    fallback, why (for a one-time notice)."""
-    from coop.memory.search import search
-
-    try:
-        return search(memory, query, embedder=embedder, **options), None
-    except ModelError as exc:  # EmbedderError is one
-        if embedder is None:
-            raise
-        return search(memory, query, embedder=None, **options), exc.message
 
 
 def _args(raw: str, allowed: dict[str, type], required: tuple[str, ...]) -> dict[str, Any]:
@@ -163,7 +151,7 @@ class MemoryTools:
     memory: "UserMemory"
     embedder: Callable[[], "Embedder | None"]
     writer: Callable[[], "FactWriter"]  # the one fact write pipeline
-    floor: float = 0.655
+    settings: RetrievalSettings = field(default_factory=RetrievalSettings.defaults)  # as the turn retrieves
     read_only: bool = False  # incognito: the model may read memory but not write it
     confirm_changes: bool = True  # chat.confirm_memory_changes: forgetting and rewriting need the user's yes
     # Asks the user (the REPL sets it on a terminal); None means nobody can be asked, so such changes are refused.
@@ -194,11 +182,11 @@ class MemoryTools:
         limit = max(1, min(20, args.get("limit", 8)))
         kinds = (args["kind"],) if args.get("kind") else ("fact", "message", "summary")
         result, _ = search_or_full_text(self.memory, args["query"][:2000], embedder=self.embedder(), limit=limit,
-                                        kinds=kinds, floor=self.floor)
+                                        kinds=kinds, settings=self.settings)
         return {"results": [{**_item(hit.item), "score": round(hit.score, 4)} for hit in result.hits]}
 
     def _get(self, raw: str) -> Any:
-        from coop.memory.store import parse_ref
+        from coop.memory.kinds import parse_ref
 
         args = _args(raw, {"id": str}, ("id",))
         kind, number = parse_ref(args["id"])
@@ -206,7 +194,7 @@ class MemoryTools:
         return {**_item(item), "text": _clip(item.text, 4000)}
 
     def _timeline(self, raw: str) -> Any:
-        from coop.memory.store import parse_ref
+        from coop.memory.kinds import parse_ref
 
         args = _args(raw, {"id": str, "before": int, "after": int}, ("id",))
         kind, number = parse_ref(args["id"])
@@ -226,7 +214,7 @@ class MemoryTools:
         over = self._count_change()
         if over:
             return over
-        from coop.memory.reconcile import INSTRUCTION, Candidate
+        from coop.memory.growth.reconcile import INSTRUCTION, Candidate
 
         writer = self.writer()
         plan = writer.plan(Candidate(args["text"][:1000], category=(args.get("category") or "general")[:60],
@@ -250,7 +238,7 @@ class MemoryTools:
         return {"id": f"f{result.fact_id}", "action": result.action}
 
     def _forget(self, raw: str) -> Any:
-        from coop.memory.store import parse_ref
+        from coop.memory.kinds import parse_ref
 
         args = _args(raw, {"id": str, "reason": str}, ("id",))
         if self.read_only:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 import sys
 import traceback
-from typing import Annotated, Any, Optional
+from typing import Annotated, Any
 
 import click
 import typer
@@ -28,7 +28,7 @@ class CoopGroup(TyperGroup):
         try:
             return super().invoke(ctx)
         except CoopError as exc:
-            from coop.cli import output
+            from coop import output
 
             if _debug(ctx):
                 traceback.print_exc()
@@ -60,9 +60,9 @@ def _version(value: bool) -> None:
 @app.callback()
 def root(
     ctx: typer.Context,
-    config: Annotated[Optional[str], typer.Option("--config", envvar="COOP_CONFIG", metavar="PATH",
+    config: Annotated[str | None, typer.Option("--config", envvar="COOP_CONFIG", metavar="PATH",
                                                   help="config file (default: ./coop.toml, then the user config)")] = None,
-    user: Annotated[Optional[str], typer.Option("--user", metavar="ID", help="whose memory (default: chat.user, "
+    user: Annotated[str | None, typer.Option("--user", metavar="ID", help="whose memory (default: chat.user, "
                                                 "then the OS user name)")] = None,
     debug: Annotated[bool, typer.Option("--debug", help="show tracebacks on errors")] = False,
     version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True,
@@ -74,7 +74,7 @@ def root(
 
 
 def _register() -> None:
-    from coop.cli import chat, check, init, memory
+    from coop.cli import chat, check, init, memory, memory_transfer  # noqa: F401 (memory_transfer registers commands)
 
     app.command("chat")(chat.chat)
     app.add_typer(memory.app, name="memory")
@@ -94,7 +94,7 @@ def main() -> None:
     except Exception as exc:  # SystemExit and KeyboardInterrupt are not Exceptions: they pass
         if "--debug" in sys.argv[1:] or os.environ.get("COOP_DEBUG"):
             traceback.print_exc()
-        from coop.cli import output
+        from coop import output
 
         output.error(CoopError(f"unexpected {type(exc).__name__}: {exc}",
                                hint="this is a bug in coop: run again with --debug for the traceback and report it"))

@@ -5,38 +5,45 @@ from __future__ import annotations
 import os
 import sys
 import threading
-from typing import Annotated, Optional
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from coop.cli.context import state
 from coop.errors import CoopError, StoreError
 
+if TYPE_CHECKING:
+    from coop.chat.session import ChatSession
+    from coop.config import Config
+    from coop.memory.embedder import Embedder
+    from coop.memory.growth.embedders import EmbedderStatus
+    from coop.memory.growth.worker import BackgroundWorker, Timer
+
 
 class EmbedderLoader:
     """Loads the embedder in a background thread at start (it takes a second or two), so the banner and the
     first prompt appear at once; the first turn that needs it waits for it."""
 
-    def __init__(self, settings) -> None:
-        from coop.memory.embed import load_embedder
+    def __init__(self, config: "Config") -> None:
+        from coop.services import load_embedder
 
-        self.status = None
-        self._thread = threading.Thread(target=lambda: setattr(self, "status", load_embedder(settings)),
+        self.status: "EmbedderStatus | None" = None
+        self._thread = threading.Thread(target=lambda: setattr(self, "status", load_embedder(config)),
                                         name="coop-embedder-load", daemon=True)
         self._thread.start()
 
     def ready(self) -> bool:
         return not self._thread.is_alive()
 
-    def __call__(self):
+    def __call__(self) -> "Embedder | None":
         self._thread.join()
         return None if self.status is None else self.status.embedder
 
 
-def start_timers(chat_session, config, worker) -> list:
+def start_timers(chat_session: "ChatSession", config: "Config", worker: "BackgroundWorker") -> list["Timer"]:
     """Consolidation every `interval_hours`, and the end of a session after `idle_minutes` without a turn; both
     only submit jobs to the worker, which has its own connection (the REPL's is never touched from here)."""
-    from coop.chat.memory_jobs import Timer, consolidation_job
+    from coop.memory.growth.worker import Timer
 
     settings = config.memory.consolidation
     if not settings.enabled:
@@ -44,7 +51,7 @@ def start_timers(chat_session, config, worker) -> list:
     user_id = chat_session.memory.user_id
 
     def periodic() -> None:
-        worker.submit("periodic consolidation", consolidation_job(user_id, config, chat_session.embedder()))
+        worker.submit("periodic consolidation", chat_session.jobs.consolidation(user_id))
 
     def idle_check() -> None:
         chat_session.end_if_idle(settings.idle_minutes * 60)
@@ -53,7 +60,7 @@ def start_timers(chat_session, config, worker) -> list:
             Timer(min(60.0, settings.idle_minutes * 60 / 4), idle_check, "coop-idle")]
 
 
-def _nonempty_user(value: Optional[str]) -> Optional[str]:
+def _nonempty_user(value: str | None) -> str | None:
     """An explicit but empty --user (a script's unset variable) must not fall back to the default user."""
     if value is not None and not value.strip():
         raise typer.BadParameter("the user id is empty")
@@ -62,11 +69,11 @@ def _nonempty_user(value: Optional[str]) -> Optional[str]:
 
 def chat(
     ctx: typer.Context,
-    session: Annotated[Optional[int], typer.Option("--session", metavar="ID", help="resume a session")] = None,
-    user: Annotated[Optional[str], typer.Option("--user", metavar="ID", help="whose memory",
+    session: Annotated[int | None, typer.Option("--session", metavar="ID", help="resume a session")] = None,
+    user: Annotated[str | None, typer.Option("--user", metavar="ID", help="whose memory",
                                                 callback=_nonempty_user)] = None,
     incognito: Annotated[bool, typer.Option("--incognito", help="write nothing to disk (memory is still read)")] = False,
-    model: Annotated[Optional[str], typer.Option("--model", help="litellm model string for this chat")] = None,
+    model: Annotated[str | None, typer.Option("--model", help="litellm model string for this chat")] = None,
     json_: Annotated[bool, typer.Option("--json", help="pipe mode: one JSON object per turn on stdout")] = False,
     no_tools: Annotated[bool, typer.Option("--no-tools", help="do not offer memory tools to the model")] = False,
 ) -> None:
@@ -79,7 +86,7 @@ def chat(
     from coop.chat.session import ChatSession
     from coop.config import apply_overrides, coop_home, resolve_db_path
     from coop.logs import logging_to_file
-    from coop.memory.worker import BackgroundWorker
+    from coop.services import chat_model
     from coop.trace import NO_TRACE, Tracer
 
     app_state = state(ctx)
@@ -88,31 +95,26 @@ def chat(
         config = apply_overrides(config, {"model.name": model})
     if no_tools:
         config = apply_overrides(config, {"chat.tools": False})
+    app_state.use_config(config)
     if not config.model.name:
-        raise CoopError("no chat model configured",
-                        hint="set [model] name in the config (`coop init` writes one), e.g. 'openai/gpt-4o-mini' with "
-                             "api_key_env = \"OPENAI_API_KEY\", or a local OpenAI-compatible server such as Ollama "
-                             "('ollama/llama3.1') or LM Studio through model.api_base; or pass --model")
+        raise CoopError("no chat model configured", hint=llm.NO_MODEL_HINT)
     threading.Thread(target=llm.get_litellm, name="coop-litellm-import", daemon=True).start()
+    services = app_state.services()
     db_path = resolve_db_path(config)
     if incognito and db_path != ":memory:" and not os.path.exists(db_path):
         db_path = ":memory:"  # nothing to read, and nothing may be written
     if incognito or db_path == ":memory:":
-        from coop.memory.db import open_database
-        from coop.memory.store import MemoryStore
+        from coop.memory.storage.database import open_database
 
-        database = open_database(db_path, busy_timeout_ms=config.memory.busy_timeout_ms)
-        app_state._db = database
-        memory = MemoryStore(database).user(app_state.user_id(user))
-    else:
-        memory = app_state.memory(user)
-    loader = EmbedderLoader(config.memory.embedder)
-    worker = None if incognito or db_path == ":memory:" else BackgroundWorker(
-        db_path, busy_timeout_ms=config.memory.busy_timeout_ms)
+        services.use_database(open_database(db_path, busy_timeout_ms=config.memory.busy_timeout_ms))
+    memory = services.memory(user)
+    loader = EmbedderLoader(config)
+    worker = None if incognito or db_path == ":memory:" else services.worker(db_path)
     tracer = Tracer(config.trace.file) if config.trace.file and not incognito else NO_TRACE
     try:
-        chat_session = ChatSession(memory, config, embedder=loader, session_id=session, incognito=incognito,
-                                   tracer=tracer, worker=worker)
+        chat_session = ChatSession(memory, config, embedder=loader, model=chat_model(config),
+                                   models=lambda name: chat_model(config, name), jobs=services.jobs(loader),
+                                   session_id=session, incognito=incognito, tracer=tracer, worker=worker)
     except StoreError as exc:
         if worker is not None:
             worker.stop(timeout=0.5)

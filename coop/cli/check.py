@@ -9,19 +9,20 @@ from __future__ import annotations
 
 import os
 import stat
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Callable
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from coop.cli import output
+from coop import output
 from coop.cli.context import state
 from coop.errors import ConfigError, CoopError, ExitCode
 
 if TYPE_CHECKING:
     from coop.config import Config
-    from coop.memory.db import Database
+    from coop.memory.storage.database import Database
 
 # The key variable litellm reads for common providers, by the model string's prefix. Local servers need none.
 PROVIDER_KEYS = {
@@ -107,7 +108,8 @@ def check_sqlite(db: "Database") -> list[Check]:
 
 
 def check_database(db: "Database", path: str) -> list[Check]:
-    from coop.memory.db import SCHEMA_VERSION, fulltext_problems, schema_version
+    from coop.memory.storage.fulltext import fulltext_problems
+    from coop.memory.storage.migrations import SCHEMA_VERSION, schema_version
 
     checks = []
     version = schema_version(db)
@@ -142,11 +144,12 @@ def check_database(db: "Database", path: str) -> list[Check]:
 
 
 def check_embedder(config: "Config", db: "Database") -> list[Check]:
-    from coop.memory.embed import load_embedder, resolve_model_path
-    from coop.memory.vectors import index_status, stored_embedders
+    from coop.memory.growth.embedders import resolve_model_path
+    from coop.memory.storage.vectors import index_status, stored_embedders
+    from coop.services import load_embedder
 
     settings = config.memory.embedder
-    status = load_embedder(settings)
+    status = load_embedder(config)
     checks = []
     if status.embedder is None:
         make = failure if settings.model_path or settings.provider != "fastembed" else warning
@@ -225,7 +228,7 @@ def check(
 ) -> None:
     """Validate the config, the database, the embedder and the model setup."""
     from coop.config import load_config, resolve_db_path
-    from coop.memory.db import open_database
+    from coop.memory.storage.database import open_database
 
     app_state = state(ctx)
     checks = run_checks(lambda: load_config(app_state.config_path),

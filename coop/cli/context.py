@@ -1,11 +1,10 @@
-"""The state every command shares, built lazily from the global options: config, database, user, embedder.
+"""The state every command shares: the global options, and the `Services` built from them on first use.
 
 Kept apart from `app.py` so command modules can import it without importing the root app (which imports them).
 """
 
 from __future__ import annotations
 
-import getpass
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -13,22 +12,21 @@ import typer
 
 if TYPE_CHECKING:
     from coop.config import Config
-    from coop.memory.db import Database
-    from coop.memory.embed import Embedder
-    from coop.memory.store import UserMemory
+    from coop.memory.embedder import Embedder
+    from coop.memory.storage.connection import Database
+    from coop.memory.storage.store import UserMemory
+    from coop.services import Services
 
 
 @dataclass
 class AppContext:
-    """What every command needs, built lazily from the global options."""
+    """The global options, and the parts commands need, built lazily by `coop.services`."""
 
     config_path: str | None = None
     user: str | None = None
     debug: bool = False
     _config: "Config | None" = field(default=None, repr=False)
-    _db: "Database | None" = field(default=None, repr=False)
-    _embedder_loaded: bool = field(default=False, repr=False)
-    _embedder: "Embedder | None" = field(default=None, repr=False)
+    _services: "Services | None" = field(default=None, repr=False)
 
     def config(self) -> "Config":
         if self._config is None:
@@ -37,46 +35,34 @@ class AppContext:
             self._config = load_config(self.config_path)
         return self._config
 
+    def services(self) -> "Services":
+        if self._services is None:
+            from coop import output
+            from coop.services import Services
+
+            self._services = Services(self.config(), self.user, warn=output.warn)
+        return self._services
+
+    def use_config(self, config: "Config") -> None:
+        """Serve this command with a changed config (`coop chat --model`), before anything is built from it."""
+        self._config = config
+        self._services = None
+
     def user_id(self, override: str | None = None) -> str:
-        """`--user` on the command, then the global `--user`, then `chat.user`, then the OS user name."""
-        for candidate in (override, self.user, self.config().chat.user):
-            if candidate:
-                return candidate
-        try:
-            return getpass.getuser() or "default"
-        except Exception:
-            return "default"
+        return self.services().user_id(override)
 
     def db(self) -> "Database":
-        if self._db is None:
-            from coop.config import resolve_db_path
-            from coop.memory.db import open_database
-
-            config = self.config()
-            self._db = open_database(resolve_db_path(config), busy_timeout_ms=config.memory.busy_timeout_ms)
-        return self._db
+        return self.services().db()
 
     def memory(self, user: str | None = None) -> "UserMemory":
-        from coop.memory.store import MemoryStore
-
-        return MemoryStore(self.db()).user(self.user_id(user))
+        return self.services().memory(user)
 
     def embedder(self) -> "Embedder | None":
-        """The configured embedder, loaded once; when it cannot load, say so once and carry on without it."""
-        if not self._embedder_loaded:
-            from coop.cli import output
-            from coop.memory.embed import load_embedder
-
-            status = load_embedder(self.config().memory.embedder)
-            self._embedder, self._embedder_loaded = status.embedder, True
-            if status.embedder is None:
-                output.warn(f"no embedder: {status.error}; using full-text search only", status.hint)
-        return self._embedder
+        return self.services().embedder()
 
     def close(self) -> None:
-        if self._db is not None:
-            self._db.close()
-            self._db = None
+        if self._services is not None:
+            self._services.close()
 
 
 def state(ctx: typer.Context) -> AppContext:

@@ -4,22 +4,23 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
-from coop.cli import output
+from coop import output
 from coop.cli.context import state
 from coop.errors import CoopError, UsageError
 
 
 def init(
     ctx: typer.Context,
-    path: Annotated[Optional[str], typer.Argument(help="where to write it (default: --config, else the user config)")] = None,
+    path: Annotated[str | None, typer.Argument(help="where to write it (default: --config, else the user config)")] = None,
     force: Annotated[bool, typer.Option("--force", help="overwrite an existing file")] = False,
 ) -> None:
     """Write a commented config file to start from."""
-    from coop.config import example_toml, user_config_path
+    from coop.config import user_config_path
+    from coop.config_example import example_toml
 
     target = Path(path or state(ctx).config_path or user_config_path()).expanduser()
     if target.exists() and not force:

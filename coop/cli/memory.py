@@ -3,33 +3,31 @@
 from __future__ import annotations
 
 import sys
-import time
-from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
-from coop.cli import output
+from coop import output
 from coop.cli.context import state
 from coop.errors import UsageError
 
 app = typer.Typer(no_args_is_help=True, help="Inspect and correct memory: search, list, show, add, forget.")
 
 
-def _nonempty_user(value: Optional[str]) -> Optional[str]:
+def _nonempty_user(value: str | None) -> str | None:
     """An explicit but empty --user (a script's unset variable) must not fall back to the default user."""
     if value is not None and not value.strip():
         raise typer.BadParameter("the user id is empty")
     return value
 
 
-UserOption = Annotated[Optional[str], typer.Option("--user", metavar="ID", help="whose memory",
+UserOption = Annotated[str | None, typer.Option("--user", metavar="ID", help="whose memory",
                                                    callback=_nonempty_user)]
 JsonOption = Annotated[bool, typer.Option("--json", help="print JSON on stdout")]
 KIND_CHOICES = ("fact", "message", "summary")
 
 
-def _kinds(kind: Optional[str], *, allow_instruction: bool = False) -> tuple[str, ...]:
+def _kinds(kind: str | None, *, allow_instruction: bool = False) -> tuple[str, ...]:
     if kind is None:
         return KIND_CHOICES
     if kind == "instruction" and allow_instruction:
@@ -45,7 +43,7 @@ def add(
     ctx: typer.Context,
     text: Annotated[str, typer.Argument(help="the fact, in a sentence")],
     category: Annotated[str, typer.Option(help="a group such as preference, person, location")] = "general",
-    key: Annotated[Optional[str], typer.Option(help="a name for the slot this fact fills; a new value for the same "
+    key: Annotated[str | None, typer.Option(help="a name for the slot this fact fills; a new value for the same "
                                                     "category and key supersedes the old one")] = None,
     importance: Annotated[float, typer.Option(min=0.0, max=1.0, help="0..1; 0.85 and above is always recalled")] = 0.9,
     user: UserOption = None,
@@ -53,16 +51,16 @@ def add(
 ) -> None:
     """Remember a fact (stated by you, so important by default). Use --category instruction for a standing
     instruction to the assistant ("answer briefly")."""
-    from coop.chat.memory_jobs import make_writer
-    from coop.memory.reconcile import Candidate
-    from coop.memory.store import MAX_FACT_CHARS, check_text
-    from coop.memory.vectors import embed_pending
+    from coop.memory.growth.embedding import embed_pending
+    from coop.memory.growth.reconcile import Candidate
+    from coop.memory.storage.items import MAX_FACT_CHARS
+    from coop.memory.text import check_text
 
     check_text(text, "fact", MAX_FACT_CHARS)  # before the database is opened: bad input touches nothing
     app_state = state(ctx)
     memory = app_state.memory(user)
     embedder = app_state.embedder()
-    writer = make_writer(memory, app_state.config(), embedder)
+    writer = app_state.services().writer(memory)
     result = writer.write(Candidate(text, category=category, key=key, importance=importance, source="user"))
     if result is None:
         raise UsageError("not stored: a request to drop a safety behaviour is not kept as an instruction",
@@ -88,16 +86,16 @@ def add(
 def search(
     ctx: typer.Context,
     query: Annotated[str, typer.Argument(help="what to look for, in words")],
-    limit: Annotated[Optional[int], typer.Option(min=1, max=1000, help="how many results")] = None,
-    kind: Annotated[Optional[str], typer.Option(help="only fact, message or summary")] = None,
+    limit: Annotated[int | None, typer.Option(min=1, max=1000, help="how many results")] = None,
+    kind: Annotated[str | None, typer.Option(help="only fact, message or summary")] = None,
     explain: Annotated[bool, typer.Option("--explain", help="show each retrieval leg's rank and score")] = False,
     archived: Annotated[bool, typer.Option("--archived", help="include superseded and archived facts")] = False,
     user: UserOption = None,
     json_: JsonOption = False,
 ) -> None:
     """Search memory by meaning and by words."""
-    from coop.chat.tools import search_or_full_text
-    from coop.memory.search import describe, fts_query, retrieval_options
+    from coop.memory.retrieval.search import describe, search_or_full_text
+    from coop.memory.retrieval.terms import fts_query
 
     if fts_query(query) is None:
         raise UsageError("the query has no words to search for", hint="search with a word or a phrase")
@@ -106,7 +104,7 @@ def search(
     memory = app_state.memory(user)
     result, failure = search_or_full_text(memory, query, embedder=app_state.embedder(),
                                           limit=limit or config.search_limit, kinds=_kinds(kind),
-                                          include_inactive=archived, **retrieval_options(config))
+                                          include_inactive=archived, settings=app_state.services().retrieval())
     if failure is not None:
         output.warn(f"the embedder failed ({failure}); these results are from full-text search only",
                     "run `coop check`")
@@ -135,7 +133,7 @@ def search(
 @app.command("list")
 def list_(
     ctx: typer.Context,
-    kind: Annotated[Optional[str], typer.Option(help="only fact, message or summary")] = None,
+    kind: Annotated[str | None, typer.Option(help="only fact, message or summary")] = None,
     limit: Annotated[int, typer.Option(min=1, max=100_000, help="how many items")] = 50,
     archived: Annotated[bool, typer.Option("--archived", help="include superseded and archived facts")] = False,
     user: UserOption = None,
@@ -176,7 +174,7 @@ def show(
     json_: JsonOption = False,
 ) -> None:
     """Show one item in full."""
-    from coop.memory.store import parse_ref
+    from coop.memory.kinds import parse_ref
 
     kind, number = parse_ref(item_id)
     item = state(ctx).memory(user).get(kind, number)
@@ -200,7 +198,7 @@ def forget(
     user: UserOption = None,
 ) -> None:
     """Forget items for good: text, full-text entry and vectors go; a content-free record stays."""
-    from coop.memory.store import parse_ref
+    from coop.memory.kinds import parse_ref
 
     refs = [parse_ref(ref) for ref in item_ids]
     memory = state(ctx).memory(user)
@@ -226,7 +224,7 @@ def history(
     json_: JsonOption = False,
 ) -> None:
     """Show every change to a fact: added, merged, superseded, forgotten, with the reasons."""
-    from coop.memory.store import parse_ref
+    from coop.memory.kinds import parse_ref
 
     kind, number = parse_ref(item_id)
     if kind != "fact":
@@ -273,19 +271,19 @@ def consolidate(
     json_: JsonOption = False,
 ) -> None:
     """Summarise finished conversation spans into episodic summaries and facts now, then apply retention."""
-    from coop.chat.memory_jobs import fast_complete, make_writer
-    from coop.memory.consolidate import consolidate as run_consolidation
-    from coop.memory.vectors import embed_pending
+    from coop.memory.growth.consolidate import consolidate as run_consolidation
+    from coop.memory.growth.embedding import embed_pending
 
     app_state = state(ctx)
     config = app_state.config()
     memory = app_state.memory(user)
     embedder = app_state.embedder()
-    complete = fast_complete(config)
+    jobs = app_state.services().jobs()
+    complete = jobs.complete
     if complete is None and not json_:
         output.warn("no model configured: conversations are not summarised; retention still applies",
                     "set [model] name (and fast) in the config")
-    report = run_consolidation(memory, config, complete, make_writer(memory, config, embedder))
+    report = run_consolidation(memory, config, complete, jobs.writer(memory, embedder))
     if embedder is not None and report.summaries:
         embed_pending(memory, embedder, kinds=("summary",))
     if json_:
@@ -296,158 +294,3 @@ def consolidate(
     output.out().print(report.notice() or "nothing to consolidate")
     for problem in report.errors:
         output.warn(f"a span was not consolidated: {problem}", "it is tried again on the next run")
-
-
-def _progress(transient: bool = True):
-    """A progress bar on stderr (counts, rate, time left), hidden when stderr is not a terminal."""
-    from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TaskProgressColumn, TextColumn,
-                               TimeRemainingColumn)
-
-    return Progress(TextColumn("{task.description}"), BarColumn(), TaskProgressColumn(), MofNCompleteColumn(),
-                    TextColumn("{task.fields[detail]}"), TimeRemainingColumn(), console=output.err(),
-                    transient=transient, disable=not output.err().is_terminal)
-
-
-def _embed_with_progress(memory, embedder, batch_size: int) -> int:
-    from coop.memory.transfer import embed_backlog, pending_count
-
-    total = pending_count(memory)
-    if embedder is None or total == 0:
-        return 0
-    started = time.monotonic()
-    with _progress() as bar:
-        task = bar.add_task("embedding", total=total, detail="")
-
-        def advance(done: int) -> None:
-            bar.advance(task, done)
-            rate = bar.tasks[0].completed / max(time.monotonic() - started, 1e-6)
-            bar.update(task, detail=f"{rate:,.0f}/s")
-
-        return embed_backlog(memory, embedder, batch_size=batch_size, progress=advance)
-
-
-@app.command("import")
-def import_(
-    ctx: typer.Context,
-    path: Annotated[Path, typer.Argument(help="coop export (.jsonl), or ChatGPT/Claude conversations.json or .zip")],
-    fmt: Annotated[str, typer.Option("--format", help="auto, coop, chatgpt or claude")] = "auto",
-    no_embed: Annotated[bool, typer.Option("--no-embed", help="leave embedding to the background worker")] = False,
-    user: UserOption = None,
-    json_: JsonOption = False,
-) -> None:
-    """Import conversations and memory from coop, ChatGPT or Claude exports. Importing a file twice adds nothing."""
-    from coop.memory.transfer import import_file
-
-    if fmt not in ("auto", "coop", "chatgpt", "claude"):
-        raise UsageError(f"unknown format {fmt!r}", hint="use --format auto, coop, chatgpt or claude")
-    if not path.exists():
-        raise UsageError(f"{path} does not exist", hint="give the path of an export file")
-    app_state = state(ctx)
-    config = app_state.config()
-    memory = app_state.memory(user)
-    started = time.monotonic()
-    with _progress() as bar:
-        task = bar.add_task("importing", total=None, detail="")
-
-        def show(where) -> None:
-            rate = where.messages / max(time.monotonic() - started, 1e-6)
-            bar.update(task, total=where.size, completed=where.position,
-                       detail=f"{where.conversations:,} conversations, {where.messages:,} messages, {rate:,.0f}/s")
-
-        report = import_file(memory, path, fmt, importance=config.memory.importance, progress=show)
-    embedded = 0
-    if not no_embed:
-        embedded = _embed_with_progress(memory, app_state.embedder(), config.memory.embedder.batch_size)
-    if json_:
-        output.print_json({**report.as_dict(), "embedded": embedded, "user": memory.user_id,
-                           "seconds": round(time.monotonic() - started, 3)})
-        return
-    for problem in report.problems[:20]:
-        output.warn(f"{problem.where}: {problem.reason}")
-    if len(report.problems) > 20:
-        output.warn(f"... and {len(report.problems) - 20} more problems", "run with --json to see them all")
-    parts = [f"{report.sessions_added:,} sessions", f"{report.messages_added:,} messages"]
-    if report.format == "coop":
-        parts += [f"{report.facts_added:,} facts", f"{report.summaries_added:,} summaries"]
-    skipped = report.messages_skipped + report.facts_skipped
-    output.out().print(f"imported {', '.join(parts)} from {report.format} export for {memory.user_id}"
-                       + (f"; {skipped:,} already there" if skipped else "")
-                       + (f"; {len(report.problems):,} records skipped" if report.problems else ""),
-                       markup=False, highlight=False)
-
-
-@app.command()
-def export(
-    ctx: typer.Context,
-    fmt: Annotated[str, typer.Option("--format", help="coop (JSON Lines, re-importable) or markdown")] = "coop",
-    out_path: Annotated[Optional[Path], typer.Option("-o", "--output", help="file to write (default: stdout)")] = None,
-    user: UserOption = None,
-) -> None:
-    """Export everything of one user: sessions, messages, facts with their history, summaries."""
-    from coop.memory.transfer import export_user
-
-    if fmt not in ("coop", "markdown"):
-        raise UsageError(f"unknown export format {fmt!r}", hint="use --format coop or markdown")
-    memory = state(ctx).memory(user)
-    count = export_user(memory, fmt, out_path, sys.stdout)
-    if out_path is not None:
-        output.info(f"wrote {count:,} records of {memory.user_id} to {out_path}")
-
-
-@app.command()
-def reembed(
-    ctx: typer.Context,
-    user: UserOption = None,
-    json_: JsonOption = False,
-) -> None:
-    """Embed every item with the configured embedder (after changing it), then drop the old vectors.
-
-    Safe to interrupt: run it again and it goes on where it stopped."""
-    from coop.memory.transfer import reembed as run_reembed, stale_count
-
-    app_state = state(ctx)
-    memory = app_state.memory(user)
-    embedder = app_state.embedder()
-    if embedder is None:
-        raise UsageError("the configured embedder cannot load, so there is nothing to embed with",
-                         hint="run `coop check` to see why")
-    total = stale_count(memory, embedder.id)
-    started = time.monotonic()
-    with _progress() as bar:
-        task = bar.add_task("re-embedding", total=total, detail="")
-
-        def advance(done: int) -> None:
-            bar.advance(task, done)
-            rate = bar.tasks[0].completed / max(time.monotonic() - started, 1e-6)
-            bar.update(task, detail=f"{rate:,.0f}/s")
-
-        report = run_reembed(memory, embedder, batch_size=app_state.config().memory.embedder.batch_size,
-                             progress=advance)
-    if json_:
-        output.print_json({"user": memory.user_id, "embedder": embedder.id, "embedded": report.embedded,
-                           "failed": report.failed, "dropped_vectors": report.dropped_vectors,
-                           "dropped_embedders": report.embedders_dropped})
-        return
-    output.out().print(f"embedded {report.embedded:,} items with {embedder.id}"
-                       + (f"; dropped {report.dropped_vectors:,} old vectors" if report.dropped_vectors else ""),
-                       markup=False, highlight=False)
-    if report.failed:
-        output.warn(f"{report.failed:,} items could not be embedded; old vectors are kept until they are",
-                    "see `coop memory stats`, then run `coop memory reembed` again")
-        raise typer.Exit(1)
-
-
-@app.command()
-def reindex(ctx: typer.Context, json_: JsonOption = False) -> None:
-    """Rebuild the full-text indexes from the stored text (when `coop check` finds them out of step).
-
-    Covers every user of the database, since the indexes are shared; vectors are left as they are."""
-    from coop.memory.db import rebuild_fulltext
-
-    started = time.monotonic()
-    counts = rebuild_fulltext(state(ctx).db())
-    if json_:
-        output.print_json({"indexed": counts, "seconds": round(time.monotonic() - started, 2)})
-        return
-    output.out().print("rebuilt " + ", ".join(f"{name} ({rows:,} rows)" for name, rows in counts.items())
-                       + f" in {time.monotonic() - started:.1f} s", markup=False, highlight=False)

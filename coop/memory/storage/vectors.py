@@ -19,18 +19,17 @@ from __future__ import annotations
 
 import hashlib
 import logging
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Iterable, Sequence
+from typing import TYPE_CHECKING
 
 from coop.errors import EmbedderError
-from coop.memory.store import KINDS
+from coop.memory.kinds import KINDS, REGISTRY, active_fact
+from coop.memory.storage.connection import Database
+from coop.memory.storage.scope import UserScope
 
 if TYPE_CHECKING:
     import numpy as np
-
-    from coop.memory.db import Database
-    from coop.memory.embed import Embedder
-    from coop.memory.store import UserMemory
 
 log = logging.getLogger(__name__)
 
@@ -45,8 +44,6 @@ MIN_CANDIDATES = 200
 PRESELECT_BUDGET_MS = 10.0
 SQLITE_VEC_MAX_K = 4096  # sqlite-vec refuses a KNN query with a larger k
 _NS_PER_VECTOR, _NS_PER_VECTOR_AND_CANDIDATE = 27.0, 0.95
-_TABLES = {"message": "messages", "fact": "facts", "summary": "summaries"}
-_TEXT = {"message": "content", "fact": "value", "summary": "text"}
 
 
 @dataclass(frozen=True)
@@ -60,7 +57,7 @@ def _index_name(embedder_id: str) -> str:
     return "vec_" + hashlib.sha1(embedder_id.encode("utf-8")).hexdigest()[:12]
 
 
-def index_table(db: "Database", embedder_id: str, dims: int, *, create: bool = True) -> str | None:
+def index_table(db: Database, embedder_id: str, dims: int, *, create: bool = True) -> str | None:
     """The vec0 table for this embedder (created on first use), or None when sqlite-vec is unavailable."""
     if not db.has_vec or dims % 8:
         return None
@@ -87,12 +84,12 @@ def index_table(db: "Database", embedder_id: str, dims: int, *, create: bool = T
     return name
 
 
-def _fill_index(db: "Database", name: str, embedder_id: str) -> None:
+def _fill_index(db: Database, name: str, embedder_id: str) -> None:
     db.execute(f"INSERT INTO {name} (embedding_id, user_id, kind, embedding) SELECT id, user_id, kind, "
                "vec_quantize_binary(vector) FROM embeddings WHERE embedder = ?", (embedder_id,))
 
 
-def rebuild_index(db: "Database", embedder_id: str) -> None:
+def rebuild_index(db: Database, embedder_id: str) -> None:
     """Make the vec0 index hold exactly the rows of `embeddings` for this embedder."""
     name = db.scalar("SELECT table_name FROM vector_indexes WHERE embedder = ?", (embedder_id,))
     if name is None or not db.has_vec:
@@ -103,7 +100,7 @@ def rebuild_index(db: "Database", embedder_id: str) -> None:
         db.execute("UPDATE vector_indexes SET dirty = 0 WHERE embedder = ?", (embedder_id,))
 
 
-def _index_rows_changed(db: "Database", embedder_ids: Iterable[str], deleted_ids: Sequence[int] = (),
+def _index_rows_changed(db: Database, embedder_ids: Iterable[str], deleted_ids: Sequence[int] = (),
                         added: Sequence[tuple[int, str, str, bytes]] = ()) -> None:
     """Apply changes to the vec0 indexes, or mark them dirty when this connection cannot reach them."""
     for embedder_id in set(embedder_ids):
@@ -121,21 +118,21 @@ def _index_rows_changed(db: "Database", embedder_ids: Iterable[str], deleted_ids
                                 "VALUES (?, ?, ?, vec_quantize_binary(?))", added)
 
 
-def store_vectors(memory: "UserMemory", kind: str, item_ids: Sequence[int], embedder: "Embedder",
+def store_vectors(memory: UserScope, kind: str, item_ids: Sequence[int], embedder_id: str,
                   matrix: "np.ndarray") -> None:
-    """Write one vector per item (replacing that embedder's old one) and mark the items as embedded."""
+    """Write one vector per item (replacing that embedder's old one) and mark the items as embedded by it."""
     import numpy as np
 
     if len(item_ids) != len(matrix):
         raise EmbedderError(f"{len(matrix)} vectors for {len(item_ids)} items", hint="report this as a bug")
     db = memory.db
     matrix = np.ascontiguousarray(matrix, dtype=np.float32)
-    table = _TABLES[kind]
-    index_table(db, embedder.id, embedder.dims)  # create this embedder's index on its first vectors
+    table = REGISTRY[kind].table
+    index_table(db, embedder_id, int(matrix.shape[1]))  # create this embedder's index on its first vectors
     with db.atomic():
         old = [row[0] for row in db.execute(
             f"SELECT id FROM embeddings WHERE kind = ? AND embedder = ? AND user_id = ? "
-            f"AND item_id IN ({','.join('?' * len(item_ids))})", (kind, embedder.id, memory.user_id, *item_ids))]
+            f"AND item_id IN ({','.join('?' * len(item_ids))})", (kind, embedder_id, memory.user_id, *item_ids))]
         if old:
             db.execute(f"DELETE FROM embeddings WHERE id IN ({','.join('?' * len(old))})", old)
         added = []
@@ -143,14 +140,14 @@ def store_vectors(memory: "UserMemory", kind: str, item_ids: Sequence[int], embe
             blob = vector.tobytes()
             embedding_id = db.scalar("INSERT INTO embeddings (user_id, kind, item_id, embedder, vector) "
                                       "VALUES (?,?,?,?,?) RETURNING id",
-                                      (memory.user_id, kind, item_id, embedder.id, blob))
+                                      (memory.user_id, kind, item_id, embedder_id, blob))
             added.append((embedding_id, memory.user_id, kind, blob))
-        _index_rows_changed(db, [embedder.id], old, added)
+        _index_rows_changed(db, [embedder_id], old, added)
         db.conn.executemany(f"UPDATE {table} SET embedder = ?, embedding_error = NULL WHERE id = ? AND user_id = ?",
-                            [(embedder.id, item_id, memory.user_id) for item_id in item_ids])
+                            [(embedder_id, item_id, memory.user_id) for item_id in item_ids])
 
 
-def delete_item_vectors(memory: "UserMemory", kind: str, item_id: int) -> None:
+def delete_item_vectors(memory: UserScope, kind: str, item_id: int) -> None:
     """Remove an item's vectors (every embedder's) from `embeddings` and from the vec0 indexes."""
     db = memory.db
     rows = list(db.execute("SELECT id, embedder FROM embeddings WHERE kind = ? AND item_id = ? AND user_id = ?",
@@ -162,49 +159,52 @@ def delete_item_vectors(memory: "UserMemory", kind: str, item_id: int) -> None:
                    (kind, item_id, memory.user_id))
 
 
-def embed_pending(memory: "UserMemory", embedder: "Embedder", *, batch_size: int = 64,
-                  limit: int | None = None, kinds: Sequence[str] = KINDS) -> int:
-    """Embed this user's items that have no vector yet, in batches; returns how many were embedded.
-
-    A batch that fails is retried one item at a time, so one bad text records its own `embedding_error` and
-    does not hold back the rest. Items with an error are retried on a later call (the error is overwritten).
-    """
-    done = 0
-    for kind in kinds:
-        table, column = _TABLES[kind], _TEXT[kind]
-        last_id = 0
-        while limit is None or done < limit:
-            take = batch_size if limit is None else min(batch_size, limit - done)
-            rows = list(memory.db.execute(
-                f"SELECT id, {column} FROM {table} WHERE user_id = ? AND embedder IS NULL AND id > ? "
-                f"ORDER BY id LIMIT ?", (memory.user_id, last_id, take)))
-            if not rows:
-                break
-            last_id = rows[-1][0]
-            done += _embed_batch(memory, kind, rows, embedder)
-    return done
+def pending_items(memory: UserScope, kind: str, *, after_id: int, limit: int) -> list[tuple[int, str]]:
+    """(id, text) of this user's items of `kind` that have no vector yet, in id order after `after_id`."""
+    spec = REGISTRY[kind]
+    return [(int(row[0]), row[1]) for row in memory.db.execute(
+        f"SELECT id, {spec.text} FROM {spec.table} WHERE user_id = ? AND embedder IS NULL AND id > ? "
+        f"ORDER BY id LIMIT ?", (memory.user_id, after_id, limit))]
 
 
-def _embed_batch(memory: "UserMemory", kind: str, rows: list[tuple[int, str]], embedder: "Embedder") -> int:
-    try:
-        matrix = embedder.embed([text or "" for _, text in rows])
-    except Exception as exc:  # fall back to one at a time so a single bad row is isolated
-        if len(rows) == 1:
-            _record_error(memory, kind, rows[0][0], exc)
-            return 0
-        return sum(_embed_batch(memory, kind, [row], embedder) for row in rows)
-    store_vectors(memory, kind, [item_id for item_id, _ in rows], embedder, matrix)
-    return len(rows)
-
-
-def _record_error(memory: "UserMemory", kind: str, item_id: int, exc: Exception) -> None:
-    message = f"{type(exc).__name__}: {exc}"[:500]
-    log.warning("embedding %s %d failed: %s", kind, item_id, message)
-    memory.db.execute(f"UPDATE {_TABLES[kind]} SET embedding_error = ? WHERE id = ? AND user_id = ?",
+def record_embedding_error(memory: UserScope, kind: str, item_id: int, message: str) -> None:
+    """Keep why an item could not be embedded; it is tried again later (the error is overwritten then)."""
+    memory.db.execute(f"UPDATE {REGISTRY[kind].table} SET embedding_error = ? WHERE id = ? AND user_id = ?",
                       (message, item_id, memory.user_id))
 
 
-def nearest(memory: "UserMemory", embedder_id: str, dims: int, query: "np.ndarray", *, k: int,
+def hand_back_for_embedding(memory: UserScope, kind: str, keep_embedder: str, limit: int) -> int:
+    """Mark up to `limit` of this user's items of `kind` embedded by another model than `keep_embedder` as not
+    embedded, so the ordinary backlog path gives them a vector from it (their old vectors stay until
+    `drop_other_embedders`); returns how many are still to hand back after these."""
+    table = REGISTRY[kind].table
+    with memory.db.atomic():
+        memory.db.execute(f"UPDATE {table} SET embedder = NULL WHERE id IN (SELECT id FROM {table} WHERE user_id = ? "
+                          "AND embedder IS NOT NULL AND embedder != ? ORDER BY id LIMIT ?)",
+                          (memory.user_id, keep_embedder, limit))
+    return int(memory.db.scalar(f"SELECT count(*) FROM {table} WHERE user_id = ? AND embedder IS NOT NULL "
+                                "AND embedder != ?", (memory.user_id, keep_embedder)))
+
+
+def drop_other_embedders(memory: UserScope, keep: str) -> tuple[int, list[str]]:
+    """Delete this user's vectors from every embedder but `keep`, from the canonical table and the indexes."""
+    db = memory.db
+    others = [row[0] for row in db.execute("SELECT DISTINCT embedder FROM embeddings WHERE user_id = ? "
+                                           "AND embedder != ?", (memory.user_id, keep))]
+    dropped = 0
+    for embedder_id in others:
+        with db.atomic():
+            ids = [row[0] for row in db.execute("SELECT id FROM embeddings WHERE user_id = ? AND embedder = ?",
+                                                (memory.user_id, embedder_id))]
+            for start in range(0, len(ids), 500):
+                chunk = ids[start:start + 500]
+                _index_rows_changed(db, [embedder_id], chunk)
+                db.execute(f"DELETE FROM embeddings WHERE id IN ({','.join('?' * len(chunk))})", chunk)
+            dropped += len(ids)
+    return dropped, others
+
+
+def nearest(memory: UserScope, embedder_id: str, dims: int, query: "np.ndarray", *, k: int,
             kinds: Sequence[str] = KINDS, floor: float | None = None, exact: bool = False,
             include_inactive: bool = False) -> list[VectorHit]:
     """The `k` items most similar to `query` among this user's vectors from this embedder, best first.
@@ -220,8 +220,8 @@ def nearest(memory: "UserMemory", embedder_id: str, dims: int, query: "np.ndarra
         raise EmbedderError(f"query vector has {query.shape[0]} dimensions, the index {dims}",
                             hint="run `coop memory reembed` after changing the embedder")
     active = "" if include_inactive else (
-        " AND NOT (kind = 'fact' AND item_id IN (SELECT id FROM facts WHERE user_id = ?1 "
-        "AND (superseded_at IS NOT NULL OR archived_at IS NOT NULL)))")
+        f" AND NOT (kind = 'fact' AND item_id IN (SELECT f.id FROM facts f WHERE f.user_id = ?1 "
+        f"AND NOT ({active_fact('f')})))")
     # sqlite-vec answers at most SQLITE_VEC_MAX_K nearest; a larger request is served exactly, with numpy.
     name = None if exact or k > SQLITE_VEC_MAX_K else index_table(memory.db, embedder_id, dims, create=False)
     if name is not None:
@@ -242,7 +242,7 @@ def nearest(memory: "UserMemory", embedder_id: str, dims: int, query: "np.ndarra
     return [h for h in hits if floor is None or h.similarity >= floor]
 
 
-def similarities(memory: "UserMemory", embedder_id: str, dims: int, query: "np.ndarray",
+def similarities(memory: UserScope, embedder_id: str, dims: int, query: "np.ndarray",
                  items: Sequence[tuple[str, int]]) -> dict[tuple[str, int], float]:
     """The exact cosine between `query` and each of these items' vectors from `embedder_id` (items without one
     are left out). Score fusion uses it to give full-text candidates their similarity too."""
@@ -265,7 +265,7 @@ def similarities(memory: "UserMemory", embedder_id: str, dims: int, query: "np.n
     return out
 
 
-def partition_size(memory: "UserMemory", embedder_id: str) -> int:
+def partition_size(memory: UserScope, embedder_id: str) -> int:
     """How many vectors this user has from this embedder (kept by triggers in `embedding_counts`)."""
     return int(memory.db.scalar("SELECT count FROM embedding_counts WHERE user_id = ? AND embedder = ?",
                                 (memory.user_id, embedder_id)) or 0)
@@ -281,7 +281,7 @@ def preselect_size(k: int, vectors: int) -> int:
     return min(SQLITE_VEC_MAX_K, max(k, min(wanted, affordable)))
 
 
-def _prefilter(memory: "UserMemory", name: str, query: "np.ndarray", k: int, kinds: Sequence[str],
+def _prefilter(memory: UserScope, name: str, query: "np.ndarray", k: int, kinds: Sequence[str],
                embedder_id: str) -> list[int]:
     want = preselect_size(k, partition_size(memory, embedder_id))
     blob = query.tobytes()
@@ -297,7 +297,7 @@ def _prefilter(memory: "UserMemory", name: str, query: "np.ndarray", k: int, kin
     return ids
 
 
-def index_status(db: "Database") -> list[dict[str, object]]:
+def index_status(db: Database) -> list[dict[str, object]]:
     """Per embedder: vectors stored, rows in its vec0 index (None without sqlite-vec), dirty flag."""
     out = []
     for embedder_id, name, dims, dirty in db.execute("SELECT embedder, table_name, dims, dirty FROM vector_indexes"):
@@ -307,7 +307,7 @@ def index_status(db: "Database") -> list[dict[str, object]]:
     return out
 
 
-def stored_embedders(db: "Database") -> dict[str, int]:
+def stored_embedders(db: Database) -> dict[str, int]:
     """Every embedder id that has vectors in the database, with its count (any user)."""
     return {row[0]: row[1] for row in db.execute("SELECT embedder, count(*) FROM embeddings GROUP BY embedder")}
 

@@ -12,12 +12,14 @@ window and crowding out the conversation, not an exact accounting.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Sequence
+from typing import Any
 
-from coop.memory.search import LegScore
-from coop.memory.store import Item, estimate_tokens
+from coop.memory.retrieval.search import LegScore
+from coop.memory.storage.items import Item
+from coop.memory.text import estimate_tokens
 
 PAST_ITEM_MAX_CHARS = 700
 

@@ -21,12 +21,13 @@ import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from coop.memory.extract import Complete, ModelReplyError, facts_from, parse_json_reply
-from coop.memory.reconcile import INSTRUCTION, FactWriter
+from coop.memory.growth.extract import Complete, ModelReplyError, facts_from, parse_json_reply
+from coop.memory.growth.reconcile import INSTRUCTION, FactWriter
+from coop.memory.storage.items import Item
+from coop.memory.storage.store import UserMemory
 
 if TYPE_CHECKING:
     from coop.config import Config, RetentionConfig
-    from coop.memory.store import Item, UserMemory
 
 log = logging.getLogger(__name__)
 
@@ -57,18 +58,12 @@ class ConsolidationReport:
         return "memory consolidated: " + ", ".join(parts)
 
 
-def find_spans(memory: "UserMemory", *, min_age_seconds: float, span_messages: int, limit: int,
-               session_id: int | None = None, now: float | None = None) -> list[list["Item"]]:
+def find_spans(memory: UserMemory, *, min_age_seconds: float, span_messages: int, limit: int,
+               session_id: int | None = None, now: float | None = None) -> list[list[Item]]:
     """Unconsolidated spans that are finished with, oldest first."""
     now = time.time() if now is None else now
-    where = "AND m.session_id = ?" if session_id is not None else ""
-    params: tuple = (memory.user_id, now - min_age_seconds) + ((session_id,) if session_id is not None else ())
-    rows = memory.db.execute(
-        "SELECT m.id, m.session_id FROM messages m JOIN sessions s ON s.id = m.session_id "
-        "WHERE m.user_id = ? AND m.consolidated_at IS NULL AND m.role IN ('user', 'assistant') "
-        f"AND (s.ended_at IS NOT NULL OR m.created_at <= ?) {where} ORDER BY m.session_id, m.id", params)
     by_session: dict[int, list[int]] = {}
-    for message_id, sid in rows:
+    for message_id, sid in memory.unconsolidated(written_before=now - min_age_seconds, session_id=session_id):
         by_session.setdefault(sid, []).append(message_id)
     spans: list[list[Item]] = []
     for sid, ids in by_session.items():
@@ -81,7 +76,7 @@ def find_spans(memory: "UserMemory", *, min_age_seconds: float, span_messages: i
     return spans
 
 
-def _span_text(span: list["Item"]) -> str:
+def _span_text(span: list[Item]) -> str:
     from datetime import datetime
 
     lines = []
@@ -91,7 +86,7 @@ def _span_text(span: list["Item"]) -> str:
     return "\n".join(lines)
 
 
-def consolidate_span(memory: "UserMemory", span: list["Item"], complete: Complete, writer: FactWriter,
+def consolidate_span(memory: UserMemory, span: list[Item], complete: Complete, writer: FactWriter,
                      max_facts: int) -> tuple[int, int]:
     """Summarise one span and write its facts; returns (summary id, facts written). All or nothing."""
     messages = [{"role": "system", "content": SUMMARY_PROMPT.format(limit=max_facts)},
@@ -108,13 +103,11 @@ def consolidate_span(memory: "UserMemory", span: list["Item"], complete: Complet
         summary_id = memory.add_summary(summary.strip(), session_id=span[0].session_id, span=(ids[0], ids[-1]),
                                         created_at=span[-1].created_at)
         written = sum(1 for plan in plans if writer.apply(plan) is not None)
-        marks = ",".join("?" * len(ids))
-        memory.db.execute(f"UPDATE messages SET consolidated_at = ? WHERE user_id = ? AND id IN ({marks})",
-                          (time.time(), memory.user_id, *ids))
+        memory.mark_consolidated(ids)
     return summary_id, written
 
 
-def apply_retention(memory: "UserMemory", settings: "RetentionConfig", salience_threshold: float,
+def apply_retention(memory: UserMemory, settings: "RetentionConfig", salience_threshold: float,
                     now: float | None = None) -> int:
     """Archive facts whose decayed weight fell below the line; returns how many. Never deletes."""
     if not settings.enabled:
@@ -136,7 +129,7 @@ def apply_retention(memory: "UserMemory", settings: "RetentionConfig", salience_
     return archived
 
 
-def consolidate(memory: "UserMemory", config: "Config", complete: Complete | None, writer: FactWriter, *,
+def consolidate(memory: UserMemory, config: "Config", complete: Complete | None, writer: FactWriter, *,
                 session_id: int | None = None, ended: bool = False, now: float | None = None) -> ConsolidationReport:
     """One bounded run: summarise finished spans (when a model is available), then apply retention."""
     settings = config.memory.consolidation

@@ -13,9 +13,10 @@ from __future__ import annotations
 import logging
 import queue
 import threading
-from typing import Callable
+from collections.abc import Callable
 
-from coop.memory.db import Database, open_database
+from coop.memory.storage.connection import Database
+from coop.memory.storage.database import open_database
 
 log = logging.getLogger(__name__)
 
@@ -91,3 +92,25 @@ class BackgroundWorker:
         finally:
             if db is not None:
                 db.close()
+
+
+class Timer:
+    """Calls `action` every `interval` seconds on its own thread until stopped (stops within its wait)."""
+
+    def __init__(self, interval: float, action: Callable[[], None], name: str = "coop-timer") -> None:
+        self.interval = interval
+        self.action = action
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name=name, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.interval):
+            try:
+                self.action()
+            except Exception as exc:  # a timer never dies of its action
+                log.warning("timer action failed: %s", exc)
+
+    def stop(self, timeout: float = 2.0) -> None:
+        self._stop.set()
+        self._thread.join(timeout)

@@ -24,17 +24,21 @@ from __future__ import annotations
 
 import logging
 import re
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any, Callable, Sequence
+from typing import TYPE_CHECKING, Any
 
-from coop.memory.search import STOP_WORDS
-from coop.memory.store import FactWrite, Item, UserMemory, normalise_text
+from coop.memory.embedder import Embedder
+from coop.memory.storage import vectors
+from coop.memory.storage.facts import FactFields
+from coop.memory.storage.items import FactWrite, Item
+from coop.memory.storage.store import UserMemory
+from coop.memory.text import STOP_WORDS, normalise_text
 
 if TYPE_CHECKING:
     import numpy as np
 
     from coop.config import ExtractionConfig
-    from coop.memory.embed import Embedder
 
 log = logging.getLogger(__name__)
 
@@ -106,7 +110,7 @@ def is_unsafe_instruction(text: str) -> bool:
 class FactWriter:
     """Writes facts for one user through the pipeline described above."""
 
-    def __init__(self, memory: UserMemory, settings: "ExtractionConfig", *, embedder: "Embedder | None" = None,
+    def __init__(self, memory: UserMemory, settings: "ExtractionConfig", *, embedder: Embedder | None = None,
                  decide: Decider | None = None) -> None:
         self.memory = memory
         self.settings = settings
@@ -153,14 +157,12 @@ class FactWriter:
     def _neighbours(self, candidate: Candidate) -> tuple[Any, list[tuple[Item, float]]]:
         if self.embedder is None:
             return None, []
-        from coop.memory.vectors import nearest
-
         try:
             vector = self.embedder.embed([candidate.value])[0]
         except Exception as exc:  # the fact is still written; it is embedded later
             log.warning("embedding a new fact failed: %s", exc)
             return None, []
-        hits = nearest(self.memory, self.embedder.id, self.embedder.dims, vector, k=5, kinds=("fact",))
+        hits = vectors.nearest(self.memory, self.embedder.id, self.embedder.dims, vector, k=5, kinds=("fact",))
         items = self.memory.get_many("fact", [h.item_id for h in hits])
         return vector, [(items[h.item_id], h.similarity) for h in hits if h.item_id in items]
 
@@ -194,23 +196,23 @@ class FactWriter:
     # -- applying (one transaction) -----------------------------------------------------------------------
 
     def apply(self, plan: Plan) -> FactWrite | None:
+        """Write one plan in one transaction. A plan made against a fact that another writer has superseded or
+        archived since falls through to an ADD, which re-checks for an exact duplicate."""
         memory, c = self.memory, plan.candidate
         if plan.action == "SKIP":
             log.info("fact skipped: %s", plan.reason)
             return None
         with memory.db.atomic():
-            if plan.action == "MERGE" and plan.target_id is not None and self._active(plan.target_id):
-                memory.bump_fact(plan.target_id, importance=c.importance, reason=plan.reason)
-                return FactWrite(plan.target_id, "MERGE")
-            if plan.action == "UPDATE" and plan.target_id is not None and self._active(plan.target_id):
-                memory.update_fact_value(plan.target_id, c.value, reason=plan.reason)
-                self._store_vector(plan.target_id, plan.vector)
-                return FactWrite(plan.target_id, "UPDATE")
-            if plan.action == "SUPERSEDE" and plan.target_id is not None and self._active(plan.target_id):
-                target = memory.get("fact", plan.target_id)
-                if target.key is not None and target.key != c.key:
-                    c = replace(c, key=target.key, category=target.category)  # the new fact takes over the slot
-                result = self._supersede(target, c, plan.reason)
+            target = plan.target_id if plan.target_id is not None and memory.is_active_fact(plan.target_id) else None
+            if plan.action == "MERGE" and target is not None:
+                memory.bump_fact(target, importance=c.importance, reason=plan.reason)
+                return FactWrite(target, "MERGE")
+            if plan.action == "UPDATE" and target is not None:
+                memory.update_fact_value(target, c.value, reason=plan.reason)
+                self._store_vector(target, plan.vector)
+                return FactWrite(target, "UPDATE")
+            if plan.action == "SUPERSEDE" and target is not None:
+                result = memory.supersede_fact(target, self._fields(c), reason=plan.reason)
                 self._store_vector(result.fact_id, plan.vector)
                 return result
             result = memory.add_fact(c.value, category=c.category, key=c.key, importance=c.importance,
@@ -221,33 +223,14 @@ class FactWriter:
                 self._cap_instructions()
             return result
 
-    def _active(self, fact_id: int) -> bool:
-        try:
-            item = self.memory.get("fact", fact_id)
-        except Exception:
-            return False
-        return item.superseded_at is None and item.archived_at is None
-
-    def _supersede(self, target: Item, c: Candidate, reason: str) -> FactWrite:
-        """A new row for the new value; the old row stays, marked superseded (never deleted)."""
-        import time
-
-        memory, now = self.memory, time.time()
-        memory.db.execute("UPDATE facts SET superseded_at = ? WHERE id = ? AND user_id = ?",
-                          (now, target.item_id, memory.user_id))
-        result = memory.add_fact(c.value, category=c.category, key=c.key, importance=c.importance,
-                                 source=c.source, reason=reason)
-        memory.db.execute("UPDATE facts SET superseded_by = ? WHERE id = ? AND user_id = ?",
-                          (result.fact_id, target.item_id, memory.user_id))
-        memory._history(target.item_id, "SUPERSEDE", target.text, c.value, reason, now, related=result.fact_id)
-        return FactWrite(result.fact_id, "SUPERSEDE", previous_id=target.item_id)
+    @staticmethod
+    def _fields(c: Candidate) -> FactFields:
+        return FactFields.checked(c.value, category=c.category, key=c.key, importance=c.importance, source=c.source)
 
     def _store_vector(self, fact_id: int, vector: Any) -> None:
         if vector is None or self.embedder is None:
             return
-        from coop.memory.vectors import store_vectors
-
-        store_vectors(self.memory, "fact", [fact_id], self.embedder, vector.reshape(1, -1))
+        vectors.store_vectors(self.memory, "fact", [fact_id], self.embedder.id, vector.reshape(1, -1))
 
     def _cap_instructions(self) -> None:
         active = self.memory.active_facts(INSTRUCTION)

@@ -17,10 +17,11 @@ from __future__ import annotations
 import io
 import json
 import zipfile
+from collections.abc import Iterator
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import IO, Any, Iterator
+from typing import IO, Any
 
 MAX_ATTACHMENT_CHARS = 20_000
 FORMATS = ("coop", "chatgpt", "claude")
@@ -65,7 +66,7 @@ def to_timestamp(value: Any) -> float | None:
         except ValueError:
             return None
         if parsed.tzinfo is None:
-            parsed = parsed.replace(tzinfo=timezone.utc)
+            parsed = parsed.replace(tzinfo=UTC)
         return parsed.timestamp()
     return None
 

@@ -1,4 +1,4 @@
-"""Embedders: the `Embedder` protocol and its three kinds (fastembed, litellm, hash), with stable ids.
+"""Embedders: the three kinds of `Embedder` (fastembed, a remote API through litellm, hash), with stable ids.
 
 An embedder's id is `provider/model/dims` and is stored beside every vector it makes, so vectors from two models
 (or two sizes of one model) are never compared: a search only reads vectors whose id equals the loaded
@@ -13,11 +13,13 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol, Sequence
+from typing import TYPE_CHECKING
 
 from coop.errors import EmbedderError
+from coop.memory.embedder import Embedder, embedder_id
 
 if TYPE_CHECKING:
     import numpy as np
@@ -28,25 +30,6 @@ DEFAULT_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
 # The provision tool writes here by default; coop looks here before asking fastembed to download anything.
 PROVISIONED_DIR_NAME = "all-MiniLM-L6-v2-onnx"
 REQUIRED_MODEL_FILES = ("model.onnx", "tokenizer.json", "tokenizer_config.json", "special_tokens_map.json")
-
-
-class Embedder(Protocol):
-    """Turns texts into unit-length float32 vectors of `dims` dimensions."""
-
-    id: str
-    dims: int
-
-    def embed(self, texts: Sequence[str]) -> "np.ndarray":
-        """Vectors for stored items (messages, facts, summaries), one row per text."""
-        ...
-
-    def embed_query(self, text: str) -> "np.ndarray":
-        """The vector of one search query."""
-        ...
-
-
-def embedder_id(provider: str, model: str, dims: int) -> str:
-    return f"{provider}/{model}/{dims}"
 
 
 def _normalise(matrix: "np.ndarray") -> "np.ndarray":
@@ -130,7 +113,7 @@ class FastEmbedEmbedder:
                 raise EmbedderError(f"model directory {model_path} lacks {', '.join(missing)}",
                                     hint="point memory.embedder.model_path at a complete fastembed model directory")
         try:
-            from coop.memory import onnx_embed
+            from coop.memory.growth import onnx_embed
 
             if onnx_embed.usable(model, model_path):  # the default model from a local directory: no fastembed import
                 self._model = onnx_embed.LeanOnnxModel(model_path)
@@ -164,11 +147,16 @@ class FastEmbedEmbedder:
         return self.embed([text])[0]
 
 
+# A remote embedding call: (model, texts, api_base, api_key) -> one vector per text. `coop.llm.embed` is the one
+# coop uses; the engine takes it as a value so that it never imports litellm itself.
+RemoteEmbed = Callable[..., "list[list[float]]"]
+
+
 class LiteLLMEmbedder:
     """A remote embedding model through litellm (OpenAI, Voyage, Cohere, or any OpenAI-compatible api_base)."""
 
     def __init__(self, model: str, dims: int, api_base: str = "", api_key_env: str = "",
-                 batch_size: int = 64) -> None:
+                 batch_size: int = 64, *, remote: RemoteEmbed) -> None:
         if not model:
             raise EmbedderError("memory.embedder.model is empty", hint="name a litellm embedding model")
         self.model = model
@@ -177,18 +165,17 @@ class LiteLLMEmbedder:
         self.api_base = api_base or None
         self.api_key_env = api_key_env
         self.batch_size = batch_size
+        self.remote = remote
 
     def embed(self, texts: Sequence[str]) -> "np.ndarray":
         import numpy as np
-
-        from coop import llm
 
         if not texts:
             return np.zeros((0, self.dims), dtype=np.float32)
         api_key = os.environ.get(self.api_key_env) if self.api_key_env else None
         rows: list[list[float]] = []
         for start in range(0, len(texts), self.batch_size):
-            rows.extend(llm.embed(self.model, list(texts[start:start + self.batch_size]),
+            rows.extend(self.remote(self.model, list(texts[start:start + self.batch_size]),
                                   api_base=self.api_base, api_key=api_key))
         return _normalise(_check_shape(np.asarray(rows, dtype=np.float32), len(texts), self.dims, self.model))
 
@@ -206,8 +193,9 @@ class EmbedderStatus:
     hint: str | None = None
 
 
-def load_embedder(config: "EmbedderConfig") -> EmbedderStatus:
-    """Build the configured embedder; never raises, so a missing model only turns the vector leg off."""
+def load_embedder(config: "EmbedderConfig", *, remote: RemoteEmbed | None = None) -> EmbedderStatus:
+    """Build the configured embedder; never raises, so a missing model only turns the vector leg off. `remote`
+    makes the calls of a litellm embedder (`coop.services` passes `coop.llm.embed`)."""
     configured = embedder_id(config.provider, config.model if config.provider != "hash" else "tokens", config.dims)
     try:
         if config.provider == "hash":
@@ -215,8 +203,11 @@ def load_embedder(config: "EmbedderConfig") -> EmbedderStatus:
         elif config.provider == "fastembed":
             embedder = FastEmbedEmbedder(config.model, config.dims, resolve_model_path(config), config.batch_size)
         elif config.provider == "litellm":
+            if remote is None:
+                raise EmbedderError("no way to reach a remote embedding model here",
+                                    hint="load the embedder through coop.services")
             embedder = LiteLLMEmbedder(config.model, config.dims, config.api_base, config.api_key_env,
-                                       config.batch_size)
+                                       config.batch_size, remote=remote)
         else:
             raise EmbedderError(f"unknown embedder provider {config.provider!r}",
                                 hint="use fastembed, litellm or hash")

@@ -1,4 +1,6 @@
-"""Everything the CLI writes: data on stdout (rich tables for people, JSON for scripts), messages on stderr.
+"""The one printer: everything coop writes for people and scripts, from the commands and from the REPL alike.
+Data goes to stdout (rich tables for people, JSON for scripts), messages to stderr (the REPL passes its own
+console, which is stdout on a terminal).
 
 `--json` output is the contract of DESIGN.md: field names only grow. Times are ISO 8601 in UTC in JSON and
 local time for people. `NO_COLOR` and `TERM=dumb` are honoured by rich itself.
@@ -8,7 +10,7 @@ from __future__ import annotations
 
 import json
 import sys
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
@@ -17,8 +19,8 @@ if TYPE_CHECKING:
     from rich.text import Text
 
     from coop.errors import CoopError
-    from coop.memory.search import Hit
-    from coop.memory.store import HistoryEntry, Item
+    from coop.memory.retrieval.search import Hit
+    from coop.memory.storage.items import HistoryEntry, Item
 
 _stdout: Console | None = None
 _stderr: Console | None = None
@@ -44,16 +46,21 @@ def print_json(data: Any) -> None:
     sys.stdout.flush()
 
 
-def error(exc: "CoopError") -> None:
+def error(exc: "CoopError", console: Console | None = None) -> None:
     """`error: ...` and `hint: ...`, one line each: soft wrap, so a narrow or piped stderr does not break them."""
-    console = err()
+    console = console or err()
     console.print(f"[bold red]error:[/] {_escape(_flat(exc.message))}", soft_wrap=True)
     if exc.hint:
         console.print(f"[dim]hint:[/] {_escape(_flat(exc.hint))}", soft_wrap=True)
 
 
-def warn(message: str, hint: str | None = None) -> None:
-    console = err()
+def say(text: str, console: Console | None = None) -> None:
+    """A line of coop's own, printed as it is (no markup, no highlighting)."""
+    (console or err()).print(_escape(text), highlight=False)
+
+
+def warn(message: str, hint: str | None = None, console: Console | None = None) -> None:
+    console = console or err()
     console.print(f"[yellow]warning:[/] {_escape(_flat(message))}", soft_wrap=True)
     if hint:
         console.print(f"[dim]hint:[/] {_escape(_flat(hint))}", soft_wrap=True)
@@ -82,7 +89,7 @@ def _escape(text: str) -> str:
 
 
 def iso(ts: float | None) -> str | None:
-    return None if ts is None else datetime.fromtimestamp(ts, tz=timezone.utc).isoformat().replace("+00:00", "Z")
+    return None if ts is None else datetime.fromtimestamp(ts, tz=UTC).isoformat().replace("+00:00", "Z")
 
 
 def local_time(ts: float | None) -> str:

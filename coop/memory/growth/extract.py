@@ -13,14 +13,15 @@ from __future__ import annotations
 import json
 import logging
 import re
-from typing import TYPE_CHECKING, Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
 
 from coop.errors import UsageError
-from coop.memory.reconcile import INSTRUCTION, Candidate, Decision
-from coop.memory.store import check_text
+from coop.memory.growth.reconcile import INSTRUCTION, Candidate, Decision
+from coop.memory.text import check_text
 
 if TYPE_CHECKING:
-    from coop.memory.store import Item
+    from coop.memory.storage.items import Item
 
 log = logging.getLogger(__name__)
 

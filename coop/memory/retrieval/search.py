@@ -32,45 +32,24 @@ turn are `UserMemory.recent_messages` and `UserMemory.salient`; the chat turn co
 
 from __future__ import annotations
 
-import re
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Sequence
+from typing import TYPE_CHECKING
 
-import apsw
-
-from coop.errors import UsageError
-from coop.memory.db import UNSPACED_CHARS
-from coop.memory.store import KINDS, Item, UserMemory, make_ref
-from coop.memory.vectors import nearest, similarities
+from coop.errors import ModelError, UsageError
+from coop.memory.embedder import Embedder
+from coop.memory.kinds import KINDS, active_fact
+from coop.memory.retrieval.settings import FUSIONS, RetrievalSettings
+from coop.memory.retrieval.terms import affordable_terms, check_query, match_expression, query_terms, unspaced_phrases
+from coop.memory.storage.items import Item
+from coop.memory.storage.store import UserMemory
+from coop.memory.storage.vectors import nearest, similarities
 
 if TYPE_CHECKING:
     import numpy as np
 
-    from coop.config import MemoryConfig
-    from coop.memory.embed import Embedder
-
-MAX_QUERY_CHARS = 20_000
-MAX_QUERY_TERMS = 48
-FUSIONS = ("score", "rrf")
-# The defaults of `[memory]` (coop.config keeps the same values, with their help text): one place for the engine.
-DEFAULT_FUSION = "score"
-DEFAULT_VECTOR_WEIGHT = 1.0
-DEFAULT_CONTEXT_WEIGHT = 0.5
-# Most postings (term, message) the message full-text leg reads for one query; see `affordable_terms`.
-POSTINGS_BUDGET = 12_000
-
-STOP_WORDS = frozenset("""
-a about above after again against all am an and any are as at be because been before being below between both
-but by can could did do does doing down during each few for from further had has have having he her here hers
-herself him himself his how i if in into is it its itself just me more most my myself no nor not now of off on
-once only or other our ours ourselves out over own same she should so some such than that the their theirs them
-themselves then there these they this those through to too under until up very was we were what when where
-which while who whom why will with would you your yours yourself yourselves ever did does
-""".split())
-
-_TOKEN = re.compile(r"\w+", re.UNICODE)
-UNSPACED_RUN = re.compile(f"[{UNSPACED_CHARS}]+")
+_DEFAULTS = RetrievalSettings.defaults()
 
 
 @dataclass(frozen=True)
@@ -104,90 +83,8 @@ class SearchResult:
     vector_used: bool             # False when no embedder was available: full-text only
 
 
-def query_terms(text: str) -> list[str]:
-    """The word terms of a query (outside unspaced scripts): case-folded, function words dropped unless nothing
-    else is left."""
-    tokens = [t.casefold() for t in _TOKEN.findall(UNSPACED_RUN.sub(" ", text))]
-    content = [t for t in tokens if t not in STOP_WORDS]
-    return list(dict.fromkeys(content or tokens))[:MAX_QUERY_TERMS]
-
-
-def unspaced_phrases(text: str) -> list[str]:
-    """Runs of Chinese, Japanese, Thai... as phrases of their characters. A run of one or two characters is one
-    phrase; a longer run (a whole clause, since these scripts have no spaces) becomes its overlapping bigrams,
-    so a document sharing any two-character word with the query matches and BM25 ranks by how many it shares."""
-    phrases: list[str] = []
-    for run in UNSPACED_RUN.findall(text):
-        if len(run) <= 2:
-            phrases.append(" ".join(run))
-        else:
-            phrases += [f"{run[i]} {run[i + 1]}" for i in range(len(run) - 1)]
-    return list(dict.fromkeys(phrases))[:MAX_QUERY_TERMS]
-
-
-def fts_query(text: str) -> str | None:
-    """An FTS5 MATCH expression for user text, safe whatever it contains; None when it has no word at all.
-    Every term is double-quoted (quotes inside doubled), so `"`, `*`, `-`, `:`, `(`, AND, NEAR are just text."""
-    return match_expression(unspaced_phrases(text) + query_terms(text))
-
-
-def match_expression(phrases: Sequence[str]) -> str | None:
-    """Quoted phrases OR-ed together; None for none."""
-    if not phrases:
-        return None
-    return " OR ".join('"' + p.replace('"', '""') + '"' for p in phrases)
-
-
-def affordable_terms(memory: UserMemory, terms: list[str], budget: int | None = None) -> list[str]:
-    """The query's word terms, without its most common ones when matching them all would read more than `budget`
-    postings of the message index.
-
-    FTS5 scores every message that holds any query term before it can sort, so one common word ("years",
-    "friend", a month name, which every message of that month holds in its context) makes a query over a large
-    memory slow. A term held by many messages also weighs little in BM25 (its IDF is small), so the most common
-    terms are dropped first until the rest fit the budget; the rarest term is always kept. Small memories (up to
-    tens of thousands of messages) stay under the budget and are searched with every term. Counts come from
-    `message_context_vocab` (all users together: they bound the work, which is over the whole index)."""
-    budget = POSTINGS_BUDGET if budget is None else budget
-    if len(terms) <= 1:
-        return terms
-    tokenizer = memory.db.conn.fts5_tokenizer("porter", ["unicode61", "remove_diacritics", "2"])
-    stems: dict[str, list[str]] = {}
-    for term in terms:
-        stems[term] = [token[2] for token in tokenizer(term.encode("utf-8"), apsw.FTS5_TOKENIZE_QUERY, None)]
-    wanted = sorted({stem for each in stems.values() for stem in each})
-    if not wanted:
-        return terms
-    counts = dict(memory.db.execute(f"SELECT term, doc FROM message_context_vocab WHERE term IN "
-                                    f"({','.join('?' * len(wanted))})", wanted))
-    cost = {term: sum(counts.get(stem, 0) for stem in each) for term, each in stems.items()}
-    if sum(cost.values()) <= budget:
-        return terms
-    kept: list[str] = []
-    spent = 0
-    for term in sorted(terms, key=lambda t: cost[t]):
-        if kept and spent + cost[term] > budget:
-            break
-        kept.append(term)
-        spent += cost[term]
-    return [term for term in terms if term in kept]
-
-
-def _check_query(query: str) -> str:
-    if not isinstance(query, str):
-        raise UsageError("the query must be text", hint="pass a search phrase")
-    try:
-        query.encode("utf-8")
-    except UnicodeEncodeError:
-        raise UsageError("the query is not valid UTF-8", hint="convert the input to UTF-8") from None
-    if len(query) > MAX_QUERY_CHARS:
-        raise UsageError(f"the query is too long ({len(query):,} characters; the limit is {MAX_QUERY_CHARS:,})",
-                         hint="search with a few words or sentences")
-    return query.replace("\x00", " ")
-
-
 def fts_leg(memory: UserMemory, query: str, *, kinds: Sequence[str] = KINDS, limit: int = 50,
-            include_inactive: bool = False, context_weight: float = DEFAULT_CONTEXT_WEIGHT
+            include_inactive: bool = False, context_weight: float = _DEFAULTS.context_weight
             ) -> list[tuple[str, int, float]]:
     """(kind, id, bm25) for the best full-text matches of each kind, best (lowest bm25) first. A message's
     neighbours' words count `context_weight` of its own."""
@@ -203,7 +100,7 @@ def fts_leg(memory: UserMemory, query: str, *, kinds: Sequence[str] = KINDS, lim
                                       context_weight, limit)
             continue
         if kind == "fact":
-            active = "" if include_inactive else "AND f.superseded_at IS NULL AND f.archived_at IS NULL"
+            active = "" if include_inactive else f"AND {active_fact('f')}"
             sql = ("SELECT f.id, bm25(facts_fts) AS s FROM facts_fts JOIN facts f ON f.id = facts_fts.rowid "
                    f"WHERE facts_fts MATCH ? AND f.user_id = ? {active} ORDER BY s LIMIT ?")
         else:
@@ -242,7 +139,7 @@ def _message_matches(memory: UserMemory, match: str | None, context_weight: floa
     return [("message", row[0], row[1]) for row in rows[:limit]]
 
 
-def vector_leg(memory: UserMemory, embedder: "Embedder", query: str, *, kinds: Sequence[str] = KINDS,
+def vector_leg(memory: UserMemory, embedder: Embedder, query: str, *, kinds: Sequence[str] = KINDS,
                limit: int = 50, floor: float | None = None, include_inactive: bool = False,
                vector: "np.ndarray | None" = None) -> list[tuple[str, int, float]]:
     """(kind, id, cosine) for the nearest items at or above `floor`, best first. `vector`: the query's vector,
@@ -285,25 +182,17 @@ def score_fusion(legs: dict[str, list[tuple[str, int, float]]], cosines: dict[tu
     return fused
 
 
-def retrieval_options(config: "MemoryConfig") -> dict[str, object]:
-    """The keyword arguments of `search` that `[memory]` sets: what chat, `coop memory search` and the
-    benchmarks pass, so all three retrieve alike."""
-    return {"floor": config.similarity_floor, "rrf_k": config.rrf_k, "fusion": config.fusion,
-            "vector_weight": config.vector_weight, "context_weight": config.context_weight}
-
-
-def search(memory: UserMemory, query: str, *, embedder: "Embedder | None" = None, limit: int = 10,
-           kinds: Sequence[str] = KINDS, floor: float | None = 0.655, rrf_k: int = 60,
-           include_inactive: bool = False, candidates: int | None = None, fusion: str = DEFAULT_FUSION,
-           vector_weight: float = DEFAULT_VECTOR_WEIGHT, context_weight: float = DEFAULT_CONTEXT_WEIGHT
-           ) -> SearchResult:
+def search(memory: UserMemory, query: str, *, embedder: Embedder | None = None, limit: int = 10,
+           kinds: Sequence[str] = KINDS, settings: RetrievalSettings | None = None, include_inactive: bool = False,
+           candidates: int | None = None) -> SearchResult:
     """The fused top `limit` items for `query`, over the kinds asked for. Without an embedder: full text only."""
-    query = _check_query(query)
+    settings = settings or _DEFAULTS
+    query = check_query(query)
     for kind in kinds:
         if kind not in KINDS:
             raise UsageError(f"unknown kind {kind!r}", hint="use fact, message or summary")
-    if fusion not in FUSIONS:
-        raise UsageError(f"unknown fusion {fusion!r}", hint="use " + " or ".join(FUSIONS))
+    if settings.fusion not in FUSIONS:
+        raise UsageError(f"unknown fusion {settings.fusion!r}", hint="use " + " or ".join(FUSIONS))
     per_leg = candidates or max(limit * 5, 50)
     timings: dict[str, float] = {}
     legs: dict[str, list[tuple[str, int, float]]] = {}
@@ -318,22 +207,22 @@ def search(memory: UserMemory, query: str, *, embedder: "Embedder | None" = None
         # The vector leg needs no more than `limit` of its own: deeper vector candidates would not make the top
         # `limit`, and every full-text candidate gets its exact cosine from `similarities` anyway.
         legs["vector"] = vector_leg(memory, embedder, query, kinds=kinds, limit=min(per_leg, max(limit, 10)),
-                                    floor=floor, include_inactive=include_inactive, vector=vector)
+                                    floor=settings.floor, include_inactive=include_inactive, vector=vector)
         timings["vector"] = (time.perf_counter() - mark) * 1000
     mark = time.perf_counter()
     legs["fts"] = fts_leg(memory, query, kinds=kinds, limit=per_leg, include_inactive=include_inactive,
-                          context_weight=context_weight)
+                          context_weight=settings.context_weight)
     timings["fts"] = (time.perf_counter() - mark) * 1000
     mark = time.perf_counter()
-    if fusion == "rrf":
-        fused = rrf(legs, rrf_k)
+    if settings.fusion == "rrf":
+        fused = rrf(legs, settings.rrf_k)
     else:
         cosines: dict[tuple[str, int], float] = {}
         if embedder is not None and vector is not None:
             cosines = {(kind, item_id): cos for kind, item_id, cos in legs["vector"]}
             missing = [(kind, item_id) for kind, item_id, _ in legs["fts"] if (kind, item_id) not in cosines]
             cosines.update(similarities(memory, embedder.id, embedder.dims, vector, missing))
-        fused = score_fusion(legs, cosines, vector_weight)
+        fused = score_fusion(legs, cosines, settings.vector_weight)
     ranked = sorted(fused.items(), key=lambda kv: kv[1][0], reverse=True)[:limit]
     by_kind: dict[str, list[int]] = {}
     for (kind, item_id), _ in ranked:
@@ -346,11 +235,25 @@ def search(memory: UserMemory, query: str, *, embedder: "Embedder | None" = None
     return SearchResult(hits, {leg: len(found) for leg, found in legs.items()}, timings, embedder is not None)
 
 
+def search_or_full_text(memory: UserMemory, query: str, *, embedder: Embedder | None, limit: int = 10,
+                        kinds: Sequence[str] = KINDS, settings: RetrievalSettings | None = None,
+                        include_inactive: bool = False) -> tuple[SearchResult, str | None]:
+    """`search()`, falling back to full text alone when the embedder fails on the query (a remote embedding API
+    that is down, slow or refuses the key): the chat and the search go on. Returns the result and, after a
+    fallback, why (for a one-time notice)."""
+    def run(with_embedder: Embedder | None) -> SearchResult:
+        return search(memory, query, embedder=with_embedder, limit=limit, kinds=kinds, settings=settings,
+                      include_inactive=include_inactive)
+
+    try:
+        return run(embedder), None
+    except ModelError as exc:  # EmbedderError is one
+        if embedder is None:
+            raise
+        return run(None), exc.message
+
+
 def describe(hit: Hit) -> str:
     """A compact 'vector #2 0.71, fts #1 3.20' line for people."""
     parts = [f"{leg} #{score.rank} {score.score:.3f}" for leg, score in hit.legs.items()]
     return ", ".join(parts) if parts else "-"
-
-
-__all__ = ["Hit", "LegScore", "SearchResult", "search", "fts_query", "query_terms", "describe", "make_ref",
-           "retrieval_options", "score_fusion"]

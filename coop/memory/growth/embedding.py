@@ -1,0 +1,62 @@
+"""Embedding jobs: give stored items their vectors, in batches, after the write that made them.
+
+Vectors are made off the write path (the chat commits a message at once; the worker embeds it a moment later),
+so a slow or missing embedder never delays or loses a write. A batch that fails is retried one item at a time,
+so one bad text records its own `embedding_error` and does not hold back the rest.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+
+from coop.memory.embedder import Embedder
+from coop.memory.kinds import KINDS
+from coop.memory.storage import vectors
+from coop.memory.storage.scope import UserScope
+
+log = logging.getLogger(__name__)
+
+
+def embed_pending(memory: UserScope, embedder: Embedder, *, batch_size: int = 64,
+                  limit: int | None = None, kinds: Sequence[str] = KINDS) -> int:
+    """Embed this user's items that have no vector yet, in batches; returns how many were embedded.
+    Items with an error are retried on a later call (the error is overwritten)."""
+    done = 0
+    for kind in kinds:
+        last_id = 0
+        while limit is None or done < limit:
+            take = batch_size if limit is None else min(batch_size, limit - done)
+            rows = vectors.pending_items(memory, kind, after_id=last_id, limit=take)
+            if not rows:
+                break
+            last_id = rows[-1][0]
+            done += _embed_batch(memory, kind, rows, embedder)
+    return done
+
+
+def _embed_batch(memory: UserScope, kind: str, rows: list[tuple[int, str]], embedder: Embedder) -> int:
+    try:
+        matrix = embedder.embed([text or "" for _, text in rows])
+    except Exception as exc:  # fall back to one at a time so a single bad row is isolated
+        if len(rows) == 1:
+            message = f"{type(exc).__name__}: {exc}"[:500]
+            log.warning("embedding %s %d failed: %s", kind, rows[0][0], message)
+            vectors.record_embedding_error(memory, kind, rows[0][0], message)
+            return 0
+        return sum(_embed_batch(memory, kind, [row], embedder) for row in rows)
+    vectors.store_vectors(memory, kind, [item_id for item_id, _ in rows], embedder.id, matrix)
+    return len(rows)
+
+
+def embed_backlog(memory: UserScope, embedder: Embedder, *, batch_size: int = 64,
+                  progress: Callable[[int], None] | None = None) -> int:
+    """Embed everything of this user that has no vector yet, a few batches at a time; returns how many."""
+    total = 0
+    while True:
+        done = embed_pending(memory, embedder, batch_size=batch_size, limit=batch_size * 4)
+        if done == 0:
+            return total
+        total += done
+        if progress is not None:
+            progress(done)

@@ -1,0 +1,61 @@
+"""The three kinds of memory item and where each lives: one registry instead of a mapping in every module.
+
+An item is named by a reference that carries its kind: `f12` (fact 12), `m345` (message 345), `s7` (summary 7).
+People type these in `coop memory show/forget`; JSON output carries them as `id` beside `kind`.
+
+A fact is *active* while it is neither superseded nor archived: only active facts are recalled, deduplicated
+against and counted; `ACTIVE_FACT` is that condition, written once.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from coop.errors import UsageError
+
+
+@dataclass(frozen=True)
+class Kind:
+    name: str       # fact | message | summary
+    table: str      # the table its rows live in
+    text: str       # the column holding its text
+    prefix: str     # the letter of its references (f12)
+    fulltext: str   # the full-text index over it
+
+
+FACT = Kind("fact", "facts", "value", "f", "facts_fts")
+MESSAGE = Kind("message", "messages", "content", "m", "message_context_fts")
+SUMMARY = Kind("summary", "summaries", "text", "s", "summaries_fts")
+REGISTRY: dict[str, Kind] = {kind.name: kind for kind in (FACT, MESSAGE, SUMMARY)}
+KINDS: tuple[str, ...] = tuple(REGISTRY)
+_BY_PREFIX = {kind.prefix: kind for kind in REGISTRY.values()}
+
+# A fact still in use: not replaced by a newer value, not archived by retention or the user.
+ACTIVE_FACT = "superseded_at IS NULL AND archived_at IS NULL"
+
+
+def active_fact(alias: str) -> str:
+    """`ACTIVE_FACT` for a table alias (`f.superseded_at IS NULL AND f.archived_at IS NULL`)."""
+    return f"{alias}.superseded_at IS NULL AND {alias}.archived_at IS NULL"
+
+
+def kind(name: str) -> Kind:
+    """The registered kind, or a usage error naming the ones there are."""
+    found = REGISTRY.get(name)
+    if found is None:
+        raise UsageError(f"unknown kind {name!r}", hint="use fact, message or summary")
+    return found
+
+
+def make_ref(kind_name: str, item_id: int) -> str:
+    return f"{REGISTRY[kind_name].prefix}{item_id}"
+
+
+def parse_ref(ref: str) -> tuple[str, int]:
+    """`'f12'` -> `('fact', 12)`. Anything else is a usage error naming the accepted forms."""
+    match = re.fullmatch(r"\s*([fmsFMS])\s*:?\s*(\d{1,18})\s*", ref or "")
+    if not match:
+        raise UsageError(f"not a memory id: {ref!r}",
+                         hint="ids look like f12 (fact), m345 (message) or s7 (summary); see `coop memory list`")
+    return _BY_PREFIX[match.group(1).lower()].name, int(match.group(2))

@@ -1,0 +1,217 @@
+"""The SQLite connection: one apsw connection per thread, pragmas, sqlite-vec, `atomic()`, error translation.
+
+Why apsw: the system `sqlite3` module here cannot load extensions, and apsw ships a current SQLite with FTS5.
+An apsw connection must not be shared across threads, so every thread (the REPL, the embedding worker, the
+consolidation worker) calls `open_database()` for its own.
+
+Every connection registers `coop_fts()` (`text.fts_text`), which the full-text triggers call. `database.py`
+opens a connection *and* brings its schema up to date; this module only connects.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import apsw
+
+from coop.errors import StoreError, UsageError
+from coop.memory.text import fts_text
+
+
+@dataclass
+class Database:
+    """One open connection plus what was learned while opening it."""
+
+    conn: apsw.Connection
+    path: str
+    vec_version: str | None = None
+    vec_error: str | None = None
+    read_only: bool = False  # opened from a place nobody here can write: reads work, writes are StoreErrors
+    _depth: int = field(default=0, repr=False)
+
+    @property
+    def has_vec(self) -> bool:
+        return self.vec_version is not None
+
+    def execute(self, sql: str, params: Any = None) -> apsw.Cursor:
+        try:
+            return self.conn.execute(sql, params)
+        except apsw.Error as exc:
+            _reraise(exc, self.path)
+        except UnicodeEncodeError:
+            raise _not_utf8() from None
+
+    def executemany(self, sql: str, rows: Any) -> None:
+        with self.atomic():
+            try:
+                self.conn.executemany(sql, rows)
+            except UnicodeEncodeError:
+                raise _not_utf8() from None
+
+    def one(self, sql: str, params: Any = None) -> Any:
+        """The first row or None. The cursor is always drained: an open statement would block COMMIT."""
+        rows = self.execute(sql, params).fetchall()
+        return rows[0] if rows else None
+
+    def scalar(self, sql: str, params: Any = None) -> Any:
+        row = self.one(sql, params)
+        return None if row is None else row[0]
+
+    @contextmanager
+    def atomic(self) -> Iterator[None]:
+        """A transaction that nests (SAVEPOINTs inside); on an error everything inside it is rolled back.
+
+        The outermost level is BEGIN IMMEDIATE: in WAL mode a deferred transaction that reads and then writes
+        fails at once with SQLITE_BUSY when another process wrote in between, without waiting on the busy
+        timeout. Taking the write lock up front makes concurrent writers queue instead of failing.
+        """
+        try:
+            if self.conn.in_transaction:
+                with self.conn:
+                    yield
+                return
+            self.conn.execute("BEGIN IMMEDIATE")
+            try:
+                yield
+            except BaseException:
+                if self.conn.in_transaction:
+                    self.conn.execute("ROLLBACK")
+                raise
+            self.conn.execute("COMMIT")
+        except apsw.Error as exc:
+            _reraise(exc, self.path)
+
+    def close(self) -> None:
+        self.conn.close()
+
+
+def _not_utf8() -> UsageError:
+    """Text with lone surrogates (undecodable bytes smuggled into a str) cannot be stored or looked up."""
+    return UsageError("the text is not valid UTF-8", hint="convert the input to UTF-8 (e.g. with iconv)")
+
+
+def translate_error(exc: apsw.Error, path: str) -> Exception:
+    """Map an apsw error to a `StoreError` with a hint; errors that are bugs (bad SQL) pass through."""
+    if isinstance(exc, apsw.BusyError):
+        return StoreError("the database is busy: another program held its lock too long",
+                          hint="retry, or raise memory.busy_timeout_ms")
+    if isinstance(exc, apsw.FullError):
+        return StoreError("the disk is full: nothing was written", hint="free some space and retry")
+    if isinstance(exc, apsw.ReadOnlyError):
+        return StoreError(f"the database is read-only: {path}; nothing was written",
+                          hint="check the permissions of the file and its directory, and that its disk is not "
+                               "mounted read-only")
+    if isinstance(exc, (apsw.CorruptError, apsw.NotADBError)):
+        return StoreError(f"the database {path} is corrupted",
+                          hint="restore a backup, or move it aside and start again")
+    if isinstance(exc, (apsw.IOError, apsw.CantOpenError)):
+        return StoreError(f"cannot read or write the database {path}: {exc}",
+                          hint="check the free space (and any quota or file-size limit), the disk, and the "
+                               "file's permissions")
+    return exc
+
+
+def _reraise(exc: apsw.Error, path: str) -> None:
+    mapped = translate_error(exc, path)
+    if mapped is exc:
+        raise exc
+    raise mapped from exc
+
+
+def _make_private_path(path: str) -> None:
+    """Create the database's directory (0700) and file (0600) before SQLite does, so nobody else can read them."""
+    file = Path(path)
+    directory = file.parent
+    if not directory.exists():
+        try:
+            directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+        except OSError as exc:
+            raise StoreError(f"cannot create the data directory {directory}: {exc.strerror}",
+                             hint="set COOP_HOME or memory.db_path to a writable place") from None
+    if not file.exists():
+        try:
+            fd = os.open(file, os.O_CREAT | os.O_WRONLY | os.O_EXCL, 0o600)
+            os.close(fd)
+        except FileExistsError:
+            pass
+        except OSError as exc:
+            raise StoreError(f"cannot create the database {file}: {exc.strerror}",
+                             hint="set COOP_HOME or memory.db_path to a writable place") from None
+
+
+def _load_sqlite_vec(conn: apsw.Connection) -> tuple[str | None, str | None]:
+    if os.environ.get("COOP_DISABLE_SQLITE_VEC"):
+        return None, "disabled by COOP_DISABLE_SQLITE_VEC"
+    try:
+        import sqlite_vec
+
+        conn.enable_load_extension(True)
+        try:
+            conn.load_extension(sqlite_vec.loadable_path())
+        finally:
+            conn.enable_load_extension(False)
+        return conn.execute("select vec_version()").fetchone()[0], None
+    except Exception as exc:  # any failure means: run on the numpy path
+        return None, f"{type(exc).__name__}: {exc}"
+
+
+def _unwritable(path: str) -> bool:
+    """True for an existing database nobody here can write: on a read-only file system, or with neither the file
+    nor its directory writable by this user. Such a file cannot change under us, so it is opened immutable
+    (SQLite then needs no -shm file, which could not be created there either)."""
+    if not os.path.isfile(path):
+        return False
+    try:
+        if os.statvfs(path).f_flag & os.ST_RDONLY:
+            return True
+    except OSError:
+        return False
+    directory = os.path.dirname(os.path.abspath(path))
+    return not os.access(path, os.W_OK) and not os.access(directory, os.W_OK)
+
+
+def connect(path: str, *, busy_timeout_ms: int = 5000) -> Database:
+    """Open (creating if needed) the SQLite file at `path`, with pragmas and sqlite-vec; no schema work.
+
+    A database in a place nobody here can write (a read-only disk, a backup without write permission) opens
+    read-only: everything that reads works, and every write is a `StoreError` that says the database is
+    read-only."""
+    read_only = path != ":memory:" and _unwritable(path)
+    if path != ":memory:" and not read_only:
+        _make_private_path(path)
+    try:
+        if read_only:
+            from urllib.parse import quote
+
+            conn = apsw.Connection(f"file:{quote(os.path.abspath(path))}?mode=ro&immutable=1",
+                                   flags=apsw.SQLITE_OPEN_READONLY | apsw.SQLITE_OPEN_URI)
+        else:
+            conn = apsw.Connection(path)
+        conn.execute(f"pragma busy_timeout = {int(busy_timeout_ms)}")
+        conn.execute("pragma foreign_keys = on")
+        if path != ":memory:" and not read_only:
+            mode = conn.execute("pragma journal_mode = wal").fetchone()[0]
+            if mode != "wal":
+                conn.execute("pragma journal_mode = " + mode)
+            conn.execute("pragma synchronous = normal")
+        conn.create_scalar_function("coop_fts", fts_text, 1, deterministic=True)
+    except apsw.NotADBError:
+        raise StoreError(f"{path} is not a coop database (or it is corrupted)",
+                         hint="move it aside and run again, or point memory.db_path elsewhere") from None
+    except apsw.CantOpenError:
+        raise StoreError(f"cannot open the database {path}",
+                         hint="check that its directory exists and is writable") from None
+    except apsw.BusyError:
+        raise StoreError(f"the database {path} is locked by another program",
+                         hint="retry, or raise memory.busy_timeout_ms") from None
+    except apsw.Error as exc:
+        raise StoreError(f"cannot open the database {path}: {exc}",
+                         hint="run `coop check` for details") from None
+    vec_version, vec_error = _load_sqlite_vec(conn)
+    db = Database(conn=conn, path=path, vec_version=vec_version, vec_error=vec_error, read_only=read_only)
+    return db

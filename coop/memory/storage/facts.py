@@ -1,0 +1,205 @@
+"""The only code that writes facts and their history.
+
+Facts are never deleted by an update: a new value for the same (category, key) supersedes the old row, which is
+kept with `superseded_by` / `superseded_at`, and every change is written to `fact_history` with its reason.
+The fact pipeline (growth/reconcile.py), consolidation, the model's tools and the importer decide *what* to
+write; the statements that do it are here, so the rules (one active fact per key, the history row, fresh ids,
+vectors dropped when a text changes) hold for every writer alike. `forget` (store.py) is the one exception
+the user asks for: it deletes the row and scrubs its history through `scrub_history`.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+from coop.errors import UsageError
+from coop.memory.kinds import ACTIVE_FACT
+from coop.memory.storage import vectors
+from coop.memory.storage.items import FACT_SOURCES, MAX_CATEGORY_CHARS, MAX_FACT_CHARS, MAX_KEY_CHARS, FactWrite
+from coop.memory.storage.reads import Reads
+from coop.memory.storage.scope import fresh_id_sql
+from coop.memory.text import check_text, content_hash
+
+
+@dataclass(frozen=True)
+class FactFields:
+    """A fact's own fields, checked and normalised: what every write of a new row starts from."""
+
+    value: str
+    category: str = "general"
+    key: str | None = None
+    importance: float = 0.5
+    source: str = "user"
+
+    @classmethod
+    def checked(cls, value: str, *, category: str | None = "general", key: str | None = None,
+                importance: float = 0.5, source: str = "user") -> "FactFields":
+        """Reject what cannot be stored (empty, not UTF-8, too long, unknown source, importance out of range);
+        categories and keys are trimmed and lower-cased, an empty one is the default."""
+        value = check_text(value, "fact", MAX_FACT_CHARS).strip()
+        category = check_text(category, "category", MAX_CATEGORY_CHARS).strip().lower() \
+            if category and category.strip() else "general"
+        key = check_text(key, "key", MAX_KEY_CHARS).strip().lower() if key and key.strip() else None
+        if source not in FACT_SOURCES:
+            raise UsageError(f"unknown fact source {source!r}", hint="use one of: " + ", ".join(FACT_SOURCES))
+        if not 0.0 <= importance <= 1.0:
+            raise UsageError(f"importance {importance} is out of range", hint="use a number from 0 to 1")
+        return cls(value, category, key, importance, source)
+
+
+@dataclass(frozen=True)
+class RestoredFact:
+    """A fact as an export recorded it, to be written back verbatim (timestamps, state, mentions)."""
+
+    fields: FactFields
+    mention_count: int
+    created_at: float
+    updated_at: float
+    last_recalled_at: float | None
+    superseded_at: float | None
+    archived_at: float | None
+
+    @property
+    def active(self) -> bool:
+        return self.superseded_at is None and self.archived_at is None
+
+
+class FactRecords(Reads):
+    """Fact writes for one user. Each method is one transaction (or a savepoint inside the caller's)."""
+
+    def add_fact(self, value: str, *, category: str = "general", key: str | None = None,
+                 importance: float = 0.5, source: str = "user", reason: str | None = None) -> FactWrite:
+        """Write one fact: an exact duplicate counts a mention of the existing row (MERGE); a new value for an
+        existing (category, key) supersedes the old row (kept, marked); anything else is an ADD."""
+        fields = FactFields.checked(value, category=category, key=key, importance=importance, source=source)
+        with self.db.atomic():
+            self.ensure_user()
+            same = self.db.scalar(f"SELECT id FROM facts WHERE user_id = ? AND category = ? AND content_hash = ? "
+                                  f"AND {ACTIVE_FACT} AND (key IS ? OR ? IS NULL) ORDER BY id LIMIT 1",
+                                  (self.user_id, fields.category, content_hash(fields.value), fields.key, fields.key))
+            if same is not None:
+                self.bump_fact(int(same), importance=fields.importance,
+                               reason=reason or "exact duplicate: mention counted")
+                return FactWrite(int(same), "MERGE")
+            holder = self.find_by_key(fields.category, fields.key) if fields.key else None
+            if holder is not None:
+                return self.supersede_fact(holder.item_id, fields,
+                                           reason=reason or f"new value for {fields.category}/{fields.key}")
+            fact_id = self._insert(fields, reason or f"added by {fields.source}")
+            return FactWrite(fact_id, "ADD")
+
+    def supersede_fact(self, target_id: int, fields: FactFields, *, reason: str) -> FactWrite:
+        """A new row for the new value; the old row stays, marked superseded by it (never deleted). The new row
+        takes over the old one's (category, key) slot when the old one had a key."""
+        target = self.get("fact", target_id)
+        if target.key is not None:
+            fields = FactFields(fields.value, target.category or fields.category, target.key, fields.importance,
+                                fields.source)
+        now = time.time()
+        with self.db.atomic():
+            self.ensure_user()
+            # free the (category, key) slot before the new row takes it
+            self.db.execute("UPDATE facts SET superseded_at = ? WHERE id = ? AND user_id = ?",
+                            (now, target_id, self.user_id))
+            same = self.find_exact(fields.value, fields.category)
+            if same is not None and same.key in (None, fields.key):  # the new value is known already: count it
+                fact_id = same.item_id
+                self.bump_fact(fact_id, importance=fields.importance, reason=reason)
+            else:
+                fact_id = self._insert(fields, reason, now)
+            self.db.execute("UPDATE facts SET superseded_by = ? WHERE id = ? AND user_id = ?",
+                            (fact_id, target_id, self.user_id))
+            self.record_history(target_id, "SUPERSEDE", target.text, fields.value, reason, now, related=fact_id)
+        return FactWrite(fact_id, "SUPERSEDE", previous_id=target_id)
+
+    def bump_fact(self, fact_id: int, *, importance: float = 0.0, reason: str) -> None:
+        """Count one more mention of an existing fact (MERGE): no new row."""
+        now = time.time()
+        with self.db.atomic():
+            self.db.execute("UPDATE facts SET mention_count = mention_count + 1, updated_at = ?, "
+                            "importance = max(importance, ?) WHERE id = ? AND user_id = ?",
+                            (now, importance, fact_id, self.user_id))
+            self.record_history(fact_id, "MERGE", None, None, reason, now)
+
+    def update_fact_value(self, fact_id: int, value: str, *, reason: str) -> None:
+        """Rewrite a fact's text in place (UPDATE: a refinement of the same fact); the old text stays in history.
+        Its vectors are dropped so it is embedded again."""
+        value = check_text(value, "fact", MAX_FACT_CHARS).strip()
+        old = self.get("fact", fact_id)
+        now = time.time()
+        with self.db.atomic():
+            vectors.delete_item_vectors(self, "fact", fact_id)
+            self.db.execute("UPDATE facts SET value = ?, content_hash = ?, updated_at = ?, embedder = NULL, "
+                            "mention_count = mention_count + 1 WHERE id = ? AND user_id = ?",
+                            (value, content_hash(value), now, fact_id, self.user_id))
+            self.record_history(fact_id, "UPDATE", old.text, value, reason, now)
+
+    def archive_fact(self, fact_id: int, *, reason: str) -> None:
+        """Take a fact out of active use without deleting it: it stays searchable with --archived."""
+        now = time.time()
+        with self.db.atomic():
+            self.db.execute("UPDATE facts SET archived_at = ? WHERE id = ? AND user_id = ? AND archived_at IS NULL",
+                            (now, fact_id, self.user_id))
+            self.record_history(fact_id, "ARCHIVE", None, None, reason, now)
+
+    def restore_fact(self, fact: RestoredFact, *, reason: str) -> int:
+        """Write a fact from an export as it was recorded. When this user already has an active fact for the same
+        (category, key), the newer of the two (by `updated_at`) keeps the slot and the other is superseded by it,
+        with a history row; returns the new row's id."""
+        fields, now = fact.fields, time.time()
+        superseded_at = fact.superseded_at
+        with self.db.atomic():
+            self.ensure_user()
+            holder = self.find_by_key(fields.category, fields.key) if fact.active and fields.key else None
+            restored_loses = holder is not None and (holder.updated_at or 0) >= fact.updated_at
+            if restored_loses:
+                superseded_at = now
+            elif holder is not None:
+                self.db.execute("UPDATE facts SET superseded_at = ? WHERE id = ? AND user_id = ?",
+                                (now, holder.item_id, self.user_id))
+            new_id = int(self.db.scalar(
+                "INSERT INTO facts (id, user_id, category, key, value, source, importance, mention_count, "
+                "content_hash, created_at, updated_at, last_recalled_at, superseded_at, archived_at) "
+                f"VALUES ({fresh_id_sql('fact')}, ?,?,?,?,?,?,?,?,?,?,?,?,?) RETURNING id",
+                (self.user_id, fields.category, fields.key, fields.value, fields.source, fields.importance,
+                 max(1, fact.mention_count), content_hash(fields.value), fact.created_at, fact.updated_at,
+                 fact.last_recalled_at, superseded_at, fact.archived_at)))
+            if holder is not None:
+                older, newer = (new_id, holder.item_id) if restored_loses else (holder.item_id, new_id)
+                self.link_superseded(older, newer)
+                self.record_history(older, "SUPERSEDE", None, None, reason, now, related=newer)
+        return new_id
+
+    def link_superseded(self, fact_id: int, by_id: int) -> None:
+        """Point an (already superseded) fact at the fact that replaced it."""
+        self.db.execute("UPDATE facts SET superseded_by = ? WHERE id = ? AND user_id = ?",
+                        (by_id, fact_id, self.user_id))
+
+    def record_history(self, fact_id: int, action: str, old: str | None, new: str | None, reason: str | None,
+                       at: float, related: int | None = None) -> None:
+        self.db.execute("INSERT INTO fact_history (user_id, fact_id, action, old_value, new_value, related_fact_id, "
+                        "reason, created_at) VALUES (?,?,?,?,?,?,?,?)",
+                        (self.user_id, fact_id, action, old, new, related, reason, at))
+
+    def scrub_history(self, fact_id: int, *, reason: str, at: float) -> None:
+        """A forgotten fact's history keeps that it changed, never what it said; the FORGET row closes it."""
+        self.db.execute("UPDATE fact_history SET old_value = NULL, new_value = NULL WHERE user_id = ? AND fact_id = ?",
+                        (self.user_id, fact_id))
+        self.record_history(fact_id, "FORGET", None, None, reason, at)
+
+    def touch_facts(self, fact_ids: list[int]) -> None:
+        """Record that these facts were just recalled into a prompt (retention goes by last use)."""
+        if fact_ids:
+            self.db.execute(f"UPDATE facts SET last_recalled_at = ? WHERE user_id = ? AND id IN "
+                            f"({','.join('?' * len(fact_ids))})", (time.time(), self.user_id, *fact_ids))
+
+    def _insert(self, fields: FactFields, reason: str, now: float | None = None) -> int:
+        now = time.time() if now is None else now
+        fact_id = int(self.db.scalar(
+            "INSERT INTO facts (id, user_id, category, key, value, source, importance, content_hash, created_at, "
+            f"updated_at) VALUES ({fresh_id_sql('fact')}, ?,?,?,?,?,?,?,?,?) RETURNING id",
+            (self.user_id, fields.category, fields.key, fields.value, fields.source, fields.importance,
+             content_hash(fields.value), now, now)))
+        self.record_history(fact_id, "ADD", None, fields.value, reason, now)
+        return fact_id

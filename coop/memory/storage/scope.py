@@ -1,0 +1,33 @@
+"""`UserScope`: a database connection bound to one user. Everything that touches user rows takes one, so no
+statement can forget its `user_id`; `UserMemory` (store.py) builds on it with reads and writes."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+from coop.memory.kinds import REGISTRY
+from coop.memory.storage.connection import Database
+
+
+def fresh_id_sql(kind: str) -> str:
+    """SQL for the id a new row of `kind` gets: above every id its table has *and* every id it had before a
+    forget. SQLite reuses the highest rowid once that row is deleted, so without this a new fact could take the
+    id of one just forgotten, inherit its history and answer to references (f12 in an old tool result) that meant
+    the forgotten one. Used inside the write transaction, so two writers cannot pick the same id."""
+    table = REGISTRY[kind].table
+    return (f"(SELECT max(coalesce((SELECT max(id) FROM {table}), 0), "
+            f"coalesce((SELECT max(item_id) FROM forgotten WHERE kind = '{kind}'), 0)) + 1)")
+
+
+@dataclass
+class UserScope:
+    """One user's handle on the database. Every statement made through it binds `self.user_id`."""
+
+    db: Database
+    user_id: str
+
+    def ensure_user(self) -> None:
+        """Make sure the user's row exists. Not cached: a write that created it and then failed (a full disk, a
+        session that was not this user's) rolls the row back, and the next write must create it again."""
+        self.db.execute("INSERT OR IGNORE INTO users (id, created_at) VALUES (?, ?)", (self.user_id, time.time()))

@@ -1,0 +1,182 @@
+"""MemoryStore and UserMemory: the only way to reach a user's rows.
+
+`MemoryStore(db).user(user_id)` returns a `UserMemory`, and every query that reads or writes user data is a
+method of it (or of the vector index and search, which take a `UserMemory` and bind its `user_id`). There is
+no call that takes an item id alone: an id that belongs to another user is simply "not found".
+
+`UserMemory` is built in layers, one module each: `scope.py` (the user's handle), `reads.py` (every read),
+`facts.py` (every fact write), and this module: sessions, messages, summaries and forgetting. `forget` deletes
+the row, its full-text entry and its vectors; the history of a fact loses its text, and only a content-free
+record (kind, id, hash, time) remains, so extraction can tell it must not re-create the item.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from coop.errors import NotFoundError, UsageError
+from coop.memory.kinds import REGISTRY
+from coop.memory.storage import vectors
+from coop.memory.storage.connection import Database
+from coop.memory.storage.facts import FactRecords
+from coop.memory.storage.items import MAX_MESSAGE_CHARS, MAX_USER_ID_CHARS, ROLES
+from coop.memory.storage.scope import fresh_id_sql
+from coop.memory.text import check_text, content_hash, estimate_tokens
+
+
+def check_user_id(user_id: str) -> str:
+    if not user_id or not user_id.strip() or len(user_id) > MAX_USER_ID_CHARS:
+        raise UsageError(f"not a valid user id: {user_id!r}", hint="use a short name such as 'ana'")
+    check_text(user_id, "user id", MAX_USER_ID_CHARS)
+    return user_id
+
+
+class MemoryStore:
+    """The database as a whole: hands out `UserMemory` handles and answers questions about every user."""
+
+    def __init__(self, db: Database) -> None:
+        self.db = db
+
+    def user(self, user_id: str) -> "UserMemory":
+        return UserMemory(self.db, check_user_id(user_id))
+
+    def user_ids(self) -> list[str]:
+        return [row[0] for row in self.db.execute("SELECT id FROM users ORDER BY id")]
+
+
+class UserMemory(FactRecords):
+    """One user's memory: reads (reads.py), fact writes (facts.py), and here sessions, messages, summaries and
+    forgetting. Every statement binds `self.user_id`."""
+
+    # -- sessions -----------------------------------------------------------------------------------------
+
+    def start_session(self, title: str | None = None, *, started_at: float | None = None,
+                      external_id: str | None = None, ended_at: float | None = None,
+                      last_activity_at: float | None = None) -> int:
+        """A new session (or, for an `external_id` already imported, that session's id)."""
+        with self.db.atomic():
+            self.ensure_user()
+            now = started_at if started_at is not None else time.time()
+            if external_id is not None:
+                existing = self.session_by_external_id(external_id)
+                if existing is not None:
+                    return existing
+            self.db.execute("INSERT INTO sessions (user_id, title, started_at, ended_at, last_activity_at, "
+                            "external_id) VALUES (?, ?, ?, ?, ?, ?)",
+                            (self.user_id, title, now, ended_at, last_activity_at or now, external_id))
+            return int(self.db.conn.last_insert_rowid())
+
+    def session_by_external_id(self, external_id: str) -> int | None:
+        found = self.db.scalar("SELECT id FROM sessions WHERE user_id = ? AND external_id = ?",
+                               (self.user_id, external_id))
+        return None if found is None else int(found)
+
+    def sessions(self, limit: int = 20) -> list[dict[str, Any]]:
+        """This user's sessions, most recently active first, with their message counts."""
+        rows = self.db.execute(
+            "SELECT s.id, s.title, s.started_at, s.ended_at, s.last_activity_at, "
+            "(SELECT count(*) FROM messages m WHERE m.session_id = s.id AND m.user_id = s.user_id) "
+            "FROM sessions s WHERE s.user_id = ? ORDER BY s.last_activity_at DESC, s.id DESC LIMIT ?",
+            (self.user_id, limit))
+        return [{"id": r[0], "title": r[1], "started_at": r[2], "ended_at": r[3], "last_activity_at": r[4],
+                 "messages": r[5]} for r in rows]
+
+    def set_session_title(self, session_id: int, title: str) -> None:
+        self.db.execute("UPDATE sessions SET title = ? WHERE id = ? AND user_id = ? AND title IS NULL",
+                        (title[:80], session_id, self.user_id))
+
+    def end_session(self, session_id: int, *, at: float | None = None, last_activity_at: float | None = None) -> None:
+        """Mark a session ended (at `at`, default now). An imported session keeps the end it already has."""
+        if at is None:
+            self.db.execute("UPDATE sessions SET ended_at = ? WHERE id = ? AND user_id = ?",
+                            (time.time(), session_id, self.user_id))
+            return
+        self.db.execute("UPDATE sessions SET ended_at = coalesce(ended_at, ?), last_activity_at = "
+                        "max(last_activity_at, ?) WHERE id = ? AND user_id = ?",
+                        (at, last_activity_at if last_activity_at is not None else at, session_id, self.user_id))
+
+    def session_exists(self, session_id: int) -> bool:
+        return self.db.scalar("SELECT 1 FROM sessions WHERE id = ? AND user_id = ?",
+                              (session_id, self.user_id)) is not None
+
+    # -- messages -----------------------------------------------------------------------------------------
+
+    def add_message(self, session_id: int | None, role: str, content: str, *, created_at: float | None = None,
+                    importance: float = 0.5, external_id: str | None = None, tool_name: str | None = None,
+                    tool_call_id: str | None = None, tool_calls: str | None = None,
+                    consolidated_at: float | None = None) -> int | None:
+        """Store one message; returns its id, or None when `external_id` was already imported."""
+        if role not in ROLES:
+            raise UsageError(f"unknown message role {role!r}", hint="use one of: " + ", ".join(ROLES))
+        if role != "tool" and not tool_calls:  # a tool result, or a call without text, may be empty
+            check_text(content, "message", MAX_MESSAGE_CHARS)
+        now = created_at if created_at is not None else time.time()
+        with self.db.atomic():
+            self.ensure_user()
+            if session_id is not None and not self.session_exists(session_id):
+                raise NotFoundError(f"no session {session_id} for user {self.user_id}",
+                                    hint="list sessions with `coop memory stats`")
+            row = self.db.one(
+                "INSERT INTO messages (id, user_id, session_id, role, content, tool_name, tool_call_id, tool_calls, "
+                f"created_at, importance, token_count, consolidated_at, external_id) VALUES ({fresh_id_sql('message')}, "
+                "?,?,?,?,?,?,?,?,?,?,?,?) ON CONFLICT (user_id, external_id) DO NOTHING RETURNING id",
+                (self.user_id, session_id, role, content, tool_name, tool_call_id, tool_calls, now,
+                 importance, estimate_tokens(content), consolidated_at, external_id))
+            if row is None:
+                return None
+            if session_id is not None:
+                self.db.execute("UPDATE sessions SET last_activity_at = max(last_activity_at, ?) WHERE id = ?",
+                                (now, session_id))
+            return int(row[0])
+
+    def message_by_external_id(self, external_id: str) -> int | None:
+        found = self.db.scalar("SELECT id FROM messages WHERE user_id = ? AND external_id = ?",
+                               (self.user_id, external_id))
+        return None if found is None else int(found)
+
+    def mark_consolidated(self, message_ids: list[int]) -> None:
+        """These messages are summarised: consolidation does not take them up again."""
+        marks = ",".join("?" * len(message_ids))
+        self.db.execute(f"UPDATE messages SET consolidated_at = ? WHERE user_id = ? AND id IN ({marks})",
+                        (time.time(), self.user_id, *message_ids))
+
+    # -- summaries ----------------------------------------------------------------------------------------
+
+    def add_summary(self, text: str, *, session_id: int | None = None, span: tuple[int | None, int | None] | None = None,
+                    created_at: float | None = None) -> int:
+        check_text(text, "summary", MAX_MESSAGE_CHARS)
+        with self.db.atomic():
+            self.ensure_user()
+            return int(self.db.scalar(
+                "INSERT INTO summaries (id, user_id, session_id, span_start_id, span_end_id, text, created_at) "
+                f"VALUES ({fresh_id_sql('summary')}, ?,?,?,?,?,?) RETURNING id",
+                (self.user_id, session_id, span[0] if span else None, span[1] if span else None, text,
+                 created_at if created_at is not None else time.time())))
+
+    def has_summary(self, text: str, created_at: float) -> bool:
+        return self.db.scalar("SELECT 1 FROM summaries WHERE user_id = ? AND created_at = ? AND text = ?",
+                              (self.user_id, created_at, text)) is not None
+
+    # -- forgetting ---------------------------------------------------------------------------------------
+
+    def forget(self, kind: str, item_id: int, *, reason: str = "forgotten by the user") -> None:
+        """Delete one item with its FTS row and vectors, keeping only a content-free record that it existed."""
+        item = self.get(kind, item_id)
+        now = time.time()
+        with self.db.atomic():
+            vectors.delete_item_vectors(self, kind, item_id)
+            if kind == "fact":
+                self.scrub_history(item_id, reason=reason, at=now)
+            self.db.execute(f"DELETE FROM {REGISTRY[kind].table} WHERE id = ? AND user_id = ?",
+                            (item_id, self.user_id))
+            self.record_forgotten(kind, content_hash(item.text), now, item_id=item_id)
+
+    def record_forgotten(self, kind: str, digest: str | None, at: float, *, item_id: int = 0) -> None:
+        """The content-free trace of a forgotten item (an import carries these over, without the old id)."""
+        self.db.execute("INSERT INTO forgotten (user_id, kind, item_id, content_hash, forgotten_at) "
+                        "VALUES (?,?,?,?,?)", (self.user_id, kind, item_id, digest, at))
+
+    def is_forgotten_hash(self, kind: str, digest: str) -> bool:
+        return self.db.scalar("SELECT 1 FROM forgotten WHERE user_id = ? AND kind = ? AND content_hash = ?",
+                              (self.user_id, kind, digest)) is not None

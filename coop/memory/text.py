@@ -1,0 +1,82 @@
+"""Text rules every part of the engine shares: what counts as the same text, what a word is, how text is checked
+before it is stored, and how long it is in tokens.
+
+Kept below storage, retrieval and growth so that each uses one definition: a duplicate for the fact writer is
+a duplicate for the importer too, and the words search ignores are the words dedup ignores.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import unicodedata
+from datetime import UTC, datetime
+
+from coop.errors import UsageError
+
+# Han, Hiragana/Katakana, Hangul syllables, Thai and Lao: scripts whose words are not separated by spaces.
+UNSPACED_CHARS = r"\u0e00-\u0eff\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff"
+_UNSPACED = re.compile(f"([{UNSPACED_CHARS}])")
+
+STOP_WORDS = frozenset("""
+a about above after again against all am an and any are as at be because been before being below between both
+but by can could did do does doing down during each few for from further had has have having he her here hers
+herself him himself his how i if in into is it its itself just me more most my myself no nor not now of off on
+once only or other our ours ourselves out over own same she should so some such than that the their theirs them
+themselves then there these they this those through to too under until up very was we were what when where
+which while who whom why will with would you your yours yourself yourselves ever did does
+""".split())
+
+
+def fts_text(text: str | None) -> str:
+    """Text as the full-text index sees it: characters of unspaced scripts split into their own tokens, so a word
+    inside a Chinese sentence is a phrase of one-character tokens and still matches. Registered as the SQL
+    function `coop_fts` on every connection; deterministic, so triggers give the index back exactly the tokens
+    it was given."""
+    if not text:
+        return ""
+    return _UNSPACED.sub(r" \1 ", text)
+
+
+def normalise_text(text: str) -> str:
+    """The form two texts are compared in for exact duplicates: NFKC, case-folded, spaces and edge punctuation
+    collapsed. "I live in Lyon." and "i live in  lyon" are the same fact."""
+    text = unicodedata.normalize("NFKC", text).casefold()
+    text = re.sub(r"\s+", " ", text).strip()
+    return text.strip(" .!?;,:\"'`")
+
+
+def content_hash(text: str) -> str:
+    """Never raises: text that is not valid UTF-8 (lone surrogates) gets a hash too, so a duplicate or forgotten
+    check on it answers "no" and the write itself reports the bad text as a `UsageError`. Text that is nothing
+    but punctuation keeps its punctuation, so "?" and "!" are not one fact."""
+    normal = normalise_text(text) or " ".join(text.split())
+    return hashlib.sha256(normal.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def estimate_tokens(text: str) -> int:
+    """A cheap token estimate (about four characters a token) for budgets; exact counts are not needed there."""
+    return max(1, (len(text) + 3) // 4) if text else 0
+
+
+def check_text(text: str, what: str, limit: int) -> str:
+    """Reject text that cannot be stored faithfully: empty, not UTF-8 (lone surrogates from bad bytes), too long."""
+    if not isinstance(text, str) or not text.strip():
+        raise UsageError(f"{what} is empty", hint=f"give the {what} some text")
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise UsageError(f"{what} is not valid UTF-8", hint="convert the input to UTF-8 (e.g. with iconv)") from None
+    if "\x00" in text:
+        raise UsageError(f"{what} contains a NUL byte", hint="remove binary data from the input")
+    if len(text) > limit:
+        raise UsageError(f"{what} is too long ({len(text):,} characters; the limit is {limit:,})",
+                         hint="shorten it, or store it as a conversation message")
+    return text
+
+
+def iso_time(ts: float | None) -> str | None:
+    """A timestamp as ISO 8601 in UTC, the form every JSON output and tool result uses."""
+    if ts is None:
+        return None
+    return datetime.fromtimestamp(ts, tz=UTC).isoformat().replace("+00:00", "Z")

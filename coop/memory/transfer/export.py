@@ -1,0 +1,143 @@
+"""Exporting memory: coop's JSON Lines format (`coop_format.py` describes it) and a readable markdown document.
+
+An export is read from one consistent snapshot, and a file is written privately and replaced only when complete.
+Vectors are not exported: they belong to one embedder, and the importing side embeds the text with its own.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import IO, Any
+
+from coop.errors import UsageError
+from coop.memory.storage.store import UserMemory
+from coop.memory.text import iso_time
+from coop.memory.transfer.coop_format import EXPORT_VERSION
+
+_SESSION = ("id", "title", "started_at", "ended_at", "last_activity_at", "external_id")
+_MESSAGE = ("id", "session_id", "role", "content", "created_at", "importance", "tool_name", "tool_call_id",
+            "tool_calls", "consolidated_at", "external_id")
+_FACT = ("id", "category", "key", "value", "source", "importance", "mention_count", "created_at", "updated_at",
+         "last_recalled_at", "superseded_by", "superseded_at", "archived_at")
+_HISTORY = ("fact_id", "action", "old_value", "new_value", "related_fact_id", "reason", "created_at")
+_SUMMARY = ("id", "session_id", "span_start_id", "span_end_id", "text", "created_at")
+_FORGOTTEN = ("kind", "content_hash", "forgotten_at")
+_QUERIES = (
+    ("session", _SESSION, "sessions"),
+    ("message", _MESSAGE, "messages"),
+    ("fact", _FACT, "facts"),
+    ("fact_history", _HISTORY, "fact_history"),
+    ("summary", _SUMMARY, "summaries"),
+    ("forgotten", _FORGOTTEN, "forgotten"),
+)
+
+
+def export_records(memory: UserMemory) -> Iterator[dict[str, Any]]:
+    """Every record of this user in the coop format, header first, read from one consistent snapshot."""
+    db = memory.db
+    own = not db.conn.in_transaction
+    if own:  # one read transaction: a write by another process mid-export is either all in or all out
+        db.execute("BEGIN")
+    try:
+        total = sum(int(db.scalar(f"SELECT count(*) FROM {table} WHERE user_id = ?", (memory.user_id,)))
+                    for _, _, table in _QUERIES)
+        yield {"format": "coop", "version": EXPORT_VERSION, "user": memory.user_id, "exported_at": time.time(),
+               "records": total}
+        for kind, columns, table in _QUERIES:
+            cursor = db.conn.cursor()
+            for row in cursor.execute(f"SELECT {', '.join(columns)} FROM {table} WHERE user_id = ? ORDER BY id",
+                                      (memory.user_id,)):
+                yield {"type": kind, **dict(zip(columns, row))}
+    finally:
+        if own and db.conn.in_transaction:
+            db.execute("COMMIT")
+
+
+def write_coop(memory: UserMemory, out: IO[str]) -> int:
+    """Write the coop JSON Lines export; returns the number of records after the header."""
+    count = -1
+    for record in export_records(memory):
+        out.write(json.dumps(record, ensure_ascii=False) + "\n")
+        count += 1
+    return count
+
+
+def write_markdown(memory: UserMemory, out: IO[str]) -> int:
+    """A readable export: facts by category, instructions, summaries, then every session's conversation."""
+    records: dict[str, list[dict[str, Any]]] = {kind: [] for kind, _, _ in _QUERIES}
+    for record in export_records(memory):
+        if "type" in record and record["type"] != "message":
+            records[record["type"]].append(record)
+    day = lambda ts: (iso_time(ts) or "")[:16].replace("T", " ")  # noqa: E731
+    out.write(f"# coop memory of {memory.user_id}\n\nExported {day(time.time())} UTC.\n\n")
+    active = [f for f in records["fact"] if f["superseded_at"] is None and f["archived_at"] is None]
+    inactive = [f for f in records["fact"] if f not in active]
+    out.write("## Facts\n\n")
+    for category in sorted({f["category"] for f in active}):
+        out.write(f"### {category}\n\n")
+        for fact in (f for f in active if f["category"] == category):
+            key = f" ({fact['key']})" if fact["key"] else ""
+            seen = f", mentioned {fact['mention_count']} times" if fact["mention_count"] > 1 else ""
+            out.write(f"- {_md_line(fact['value'])}{key} (f{fact['id']}, {day(fact['created_at'])}{seen})\n")
+        out.write("\n")
+    if not active:
+        out.write("None.\n\n")
+    if inactive:
+        out.write("## Superseded and archived facts\n\n")
+        for fact in inactive:
+            state = f"superseded by f{fact['superseded_by']}" if fact["superseded_at"] else "archived"
+            out.write(f"- {_md_line(fact['value'])} (f{fact['id']}, {state})\n")
+        out.write("\n")
+    if records["summary"]:
+        out.write("## Summaries\n\n")
+        for summary in records["summary"]:
+            out.write(f"- {day(summary['created_at'])}: {_md_line(summary['text'])}\n")
+        out.write("\n")
+    out.write("## Conversations\n")
+    sessions = {s["id"]: s for s in records["session"]}
+    current: object = ()
+    count = 0
+    for row in memory.db.execute("SELECT session_id, role, content, created_at FROM messages WHERE user_id = ? "
+                                 "ORDER BY coalesce(session_id, 0), id", (memory.user_id,)):
+        session_id, role, content, created = row
+        if session_id != current:
+            current = session_id
+            session = sessions.get(session_id)
+            title = (session or {}).get("title") or ("untitled" if session else "no session")
+            out.write(f"\n### {_md_line(title)} ({day((session or {}).get('started_at', created))})\n\n")
+        out.write(f"**{role}** ({day(created)}):\n\n{content.strip()}\n\n")
+        count += 1
+    return count + len(records["fact"]) + len(records["summary"])
+
+
+def _md_line(text: str) -> str:
+    return " ".join(text.split())
+
+
+def export_user(memory: UserMemory, fmt: str, path: Path | None, stdout: IO[str]) -> int:
+    """Export to `path` (written privately, replaced only when complete) or to `stdout`; returns records written."""
+    writer = {"coop": write_coop, "markdown": write_markdown}.get(fmt)
+    if writer is None:
+        raise UsageError(f"unknown export format {fmt!r}", hint="use --format coop or markdown")
+    if path is None:
+        return writer(memory, stdout)
+    if path.is_dir():
+        raise UsageError(f"{path} is a directory", hint="give a file name, e.g. -o memory.jsonl")
+    partial = path.with_name(f".{path.name}.partial")
+    try:
+        descriptor = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(descriptor, "w", encoding="utf-8", newline="\n") as handle:
+            count = writer(memory, handle)
+        os.replace(partial, path)
+    except OSError as exc:
+        partial.unlink(missing_ok=True)
+        raise UsageError(f"cannot write {path}: {exc.strerror or exc}",
+                         hint="choose a writable place with -o") from None
+    except BaseException:
+        partial.unlink(missing_ok=True)
+        raise
+    return count

@@ -1,0 +1,108 @@
+"""Importing memory: conversations from ChatGPT and Claude exports, and coop's own export (`coop_format.py`).
+
+Importing is idempotent: messages and sessions carry a source id (`external_id`: the ChatGPT or Claude id, or for
+coop records the original one, or one derived from the record), facts and summaries are recognised by their text
+and creation time, so importing the same file twice adds nothing the second time. Everything is written through
+storage (`UserMemory`), as a chat turn writes it; a malformed record is a problem in the report, and the rest of
+the file is imported.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from coop.config import ImportanceConfig
+from coop.errors import CoopError, StoreError, UsageError
+from coop.memory.growth.importance import message_importance
+from coop.memory.storage.items import MAX_MESSAGE_CHARS
+from coop.memory.storage.store import UserMemory
+from coop.memory.transfer.coop_format import import_coop
+from coop.memory.transfer.readers import (
+    FORMATS,
+    ImportedConversation,
+    Problem,
+    Source,
+    detect_format,
+    read_conversations,
+)
+from coop.memory.transfer.report import ImportProgress, ImportReport, ProgressCallback
+
+
+def import_file(memory: UserMemory, path: Path, fmt: str = "auto", *, importance: ImportanceConfig,
+                progress: ProgressCallback | None = None) -> ImportReport:
+    """Import one export file into `memory`. A malformed record is reported in the report and skipped."""
+    if fmt not in ("auto", *FORMATS):
+        raise UsageError(f"unknown format {fmt!r}", hint="use --format auto, coop, chatgpt or claude")
+    if not path.exists():
+        raise UsageError(f"{path} does not exist", hint="give the path of an export file")
+    if path.is_dir():
+        candidate = path / "conversations.json"
+        if not candidate.is_file():
+            raise UsageError(f"{path} is a directory without conversations.json", hint="give the export file itself")
+        path = candidate
+    try:
+        chosen = detect_format(path) if fmt == "auto" else fmt
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise UsageError(f"cannot import {path.name}: {exc}", hint="name the format with --format") from None
+    except OSError as exc:
+        raise UsageError(f"cannot read {path}: {exc.strerror or exc}", hint="check the path and its permissions")
+    report = ImportReport(chosen)
+    memory.ensure_user()
+    try:
+        with Source(path) as source:
+            if chosen == "coop":
+                import_coop(memory, source, report, progress)
+            else:
+                _import_conversations(memory, source, chosen, importance, report, progress, path.name)
+    except (ValueError, OSError) as exc:
+        raise UsageError(f"cannot read {path.name}: {exc}", hint="check that the file is a complete export")
+    return report
+
+
+def _import_conversations(memory: UserMemory, source: Source, fmt: str, importance: ImportanceConfig,
+                          report: ImportReport, progress: ProgressCallback | None, name: str) -> None:
+    for record in read_conversations(source, fmt, name):
+        if isinstance(record, Problem):
+            report.problems.append(record)
+            continue
+        report.conversations += 1
+        try:
+            _store_conversation(memory, record, importance, report, message_importance)
+        except StoreError:
+            raise  # the database itself failed (disk full, read-only): stop; finished conversations stay
+        except CoopError as exc:
+            report.problems.append(Problem(record.where, f"{exc.message}: skipped"))
+        if progress is not None:
+            progress(ImportProgress(source.position(), source.size, report.conversations, report.messages_added))
+
+
+def _store_conversation(memory: UserMemory, conversation: ImportedConversation, weights: ImportanceConfig,
+                        report: ImportReport, score: Callable[..., float]) -> None:
+    """One conversation as one session, in one transaction; messages already imported are left alone."""
+    messages = conversation.messages
+    if not messages:
+        return
+    start = conversation.started_at or messages[0].created_at or time.time()
+    with memory.db.atomic():
+        existed = memory.session_by_external_id(conversation.external_id)
+        session_id = memory.start_session(conversation.title, started_at=start,
+                                          external_id=conversation.external_id)
+        if existed is None:
+            report.sessions_added += 1
+        clock = start
+        for position, message in enumerate(messages):
+            clock = message.created_at or clock
+            if len(message.content) > MAX_MESSAGE_CHARS:
+                report.problems.append(Problem(f"{conversation.where}, message {position + 1}",
+                                               f"longer than {MAX_MESSAGE_CHARS} characters: skipped"))
+                continue
+            added = memory.add_message(session_id, message.role, message.content, created_at=clock,
+                                       importance=score(message.role, message.content, weights),
+                                       external_id=message.external_id, tool_name=message.tool_name)
+            if added is None:
+                report.messages_skipped += 1
+            else:
+                report.messages_added += 1
+        memory.end_session(session_id, at=max(conversation.ended_at or clock, clock), last_activity_at=clock)

@@ -1,0 +1,47 @@
+"""Re-embedding after a change of embedder: every item gets a vector from the new model, then the old model's
+vectors go.
+
+Resumable: an item's `embedder` column says which model its current vector is from, so an interrupted run
+leaves the finished items marked and the next run takes up the rest. The old vectors stay until every item has a
+new one, so an interruption never leaves an item with neither.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from coop.memory.embedder import Embedder
+from coop.memory.growth.embedding import embed_pending
+from coop.memory.kinds import KINDS
+from coop.memory.storage import vectors
+from coop.memory.storage.store import UserMemory
+
+
+@dataclass
+class ReembedReport:
+    embedded: int
+    failed: int
+    dropped_vectors: int
+    embedders_dropped: list[str]
+
+
+def reembed(memory: UserMemory, embedder: Embedder, *, batch_size: int = 64,
+            progress: Callable[[int], None] | None = None) -> ReembedReport:
+    """Give every item of this user a vector from `embedder`; then drop the vectors of other embedders."""
+    embedded = 0
+    for kind in KINDS:
+        while True:
+            # Hand the next slice of stale items to the ordinary backlog path: it embeds `embedder IS NULL` rows.
+            left = vectors.hand_back_for_embedding(memory, kind, embedder.id, batch_size * 4)
+            done = embed_pending(memory, embedder, batch_size=batch_size, kinds=(kind,))
+            embedded += done
+            if progress is not None and done:
+                progress(done)
+            if not left:
+                break
+    failed = memory.stale_count(embedder.id)
+    dropped, gone = 0, []
+    if failed == 0:
+        dropped, gone = vectors.drop_other_embedders(memory, embedder.id)
+    return ReembedReport(embedded, failed, dropped, gone)

@@ -1,0 +1,117 @@
+"""Wires one user's parts for the CLI commands: config, database, embedder, chat model, fast model, memory jobs
+and the background worker. Commands ask this module for what they need instead of building it themselves,
+so `coop chat`, `coop memory ...` and `coop mcp` get the same parts the same way.
+
+Everything is built lazily (the database opens, the embedder loads, litellm imports only when first asked for)
+because `coop --help` and most commands need none of it.
+"""
+
+from __future__ import annotations
+
+import getpass
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from coop.config import Config
+    from coop.llm import ChatModel
+    from coop.memory.embedder import Embedder
+    from coop.memory.growth.embedders import EmbedderStatus
+    from coop.memory.growth.extract import Complete
+    from coop.memory.growth.jobs import MemoryJobs
+    from coop.memory.growth.reconcile import FactWriter
+    from coop.memory.growth.worker import BackgroundWorker
+    from coop.memory.retrieval.settings import RetrievalSettings
+    from coop.memory.storage.connection import Database
+    from coop.memory.storage.store import UserMemory
+
+def load_embedder(config: "Config") -> "EmbedderStatus":
+    """The configured embedder (a remote one calls its API through `coop.llm`); never raises."""
+    from coop import llm
+    from coop.memory.growth.embedders import load_embedder as load
+
+    return load(config.memory.embedder, remote=llm.embed)
+
+
+def chat_model(config: "Config", name: str | None = None) -> "ChatModel":
+    """The chat model, or a ModelError that says how to configure one."""
+    from coop import llm
+
+    return llm.chat_model(config, name)
+
+
+def fast_complete(config: "Config") -> "Complete | None":
+    """The fast model as the `complete` callable the memory engine takes, or None without a model."""
+    from coop import llm
+
+    return llm.fast_complete(config)
+
+
+@dataclass
+class Services:
+    """One command's parts, built on first use from the config and the chosen user."""
+
+    config: "Config"
+    user: str | None = None
+    warn: Callable[[str, str | None], None] = lambda message, hint: None  # how a failed embedder load is told
+    _db: "Database | None" = field(default=None, repr=False)
+    _embedder: "EmbedderStatus | None" = field(default=None, repr=False)
+
+    def user_id(self, override: str | None = None) -> str:
+        """`override` (a command's --user), then the global --user, then `chat.user`, then the OS user name."""
+        for candidate in (override, self.user, self.config.chat.user):
+            if candidate:
+                return candidate
+        try:
+            return getpass.getuser() or "default"
+        except Exception:
+            return "default"
+
+    def db(self) -> "Database":
+        if self._db is None:
+            from coop.config import resolve_db_path
+            from coop.memory.storage.database import open_database
+
+            self._db = open_database(resolve_db_path(self.config), busy_timeout_ms=self.config.memory.busy_timeout_ms)
+        return self._db
+
+    def use_database(self, db: "Database") -> None:
+        """Serve from this database instead (an in-memory one for `coop chat --incognito`)."""
+        self._db = db
+
+    def memory(self, user: str | None = None) -> "UserMemory":
+        from coop.memory.storage.store import MemoryStore
+
+        return MemoryStore(self.db()).user(self.user_id(user))
+
+    def embedder(self) -> "Embedder | None":
+        """The configured embedder, loaded once; when it cannot load, say so once and carry on without it."""
+        if self._embedder is None:
+            self._embedder = load_embedder(self.config)
+            if self._embedder.embedder is None:
+                self.warn(f"no embedder: {self._embedder.error}; using full-text search only", self._embedder.hint)
+        return self._embedder.embedder
+
+    def retrieval(self) -> "RetrievalSettings":
+        from coop.memory.retrieval.settings import RetrievalSettings
+
+        return RetrievalSettings.from_config(self.config.memory)
+
+    def jobs(self, embedder: "Callable[[], Embedder | None] | None" = None) -> "MemoryJobs":
+        from coop.memory.growth.jobs import MemoryJobs
+
+        return MemoryJobs(self.config, fast_complete(self.config), embedder or self.embedder)
+
+    def writer(self, memory: "UserMemory") -> "FactWriter":
+        return self.jobs().writer(memory)
+
+    def worker(self, db_path: str) -> "BackgroundWorker":
+        from coop.memory.growth.worker import BackgroundWorker
+
+        return BackgroundWorker(db_path, busy_timeout_ms=self.config.memory.busy_timeout_ms)
+
+    def close(self) -> None:
+        if self._db is not None:
+            self._db.close()
+            self._db = None

@@ -1,0 +1,112 @@
+"""The chat-model seam: `ChatSession` takes any `ChatModel`, failures are `ModelError`s whose kind is data, and
+litellm's retries wait through an injectable sleep. The turn is driven in-process by `ScriptedModel`."""
+
+from __future__ import annotations
+
+import pytest
+
+from coop import llm
+from coop.chat.session import ChatSession
+from coop.config import Config, apply_overrides
+from coop.errors import ErrorKind, ModelError
+from coop.memory.growth.embedders import HashEmbedder
+from scripted_model import ScriptedModel
+
+EMBEDDER = HashEmbedder(64)
+
+
+def session_with(memory, model: ScriptedModel, **overrides) -> ChatSession:
+    config = apply_overrides(Config(), {"memory.extraction.enabled": False, **overrides})
+    return ChatSession(memory, config, embedder=lambda: EMBEDDER, model=model)
+
+
+def test_a_session_streams_from_the_model_it_was_given_with_memory_in_the_prompt(memory):
+    memory.add_fact("The user is allergic to peanuts", importance=0.9)
+    model = ScriptedModel(replies=["Skip the satay."])
+    chat = session_with(memory, model)
+    result = chat.turn("what should I cook for guests?")
+    assert result.error is None and result.reply == "Skip the satay."
+    assert "Known about the user:\n- The user is allergic to peanuts" in model.system_prompt()
+    assert model.requests[0]["messages"][-1] == {"role": "user", "content": "what should I cook for guests?"}
+    assert model.requests[0]["tools"]  # memory tools are offered by default
+    assert [m.text for m in memory.recent_messages(chat.session_id, 5)] == [
+        "what should I cook for guests?", "Skip the satay."]
+
+
+def test_a_model_that_refuses_tools_is_asked_again_without_them_by_error_kind(memory):
+    refusal = ModelError("scripted: the model does not support functions", kind=ErrorKind.TOOLS_UNSUPPORTED)
+    model = ScriptedModel(replies=[refusal, "plain answer", "second answer"])
+    chat = session_with(memory, model)
+    assert chat.turn("hello").reply == "plain answer"
+    assert [bool(r["tools"]) for r in model.requests] == [True, False]
+    chat.turn("again")
+    assert model.requests[-1]["tools"] is None  # once refused, not offered again this session
+
+
+def test_another_bad_request_is_an_error_not_a_retry_without_tools(memory):
+    model = ScriptedModel(replies=[ModelError("scripted: bad request", kind=ErrorKind.BAD_REQUEST)])
+    result = session_with(memory, model).turn("hello")
+    assert isinstance(result.error, ModelError) and result.error.kind is ErrorKind.BAD_REQUEST
+    assert len(model.requests) == 1
+
+
+def test_no_model_configured_is_a_model_error_with_a_hint(memory):
+    chat = ChatSession(memory, Config(), embedder=lambda: EMBEDDER)
+    with pytest.raises(ModelError) as raised:
+        chat.turn("hello")
+    assert "no chat model configured" in raised.value.message and "api_base" in raised.value.hint
+
+
+def test_slash_model_switches_through_the_model_factory(memory):
+    made: list[str] = []
+
+    def models(name: str) -> ScriptedModel:
+        made.append(name)
+        return ScriptedModel(name=name, replies=[f"hi from {name}"])
+
+    config = apply_overrides(Config(), {"memory.extraction.enabled": False})
+    chat = ChatSession(memory, config, embedder=lambda: EMBEDDER, model=ScriptedModel(), models=models)
+    chat.use_model("ollama/llama3.1")
+    assert chat.model_name == "ollama/llama3.1" and chat.turn("hello").reply == "hi from ollama/llama3.1"
+    assert made == ["ollama/llama3.1"]
+
+
+@pytest.mark.parametrize(("exception_name", "message", "kind"), [
+    ("AuthenticationError", "invalid api key", ErrorKind.AUTH),
+    ("NotFoundError", "model nope not found", ErrorKind.NOT_FOUND),
+    ("RateLimitError", "slow down", ErrorKind.RATE_LIMIT),
+    ("BadRequestError", "this model does not support tools", ErrorKind.TOOLS_UNSUPPORTED),
+    ("BadRequestError", "max_tokens is too large", ErrorKind.BAD_REQUEST),
+    ("InternalServerError", "boom", ErrorKind.SERVER),
+    ("APIConnectionError", "Connection refused", ErrorKind.CONNECTION),
+    ("Timeout", "Request timed out", ErrorKind.TIMEOUT),
+])
+def test_provider_exceptions_map_to_error_kinds(exception_name, message, kind):
+    error_class = type(exception_name, (Exception,), {})
+    mapped = llm.map_error(error_class(message), "openai/x", api_key="sk-secret-value")
+    assert mapped.kind is kind
+    assert "sk-secret-value" not in mapped.message
+
+
+def test_retries_wait_through_the_injected_sleep_and_stop_at_the_limit(openai_server):
+    # (requests without coop's chat preamble take the server's background replies)
+    openai_server.background_replies = [{"status": 503}, {"status": 503}, "third time lucky"]
+    waits: list[float] = []
+    model = llm.LiteLLMModel(llm.ModelSettings("openai/x", openai_server.api_base, timeout=5, retries=2,
+                                               backoff_seconds=0.5), sleep=waits.append)
+    assert "".join(d.text for d in model.stream([{"role": "user", "content": "hi"}])) == "third time lucky"
+    assert waits == [0.5, 1.0]  # exponential backoff, and no real waiting in the test
+    openai_server.background_replies = [{"status": 503}] * 3
+    waits.clear()
+    with pytest.raises(ModelError) as raised:
+        list(model.stream([{"role": "user", "content": "hi"}]))
+    assert raised.value.kind is ErrorKind.SERVER and waits == [0.5, 1.0]
+
+
+def test_a_client_error_is_not_retried(openai_server):
+    openai_server.background_replies = [{"status": 401, "message": "bad key"}, "never reached"]
+    waits: list[float] = []
+    model = llm.LiteLLMModel(llm.ModelSettings("openai/x", openai_server.api_base, timeout=5), sleep=waits.append)
+    with pytest.raises(ModelError) as raised:
+        model.complete([{"role": "user", "content": "hi"}])
+    assert raised.value.kind is ErrorKind.AUTH and waits == []
