@@ -141,10 +141,10 @@ def test_damaged_full_text_indexes_are_found_and_rebuilt(memory):
     memory.add_message(session, "assistant", "what a lovely name")
     fact = memory.add_fact("Has a greyhound named Pixel").fact_id
     assert fulltext_problems(memory.db) == []
-    # A message's entry lost (as a copy made mid-write could leave it) and a fact's entry with the wrong words.
+    # A message's entry lost (as a copy made mid-write could leave it) and a fact's entry on the wrong row.
     memory.db.execute("DELETE FROM message_context_fts WHERE rowid = ?", (message,))
-    memory.db.execute("INSERT INTO facts_fts(facts_fts, rowid, key, value) VALUES ('delete', ?, '', 'a greyhound')",
-                      (fact,))
+    memory.db.execute("DELETE FROM facts_fts WHERE rowid = ?", (fact,))
+    memory.db.execute("INSERT INTO facts_fts(rowid, key, value) VALUES (?, '', 'greyhound')", (fact + 50,))
     assert set(fulltext_problems(memory.db)) == {"message_context_fts", "facts_fts"}
     assert message not in {h.item.item_id for h in search(memory, "greyhound", kinds=("message",)).hits}
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Annotated
 
@@ -11,6 +10,7 @@ import typer
 from coop import output
 from coop.cli.context import state
 from coop.errors import CoopError, UsageError
+from coop.files import replace_file
 
 
 def init(
@@ -27,11 +27,9 @@ def init(
         raise UsageError(f"{target} already exists", hint="use --force to overwrite it")
     try:
         target.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-        fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        os.fchmod(fd, 0o600)  # --force over an existing file: its old, looser mode would otherwise stay
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(example_toml())
     except OSError as exc:
-        raise CoopError(f"cannot write {target}: {exc.strerror}", hint="choose another path") from None
+        raise CoopError(f"cannot create {target.parent}: {exc.strerror}", hint="choose another path") from None
+    # a new file (0600) renamed over the old one: never written through a link, never chmod-ing a link's target
+    replace_file(target, lambda handle: handle.write(example_toml()))
     output.out().print(f"wrote {target}", markup=False, highlight=False, soft_wrap=True)  # a long path: one line
     output.info("next: set [model] name (and api_key_env or api_base), then run `coop check`")

@@ -68,7 +68,10 @@ class Database:
 
         The outermost level is BEGIN IMMEDIATE: in WAL mode a deferred transaction that reads and then writes
         fails at once with SQLITE_BUSY when another process wrote in between, without waiting on the busy
-        timeout. Taking the write lock up front makes concurrent writers queue instead of failing.
+        timeout. Taking the write lock up front makes concurrent writers queue instead of failing. A COMMIT that
+        itself fails (a reader holding a rollback-journal database past the busy timeout) rolls back too:
+        otherwise the transaction would stay open and every later write would become a savepoint inside it,
+        never committed, and lost at exit.
         """
         try:
             if self.conn.in_transaction:
@@ -82,9 +85,25 @@ class Database:
                 if self.conn.in_transaction:
                     self.conn.execute("ROLLBACK")
                 raise
-            self.conn.execute("COMMIT")
+            try:
+                self.conn.execute("COMMIT")
+            except BaseException:
+                if self.conn.in_transaction:
+                    self.conn.execute("ROLLBACK")
+                raise
         except apsw.Error as exc:
             _reraise(exc, self.path)
+
+    def checkpoint(self) -> None:
+        """Copy the write-ahead log into the database file and truncate it (best effort: a reader that holds an
+        old snapshot keeps its frames until it is done). After a forget, so the forgotten text's old pages do
+        not linger in the -wal file."""
+        if self.read_only or self.path == ":memory:" or self.conn.in_transaction:
+            return
+        try:
+            self.conn.execute("pragma wal_checkpoint(TRUNCATE)").fetchall()
+        except apsw.Error:
+            pass
 
     def close(self) -> None:
         self.conn.close()
@@ -194,6 +213,7 @@ def connect(path: str, *, busy_timeout_ms: int = 5000) -> Database:
             conn = apsw.Connection(path)
         conn.execute(f"pragma busy_timeout = {int(busy_timeout_ms)}")
         conn.execute("pragma foreign_keys = on")
+        conn.execute("pragma secure_delete = on")  # deleted rows are overwritten with zeros, not left in free space
         if path != ":memory:" and not read_only:
             mode = conn.execute("pragma journal_mode = wal").fetchone()[0]
             if mode != "wal":

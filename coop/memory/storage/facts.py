@@ -182,10 +182,17 @@ class FactRecords(Reads):
                         "reason, created_at) VALUES (?,?,?,?,?,?,?,?)",
                         (self.user_id, fact_id, action, old, new, related, reason, at))
 
-    def scrub_history(self, fact_id: int, *, reason: str, at: float) -> None:
-        """A forgotten fact's history keeps that it changed, never what it said; the FORGET row closes it."""
+    def scrub_history(self, fact_id: int, text: str, *, reason: str, at: float) -> None:
+        """A forgotten fact's history keeps that it changed, never what it said; the FORGET row closes it. Other
+        facts' rows lose the text too: the fact it superseded records it as the new value ("Lyon -> Paris"), the
+        fact that superseded it as the old one, and a reason may quote it."""
         self.db.execute("UPDATE fact_history SET old_value = NULL, new_value = NULL WHERE user_id = ? AND fact_id = ?",
                         (self.user_id, fact_id))
+        self.db.execute("UPDATE fact_history SET old_value = CASE WHEN old_value = ?2 THEN NULL ELSE old_value END, "
+                        "new_value = CASE WHEN new_value = ?2 THEN NULL ELSE new_value END, "
+                        "reason = CASE WHEN instr(reason, ?2) > 0 THEN NULL ELSE reason END "
+                        "WHERE user_id = ?1 AND (old_value = ?2 OR new_value = ?2 OR instr(reason, ?2) > 0)",
+                        (self.user_id, text))
         self.record_history(fact_id, "FORGET", None, None, reason, at)
 
     def touch_facts(self, fact_ids: list[int]) -> None:

@@ -44,9 +44,15 @@ def message_context_sql(row: str) -> str:
 INDEX_EVERY_MESSAGE = ("INSERT INTO message_context_fts (rowid, content, context) "
                        f"SELECT m.id, coop_fts(m.content), {message_context_sql('m')} FROM messages m")
 
-# The full-text indexes, each with the table whose rows it indexes. `message_context_fts` is contentless, so
-# FTS5's own integrity check cannot compare it with `messages`; `fulltext_problems` compares the ids instead.
+# The full-text indexes (all contentless since m006: they keep no copy of the text), each with the table whose
+# rows it indexes and the statement that fills it from that table as its triggers would. FTS5's own integrity
+# check cannot compare a contentless index with its table, so `fulltext_problems` compares the ids too.
 FULLTEXT_INDEXES = {"message_context_fts": "messages", "facts_fts": "facts", "summaries_fts": "summaries"}
+_FILL = {
+    "message_context_fts": INDEX_EVERY_MESSAGE,
+    "facts_fts": "INSERT INTO facts_fts (rowid, key, value) SELECT id, coop_fts(key), coop_fts(value) FROM facts",
+    "summaries_fts": "INSERT INTO summaries_fts (rowid, text) SELECT id, coop_fts(text) FROM summaries",
+}
 
 
 def fulltext_problems(db: Database) -> list[str]:
@@ -72,15 +78,20 @@ def rebuild_fulltext(db: Database) -> dict[str, int]:
     """Build every full-text index again from the stored text; returns the rows indexed per index.
 
     For an index that `coop check` finds damaged or out of step (a disk fault, a copy made mid-write, a
-    hand edit of the database). External-content indexes rebuild themselves from their table; the contentless
-    message index is emptied and filled again with each message's words and context, as its triggers would."""
+    hand edit of the database). Each index is emptied and filled again from its table, as its triggers would."""
     counts = {}
     with db.atomic():
-        for index, table in FULLTEXT_INDEXES.items():
-            if index == "message_context_fts":
-                db.execute("INSERT INTO message_context_fts(message_context_fts) VALUES ('delete-all')")
-                db.execute(INDEX_EVERY_MESSAGE)
-            else:
-                db.execute(f"INSERT INTO {index}({index}) VALUES ('rebuild')")
+        for index in FULLTEXT_INDEXES:
+            db.execute(f"INSERT INTO {index}({index}) VALUES ('delete-all')")
+            db.execute(_FILL[index])
             counts[index] = int(db.scalar(f"SELECT count(*) FROM {index}_docsize"))
     return counts
+
+
+def purge(db: Database, indexes: list[str]) -> None:
+    """Merge these indexes' segments into one, so no trace of deleted rows stays in them: secure-delete removes
+    a deleted row's postings, but a term no row holds any more can linger in an old segment until a merge. For
+    `forget`, which must leave no text behind; it costs a rewrite of the index, so it is not run on every write."""
+    with db.atomic():
+        for index in indexes:
+            db.execute(f"INSERT INTO {index}({index}) VALUES ('optimize')")

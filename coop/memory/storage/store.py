@@ -6,8 +6,10 @@ no call that takes an item id alone: an id that belongs to another user is simpl
 
 `UserMemory` is built in layers, one module each: `scope.py` (the user's handle), `reads.py` (every read),
 `facts.py` (every fact write), and this module: sessions, messages, summaries and forgetting. `forget` deletes
-the row, its full-text entry and its vectors; the history of a fact loses its text, and only a content-free
-record (kind, id, hash, time) remains, so extraction can tell it must not re-create the item.
+the row, its full-text entry and its vectors; every history row that held the text loses it, and only a
+content-free record (kind, id, hash, time) remains, so extraction can tell it must not re-create the item.
+The text does not linger in the file either: deleted rows are zeroed (`secure_delete`), the full-text indexes
+drop its postings and are merged, and the write-ahead log is checkpointed.
 """
 
 from __future__ import annotations
@@ -16,8 +18,8 @@ import time
 from typing import Any
 
 from coop.errors import NotFoundError, UsageError
-from coop.memory.kinds import REGISTRY
-from coop.memory.storage import vectors
+from coop.memory.kinds import MESSAGE, REGISTRY
+from coop.memory.storage import fulltext, vectors
 from coop.memory.storage.connection import Database
 from coop.memory.storage.facts import FactRecords
 from coop.memory.storage.items import MAX_MESSAGE_CHARS, MAX_USER_ID_CHARS, ROLES
@@ -167,10 +169,13 @@ class UserMemory(FactRecords):
         with self.db.atomic():
             vectors.delete_item_vectors(self, kind, item_id)
             if kind == "fact":
-                self.scrub_history(item_id, reason=reason, at=now)
+                self.scrub_history(item_id, item.text, reason=reason, at=now)
             self.db.execute(f"DELETE FROM {REGISTRY[kind].table} WHERE id = ? AND user_id = ?",
                             (item_id, self.user_id))
             self.record_forgotten(kind, content_hash(item.text), now, item_id=item_id)
+            # a message's words also sit in the context column of the two messages after it
+            fulltext.purge(self.db, sorted({REGISTRY[kind].fulltext, MESSAGE.fulltext}))
+        self.db.checkpoint()
 
     def record_forgotten(self, kind: str, digest: str | None, at: float, *, item_id: int = 0) -> None:
         """The content-free trace of a forgotten item (an import carries these over, without the old id)."""

@@ -7,13 +7,13 @@ Vectors are not exported: they belong to one embedder, and the importing side em
 from __future__ import annotations
 
 import json
-import os
 import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any
 
 from coop.errors import UsageError
+from coop.files import replace_file, write_stream
 from coop.memory.storage.store import UserMemory
 from coop.memory.text import iso_time
 from coop.memory.transfer.coop_format import EXPORT_VERSION
@@ -124,20 +124,5 @@ def export_user(memory: UserMemory, fmt: str, path: Path | None, stdout: IO[str]
     if writer is None:
         raise UsageError(f"unknown export format {fmt!r}", hint="use --format coop or markdown")
     if path is None:
-        return writer(memory, stdout)
-    if path.is_dir():
-        raise UsageError(f"{path} is a directory", hint="give a file name, e.g. -o memory.jsonl")
-    partial = path.with_name(f".{path.name}.partial")
-    try:
-        descriptor = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(descriptor, "w", encoding="utf-8", newline="\n") as handle:
-            count = writer(memory, handle)
-        os.replace(partial, path)
-    except OSError as exc:
-        partial.unlink(missing_ok=True)
-        raise UsageError(f"cannot write {path}: {exc.strerror or exc}",
-                         hint="choose a writable place with -o") from None
-    except BaseException:
-        partial.unlink(missing_ok=True)
-        raise
-    return count
+        return write_stream(stdout, lambda out: writer(memory, out))
+    return replace_file(path, lambda handle: writer(memory, handle))
