@@ -9,6 +9,7 @@ local time for people. `NO_COLOR` and `TERM=dumb` are honoured by rich itself.
 from __future__ import annotations
 
 import json
+import re
 import sys
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
@@ -49,25 +50,25 @@ def print_json(data: Any) -> None:
 def error(exc: "CoopError", console: Console | None = None) -> None:
     """`error: ...` and `hint: ...`, one line each: soft wrap, so a narrow or piped stderr does not break them."""
     console = console or err()
-    console.print(f"[bold red]error:[/] {_escape(_flat(exc.message))}", soft_wrap=True)
+    console.print(f"[bold red]error:[/] {escape(_flat(exc.message))}", soft_wrap=True)
     if exc.hint:
-        console.print(f"[dim]hint:[/] {_escape(_flat(exc.hint))}", soft_wrap=True)
+        console.print(f"[dim]hint:[/] {escape(_flat(exc.hint))}", soft_wrap=True)
 
 
 def say(text: str, console: Console | None = None) -> None:
     """A line of coop's own, printed as it is (no markup, no highlighting)."""
-    (console or err()).print(_escape(text), highlight=False)
+    (console or err()).print(escape(printable(text)), highlight=False)
 
 
 def warn(message: str, hint: str | None = None, console: Console | None = None) -> None:
     console = console or err()
-    console.print(f"[yellow]warning:[/] {_escape(_flat(message))}", soft_wrap=True)
+    console.print(f"[yellow]warning:[/] {escape(_flat(message))}", soft_wrap=True)
     if hint:
-        console.print(f"[dim]hint:[/] {_escape(_flat(hint))}", soft_wrap=True)
+        console.print(f"[dim]hint:[/] {escape(_flat(hint))}", soft_wrap=True)
 
 
 def info(message: str) -> None:
-    err().print(_escape(message), soft_wrap=True)
+    err().print(escape(message), soft_wrap=True)
 
 
 def _flat(text: str) -> str:
@@ -75,14 +76,26 @@ def _flat(text: str) -> str:
     return " ".join(str(text).split())
 
 
+# Control characters (C0 but newline and tab, DEL, C1), which in stored text could move the cursor, recolour or
+# retitle the user's terminal (ESC sequences from an imported file or a model's reply).
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def printable(text: str) -> str:
+    """Stored text made safe for a terminal: each control character shown as its code (`\x1b`), so nothing in
+    memory can drive the terminal. For human output only: JSON output stays exact."""
+    return _CONTROL.sub(lambda m: f"\\x{ord(m.group(0)):02x}", text)
+
+
 def cell(value: object) -> "Text":
-    """User data as a table cell: plain text, never rich markup (a fact may contain `[/]`)."""
+    """User data as a table cell: plain text, never rich markup (a fact may contain `[/]`), no control codes."""
     from rich.text import Text
 
-    return Text("" if value is None else str(value))
+    return Text("" if value is None else printable(str(value)))
 
 
-def _escape(text: str) -> str:
+def escape(text: str) -> str:
+    """Text that rich prints as it is, never as markup."""
     from rich.markup import escape
 
     return escape(text)
@@ -126,5 +139,5 @@ def history_json(entry: "HistoryEntry") -> dict[str, Any]:
 
 
 def one_line(text: str, width: int = 90) -> str:
-    flat = " ".join(text.split())
+    flat = " ".join(printable(text).split())
     return flat if len(flat) <= width else flat[: width - 1] + "…"

@@ -95,3 +95,24 @@ def test_a_commit_that_fails_rolls_back_and_later_writes_commit(coop_home):
     writer.close()
     again = MemoryStore(open_database(path)).user("ana")
     assert [i.text for i in again.active_facts()] == ["first fact", "written after the reader let go"]
+
+
+@pytest.mark.parametrize("text", ["\u200b", "\u200b\u200c\u200d\ufeff", " \u2060 \u200e "])
+def test_a_fact_of_invisible_characters_is_refused(memory, text):
+    from coop.errors import UsageError
+
+    with pytest.raises(UsageError, match="empty"):
+        memory.add_fact(text)
+    assert memory.active_facts() == []
+
+
+def test_an_instruction_with_the_text_of_a_fact_is_stored_as_an_instruction(memory, hash_embedder):
+    from coop.config import ExtractionConfig
+    from coop.memory.growth.reconcile import Candidate, FactWriter
+
+    writer = FactWriter(memory, ExtractionConfig(), embedder=hash_embedder)
+    fact = writer.write(Candidate("answer in French", source="user"))
+    instruction = writer.write(Candidate("answer in French", category="instruction", source="user"))
+    assert fact is not None and instruction is not None and instruction.action == "ADD"
+    assert [i.text for i in memory.active_facts("instruction")] == ["answer in French"]
+    assert len(memory.active_facts()) == 2

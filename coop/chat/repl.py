@@ -111,7 +111,7 @@ class Repl:
         for column in ("id", "why", "score", "legs", "text"):
             table.add_column(column, overflow="fold" if column == "text" else "ellipsis", no_wrap=column != "text")
         for ref, why, score, legs, text in rows:
-            table.add_row(ref, why, score, legs, " ".join(text.split())[:200])
+            table.add_row(ref, why, score, legs, output.cell(" ".join(text.split())[:200]))
         self.console.print(table)
         if not query.strip() and self.session.last_left_out:
             self.say(f"({len(self.session.last_left_out)} more recalled but over the memory budget)")

@@ -247,7 +247,7 @@ def check(
         table.add_column("check", no_wrap=True)
         table.add_column("result", overflow="fold")
         for c in checks:
-            detail = output._escape(c.message) + (f"\n[dim]hint: {output._escape(c.hint)}[/]" if c.hint else "")
+            detail = output.escape(c.message) + (f"\n[dim]hint: {output.escape(c.hint)}[/]" if c.hint else "")
             table.add_row(marks[c.severity], c.name, detail)
         output.out().print(table)
         verdict = "[red]failed[/]" if errors else "[green]ready[/]"

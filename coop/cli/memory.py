@@ -185,9 +185,9 @@ def show(
     console = output.out()
     for name, value in data.items():
         if name != "text" and value is not None:
-            console.print(f"[bold]{name}:[/] {output._escape(str(value))}", highlight=False)
+            console.print(f"[bold]{name}:[/] {output.escape(output.printable(str(value)))}", highlight=False)
     console.print()
-    console.print(item.text, markup=False, highlight=False)
+    console.print(output.printable(item.text), markup=False, highlight=False)
 
 
 @app.command()

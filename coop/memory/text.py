@@ -59,9 +59,16 @@ def estimate_tokens(text: str) -> int:
     return max(1, (len(text) + 3) // 4) if text else 0
 
 
+def visible(text: str) -> str:
+    """The text without spaces, control and format characters (zero-width spaces and joiners, direction marks):
+    what a reader would see. Text that is nothing but those is empty."""
+    return "".join(c for c in text if not c.isspace() and unicodedata.category(c) not in ("Cc", "Cf", "Zs", "Zl",
+                                                                                           "Zp"))
+
+
 def check_text(text: str, what: str, limit: int) -> str:
     """Reject text that cannot be stored faithfully: empty, not UTF-8 (lone surrogates from bad bytes), too long."""
-    if not isinstance(text, str) or not text.strip():
+    if not isinstance(text, str) or not visible(text):
         raise UsageError(f"{what} is empty", hint=f"give the {what} some text")
     try:
         text.encode("utf-8")

@@ -138,7 +138,9 @@ class FactWriter:
         vector, neighbours = self._neighbours(candidate)
         words = content_words(candidate.value)
         for item, similarity in neighbours:
-            if similarity >= self.settings.dedup_threshold and content_words(item.text) == words:
+            # only within the category: a standing instruction that reads like a fact is still an instruction
+            if item.category == candidate.category and similarity >= self.settings.dedup_threshold \
+                    and content_words(item.text) == words:
                 return Plan("MERGE", candidate, f"near duplicate of f{item.item_id} (cosine {similarity:.2f})",
                             item.item_id, vector)
         same_key = self.memory.find_by_key(candidate.category, candidate.key) if candidate.key else None
