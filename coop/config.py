@@ -21,9 +21,15 @@ import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from coop.errors import ConfigError
+
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
+
+_T = TypeVar("_T")
+_D = TypeVar("_D", bound="DataclassInstance")
 
 
 def _f(default: Any, help: str, *, min: float | None = None, max: float | None = None,
@@ -204,6 +210,8 @@ def load_config(explicit: str | os.PathLike[str] | None = None, *,
             raise ConfigError(f"{path} is not UTF-8 text", hint="save the config file as UTF-8") from None
         except tomllib.TOMLDecodeError as exc:
             raise ConfigError(f"{path}: invalid TOML: {exc}", hint="see config.example.toml for the syntax") from None
+        except RecursionError:  # tomllib recurses per nesting level: a 5000-deep array is not a config
+            raise ConfigError(f"{path}: values are nested too deeply", hint="see config.example.toml") from None
         except OSError as exc:
             raise ConfigError(f"cannot read {path}: {exc.strerror}", hint="check the file's permissions") from None
     config = build_config(data, origin=str(path) if path else "defaults")
@@ -222,7 +230,7 @@ def _public_fields(cls: type) -> list[dataclasses.Field[Any]]:
     return [f for f in dataclasses.fields(cls) if not f.metadata.get("internal")]
 
 
-def _build(cls: type, data: Mapping[str, Any], prefix: str, origin: str) -> Any:
+def _build(cls: type[_T], data: Mapping[str, Any], prefix: str, origin: str) -> _T:
     if not isinstance(data, Mapping):
         raise ConfigError(f"{origin}: [{prefix.rstrip('.')}] must be a table",
                           hint=f"write it as a [{prefix.rstrip('.')}] section")
@@ -275,10 +283,10 @@ def validate_value(f: dataclasses.Field[Any], value: Any, dotted: str, origin: s
         shown = f"a {type(value).__name__}" if meta.get("env_name") else repr(value)
         raise ConfigError(f"{origin}: '{dotted}' must be {_type_name(want)}, not {shown}",
                           hint=f"for example: {dotted.rsplit('.', 1)[-1]} = {toml_value(f.default)}")
-    if want is float and not math.isfinite(value):  # nan passes every range comparison
+    if isinstance(value, float) and not math.isfinite(value):  # nan passes every range comparison
         raise ConfigError(f"{origin}: '{dotted}' must be a finite number, not {value!r}",
                           hint=f"use a value from {number_text(meta.get('min'))} to {number_text(meta.get('max'))}")
-    if meta.get("env_name") and value and not _ENV_NAME.fullmatch(value):
+    if meta.get("env_name") and isinstance(value, str) and value and not _ENV_NAME.fullmatch(value):
         # Never echo the value: the usual mistake is pasting the key itself here.
         raise ConfigError(f"{origin}: '{dotted}' must name an environment variable (letters, digits and _), "
                           "and this value is not such a name", hint=f"for example: {dotted.rsplit('.', 1)[-1]} = "
@@ -351,7 +359,7 @@ def apply_overrides(config: Config, overrides: Mapping[str, Any]) -> Config:
     return _replace_dotted(config, checked)
 
 
-def _replace_dotted(obj: Any, updates: Mapping[str, Any]) -> Any:
+def _replace_dotted(obj: _D, updates: Mapping[str, Any]) -> _D:
     grouped: dict[str, dict[str, Any]] = {}
     direct: dict[str, Any] = {}
     for dotted, value in updates.items():
@@ -368,6 +376,8 @@ def _replace_dotted(obj: Any, updates: Mapping[str, Any]) -> Any:
 def resolve_db_path(config: Config) -> str:
     """The database location: `memory.db_path` (':memory:' kept as is), else `$COOP_HOME/coop.db`."""
     raw = config.memory.db_path
+    if "\x00" in raw:
+        raise ConfigError("memory.db_path contains a NUL character", hint="set memory.db_path to a file path")
     if raw == ":memory:":
         return raw
     if raw:

@@ -10,6 +10,7 @@ is written.
 
 from __future__ import annotations
 
+import io
 import logging
 import logging.handlers
 import os
@@ -24,9 +25,13 @@ MAX_BYTES = 1_000_000
 class _PrivateRotatingFile(logging.handlers.RotatingFileHandler):
     """A rotating log file that is created 0600 every time, the rotated-in one too."""
 
-    def _open(self):  # type: ignore[override]
+    def _open(self) -> io.TextIOWrapper:
         fd = os.open(self.baseFilename, os.O_CREAT | os.O_APPEND | os.O_WRONLY, 0o600)
         return open(fd, "a", encoding=self.encoding, errors=self.errors)
+
+    def handleError(self, record: logging.LogRecord) -> None:  # noqa: N802 (logging's name)
+        """A line that cannot be written (a full disk) is dropped: logging's default prints "--- Logging error
+        ---" and a traceback onto the user's terminal, over the conversation."""
 
 
 class _Redact(logging.Filter):

@@ -69,7 +69,8 @@ def _nonempty_user(value: str | None) -> str | None:
 
 def chat(
     ctx: typer.Context,
-    session: Annotated[int | None, typer.Option("--session", metavar="ID", help="resume a session")] = None,
+    session: Annotated[int | None, typer.Option("--session", metavar="ID", min=1, max=2**63 - 1,
+                                                help="resume a session")] = None,
     user: Annotated[str | None, typer.Option("--user", metavar="ID", help="whose memory",
                                                 callback=_nonempty_user)] = None,
     incognito: Annotated[bool, typer.Option("--incognito", help="write nothing to disk (memory is still read)")] = False,
@@ -144,6 +145,7 @@ def chat(
         for timer in timers:
             timer.stop(timeout=0.5)
         chat_session.end()
+        chat_session.jobs.stopping.set()  # a long embedding backlog stops after its current batch
         if worker is not None:
             worker.stop(timeout=2.0)
 
@@ -162,5 +164,12 @@ def chat(
     status = loader.status
     if status is not None and status.embedder is None and not json_:
         console.print(f"[yellow]note:[/] the embedder did not load ({status.error}); search used full text only")
+    if not loader.ready() or (worker is not None and worker.alive):
+        # A thread still inside onnxruntime (the model loading, a last batch) would abort the interpreter's
+        # shutdown with "terminate called without an active exception" (rc 134). Everything written is
+        # committed; leave without the shutdown that would crash. An unfinished job's transaction rolls back.
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
     if code:
         raise typer.Exit(code)

@@ -218,6 +218,9 @@ def _guarded(name: str, run: Callable[..., list[Check]], *args: object) -> list[
         return run(*args)
     except CoopError as exc:
         return [failure(name, exc.message, exc.hint)]
+    except apsw.BusyError:  # another program holds the write lock: the file is not damaged, just busy
+        return [warning(name, "the database is busy: another program holds its lock, so this was not checked",
+                        "run `coop check` again when the other coop (an import, a chat) is done")]
     except apsw.Error as exc:
         return [failure(name, f"the database cannot be read: {type(exc).__name__}: {exc}", DAMAGED_HINT)]
 

@@ -19,13 +19,16 @@ log = logging.getLogger(__name__)
 
 
 def embed_pending(memory: UserScope, embedder: Embedder, *, batch_size: int = 64,
-                  limit: int | None = None, kinds: Sequence[str] = KINDS) -> int:
+                  limit: int | None = None, kinds: Sequence[str] = KINDS,
+                  should_stop: Callable[[], bool] = lambda: False) -> int:
     """Embed this user's items that have no vector yet, in batches; returns how many were embedded.
-    Items with an error are retried on a later call (the error is overwritten)."""
+    Items with an error are retried on a later call (the error is overwritten). `should_stop` is asked before
+    each batch: at exit the chat stops a long backlog between batches, never inside the model (an interpreter
+    that exits while onnxruntime runs on another thread aborts with "terminate called", rc 134)."""
     done = 0
     for kind in kinds:
         last_id = 0
-        while limit is None or done < limit:
+        while (limit is None or done < limit) and not should_stop():
             take = batch_size if limit is None else min(batch_size, limit - done)
             rows = vectors.pending_items(memory, kind, after_id=last_id, limit=take)
             if not rows:

@@ -9,7 +9,8 @@ every job needs; `coop.services` builds it with the configured fast model, so th
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+import threading
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from coop.memory.embedder import Embedder
@@ -33,6 +34,7 @@ class MemoryJobs:
     config: "Config"
     complete: Complete | None                   # the fast model, or None when no model is configured
     embedder: Callable[[], Embedder | None]     # called when a job needs it (it may still be loading)
+    stopping: threading.Event = field(default_factory=threading.Event)  # set at exit: jobs stop between batches
 
     def writer(self, memory: UserMemory, embedder: Embedder | None = None) -> FactWriter:
         """The one fact write pipeline, with the fast model as reconciler when there is one."""
@@ -46,7 +48,7 @@ class MemoryJobs:
 
         def run(db: Database) -> str | None:
             if embedder is not None:
-                embed_pending(_user(db, user_id), embedder, batch_size=batch_size)
+                embed_pending(_user(db, user_id), embedder, batch_size=batch_size, should_stop=self.stopping.is_set)
             return None
 
         return run

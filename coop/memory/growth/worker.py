@@ -63,6 +63,11 @@ class BackgroundWorker:
         self._jobs.put(None)
         self._thread.join(timeout)
 
+    @property
+    def alive(self) -> bool:
+        """Still inside a job after `stop` gave up waiting for it."""
+        return self._thread.is_alive()
+
     def _run(self) -> None:
         db: Database | None = None
         try:
