@@ -80,6 +80,8 @@ class ImportanceConfig:
 class ExtractionConfig:
     enabled: bool = _f(True, "extract durable facts after each turn (fast model)")
     max_facts_per_turn: int = _f(5, "most facts kept from one exchange", min=0, max=50)
+    max_changes_per_turn: int = _f(2, "most existing facts one exchange may update or supersede (each is shown, "
+                                      "with how to undo it)", min=0, max=50)
     dedup_threshold: float = _f(0.9, "cosine at or above which a new fact with the same content words is a duplicate",
                                 min=0.5, max=1.0)
     related_threshold: float = _f(0.75, "cosine at or above which an existing fact is a candidate for "

@@ -27,7 +27,7 @@ from coop.memory.growth.worker import BackgroundWorker
 EMBEDDER = HashEmbedder(64)
 SUMMARY = json.dumps({"summary": "Talked about a trip to Kyoto in April with Mia.",
                       "facts": [{"category": "travel", "key": "next_trip", "value": "Plans a trip to Kyoto in April",
-                                 "importance": 0.7}]})
+                                 "importance": 0.7, "evidence": "I am going to Kyoto in April"}]})
 
 
 def make_config(server, **overrides):
@@ -111,8 +111,10 @@ def test_kill_9_in_the_middle_of_consolidation_leaves_nothing_half_written(coop_
     memory.add_fact("Has a friend called Mia", source="user")
     database.close()
     openai_server.background_default = json.dumps({"summary": "Kyoto trip.", "facts": [
-        {"category": "travel", "key": None, "value": "Plans a trip to Kyoto", "importance": 0.7},
-        {"category": "people", "key": None, "value": "Travels with Mia", "importance": 0.5}]})
+        {"category": "travel", "key": None, "value": "Plans a trip to Kyoto", "importance": 0.7,
+         "evidence": "I am going to Kyoto"},
+        {"category": "people", "key": None, "value": "Travels with Mia", "importance": 0.5,
+         "evidence": "With my friend Mia"}]})
     ready = tmp_path / "inside-transaction"
     child = textwrap.dedent(f"""
         import os, time, sys
@@ -213,7 +215,7 @@ def test_the_next_reply_is_not_delayed_by_a_slow_extraction(threaded_session, op
     def slow_extraction(body):  # answers only once the second reply is done (or after 2.5 s, within the timeout)
         release.wait(2.5)
         return json.dumps({"facts": [{"category": "misc", "key": None, "value": "Likes slow things",
-                                      "importance": 0.5}]})
+                                      "importance": 0.5, "evidence": "I like slow things"}]})
 
     openai_server.background_replies = [slow_extraction]
     openai_server.replies = ["first", "second"]
@@ -228,7 +230,7 @@ def test_the_next_reply_is_not_delayed_by_a_slow_extraction(threaded_session, op
         release.set()
     assert worker.wait_idle(15)
     assert [f.text for f in session.memory.list_items("fact")] == ["Likes slow things"]
-    assert "memory: 1 new fact(s)" in session.take_notices()
+    assert session.take_notices() == ["memory: f1 added: “Likes slow things” (undo: coop memory undo f1)"]
 
 
 def test_the_backlog_is_embedded_at_the_next_start(threaded_session, coop_home):
@@ -292,7 +294,8 @@ def test_background_notices_wait_for_the_next_prompt(memory, openai_server):
     from coop.chat.repl import Repl
 
     openai_server.background_replies = [json.dumps({"facts": [
-        {"category": "misc", "key": None, "value": "Collects stamps", "importance": 0.5}]})]
+        {"category": "misc", "key": None, "value": "Collects stamps", "importance": 0.5,
+         "evidence": "I collect stamps"}]})]
     session = ChatSession(memory, make_config(openai_server), embedder=lambda: EMBEDDER)
     screen = io.StringIO()
     repl = Repl(session, console=Console(file=screen, width=100, force_terminal=False))
@@ -300,8 +303,9 @@ def test_background_notices_wait_for_the_next_prompt(memory, openai_server):
         pipe.send_text("I collect stamps\r\x04")
         repl.run_terminal(repl.make_prompt_session(input=pipe, output=DummyOutput()))
     shown = screen.getvalue()
-    assert "memory: 1 new fact(s)" in shown
-    assert shown.index("ok") < shown.index("memory: 1 new fact(s)")  # after the reply, never inside it
+    notice = "memory: f1 added: “Collects stamps” (undo: coop memory undo f1)"
+    assert notice in shown
+    assert shown.index("ok") < shown.index(notice)  # after the reply, never inside it
 
 
 def test_coop_memory_consolidate_on_demand(run_cli, openai_server, memory):

@@ -33,7 +33,8 @@ def make_session(memory, server, **kwargs):
 
 
 def facts_reply(*facts):
-    return json.dumps({"facts": [dict(zip(("category", "key", "value", "importance"), f)) for f in facts]})
+    """An extraction reply: (category, key, value, importance, evidence) per fact; the evidence quotes the user."""
+    return json.dumps({"facts": [dict(zip(("category", "key", "value", "importance", "evidence"), f)) for f in facts]})
 
 
 def active(memory):
@@ -44,12 +45,13 @@ def active(memory):
 
 
 def test_extraction_sees_the_whole_exchange_and_stores_facts(memory, openai_server):
-    openai_server.background_replies = [facts_reply(("pets", "dog_name", "Has a dog called Pixel", 0.7))]
+    openai_server.background_replies = [facts_reply(("pets", "dog_name", "Has a dog called Pixel", 0.7, "my dog is called Pixel"))]
     openai_server.replies = ["What a lovely name!"]
     make_session(memory, openai_server).turn("my dog is called Pixel")
     [request] = openai_server.background_requests()
     exchange = request["messages"][1]["content"]
-    assert "USER: my dog is called Pixel" in exchange and "ASSISTANT: What a lovely name!" in exchange
+    assert "USER: my dog is called Pixel" in exchange
+    assert "ASSISTANT (context only, never a source): What a lovely name!" in exchange
     [fact] = memory.list_items("fact")
     assert (fact.text, fact.category, fact.key, fact.source) == ("Has a dog called Pixel", "pets", "dog_name",
                                                                   "extraction")
@@ -57,9 +59,9 @@ def test_extraction_sees_the_whole_exchange_and_stores_facts(memory, openai_serv
 
 def test_one_fact_that_is_not_utf8_costs_only_itself(memory, openai_server):
     # JSON's "\\ud800" is a lone surrogate once decoded: SQLite cannot store it.
-    reply = facts_reply(("misc", None, "Collects broken \ud800 glyphs", 0.5),
-                        ("pets", "cat", "Has a cat called Tofu", 0.6),
-                        ("music\udfff", "instrument\ud800", "Plays the oboe", 0.5))
+    reply = facts_reply(("misc", None, "Collects broken \ud800 glyphs", 0.5, "my cat"),
+                        ("pets", "cat", "Has a cat called Tofu", 0.6, "my cat Tofu"),
+                        ("music\udfff", "instrument\ud800", "Plays the oboe", 0.5, "my oboe practice"))
     assert "\\ud800" in reply
     openai_server.background_replies = [reply]
     make_session(memory, openai_server).turn("my cat Tofu hates my oboe practice")
@@ -68,7 +70,7 @@ def test_one_fact_that_is_not_utf8_costs_only_itself(memory, openai_server):
 
 
 def test_saying_the_same_thing_in_20_turns_yields_one_fact(memory, openai_server):
-    openai_server.background_default = facts_reply(("food", None, "Loves spicy ramen", 0.5))
+    openai_server.background_default = facts_reply(("food", None, "Loves spicy ramen", 0.5, "I really love spicy ramen"))
     session = make_session(memory, openai_server)
     for i in range(20):
         session.turn(f"I really love spicy ramen ({i})")
@@ -79,7 +81,7 @@ def test_saying_the_same_thing_in_20_turns_yields_one_fact(memory, openai_server
 def test_a_move_supersedes_the_old_city_with_history(memory, openai_server, run_cli):
     memory.add_fact("Lives in Paris", category="location", key="city", source="extraction")
     openai_server.background_replies = [
-        facts_reply(("location", "city", "Lives in Lyon", 0.7)),
+        facts_reply(("location", "city", "Lives in Lyon", 0.7, "I moved from Paris to Lyon")),
         json.dumps({"action": "SUPERSEDE", "target": 1, "confidence": 0.95, "reason": "moved to Lyon"}),
     ]
     make_session(memory, openai_server).turn("I moved from Paris to Lyon last month")
@@ -184,7 +186,7 @@ def test_reconciliation_decisions(memory):
     embed_pending(memory, EMBEDDER)
     writer = writer_for(memory, decide=decide, related_threshold=0.0)
     script = [Decision("UPDATE", 1, 0.9, "more precise")]
-    assert writer.write(Candidate("Likes green tea", category="taste", key="drink")).action == "UPDATE"
+    assert writer.write(Candidate("Likes green tea", category="taste", key="drink", evidence="I only drink green tea")).action == "UPDATE"
     assert memory.get("fact", 1).text == "Likes green tea"
     assert memory.history(1)[-1].action == "UPDATE" and memory.history(1)[-1].old_value == "Likes tea"
     script = [Decision("NONE", 2, 0.9, "same cat")]
@@ -238,7 +240,7 @@ def test_every_pipeline_decision_is_in_history_with_a_reason(memory):
 
 
 def test_instructions_are_in_the_preamble_capped_and_listed(memory, openai_server, run_cli):
-    openai_server.background_replies = [facts_reply(("instruction", None, "Answer briefly", 0.9))]
+    openai_server.background_replies = [facts_reply(("instruction", None, "Answer briefly", 0.9, "answer briefly please"))]
     session = make_session(memory, openai_server, overrides={"memory.extraction.max_instructions": 3})
     session.turn("from now on, answer briefly please")
     session.turn("unrelated question about volcanoes")

@@ -30,10 +30,12 @@ def background_model(body):
     text = body["messages"][-1]["content"]
     if "consolidate a user's conversation history" in system:
         return json.dumps({"summary": "The user chatted about numbered things.",
-                           "facts": [{"category": "general", "key": None, "value": "Chats in numbered messages"}]})
+                           "facts": [{"category": "general", "key": None, "value": "Chats in numbered messages",
+                                      "evidence": "chat message"}]})
     if "extract durable facts" in system:
         number = text.split("chat message ")[-1].split()[0] if "chat message " in text else "x"
-        return json.dumps({"facts": [{"category": "general", "key": None, "value": f"Mentioned item {number}"}]})
+        return json.dumps({"facts": [{"category": "general", "key": None, "value": f"Mentioned item {number}",
+                                      "evidence": f"chat message {number}"}]})
     return json.dumps({"action": "ADD", "target": None, "confidence": 0.9, "reason": "different"})
 
 
@@ -124,7 +126,8 @@ def test_threads_with_their_own_connections_and_the_consolidation_worker(coop_ho
     path = str(coop_home / "coop.db")
     setup = open_database(path)
     config = apply_overrides(load_config(), {"memory.consolidation.span_messages": 10})
-    summary = json.dumps({"summary": "A span of numbered notes.", "facts": [{"value": "Writes numbered notes"}]})
+    summary = json.dumps({"summary": "A span of numbered notes.", "facts": [{"value": "Writes numbered notes",
+                                                                    "evidence": "note"}]})
     worker = BackgroundWorker(path, busy_timeout_ms=5000)
     writers, per_writer = 3, 120
     errors: list[BaseException] = []

@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import sys
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from coop import output
 from coop.cli.context import state
 from coop.errors import UsageError
+
+if TYPE_CHECKING:
+    from rich.console import RenderableType
 
 app = typer.Typer(no_args_is_help=True, help="Inspect and correct memory: search, list, show, add, forget.")
 
@@ -121,7 +124,8 @@ def search(
         table.add_column(column, overflow="fold" if column == "text" else "ellipsis",
                          no_wrap=column != "text")
     for hit in result.hits:
-        row = [hit.ref, output.local_time(hit.item.created_at), output.cell(output.one_line(hit.item.text, 200))]
+        row: list[RenderableType] = [hit.ref, output.local_time(hit.item.created_at),
+                                     output.cell(output.one_line(hit.item.text, 200))]
         table.add_row(*row, *((output.cell(describe(hit)),) if explain else ()))
     output.out().print(table)
     if explain:
@@ -214,6 +218,27 @@ def forget(
     for item in items:
         memory.forget(item.kind, item.item_id)
     output.out().print(f"forgot {', '.join(item.ref for item in items)}")
+
+
+@app.command()
+def undo(
+    ctx: typer.Context,
+    item_id: Annotated[str, typer.Argument(metavar="ID", help="the fact whose last change to take back: f12")],
+    user: UserOption = None,
+    json_: JsonOption = False,
+) -> None:
+    """Take back what memory learned by itself: an added fact is forgotten (and not learned again), an updated
+    one gets its old text back, a superseded one is current again. `coop memory history ID` shows the changes."""
+    from coop.memory.kinds import parse_ref
+
+    kind, number = parse_ref(item_id)
+    if kind != "fact":
+        raise UsageError(f"{item_id} is not a fact", hint="only facts change by themselves; forget other items")
+    done = state(ctx).memory(user).undo(number)
+    if json_:
+        output.print_json({"id": f"f{number}", "undone": done})
+        return
+    output.out().print(output.printable(done), markup=False, highlight=False)
 
 
 @app.command()

@@ -8,8 +8,9 @@ every job needs; `coop.services` builds it with the configured fast model, so th
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import logging
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -18,11 +19,14 @@ from coop.memory.growth.consolidate import consolidate
 from coop.memory.growth.embedding import embed_pending
 from coop.memory.growth.extract import Complete, extract_facts, model_decider
 from coop.memory.growth.reconcile import FactWriter
+from coop.memory.storage.items import FactWrite
 from coop.memory.storage.connection import Database
 from coop.memory.storage.store import MemoryStore, UserMemory
 
 if TYPE_CHECKING:
     from coop.config import Config
+
+log = logging.getLogger(__name__)
 
 Job = Callable[[Database], "str | None"]
 
@@ -56,6 +60,7 @@ class MemoryJobs:
     def extraction(self, user_id: str, user_text: str, reply: str) -> Job:
         """Facts from one exchange, through the write pipeline. A failure anywhere changes nothing."""
         max_facts = self.config.memory.extraction.max_facts_per_turn
+        max_changes = self.config.memory.extraction.max_changes_per_turn
 
         def run(db: Database) -> str | None:
             if self.complete is None:
@@ -63,12 +68,20 @@ class MemoryJobs:
             memory = _user(db, user_id)
             candidates = extract_facts(self.complete, user_text, reply, max_facts)
             writer = self.writer(memory)
-            actions = [result.action for result in (writer.write(c) for c in candidates) if result is not None]
-            new = sum(1 for a in actions if a == "ADD")
-            changed = sum(1 for a in actions if a in ("UPDATE", "SUPERSEDE"))
-            if not (new or changed):
-                return None
-            return f"memory: {new} new fact(s)" + (f", {changed} updated" if changed else "")
+            done: list[str] = []
+            changes = 0
+            for candidate in candidates:
+                plan = writer.plan(candidate)
+                if plan.action in CHANGES and changes >= max_changes:
+                    log.info("extraction: more than %d changes in one exchange; %r was not applied", max_changes,
+                             candidate.value)
+                    continue
+                result = writer.apply(plan)
+                if result is None or result.action == "MERGE":
+                    continue
+                changes += result.action in CHANGES
+                done.append(describe_change(memory, result))
+            return "memory: " + "; ".join(done) if done else None
 
         return run
 
@@ -93,6 +106,19 @@ class MemoryJobs:
             return consolidation(db)
 
         return run
+
+
+CHANGES = ("UPDATE", "SUPERSEDE")
+
+
+def describe_change(memory: UserMemory, result: FactWrite) -> str:
+    """One change for the user to see at the next prompt, with how to take it back."""
+    text = memory.get("fact", result.fact_id).text
+    shown = text if len(text) <= 80 else text[:79] + "…"
+    ref = f"f{result.fact_id}"
+    what = {"ADD": f"{ref} added", "UPDATE": f"{ref} updated",
+            "SUPERSEDE": f"{ref} replaces f{result.previous_id}"}.get(result.action, f"{ref} {result.action.lower()}")
+    return f"{what}: “{shown}” (undo: coop memory undo {ref})"
 
 
 def _user(db: Database, user_id: str) -> UserMemory:

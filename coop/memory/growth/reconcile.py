@@ -29,11 +29,11 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from coop.memory.embedder import Embedder
+from coop.memory.growth.evidence import content_words, negations, supports_change
 from coop.memory.storage import vectors
 from coop.memory.storage.facts import FactFields
 from coop.memory.storage.items import FactWrite, Item
 from coop.memory.storage.store import UserMemory
-from coop.memory.text import STOP_WORDS, normalise_text
 
 if TYPE_CHECKING:
     import numpy as np
@@ -44,6 +44,8 @@ log = logging.getLogger(__name__)
 
 INSTRUCTION = "instruction"
 MACHINE_SOURCES = ("extraction", "consolidation", "model", "import")
+# Sources whose proposals must quote the user (the model's own tool calls are confirmed by the user instead).
+QUOTING_SOURCES = ("extraction", "consolidation")
 
 
 @dataclass(frozen=True)
@@ -53,6 +55,7 @@ class Candidate:
     key: str | None = None
     importance: float = 0.5
     source: str = "extraction"
+    evidence: str | None = None  # the user's own words it rests on (machine sources: checked, see evidence.py)
 
 
 @dataclass(frozen=True)
@@ -75,26 +78,6 @@ class Plan:
     reason: str
     target_id: int | None = None
     vector: "np.ndarray | None" = None
-
-
-_WORD = re.compile(r"\w+", re.UNICODE)
-_NUMBER_WORDS = {"zero": "0", "one": "1", "two": "2", "three": "3", "four": "4", "five": "5", "six": "6",
-                 "seven": "7", "eight": "8", "nine": "9", "ten": "10", "eleven": "11", "twelve": "12",
-                 "twenty": "20", "thirty": "30", "forty": "40", "fifty": "50", "hundred": "100"}
-
-
-def _stem(word: str) -> str:
-    for suffix in ("ing", "ed", "es", "s"):
-        if len(word) > len(suffix) + 3 and word.endswith(suffix):
-            return word[: -len(suffix)]
-    return word
-
-
-def content_words(text: str) -> frozenset[str]:
-    """The words that carry a fact's meaning: no function words, light stemming, number words as digits.
-    Names and numbers survive, which is what makes two similar-sounding facts different."""
-    words = (_NUMBER_WORDS.get(w, w) for w in _WORD.findall(normalise_text(text)))
-    return frozenset(_stem(w) for w in words if w not in STOP_WORDS)
 
 
 def is_unsafe_instruction(text: str) -> bool:
@@ -124,6 +107,18 @@ class FactWriter:
     # -- planning (reads, and maybe one model call) -------------------------------------------------------
 
     def plan(self, candidate: Candidate) -> Plan:
+        """What to do with a candidate. A quoting source's change to an existing fact must be carried by its
+        quote of the user (`evidence.supports_change`); otherwise memory is left as it was."""
+        plan = self._plan(candidate)
+        if plan.action in ("UPDATE", "SUPERSEDE") and plan.target_id is not None \
+                and plan.candidate.source in QUOTING_SOURCES:
+            old = self.memory.get("fact", plan.target_id).text
+            if not supports_change(plan.candidate.evidence, old, plan.candidate.value):
+                return Plan("SKIP", plan.candidate, f"a change to f{plan.target_id} that the user's words do not "
+                                                    f"carry ({plan.reason}): memory kept as it was")
+        return plan
+
+    def _plan(self, candidate: Candidate) -> Plan:
         candidate = replace(candidate, category=(candidate.category or "general").strip().lower() or "general",
                             key=candidate.key.strip().lower() if candidate.key and candidate.key.strip() else None,
                             value=" ".join(candidate.value.split()),
@@ -136,11 +131,12 @@ class FactWriter:
         if exact is not None and (candidate.key is None or exact.key in (None, candidate.key)):
             return Plan("MERGE", candidate, "exact duplicate: mention counted", exact.item_id)
         vector, neighbours = self._neighbours(candidate)
-        words = content_words(candidate.value)
+        words = content_words(candidate.value) | negations(candidate.value)
         for item, similarity in neighbours:
-            # only within the category: a standing instruction that reads like a fact is still an instruction
+            # only within the category: a standing instruction that reads like a fact is still an instruction;
+            # and "Is not vegan" is never a duplicate of "Is vegan", however close their vectors
             if item.category == candidate.category and similarity >= self.settings.dedup_threshold \
-                    and content_words(item.text) == words:
+                    and content_words(item.text) | negations(item.text) == words:
                 return Plan("MERGE", candidate, f"near duplicate of f{item.item_id} (cosine {similarity:.2f})",
                             item.item_id, vector)
         same_key = self.memory.find_by_key(candidate.category, candidate.key) if candidate.key else None

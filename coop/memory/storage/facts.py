@@ -171,6 +171,14 @@ class FactRecords(Reads):
                 self.record_history(older, "SUPERSEDE", None, None, reason, now, related=newer)
         return new_id
 
+    def reinstate_fact(self, fact_id: int, *, reason: str) -> None:
+        """Make a superseded fact current again (its successor was taken back): RESTORE in its history."""
+        now = time.time()
+        with self.db.atomic():
+            self.db.execute("UPDATE facts SET superseded_at = NULL, superseded_by = NULL WHERE id = ? AND user_id = ?",
+                            (fact_id, self.user_id))
+            self.record_history(fact_id, "RESTORE", None, None, reason, now)
+
     def link_superseded(self, fact_id: int, by_id: int) -> None:
         """Point an (already superseded) fact at the fact that replaced it."""
         self.db.execute("UPDATE facts SET superseded_by = ? WHERE id = ? AND user_id = ?",

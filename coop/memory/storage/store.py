@@ -121,8 +121,9 @@ class UserMemory(FactRecords):
                                     hint="list sessions with `coop memory stats`")
             row = self.db.one(
                 "INSERT INTO messages (id, user_id, session_id, role, content, tool_name, tool_call_id, tool_calls, "
-                f"created_at, importance, token_count, consolidated_at, external_id) VALUES ({fresh_id_sql('message')}, "
-                "?,?,?,?,?,?,?,?,?,?,?,?) ON CONFLICT (user_id, external_id) DO NOTHING RETURNING id",
+                "created_at, importance, token_count, consolidated_at, external_id) "
+                f"VALUES ({fresh_id_sql('message')}, ?,?,?,?,?,?,?,?,?,?,?,?) "
+                "ON CONFLICT (user_id, external_id) DO NOTHING RETURNING id",
                 (self.user_id, session_id, role, content, tool_name, tool_call_id, tool_calls, now,
                  importance, estimate_tokens(content), consolidated_at, external_id))
             if row is None:
@@ -145,8 +146,8 @@ class UserMemory(FactRecords):
 
     # -- summaries ----------------------------------------------------------------------------------------
 
-    def add_summary(self, text: str, *, session_id: int | None = None, span: tuple[int | None, int | None] | None = None,
-                    created_at: float | None = None) -> int:
+    def add_summary(self, text: str, *, session_id: int | None = None,
+                    span: tuple[int | None, int | None] | None = None, created_at: float | None = None) -> int:
         check_text(text, "summary", MAX_MESSAGE_CHARS)
         with self.db.atomic():
             self.ensure_user()
@@ -176,6 +177,29 @@ class UserMemory(FactRecords):
             # a message's words also sit in the context column of the two messages after it
             fulltext.purge(self.db, sorted({REGISTRY[kind].fulltext, MESSAGE.fulltext}))
         self.db.checkpoint()
+
+    def undo(self, fact_id: int, *, reason: str = "undone by the user") -> str:
+        """Take back the change that made fact `fact_id` what it is, and say what was done.
+
+        A fact that was updated in place gets its previous text back; a fact that was added is forgotten (so
+        extraction does not bring it back), and a fact it superseded is current again."""
+        item = self.get("fact", fact_id)
+        changes = [e for e in self.history(fact_id) if e.action in ("ADD", "UPDATE", "RESTORE")]
+        last = changes[-1] if changes else None
+        if last is not None and last.action == "UPDATE" and last.old_value:
+            self.update_fact_value(fact_id, last.old_value, reason=reason)
+            return f"f{fact_id} is “{last.old_value}” again"
+        if last is None or last.action != "ADD":
+            raise UsageError(f"f{fact_id} has no change to undo", hint=f"see `coop memory history f{fact_id}`")
+        replaced = [int(r[0]) for r in self.db.execute(
+            "SELECT id FROM facts WHERE user_id = ? AND superseded_by = ? AND superseded_at IS NOT NULL",
+            (self.user_id, fact_id))]
+        with self.db.atomic():
+            self.forget("fact", fact_id, reason=reason)
+            for old in replaced:
+                self.reinstate_fact(old, reason=f"{reason}: f{fact_id} took back")
+        return f"f{fact_id} forgotten" + "".join(f"; f{old} is current again" for old in replaced) \
+            + ("" if replaced else f" (“{item.text}”)")
 
     def record_forgotten(self, kind: str, digest: str | None, at: float, *, item_id: int = 0) -> None:
         """The content-free trace of a forgotten item (an import carries these over, without the old id)."""
