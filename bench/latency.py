@@ -204,7 +204,7 @@ def db_size(path: str) -> dict:
             group = ("full-text (messages_fts)" if name.startswith("messages_fts") else
                      "full-text (message_context_fts)" if name.startswith("message_context_fts") else
                      "sqlite-vec bit index" if name.startswith("vec_") else
-                     "embeddings (float32)" if name.startswith("embeddings") or name.startswith("sqlite_autoindex_embeddings") else
+                     "embeddings (float32)" if name.startswith(("embeddings", "sqlite_autoindex_embeddings")) else
                      "messages" if name.startswith("messages") else "other")
             parts[group] = parts.get(group, 0) + int(size)
     except apsw.Error:
@@ -367,7 +367,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         sizes = sorted({int(s.replace("_", "")) for s in args.sizes.split(",") if s.strip()})
     except ValueError:
-        raise BenchError(f"--sizes must be numbers separated by commas, not {args.sizes!r}")
+        raise BenchError(f"--sizes must be numbers separated by commas, not {args.sizes!r}") from None
     embedder = load_embedder("fastembed", args.model_path)
     model_dir = model_dir_of(args.model_path)
     from coop.config import EmbedderConfig

@@ -92,9 +92,9 @@ def load(path: Path) -> list[Conversation]:
     try:
         raw = json.loads(path.read_text(encoding="utf-8"))
     except OSError as exc:
-        raise BenchError(f"cannot read {path}: {exc.strerror}")
+        raise BenchError(f"cannot read {path}: {exc.strerror}") from None
     except json.JSONDecodeError as exc:
-        raise BenchError(f"{path} is not JSON: {exc}")
+        raise BenchError(f"{path} is not JSON: {exc}") from None
     if isinstance(raw, dict):
         raw = [raw]
     conversations = []
@@ -123,7 +123,8 @@ def load(path: Path) -> list[Conversation]:
             conversations.append(Conversation(str(entry.get("sample_id", f"conv-{index}")), conv.get("speaker_a", ""),
                                               conv.get("speaker_b", ""), sessions, questions))
         except (KeyError, TypeError, AttributeError) as exc:
-            raise BenchError(f"{path}: conversation {index} is not in the LoCoMo shape ({type(exc).__name__}: {exc})")
+            raise BenchError(f"{path}: conversation {index} is not in the LoCoMo shape "
+                             f"({type(exc).__name__}: {exc})") from None
     return conversations
 
 
@@ -256,7 +257,7 @@ def _overrides(pairs: list[str]) -> dict:
             value = raw if want is str else want(raw)
             out[names[key]] = validate_value(fields[key], value, f"memory.{key}", "--set")
         except (ValueError, ConfigError) as exc:
-            raise BenchError(f"--set {pair}: {getattr(exc, 'message', exc)}")
+            raise BenchError(f"--set {pair}: {getattr(exc, 'message', exc)}") from None
     return out
 
 

@@ -60,7 +60,8 @@ def fill_memory(home: Path, embedder, messages: int) -> str:
     db = open_database(resolve_db_path(config))
     memory = MemoryStore(db).user(os.environ.get("USER") or "bench")
     rng = random.Random(7)
-    words = ["trail", "lentils", "router", "dentist", "sister", "birthday", "Lyon", "tickets", "database", "novel", "garden", "bicycle", "meeting", "invoice", "guitar", "recipe", "holiday", "flight", "cousin", "laptop"]
+    words = ["trail", "lentils", "router", "dentist", "sister", "birthday", "Lyon", "tickets", "database", "novel",
+             "garden", "bicycle", "meeting", "invoice", "guitar", "recipe", "holiday", "flight", "cousin", "laptop"]
     session = None
     for i in range(messages):
         if i % 40 == 0:

@@ -13,8 +13,9 @@ import errno
 import os
 import stat
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
-from typing import IO, Callable, TypeVar
+from typing import IO, TypeVar
 
 from coop.errors import CoopError, StoreError, UsageError
 

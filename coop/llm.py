@@ -96,7 +96,8 @@ def map_error(exc: Exception, model: str, api_key: str | None = None, api_base: 
             or "connection refused" in lowered:
         where = api_base or "the provider"
         return ModelError(f"{model}: APIConnectionError: cannot reach {where}",
-                          hint="is the server running? check model.api_base and your network", kind=ErrorKind.CONNECTION)
+                          hint="is the server running? check model.api_base and your network",
+                          kind=ErrorKind.CONNECTION)
     if name == "Timeout" or isinstance(exc, TimeoutError) or "timed out" in lowered:
         return ModelError(f"{model}: Timeout: no answer in time ({detail})",
                           hint="retry, or raise model.timeout_seconds", kind=ErrorKind.TIMEOUT)

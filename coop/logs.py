@@ -29,7 +29,7 @@ class _PrivateRotatingFile(logging.handlers.RotatingFileHandler):
         fd = os.open(self.baseFilename, os.O_CREAT | os.O_APPEND | os.O_WRONLY, 0o600)
         return open(fd, "a", encoding=self.encoding, errors=self.errors)
 
-    def handleError(self, record: logging.LogRecord) -> None:  # noqa: N802 (logging's name)
+    def handleError(self, record: logging.LogRecord) -> None:  # logging's name for it
         """A line that cannot be written (a full disk) is dropped: logging's default prints "--- Logging error
         ---" and a traceback onto the user's terminal, over the conversation."""
 

@@ -11,14 +11,17 @@ from __future__ import annotations
 import io
 import sys
 import time
-from typing import TextIO
+from typing import Literal, TextIO, cast
 
 from rich.console import Console
 from rich.live import Live
 from rich.markdown import Markdown
+from rich.status import Status
 from rich.text import Text
 
 LIVE_LINES = 6
+# What Console(color_system=...) accepts; Console.color_system returns one of these names (or None) typed as str.
+_ColorSystem = Literal["auto", "standard", "256", "truecolor", "windows"]
 MIN_REDRAW_SECONDS = 0.05
 
 
@@ -51,18 +54,19 @@ class MarkdownStream:
         self.text = ""
         self.printed = 0  # rendered lines already printed for good
         self.live: Live | None = None
-        self.status = None
+        self.status: Status | None = None
         self.last_draw = 0.0
 
     def start(self) -> None:
-        self.status = self.console.status("[dim]thinking…[/]", spinner="dots")
-        self.status.start()
+        self.status = status = self.console.status("[dim]thinking…[/]", spinner="dots")
+        status.start()
 
     def _lines(self) -> list[str]:
         buffer = io.StringIO()
         width = max(20, self.console.width - 1)
         render = Console(file=buffer, width=width, force_terminal=self.console.is_terminal,
-                         color_system=self.console.color_system, no_color=self.console.no_color)
+                         color_system=cast(_ColorSystem | None, self.console.color_system),
+                         no_color=self.console.no_color)
         render.print(Markdown(self.text, code_theme="monokai", inline_code_lexer=None))
         return buffer.getvalue().splitlines()
 

@@ -19,8 +19,8 @@ import json
 import os
 import sys
 import time
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, TextIO
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any, Protocol, TextIO
 
 from rich.console import Console
 from rich.markup import escape
@@ -37,7 +37,11 @@ if TYPE_CHECKING:
 DOUBLE_CTRL_C_SECONDS = 2.0
 
 
-def interactive_terminal(stdin, stdout, environ) -> bool:
+class _Stream(Protocol):
+    def isatty(self) -> bool: ...
+
+
+def interactive_terminal(stdin: _Stream | None, stdout: _Stream | None, environ: Mapping[str, str]) -> bool:
     """The prompt_toolkit REPL needs a real terminal on both ends; `TERM=dumb` (Emacs shells, some CI logs) gets
     the plain line-per-turn mode instead, as do pipes and a closed stdin."""
     if stdin is None or stdout is None or environ.get("TERM") == "dumb":
@@ -212,7 +216,8 @@ class Repl:
                 self._json({"input": line[:200], "reply": None, "error": {"message": exc.message, "hint": exc.hint}})
 
     def turn(self, text: str, *, interactive: bool) -> "TurnResult":
-        stream: Any = MarkdownStream(self.console) if interactive else (None if self.json_mode else PlainStream(self.out))
+        stream: Any = (MarkdownStream(self.console) if interactive
+                       else (None if self.json_mode else PlainStream(self.out)))
         if stream is not None:
             stream.start()
         self._stream = stream
@@ -299,7 +304,7 @@ class Repl:
         y/yes, Ctrl-C and Ctrl-D mean no."""
         from prompt_toolkit import PromptSession
 
-        asker = PromptSession(input=prompt_session.input, output=prompt_session.output)
+        asker: PromptSession[str] = PromptSession(input=prompt_session.input, output=prompt_session.output)
 
         def confirm(question: str) -> bool:
             if self._stream is not None:

@@ -184,7 +184,8 @@ class ChatSession:
         facts, past = self.recall(text)
         cfg = self.config.memory
         prompt = build_prompt(preamble=PREAMBLE.format(today=datetime.now().strftime("%A %d %B %Y")),
-                              instructions=self.memory.active_facts(INSTRUCTION, limit=200), facts=facts, past=past, history=self.working.recent(cfg.recency_messages),
+                              instructions=self.memory.active_facts(INSTRUCTION, limit=200), facts=facts, past=past,
+                              history=self.working.recent(cfg.recency_messages),
                               anchor=self.working.anchor, new_message=text, context_budget=cfg.context_budget,
                               memory_fraction=cfg.memory_budget_fraction)
         self.last_recall, self.last_left_out = prompt.recalled, prompt.left_out
@@ -209,7 +210,7 @@ class ChatSession:
         self.last_activity = time.monotonic()
         prompt = self.prepare(text)
         user_id = self._commit("user", text, importance=message_importance("user", text, self.config.memory.importance))
-        if user_id is not None and self.working.anchor is None:
+        if user_id is not None and self.session_id is not None and self.working.anchor is None:
             self.memory.set_session_title(self.session_id, " ".join(text.split())[:80])
         self.working.add(HistoryMessage("user", text, user_id))
         if user_id is not None:
@@ -278,9 +279,10 @@ class ChatSession:
         if len(calls) > MAX_CALLS_PER_ROUND:
             log.warning("the model asked for %d tool calls in one reply; only %d run", len(calls), MAX_CALLS_PER_ROUND)
             calls = calls[:MAX_CALLS_PER_ROUND]
-        call_dicts = [{"id": (c.id or f"call_{i}")[:100], "type": "function",
-                       "function": {"name": c.name[:100], "arguments": c.arguments[:MAX_ARGUMENT_CHARS + 1]}}
-                      for i, c in enumerate(calls)]
+        call_dicts: list[dict[str, Any]] = [
+            {"id": (c.id or f"call_{i}")[:100], "type": "function",
+             "function": {"name": c.name[:100], "arguments": c.arguments[:MAX_ARGUMENT_CHARS + 1]}}
+            for i, c in enumerate(calls)]
         added: list[dict[str, Any]] = [{"role": "assistant", "content": text, "tool_calls": call_dicts}]
         assistant_id = self._commit("assistant", text, tool_calls=json.dumps(call_dicts))
         self.working.add(HistoryMessage("assistant", text, assistant_id, tool_calls=call_dicts))

@@ -9,9 +9,8 @@ from __future__ import annotations
 import os
 import sys
 import traceback
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
-import click
 import typer
 from typer.core import TyperGroup
 
@@ -19,12 +18,17 @@ from coop import __version__
 from coop.cli.context import AppContext
 from coop.errors import CoopError, ExitCode
 
+if TYPE_CHECKING:
+    # This typer runs on its own copy of click (`typer._click`): the group's context is that copy's Context,
+    # not `click.Context`.
+    from typer._click import Context
+
 
 class CoopGroup(TyperGroup):
     """Turns a `CoopError` anywhere below into its one-line message, hint and exit code; `--debug` adds the
     traceback. Ctrl-C exits 130."""
 
-    def invoke(self, ctx: click.Context) -> Any:
+    def invoke(self, ctx: Context) -> Any:
         try:
             return super().invoke(ctx)
         except CoopError as exc:
@@ -42,7 +46,7 @@ class CoopGroup(TyperGroup):
                 ctx.obj.close()
 
 
-def _debug(ctx: click.Context) -> bool:
+def _debug(ctx: Context) -> bool:
     return bool(getattr(ctx.obj, "debug", False)) or bool(os.environ.get("COOP_DEBUG"))
 
 
@@ -61,7 +65,8 @@ def _version(value: bool) -> None:
 def root(
     ctx: typer.Context,
     config: Annotated[str | None, typer.Option("--config", envvar="COOP_CONFIG", metavar="PATH",
-                                                  help="config file (default: ./coop.toml, then the user config)")] = None,
+                                               help="config file (default: ./coop.toml, then the user config)")
+                      ] = None,
     user: Annotated[str | None, typer.Option("--user", metavar="ID", help="whose memory (default: chat.user, "
                                                 "then the OS user name)")] = None,
     debug: Annotated[bool, typer.Option("--debug", help="show tracebacks on errors")] = False,

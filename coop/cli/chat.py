@@ -73,7 +73,8 @@ def chat(
                                                 help="resume a session")] = None,
     user: Annotated[str | None, typer.Option("--user", metavar="ID", help="whose memory",
                                                 callback=_nonempty_user)] = None,
-    incognito: Annotated[bool, typer.Option("--incognito", help="write nothing to disk (memory is still read)")] = False,
+    incognito: Annotated[bool, typer.Option("--incognito",
+                                            help="write nothing to disk (memory is still read)")] = False,
     model: Annotated[str | None, typer.Option("--model", help="litellm model string for this chat")] = None,
     json_: Annotated[bool, typer.Option("--json", help="pipe mode: one JSON object per turn on stdout")] = False,
     no_tools: Annotated[bool, typer.Option("--no-tools", help="do not offer memory tools to the model")] = False,
@@ -132,7 +133,8 @@ def chat(
     def banner() -> str:
         stats = memory.stats()
         if loader.ready():
-            embedder_state = loader.status.embedder.id.split("/")[-2] if loader.status.embedder else "off (full text only)"
+            embedder = loader()  # loaded already: does not wait
+            embedder_state = embedder.id.split("/")[-2] if embedder else "off (full text only)"
         else:
             embedder_state = "loading"
         line = (f"[bold]coop[/] · {escape(chat_session.model_name)} · user {escape(memory.user_id)} · "

@@ -114,7 +114,8 @@ def check_database(db: "Database", path: str) -> list[Check]:
     checks = []
     version = schema_version(db)
     checks.append(ok("schema", f"schema version {version} is current") if version == SCHEMA_VERSION else
-                  failure("schema", f"schema version {version}, expected {SCHEMA_VERSION}", "run any coop command to migrate"))
+                  failure("schema", f"schema version {version}, expected {SCHEMA_VERSION}",
+                          "run any coop command to migrate"))
     result = db.scalar("pragma integrity_check")
     checks.append(ok("integrity", "integrity_check: ok") if result == "ok" else
                   failure("integrity", f"integrity_check: {result}", DAMAGED_HINT))
@@ -169,14 +170,16 @@ def check_embedder(config: "Config", db: "Database") -> list[Check]:
     else:
         count = stored.get(status.configured_id, 0)
         checks.append(ok("stored vectors", f"{count} vectors, all from the configured embedder"))
-    pending = sum(db.scalar(f"select count(*) from {t} where embedder is null") for t in ("messages", "facts", "summaries"))
+    pending = sum(db.scalar(f"select count(*) from {t} where embedder is null")
+                  for t in ("messages", "facts", "summaries"))
     if pending:
         checks.append(warning("embedding backlog", f"{pending} items have no vector yet",
                               "run `coop memory reembed`, or let coop catch up in the background"))
     for index in index_status(db):
         if index["indexed"] is not None and (index["dirty"] or index["indexed"] != index["stored"]):
             checks.append(warning("vector index", f"index of {index['embedder']} is out of step "
-                                                  f"({index['indexed']} of {index['stored']}); it is rebuilt on next search"))
+                                                  f"({index['indexed']} of {index['stored']}); "
+                                                  "it is rebuilt on next search"))
     return checks
 
 

@@ -15,7 +15,8 @@ from coop.files import replace_file
 
 def init(
     ctx: typer.Context,
-    path: Annotated[str | None, typer.Argument(help="where to write it (default: --config, else the user config)")] = None,
+    path: Annotated[str | None, typer.Argument(help="where to write it (default: --config, else the user config)")
+                    ] = None,
     force: Annotated[bool, typer.Option("--force", help="overwrite an existing file")] = False,
 ) -> None:
     """Write a commented config file to start from."""

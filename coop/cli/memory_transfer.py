@@ -6,7 +6,7 @@ from __future__ import annotations
 import sys
 import time
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -15,8 +15,15 @@ from coop.cli.context import state
 from coop.cli.memory import JsonOption, UserOption, app
 from coop.errors import UsageError
 
+if TYPE_CHECKING:
+    from rich.progress import Progress
 
-def _progress(transient: bool = True):
+    from coop.memory.embedder import Embedder
+    from coop.memory.storage.store import UserMemory
+    from coop.memory.transfer.report import ImportProgress
+
+
+def _progress(transient: bool = True) -> Progress:
     """A progress bar on stderr (counts, rate, time left), hidden when stderr is not a terminal."""
     from rich.progress import (
         BarColumn,
@@ -32,7 +39,7 @@ def _progress(transient: bool = True):
                     transient=transient, disable=not output.err().is_terminal)
 
 
-def _embed_with_progress(memory, embedder, batch_size: int) -> int:
+def _embed_with_progress(memory: UserMemory, embedder: Embedder | None, batch_size: int) -> int:
     from coop.memory.growth.embedding import embed_backlog
 
     total = memory.unembedded_count()
@@ -73,7 +80,7 @@ def import_(
     with _progress() as bar:
         task = bar.add_task("importing", total=None, detail="")
 
-        def show(where) -> None:
+        def show(where: ImportProgress) -> None:
             rate = where.messages / max(time.monotonic() - started, 1e-6)
             bar.update(task, total=where.size, completed=where.position,
                        detail=f"{where.conversations:,} conversations, {where.messages:,} messages, {rate:,.0f}/s")

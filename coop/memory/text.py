@@ -66,7 +66,7 @@ def visible(text: str) -> str:
                                                                                            "Zp"))
 
 
-def check_text(text: str, what: str, limit: int) -> str:
+def check_text(text: object, what: str, limit: int) -> str:
     """Reject text that cannot be stored faithfully: empty, not UTF-8 (lone surrogates from bad bytes), too long."""
     if not isinstance(text, str) or not visible(text):
         raise UsageError(f"{what} is empty", hint=f"give the {what} some text")

@@ -16,15 +16,18 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from coop.errors import EmbedderError
 from coop.memory.embedder import Embedder, embedder_id
 
 if TYPE_CHECKING:
     import numpy as np
+    from fastembed import TextEmbedding
+    from numpy.typing import NDArray
 
     from coop.config import EmbedderConfig
+    from coop.memory.growth.onnx_embed import LeanOnnxModel
 
 DEFAULT_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
 # The provision tool writes here by default; coop looks here before asking fastembed to download anything.
@@ -35,10 +38,10 @@ REQUIRED_MODEL_FILES = ("model.onnx", "tokenizer.json", "tokenizer_config.json",
 def _normalise(matrix: "np.ndarray") -> "np.ndarray":
     import numpy as np
 
-    matrix = np.asarray(matrix, dtype=np.float32)
-    norms = np.linalg.norm(matrix, axis=1, keepdims=True)
+    rows = np.asarray(matrix, dtype=np.float32)
+    norms: NDArray[np.float32] = np.linalg.norm(rows, axis=1, keepdims=True)
     norms[norms == 0] = 1.0
-    return matrix / norms
+    return rows / norms
 
 
 def _check_shape(matrix: "np.ndarray", count: int, dims: int, what: str) -> "np.ndarray":
@@ -79,7 +82,8 @@ class HashEmbedder:
         return _normalise(np.stack([self._one(t) for t in texts]))
 
     def embed_query(self, text: str) -> "np.ndarray":
-        return self.embed([text])[0]
+        row: np.ndarray = self.embed([text])[0]
+        return row
 
 
 def provisioned_model_dir() -> Path:
@@ -115,12 +119,14 @@ class FastEmbedEmbedder:
         try:
             from coop.memory.growth import onnx_embed
 
-            if onnx_embed.usable(model, model_path):  # the default model from a local directory: no fastembed import
+            self._model: LeanOnnxModel | TextEmbedding
+            # the default model from a local directory: no fastembed import
+            if model_path is not None and onnx_embed.usable(model, model_path):
                 self._model = onnx_embed.LeanOnnxModel(model_path)
             else:
                 from fastembed import TextEmbedding
 
-                kwargs = {"specific_model_path": model_path} if model_path else {}
+                kwargs: dict[str, Any] = {"specific_model_path": model_path} if model_path else {}
                 self._model = TextEmbedding(model, **kwargs)
         except Exception as exc:
             raise EmbedderError(f"cannot load embedding model {model}: {type(exc).__name__}: {str(exc)[:200]}",
@@ -144,7 +150,8 @@ class FastEmbedEmbedder:
         return _normalise(_check_shape(np.asarray(rows), len(texts), self.dims, "fastembed"))
 
     def embed_query(self, text: str) -> "np.ndarray":
-        return self.embed([text])[0]
+        row: np.ndarray = self.embed([text])[0]
+        return row
 
 
 # A remote embedding call: (model, texts, api_base, api_key) -> one vector per text. `coop.llm.embed` is the one
@@ -180,7 +187,8 @@ class LiteLLMEmbedder:
         return _normalise(_check_shape(np.asarray(rows, dtype=np.float32), len(texts), self.dims, self.model))
 
     def embed_query(self, text: str) -> "np.ndarray":
-        return self.embed([text])[0]
+        row: np.ndarray = self.embed([text])[0]
+        return row
 
 
 @dataclass(frozen=True)

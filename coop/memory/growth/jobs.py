@@ -19,8 +19,8 @@ from coop.memory.growth.consolidate import consolidate
 from coop.memory.growth.embedding import embed_pending
 from coop.memory.growth.extract import Complete, extract_facts, model_decider
 from coop.memory.growth.reconcile import FactWriter
-from coop.memory.storage.items import FactWrite
 from coop.memory.storage.connection import Database
+from coop.memory.storage.items import FactWrite
 from coop.memory.storage.store import MemoryStore, UserMemory
 
 if TYPE_CHECKING:

@@ -7,8 +7,9 @@ it (fastembed 0.7-0.9 `PooledNormalizedEmbedding`), step for step, so the vector
 rounding and keep the same embedder id: the tokenizer truncates at the smaller of `model_max_length` and
 `max_length` from tokenizer_config.json and pads each batch to its longest text with the pad token of
 tokenizer.json; the model gets input_ids, attention_mask and zero token_type_ids; token states are mean-pooled
-over the attention mask in float64, L2-normalised, then cast to float32. `tests/test_retrieval_embedder.py` checks the two
-against each other on the real model. `COOP_EMBEDDER_FASTEMBED=1` turns this off (fastembed for everything).
+over the attention mask in float64, L2-normalised, then cast to float32. `tests/test_retrieval_embedder.py`
+checks the two against each other on the real model. `COOP_EMBEDDER_FASTEMBED=1` turns this off (fastembed for
+everything).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     import numpy as np
+    from numpy.typing import NDArray
 
 LEAN_MODELS = ("sentence-transformers/all-MiniLM-L6-v2",)
 
@@ -82,10 +84,10 @@ class LeanOnnxModel:
             feed["attention_mask"] = mask
         if "token_type_ids" in self.inputs:
             feed["token_type_ids"] = np.zeros_like(ids)
-        states = self.session.run(None, feed)[0]
+        states: np.ndarray = self.session.run(None, feed)[0]
         summed = np.sum(states, axis=1, where=mask[:, :, np.newaxis].astype(bool), dtype=np.float64)
-        pooled = summed / np.maximum(np.sum(mask, axis=1, keepdims=True), 1e-9)
-        norms = np.maximum(np.linalg.norm(pooled, ord=2, axis=1, keepdims=True), 1e-12)
+        pooled: NDArray[np.float64] = summed / np.maximum(np.sum(mask, axis=1, keepdims=True), 1e-9)
+        norms: NDArray[np.float64] = np.maximum(np.linalg.norm(pooled, ord=2, axis=1, keepdims=True), 1e-12)
         return (pooled / norms).astype(states.dtype, copy=False)
 
     def embed(self, texts: Sequence[str], batch_size: int = 32) -> Iterator["np.ndarray"]:

@@ -151,7 +151,8 @@ def vector_leg(memory: UserMemory, embedder: Embedder, query: str, *, kinds: Seq
     return [(h.kind, h.item_id, h.similarity) for h in hits]
 
 
-def rrf(legs: dict[str, list[tuple[str, int, float]]], k: int) -> dict[tuple[str, int], tuple[float, dict[str, LegScore]]]:
+def rrf(legs: dict[str, list[tuple[str, int, float]]],
+        k: int) -> dict[tuple[str, int], tuple[float, dict[str, LegScore]]]:
     """Reciprocal-rank fusion: each leg adds 1 / (k + rank) for every item it ranked."""
     fused: dict[tuple[str, int], tuple[float, dict[str, LegScore]]] = {}
     for leg, ranked in legs.items():

@@ -71,7 +71,9 @@ def affordable_terms(memory: UserScope, terms: list[str], budget: int | None = N
     tokenizer = memory.db.conn.fts5_tokenizer("porter", ["unicode61", "remove_diacritics", "2"])
     stems: dict[str, list[str]] = {}
     for term in terms:
-        stems[term] = [token[2] for token in tokenizer(term.encode("utf-8"), apsw.FTS5_TOKENIZE_QUERY, None)]
+        # Each token is (start, end, text, *colocated): offsets and colocated tokens are on by default.
+        stems[term] = [token[2] for token in tokenizer(term.encode("utf-8"), apsw.FTS5_TOKENIZE_QUERY, None)
+                       if isinstance(token, tuple) and len(token) > 2]
     wanted = sorted({stem for each in stems.values() for stem in each})
     if not wanted:
         return terms

@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import apsw
 
@@ -135,7 +135,7 @@ def translate_error(exc: apsw.Error, path: str) -> Exception:
     return exc
 
 
-def _reraise(exc: apsw.Error, path: str) -> None:
+def _reraise(exc: apsw.Error, path: str) -> NoReturn:
     mapped = translate_error(exc, path)
     if mapped is exc:
         raise exc
@@ -174,7 +174,10 @@ def _load_sqlite_vec(conn: apsw.Connection) -> tuple[str | None, str | None]:
             conn.load_extension(sqlite_vec.loadable_path())
         finally:
             conn.enable_load_extension(False)
-        return conn.execute("select vec_version()").fetchone()[0], None
+        row = conn.execute("select vec_version()").fetchone()
+        if row is None:
+            return None, "vec_version() returned no row"
+        return row[0], None
     except Exception as exc:  # any failure means: run on the numpy path
         return None, f"{type(exc).__name__}: {exc}"
 
@@ -215,11 +218,17 @@ def connect(path: str, *, busy_timeout_ms: int = 5000) -> Database:
         conn.execute("pragma foreign_keys = on")
         conn.execute("pragma secure_delete = on")  # deleted rows are overwritten with zeros, not left in free space
         if path != ":memory:" and not read_only:
-            mode = conn.execute("pragma journal_mode = wal").fetchone()[0]
+            row = conn.execute("pragma journal_mode = wal").fetchone()
+            if row is None:
+                raise StoreError(f"cannot set the journal mode of the database {path}",
+                                 hint="run `coop check` for details")
+            mode = row[0]
             if mode != "wal":
                 conn.execute("pragma journal_mode = " + mode)
             conn.execute("pragma synchronous = normal")
-        conn.create_scalar_function("coop_fts", fts_text, 1, deterministic=True)
+        # The ignore: apsw's stub types every scalar function as variadic (*SQLiteValue), so a one-argument
+        # function (numargs=1) cannot match it.
+        conn.create_scalar_function("coop_fts", fts_text, 1, deterministic=True)  # type: ignore[arg-type]
     except apsw.NotADBError:
         raise StoreError(f"{path} is not a coop database (or it is corrupted)",
                          hint="move it aside and run again, or point memory.db_path elsewhere") from None

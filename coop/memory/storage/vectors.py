@@ -81,7 +81,7 @@ def index_table(db: Database, embedder_id: str, dims: int, *, create: bool = Tru
     name, dirty = row
     if dirty:
         rebuild_index(db, embedder_id)
-    return name
+    return str(name)
 
 
 def _fill_index(db: Database, name: str, embedder_id: str) -> None:

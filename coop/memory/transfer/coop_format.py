@@ -29,7 +29,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import Any, Literal, overload
 
 from coop.errors import CoopError, StoreError
 from coop.memory.kinds import KINDS
@@ -53,7 +53,8 @@ def _coop_records(source: Source, report: ImportReport) -> Iterator[tuple[int, d
             record = json.loads(line)
         except json.JSONDecodeError as exc:
             if not header_seen:
-                raise ValueError(f"line {number} is not JSON ({exc.msg}); a coop export starts with its header")
+                raise ValueError(f"line {number} is not JSON ({exc.msg}); "
+                                 "a coop export starts with its header") from None
             report.problems.append(Problem(f"line {number}", f"not JSON ({exc.msg}): skipped"))
             continue
         if not header_seen:
@@ -77,6 +78,10 @@ class _Invalid(Exception):
     """A record that cannot be imported; the message says why."""
 
 
+@overload
+def _num(record: dict[str, Any], name: str, *, optional: Literal[False] = False) -> float: ...
+@overload
+def _num(record: dict[str, Any], name: str, *, optional: bool) -> float | None: ...
 def _num(record: dict[str, Any], name: str, *, optional: bool = False) -> float | None:
     value = record.get(name)
     if value is None and optional:
@@ -86,6 +91,10 @@ def _num(record: dict[str, Any], name: str, *, optional: bool = False) -> float 
     return float(value)
 
 
+@overload
+def _int(record: dict[str, Any], name: str, *, optional: Literal[False] = False) -> int: ...
+@overload
+def _int(record: dict[str, Any], name: str, *, optional: bool) -> int | None: ...
 def _int(record: dict[str, Any], name: str, *, optional: bool = False) -> int | None:
     value = record.get(name)
     if value is None and optional:
@@ -95,6 +104,11 @@ def _int(record: dict[str, Any], name: str, *, optional: bool = False) -> int | 
     return value
 
 
+@overload
+def _str(record: dict[str, Any], name: str, *, optional: Literal[False] = False,
+         limit: int = MAX_MESSAGE_CHARS) -> str: ...
+@overload
+def _str(record: dict[str, Any], name: str, *, optional: bool, limit: int = MAX_MESSAGE_CHARS) -> str | None: ...
 def _str(record: dict[str, Any], name: str, *, optional: bool = False, limit: int = MAX_MESSAGE_CHARS) -> str | None:
     value = record.get(name)
     if value is None and optional:
@@ -179,7 +193,8 @@ class _CoopImport:
         restored = RestoredFact(fields, _int(record, "mention_count", optional=True) or 1, created,
                                 _num(record, "updated_at", optional=True) or created,
                                 _num(record, "last_recalled_at", optional=True),
-                                _num(record, "superseded_at", optional=True), _num(record, "archived_at", optional=True))
+                                _num(record, "superseded_at", optional=True),
+                                _num(record, "archived_at", optional=True))
         same = self._known(fields, created, restored.active)
         if same is not None:  # already here (this file imported before, or the same fact known already)
             self.facts[old_id] = same

@@ -72,7 +72,10 @@ def write_markdown(memory: UserMemory, out: IO[str]) -> int:
     for record in export_records(memory):
         if "type" in record and record["type"] != "message":
             records[record["type"]].append(record)
-    day = lambda ts: (iso_time(ts) or "")[:16].replace("T", " ")  # noqa: E731
+
+    def day(ts: float | None) -> str:
+        return (iso_time(ts) or "")[:16].replace("T", " ")
+
     out.write(f"# coop memory of {memory.user_id}\n\nExported {day(time.time())} UTC.\n\n")
     active = [f for f in records["fact"] if f["superseded_at"] is None and f["archived_at"] is None]
     inactive = [f for f in records["fact"] if f not in active]

@@ -47,7 +47,8 @@ def import_file(memory: UserMemory, path: Path, fmt: str = "auto", *, importance
     except (ValueError, UnicodeDecodeError) as exc:
         raise UsageError(f"cannot import {path.name}: {exc}", hint="name the format with --format") from None
     except OSError as exc:
-        raise UsageError(f"cannot read {path}: {exc.strerror or exc}", hint="check the path and its permissions")
+        raise UsageError(f"cannot read {path}: {exc.strerror or exc}",
+                         hint="check the path and its permissions") from None
     report = ImportReport(chosen)
     memory.ensure_user()
     try:
@@ -57,7 +58,8 @@ def import_file(memory: UserMemory, path: Path, fmt: str = "auto", *, importance
             else:
                 _import_conversations(memory, source, chosen, importance, report, progress, path.name)
     except (ValueError, OSError) as exc:
-        raise UsageError(f"cannot read {path.name}: {exc}", hint="check that the file is a complete export")
+        raise UsageError(f"cannot read {path.name}: {exc}",
+                         hint="check that the file is a complete export") from None
     return report
 
 

@@ -117,12 +117,13 @@ def iter_json_array(stream: IO[str], chunk_size: int = 1 << 20) -> Iterator[Any]
                 value, end = decoder.raw_decode(buffer, position)
             except json.JSONDecodeError as exc:
                 if eof or not fill():
-                    raise ValueError(f"invalid JSON near character {exc.pos}: {exc.msg} (is the file truncated?)") from None
+                    raise ValueError(f"invalid JSON near character {exc.pos}: {exc.msg} "
+                                     "(is the file truncated?)") from None
                 continue
-            if not eof and isinstance(value, (int, float)) and not isinstance(value, bool) and (
-                    end == len(buffer) or buffer[end] in "0123456789.eE+-"):
-                if fill():  # a number cut by the chunk boundary ("1." then "5"): read on before taking it
-                    continue
+            # A number cut by the chunk boundary ("1." then "5"): read on before taking it.
+            if (not eof and isinstance(value, (int, float)) and not isinstance(value, bool)
+                    and (end == len(buffer) or buffer[end] in "0123456789.eE+-") and fill()):
+                continue
             position = end
             yield value
             break
@@ -147,7 +148,7 @@ class Source:
             self._raw: IO[bytes] = self._archive.open(names[0])
         else:
             self.size = path.stat().st_size
-            self._raw = open(path, "rb")
+            self._raw = open(path, "rb")  # noqa: SIM115 -- kept open for the Source's life; close() closes it
         self.text: IO[str] = io.TextIOWrapper(self._raw, encoding="utf-8", errors="replace", newline="")
 
     def position(self) -> int:
@@ -260,7 +261,8 @@ def _chatgpt_conversation(raw: dict[str, Any], index: int) -> tuple[ImportedConv
 
 
 def _claude_text(message: dict[str, Any]) -> str:
-    text = message.get("text") if isinstance(message.get("text"), str) else ""
+    raw_text = message.get("text")
+    text = raw_text if isinstance(raw_text, str) else ""
     if not text.strip():
         blocks = message.get("content") or []
         text = "\n".join(b.get("text", "") for b in blocks if isinstance(b, dict) and b.get("type") == "text"
@@ -279,6 +281,9 @@ def _claude_text(message: dict[str, Any]) -> str:
     return "\n\n".join(pieces).strip()
 
 
+_CLAUDE_ROLES = {"human": "user", "user": "user", "assistant": "assistant"}
+
+
 def _claude_conversation(raw: dict[str, Any], index: int) -> tuple[ImportedConversation | None, list[Problem]]:
     title = raw.get("name") if isinstance(raw.get("name"), str) else None
     where = f"conversation {index + 1}" + (f" ({title!r})" if title else "")
@@ -292,7 +297,8 @@ def _claude_conversation(raw: dict[str, Any], index: int) -> tuple[ImportedConve
         if not isinstance(message, dict):
             problems.append(Problem(f"{where}, message {position + 1}", "not an object: skipped"))
             continue
-        role = {"human": "user", "user": "user", "assistant": "assistant"}.get(message.get("sender"))
+        sender = message.get("sender")
+        role = _CLAUDE_ROLES.get(sender) if isinstance(sender, str) else None
         if role is None:
             problems.append(Problem(f"{where}, message {message.get('uuid', position + 1)}",
                                     f"unknown sender {message.get('sender')!r}: skipped"))

@@ -41,7 +41,8 @@ def reembed(memory: UserMemory, embedder: Embedder, *, batch_size: int = 64,
             if not left:
                 break
     failed = memory.stale_count(embedder.id)
-    dropped, gone = 0, []
+    dropped = 0
+    gone: list[str] = []
     if failed == 0:
         dropped, gone = vectors.drop_other_embedders(memory, embedder.id)
     return ReembedReport(embedded, failed, dropped, gone)
