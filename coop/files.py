@@ -23,6 +23,27 @@ T = TypeVar("T")
 _DISK_ERRORS = {errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EIO}
 
 
+def private_file(path: str | os.PathLike[str], flags: int = os.O_WRONLY | os.O_CREAT | os.O_APPEND) -> int:
+    """Open (creating if needed) a file of coop's own (log, trace, REPL history) as 0600, tightening an older,
+    looser file: a file that was 0644 before stays readable by others otherwise, whatever coop creates now."""
+    descriptor = os.open(path, flags, 0o600)
+    try:
+        if stat.S_IMODE(os.fstat(descriptor).st_mode) & 0o077:
+            os.fchmod(descriptor, 0o600)
+    except OSError:
+        pass  # not ours to change (another owner): it is still opened
+    return descriptor
+
+
+def private_dir(path: Path) -> None:
+    """Create coop's own directory (COOP_HOME) as 0700, or tighten an existing one that others could read or
+    write (a 0777 directory from an old install or a careless `mkdir`), when it is ours."""
+    path.mkdir(mode=0o700, parents=True, exist_ok=True)
+    info = path.stat()
+    if info.st_uid == os.getuid() and stat.S_IMODE(info.st_mode) & 0o077:
+        path.chmod(0o700)
+
+
 def check_target(path: Path) -> None:
     """Refuse a target that is not (or would not be) a plain file of its own."""
     try:

@@ -13,10 +13,11 @@ from __future__ import annotations
 import io
 import logging
 import logging.handlers
-import os
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
+
+from coop.files import private_dir, private_file
 
 LOG_FILE = "coop.log"
 MAX_BYTES = 1_000_000
@@ -26,7 +27,7 @@ class _PrivateRotatingFile(logging.handlers.RotatingFileHandler):
     """A rotating log file that is created 0600 every time, the rotated-in one too."""
 
     def _open(self) -> io.TextIOWrapper:
-        fd = os.open(self.baseFilename, os.O_CREAT | os.O_APPEND | os.O_WRONLY, 0o600)
+        fd = private_file(self.baseFilename)
         return open(fd, "a", encoding=self.encoding, errors=self.errors)
 
     def handleError(self, record: logging.LogRecord) -> None:  # logging's name for it
@@ -54,7 +55,7 @@ def _log_file(directory: Path) -> tuple[logging.Handler, Path] | None:
     """A handler writing `directory/coop.log` (directory made 0700), or None when it cannot be written."""
     path = directory / LOG_FILE
     try:
-        directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+        private_dir(directory)
         handler = _PrivateRotatingFile(path, maxBytes=MAX_BYTES, backupCount=1, encoding="utf-8",
                                        errors="backslashreplace")
     except OSError:

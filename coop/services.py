@@ -70,9 +70,12 @@ class Services:
 
     def db(self) -> "Database":
         if self._db is None:
-            from coop.config import resolve_db_path
+            from coop.config import coop_home, resolve_db_path
+            from coop.files import private_dir
             from coop.memory.storage.database import open_database
 
+            if resolve_db_path(self.config) == str(coop_home() / "coop.db"):
+                private_dir(coop_home())  # coop's own directory: 0700, even if an old install left it open
             self._db = open_database(resolve_db_path(self.config), busy_timeout_ms=self.config.memory.busy_timeout_ms)
         return self._db
 

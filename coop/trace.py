@@ -12,6 +12,8 @@ import threading
 import time
 from typing import Any
 
+from coop.files import private_file
+
 
 class Tracer:
     def __init__(self, path: str | None) -> None:
@@ -29,7 +31,7 @@ class Tracer:
         line = json.dumps(record, ensure_ascii=False, default=str) + "\n"
         try:
             with self._lock:
-                fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+                fd = private_file(self.path)
                 with os.fdopen(fd, "a", encoding="utf-8") as handle:
                     handle.write(line)
         except OSError:

@@ -110,3 +110,40 @@ def test_a_client_error_is_not_retried(openai_server):
     with pytest.raises(ModelError) as raised:
         model.complete([{"role": "user", "content": "hi"}])
     assert raised.value.kind is ErrorKind.AUTH and waits == []
+
+
+def test_the_idle_timer_never_ends_a_session_during_a_turn(memory):
+    """`end_if_idle` runs on a timer thread; a turn in progress (or starting) must not have its session ended
+    under it, and once the turn is over an idle spell does end it."""
+    import threading
+
+    class RecordingWorker:
+        def __init__(self) -> None:
+            self.jobs: list[str] = []
+
+        def submit(self, name, job) -> None:
+            self.jobs.append(name)
+
+        def take_notices(self) -> list[str]:
+            return []
+
+    inside, release = threading.Event(), threading.Event()
+
+    def slow_reply(messages):
+        inside.set()
+        release.wait(10)
+        return "done"
+
+    worker = RecordingWorker()
+    config = apply_overrides(Config(), {"memory.extraction.enabled": False})
+    chat = ChatSession(memory, config, embedder=lambda: None, model=ScriptedModel(replies=[slow_reply]),
+                       worker=worker)  # type: ignore[arg-type]
+    first_session = chat.session_id
+    turn = threading.Thread(target=chat.turn, args=("hello",))
+    turn.start()
+    assert inside.wait(10)
+    assert chat.end_if_idle(0) is False and worker.jobs == []  # mid-turn: never
+    release.set()
+    turn.join(10)
+    assert chat.end_if_idle(0) is True and worker.jobs == ["end the idle session"]
+    assert [m.text for m in memory.recent_messages(first_session, 5)] == ["hello", "done"]

@@ -88,3 +88,32 @@ def test_init_force_replaces_a_regular_file_with_a_private_one(run_cli, tmp_path
     target.chmod(0o644)
     assert run_cli("init", str(target), "--force").exit_code == 0
     assert "[model]" in target.read_text() and stat.S_IMODE(target.stat().st_mode) == 0o600
+
+
+def test_a_loose_coop_home_and_old_log_trace_and_history_files_are_tightened(run_cli, coop_home, tmp_path,
+                                                                              memory):
+    from rich.console import Console
+
+    from coop.chat.repl import Repl
+    from coop.chat.session import ChatSession
+    from coop.config import Config
+    from coop.logs import logging_to_file
+    from coop.trace import Tracer
+
+    coop_home.mkdir(exist_ok=True)
+    coop_home.chmod(0o777)
+    for name in ("coop.log", "trace.jsonl", "history"):
+        (coop_home / name).write_text("old\n")
+        (coop_home / name).chmod(0o644)
+    assert run_cli("memory", "add", "I keep bees").exit_code == 0
+    assert stat.S_IMODE(coop_home.stat().st_mode) == 0o700
+    with logging_to_file(coop_home, secrets=[]):
+        import logging
+
+        logging.getLogger("coop.test").warning("a line")
+    Tracer(str(coop_home / "trace.jsonl")).event("test")
+    session = ChatSession(memory, Config(), embedder=lambda: None)
+    Repl(session, console=Console(file=open(os.devnull, "w")), history_path=str(coop_home / "history")) \
+        .make_prompt_session()
+    for name in ("coop.log", "trace.jsonl", "history"):
+        assert stat.S_IMODE((coop_home / name).stat().st_mode) == 0o600, name

@@ -29,6 +29,7 @@ from rich.table import Table
 from coop import output
 from coop.chat.render import MarkdownStream, PlainStream
 from coop.errors import CoopError, ExitCode, StoreError, UsageError
+from coop.files import private_file
 from coop.memory.text import iso_time
 
 if TYPE_CHECKING:
@@ -340,8 +341,7 @@ class Repl:
 
         history: Any = InMemoryHistory()
         if self.history_path and not self.session.incognito:
-            if not os.path.exists(self.history_path):
-                os.close(os.open(self.history_path, os.O_CREAT | os.O_WRONLY, 0o600))
+            os.close(private_file(self.history_path))  # created, or tightened, 0600 before prompt_toolkit opens it
             history = FileHistory(self.history_path)
         completer = WordCompleter(["/" + name for name in self.commands()], sentence=True,
                                   pattern=None, match_middle=False)

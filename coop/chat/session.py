@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import logging
+import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -98,6 +99,8 @@ class ChatSession:
         self.inline_notices: list[str] = []
         self.last_activity = time.monotonic()
         self._idle_ended = False
+        self._in_turn = False
+        self._state = threading.Lock()  # session state shared with the idle timer's thread
         self._embedder_failed = False
         self.session_id: int | None = None
         if session_id is not None:
@@ -205,9 +208,19 @@ class ChatSession:
         reply (marked) and returns with `interrupted`."""
         text = check_text(text, "message", MAX_MESSAGE_CHARS)
         model = self.chat_model()
-        if self._idle_ended:  # the previous session ended while the user was away
-            self.new_session()
-        self.last_activity = time.monotonic()
+        with self._state:  # the idle timer must not end the session between this check and the commit below
+            if self._idle_ended:  # the previous session ended while the user was away
+                self.new_session()
+            self.last_activity = time.monotonic()
+            self._in_turn = True
+        try:
+            return self._turn(text, model, on_text)
+        finally:
+            with self._state:
+                self._in_turn = False
+                self.last_activity = time.monotonic()
+
+    def _turn(self, text: str, model: llm.ChatModel, on_text: Callable[[str], None]) -> TurnResult:
         prompt = self.prepare(text)
         user_id = self._commit("user", text, importance=message_importance("user", text, self.config.memory.importance))
         if user_id is not None and self.session_id is not None and self.working.anchor is None:
@@ -340,13 +353,15 @@ class ChatSession:
     def end_if_idle(self, idle_seconds: float) -> bool:
         """Called from a timer thread: after `idle_seconds` without a turn, the session ends (through the worker's
         connection) and the next message starts a new one."""
-        if self.incognito or self.worker is None or self.session_id is None or self._idle_ended:
-            return False
-        if time.monotonic() - self.last_activity < idle_seconds or not self.working.messages:
-            return False
-        self._idle_ended = True
-        self.worker.submit("end the idle session", self.jobs.end_session(self.memory.user_id, self.session_id))
-        return True
+        with self._state:  # never while a turn runs, never between a turn's check and its commit
+            if self.incognito or self.worker is None or self.session_id is None or self._idle_ended \
+                    or self._in_turn:
+                return False
+            if time.monotonic() - self.last_activity < idle_seconds or not self.working.messages:
+                return False
+            self._idle_ended = True
+            self.worker.submit("end the idle session", self.jobs.end_session(self.memory.user_id, self.session_id))
+            return True
 
     def end(self) -> None:
         """End this session: it is marked ended and consolidated in the background."""
