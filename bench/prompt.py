@@ -1,0 +1,207 @@
+"""What reaches the prompt: LoCoMo questions asked through coop's real turn, and questions that need no memory.
+
+    .venv/bin/python bench/prompt.py --data ../shared/data/locomo/locomo-dev.json [--json] [--model-path DIR]
+                                     [--summaries]
+
+Each conversation of the file is one user's chat history, stored as `bench/locomo.py` stores it (speaker A as the
+user, speaker B as the assistant, each session a session, importance scored at write time as `coop chat` scores
+it, vectors from the real model). Each question of categories 1-4 is then asked as the first message of a new
+session through `ChatSession.prepare` (the turn's retrieval and prompt building, with `[memory]` at its
+defaults; no model is called). Figures:
+
+- prompt recall: share of questions whose prompt holds at least one evidence turn among its recalled items;
+- search R_any@10, in the same run: share of questions with an evidence turn in `search`'s top 10 (what
+  retrieval found, before the turn chose what to show); the target is prompt recall >= 0.9 x this;
+- items per prompt (recalled memory items), and the share of them recalled by salience;
+- off-topic: questions that need no memory (small talk, general knowledge, coding: `OFF_TOPIC`, written for this
+  benchmark) asked of every user: the mean number of relevance items injected (target <= 0.3).
+
+`--summaries` first adds one summary per session, written by a scripted summariser (the first sentence of each of
+the session's turns, cut at 600 characters), so that summaries compete for the budget as they do in real use.
+The `observation`, `session_summary` and `event_summary` fields of the data set are never read.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from common import BenchError, load_embedder, machine, median
+from locomo import Conversation, ingest, load
+
+OFF_TOPIC = [
+    # small talk
+    "Hello!", "Hi there", "How's it going?", "Good morning!", "Thanks, that's all for now.", "Got it, thanks",
+    "ok", "lol", "Haha that's funny", "Goodnight!", "What's up?", "Sorry, I was away for a bit.",
+    "Can you say that again?", "Never mind.",
+    # general knowledge
+    "What's the capital of Mongolia?", "How far is the Moon from the Earth?", "Who wrote Pride and Prejudice?",
+    "What is the boiling point of water at sea level?", "Why is the sky blue?", "How many bones are in the human body?",
+    "What's the difference between weather and climate?", "When did the Roman Empire fall?",
+    "What does DNA stand for?", "How do vaccines work?", "What is the speed of light?",
+    "Which planet has the most moons?", "Explain photosynthesis in two sentences.", "What causes the seasons?",
+    # coding
+    "How do I reverse a list in Python?", "What does git rebase do?", "Write a regex that matches an email address.",
+    "What's the difference between a process and a thread?", "How do I center a div with CSS?",
+    "Explain big-O notation briefly.", "What is a SQL JOIN?", "How do I read a file line by line in Rust?",
+    "What does the `static` keyword mean in C?", "Convert this to a list comprehension: for x in xs: ys.append(x*2)",
+    "Why does my Python script say ModuleNotFoundError?", "What is the difference between TCP and UDP?",
+    "How do I undo the last git commit?", "What is a race condition?",
+]
+_FIRST_SENTENCE = re.compile(r"^(.+?[.!?])(\s|$)")
+
+
+def scripted_summary(turns: list[str]) -> str:
+    """The first sentence of each turn (speaker name kept), cut at 600 characters: a summariser with no model."""
+    parts = []
+    for text in turns:
+        body = text.split(" [image:", 1)[0]
+        match = _FIRST_SENTENCE.match(body)
+        parts.append(match.group(1) if match else body)
+    summary = " ".join(parts)
+    return summary if len(summary) <= 600 else summary[:599] + "…"
+
+
+def add_summaries(memory, conv: Conversation, ids: dict[int, str]) -> int:
+    by_dia = {dia: message_id for message_id, dia in ids.items()}
+    sessions = {s["id"]: s for s in memory.sessions(limit=10_000)}
+    added = 0
+    for session in conv.sessions:
+        message_ids = [by_dia[t.dia_id] for t in session.turns if t.dia_id in by_dia]
+        if not message_ids:
+            continue
+        first = memory.get("message", message_ids[0])
+        if first.session_id not in sessions:
+            continue
+        memory.add_summary(scripted_summary([t.text for t in session.turns]), session_id=first.session_id,
+                           span=(message_ids[0], message_ids[-1]),
+                           created_at=memory.get("message", message_ids[-1]).created_at + 60)
+        added += 1
+    memory.mark_consolidated([m for m in ids])
+    return added
+
+
+def evaluate(conversations: list[Conversation], embedder, *, summaries: bool, batch_size: int = 32) -> dict:
+    from coop.chat.session import ChatSession
+    from coop.config import Config
+    from coop.memory.growth.embedding import embed_pending
+    from coop.memory.retrieval.search import search
+    from coop.memory.storage.database import open_database
+    from coop.memory.storage.store import MemoryStore
+
+    config = Config()
+    rows: list[dict] = []
+    off_topic: list[dict] = []
+    prepare_ms: list[float] = []
+    with tempfile.TemporaryDirectory() as tmp:
+        db = open_database(str(Path(tmp) / "prompt.db"))
+        store = MemoryStore(db)
+        for conv in conversations:
+            memory, ids = ingest(store, conv, embedder, batch_size)
+            if summaries:
+                add_summaries(memory, conv, ids)
+                embed_pending(memory, embedder, kinds=("summary",))
+            for question in conv.questions:
+                searched = search(memory, question.text, embedder=embedder, limit=10,
+                                  settings=_settings(config))
+                found = {ids.get(h.item.item_id) for h in searched.hits if h.kind == "message"}
+                chat = ChatSession(memory, config, embedder=lambda: embedder)
+                started = time.perf_counter()
+                prompt = chat.prepare(question.text)
+                prepare_ms.append((time.perf_counter() - started) * 1000)
+                recalled = prompt.recalled
+                shown = {ids.get(r.item.item_id) for r in recalled if r.item.kind == "message"}
+                rows.append({"conversation": conv.sample_id, "category": question.category,
+                             "prompt_hit": bool(question.evidence & shown),
+                             "search_hit": bool(question.evidence & found),
+                             "items": len(recalled),
+                             "salience": sum(r.reason == "salience" for r in recalled),
+                             "relevance": sum(r.reason == "relevance" for r in recalled),
+                             "memory_tokens": prompt.tokens["memory"]})
+            for text in OFF_TOPIC:
+                prompt = ChatSession(memory, config, embedder=lambda: embedder).prepare(text)
+                off_topic.append({"conversation": conv.sample_id, "question": text,
+                                  "relevance": sum(r.reason == "relevance" for r in prompt.recalled),
+                                  "items": len(prompt.recalled)})
+        db.close()
+    return {"rows": rows, "off_topic": off_topic, "prepare_ms_median": median(prepare_ms)}
+
+
+def _settings(config):
+    from coop.memory.retrieval.settings import RetrievalSettings
+
+    return RetrievalSettings.from_config(config.memory)
+
+
+def report(figures: dict, embedder_id: str, data: Path, summaries: bool) -> dict:
+    rows, off = figures["rows"], figures["off_topic"]
+    n = len(rows)
+    items = sum(r["items"] for r in rows)
+    prompt_recall = sum(r["prompt_hit"] for r in rows) / n if n else 0.0
+    search_recall = sum(r["search_hit"] for r in rows) / n if n else 0.0
+    return {
+        "data": str(data), "summaries": summaries, "embedder": embedder_id,
+        "questions": n, "conversations": len({r["conversation"] for r in rows}),
+        "prompt_recall": round(prompt_recall, 3),
+        "search_R_any@10": round(search_recall, 3),
+        "prompt_over_search": round(prompt_recall / search_recall, 3) if search_recall else 0.0,
+        "items_per_prompt": round(items / n, 2) if n else 0.0,
+        "salience_share": round(sum(r["salience"] for r in rows) / items, 3) if items else 0.0,
+        "memory_tokens_median": statistics.median(r["memory_tokens"] for r in rows) if rows else 0,
+        "off_topic_questions": len(off),
+        "off_topic_relevance_items": round(sum(o["relevance"] for o in off) / len(off), 3) if off else 0.0,
+        "off_topic_with_any": sum(o["relevance"] > 0 for o in off),
+        "prepare_ms_median": round(figures["prepare_ms_median"], 1),
+        "machine": machine(),
+    }
+
+
+def print_table(result: dict) -> None:
+    print(f"Prompt benchmark: {result['data']}" + (" (with a scripted summary per session)" if result["summaries"]
+                                                   else ""))
+    print(f"  {result['conversations']} conversations, {result['questions']} questions; embedder "
+          f"{result['embedder']}")
+    print(f"  prompt recall            {result['prompt_recall']:.3f}   (target >= 0.75)")
+    print(f"  search R_any@10          {result['search_R_any@10']:.3f}")
+    print(f"  prompt / search          {result['prompt_over_search']:.3f}   (target >= 0.9)")
+    print(f"  items per prompt         {result['items_per_prompt']:.2f}   salience share "
+          f"{result['salience_share']:.3f}   memory tokens (median) {result['memory_tokens_median']}")
+    print(f"  off-topic relevance items {result['off_topic_relevance_items']:.3f}   (target <= 0.3; "
+          f"{result['off_topic_with_any']} of {result['off_topic_questions']} prompts got any)")
+    print(f"  prepare median {result['prepare_ms_median']:.1f} ms; {result['machine']}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--data", required=True, type=Path, help="a LoCoMo-shaped JSON file")
+    parser.add_argument("--json", action="store_true", help="print the figures as JSON on stdout")
+    parser.add_argument("--model-path", default=None, help="local all-MiniLM-L6-v2 model directory")
+    parser.add_argument("--embedder", choices=("fastembed", "hash"), default="fastembed",
+                        help="hash: coop's test embedder (no meaning; for checking the benchmark itself)")
+    parser.add_argument("--summaries", action="store_true", help="add a scripted summary per session first")
+    parser.add_argument("--limit-conversations", type=int, default=None, help="only the first N conversations")
+    args = parser.parse_args(argv)
+    conversations = load(args.data)[:args.limit_conversations]
+    if not any(c.questions for c in conversations):
+        raise BenchError(f"{args.data} has no question of categories 1-4 with valid evidence")
+    embedder = load_embedder(args.embedder, args.model_path)
+    result = report(evaluate(conversations, embedder, summaries=args.summaries), embedder.id, args.data,
+                    args.summaries)
+    if args.json:
+        print(json.dumps(result, indent=2))
+    else:
+        print_table(result)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
