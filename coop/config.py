@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from coop import secrets
 from coop.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -119,6 +120,11 @@ class MemoryConfig:
     recency_messages: int = _f(10, "last messages of this session always in the prompt", min=0, max=500)
     salience_threshold: float = _f(0.85, "importance at or above which an item is always a candidate",
                                    min=0.0, max=1.0)
+    word_similarity_floor: float = _f(0.2, "cosine a match by words alone still needs: its meaning must be near too",
+                                      min=-1.0, max=1.0)
+    prompt_word_similarity_floor: float = _f(0.25, "the same, for a chat prompt (a stricter bar)", min=-1.0, max=1.0)
+    bm25_floor: float = _f(0.27, "BM25 a match by words alone needs, as a share of one rare word's score in this "
+                                 "memory: a stray common word is not a match", min=0.0, max=10.0)
     similarity_floor: float = _f(0.655, "cosine below which an item is never recalled by meaning alone (0.655 "
                                         "suits MiniLM)",
                                  min=-1.0, max=1.0)
@@ -288,11 +294,10 @@ def validate_value(f: dataclasses.Field[Any], value: Any, dotted: str, origin: s
     if isinstance(value, float) and not math.isfinite(value):  # nan passes every range comparison
         raise ConfigError(f"{origin}: '{dotted}' must be a finite number, not {value!r}",
                           hint=f"use a value from {number_text(meta.get('min'))} to {number_text(meta.get('max'))}")
-    if meta.get("env_name") and isinstance(value, str) and value and not _ENV_NAME.fullmatch(value):
-        # Never echo the value: the usual mistake is pasting the key itself here.
-        raise ConfigError(f"{origin}: '{dotted}' must name an environment variable (letters, digits and _), "
-                          "and this value is not such a name", hint=f"for example: {dotted.rsplit('.', 1)[-1]} = "
-                                                                  '"OPENAI_API_KEY", with the key exported in it')
+    pasted = isinstance(value, str) and secrets.contains_secret(value)  # a key in any setting: never echoed or used
+    if pasted or (meta.get("env_name") and isinstance(value, str) and value and not _ENV_NAME.fullmatch(value)):
+        raise ConfigError(f"{origin}: '{dotted}' " + ("looks like an API key" if pasted else "must name an environment "
+                          "variable"), hint='keys go in the environment; then e.g. api_key_env = "OPENAI_API_KEY"')
     if meta.get("choices") and value not in meta["choices"]:
         close = difflib.get_close_matches(str(value), meta["choices"], n=1)
         hint = f"did you mean '{close[0]}'?" if close else "choose one of: " + ", ".join(meta["choices"])

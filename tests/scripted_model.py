@@ -8,8 +8,9 @@ one of those.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any, Iterator
+from typing import Any
 
 from coop.llm import Delta, ToolCall
 

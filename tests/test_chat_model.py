@@ -4,13 +4,13 @@ litellm's retries wait through an injectable sleep. The turn is driven in-proces
 from __future__ import annotations
 
 import pytest
+from scripted_model import ScriptedModel
 
 from coop import llm
 from coop.chat.session import ChatSession
 from coop.config import Config, apply_overrides
 from coop.errors import ErrorKind, ModelError
 from coop.memory.growth.embedders import HashEmbedder
-from scripted_model import ScriptedModel
 
 EMBEDDER = HashEmbedder(64)
 
@@ -147,3 +147,25 @@ def test_the_idle_timer_never_ends_a_session_during_a_turn(memory):
     turn.join(10)
     assert chat.end_if_idle(0) is True and worker.jobs == ["end the idle session"]
     assert [m.text for m in memory.recent_messages(first_session, 5)] == ["hello", "done"]
+
+
+@pytest.mark.real_model
+@pytest.mark.parametrize("small_talk", ["Hello!", "How's it going?", "What's up?", "Thanks, that's all for now.",
+                                        "Good morning!"])
+def test_small_talk_recalls_nothing(memory, real_embedder, small_talk):
+    from coop.memory.growth.embedding import embed_pending
+
+    session = memory.start_session()
+    for text in ("Hello! How's it going with the new job?", "It's going well, thanks for asking!",
+                 "Good morning! I'm going hiking with my sister Ana today.", "Thanks, that's all for now, bye!",
+                 "What's up with your car? Is the gearbox fixed?", "My sister Ana is a dentist in Porto."):
+        memory.add_message(session, "user", text)
+    embed_pending(memory, real_embedder)
+    config = apply_overrides(Config(), {"memory.extraction.enabled": False})
+    chat = ChatSession(memory, config, embedder=lambda: real_embedder, model=ScriptedModel())
+    prompt = chat.prepare(small_talk)
+    assert [r.item.text for r in prompt.recalled if r.reason == "relevance"] == []
+    assert "Relevant past conversation" not in prompt.messages[0]["content"]
+    # and a real question about the same memory still finds its answer
+    prompt = chat.prepare("What does my sister do for a living?")
+    assert "My sister Ana is a dentist in Porto." in [r.item.text for r in prompt.recalled]

@@ -3,6 +3,7 @@ through a planted link, never into a device, a FIFO or a directory; a full disk 
 
 from __future__ import annotations
 
+import io
 import os
 import stat
 import subprocess
@@ -113,7 +114,7 @@ def test_a_loose_coop_home_and_old_log_trace_and_history_files_are_tightened(run
         logging.getLogger("coop.test").warning("a line")
     Tracer(str(coop_home / "trace.jsonl")).event("test")
     session = ChatSession(memory, Config(), embedder=lambda: None)
-    Repl(session, console=Console(file=open(os.devnull, "w")), history_path=str(coop_home / "history")) \
+    Repl(session, console=Console(file=io.StringIO()), history_path=str(coop_home / "history")) \
         .make_prompt_session()
     for name in ("coop.log", "trace.jsonl", "history"):
         assert stat.S_IMODE((coop_home / name).stat().st_mode) == 0o600, name

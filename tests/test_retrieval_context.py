@@ -56,12 +56,12 @@ def test_context_comes_only_from_earlier_messages_of_the_same_session(memory):
 
 
 def test_forgetting_a_message_removes_its_words_from_its_neighbours_entries(memory):
-    _, ids = _conversation(memory, ["hello", "my locker code is zanzibar", "ok", "noted"])
+    _, ids = _conversation(memory, ["bonjour", "my locker code is zanzibar", "okapi", "noted"])
     assert len(search(memory, "zanzibar", embedder=None).hits) == 3
     memory.forget("message", ids[1])
     assert search(memory, "zanzibar", embedder=None).hits == []
     # the followers are indexed again with what now precedes them
-    assert set(_texts(search(memory, "hello", embedder=None))) == {"hello", "ok", "noted"}
+    assert set(_texts(search(memory, "bonjour", embedder=None))) == {"bonjour", "okapi", "noted"}
 
 
 def test_changing_a_messages_text_reindexes_it_and_its_followers(memory):
@@ -173,7 +173,8 @@ def test_engine_defaults_are_the_config_defaults_and_reach_search():
     config = MemoryConfig()
     assert RetrievalSettings.defaults().as_dict() == {
         "floor": config.similarity_floor, "rrf_k": config.rrf_k, "fusion": config.fusion,
-        "vector_weight": config.vector_weight, "context_weight": config.context_weight}
+        "vector_weight": config.vector_weight, "context_weight": config.context_weight,
+        "word_floor": config.word_similarity_floor, "bm25_floor": config.bm25_floor}
     assert RetrievalSettings.from_config(config) == RetrievalSettings.defaults()
 
 
@@ -228,8 +229,10 @@ def _tiny_locomo(path: Path) -> None:
 def test_the_locomo_benchmark_runs_on_a_tiny_file(tmp_path):
     data = tmp_path / "tiny.json"
     _tiny_locomo(data)
+    # (the hash embedder has no meaning: the cosine a word-only match needs is switched off for it)
     run = subprocess.run([sys.executable, str(REPO / "bench" / "locomo.py"), "--data", str(data), "--json",
-                          "--embedder", "hash"], capture_output=True, text=True, timeout=120)
+                          "--embedder", "hash", "--set", "word_similarity_floor=-1"], capture_output=True, text=True,
+                         timeout=120)
     assert run.returncode == 0, run.stderr
     result = json.loads(run.stdout)
     assert result["questions"] == 2 and result["messages"] == 5 and result["conversations"] == 1
@@ -306,6 +309,9 @@ def test_another_users_better_matches_never_crowd_out_this_users(store):
     for i in range(300):
         bob.add_message(session, "user", f"quokka quokka quokka {i}")
     ana.add_message(ana.start_session(), "user", "a long note that mentions one quokka among many other words")
-    found = search(ana, "quokka", embedder=None, limit=5)
+    # (no word floor: "quokka" is in every message here, which BM25 rightly scores as no evidence at all)
+    unfloored = RetrievalSettings.defaults().but(bm25_floor=0.0)
+    found = search(ana, "quokka", embedder=None, limit=5, settings=unfloored)
     assert _texts(found) == ["a long note that mentions one quokka among many other words"]
-    assert [hit.item.text for hit in search(bob, "quokka", embedder=None, limit=3).hits][0].startswith("quokka")
+    assert [hit.item.text for hit in search(bob, "quokka", embedder=None, limit=3, settings=unfloored).hits][0] \
+        .startswith("quokka")

@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from coop.memory.retrieval.settings import RetrievalSettings
-
 from coop.errors import UsageError
-from coop.memory.retrieval.search import rrf, search
-from coop.memory.retrieval.terms import fts_query, query_terms
 from coop.memory.growth.embedding import embed_pending
+from coop.memory.retrieval.search import rrf, search
+from coop.memory.retrieval.settings import RetrievalSettings
+from coop.memory.retrieval.terms import fts_query, query_terms
 
 
 def _texts(result):
@@ -33,7 +32,7 @@ def test_fts_syntax_in_user_text_never_raises(memory, query, found):
 
 
 def test_every_term_is_quoted():
-    assert fts_query('NEAR(hello "world") AND x:y*') == '"near" OR "hello" OR "world" OR "x" OR "y"'
+    assert fts_query('NEAR(hedgehog "world") AND xy:yz*') == '"near" OR "hedgehog" OR "world" OR "xy" OR "yz"'
     assert fts_query("!!! ...") is None
     assert fts_query("") is None
 
@@ -75,7 +74,8 @@ def test_items_in_both_legs_outrank_single_leg_items_and_explain_shows_legs(memo
     memory.add_fact("jazz piano lessons on tuesday")
     memory.add_fact("jazz festival")
     embed_pending(memory, hash_embedder)
-    result = search(memory, "jazz piano lessons", embedder=hash_embedder, settings=RetrievalSettings.defaults().but(floor=0.6, fusion="rrf"))
+    rrf = RetrievalSettings.defaults().but(floor=0.6, fusion="rrf")
+    result = search(memory, "jazz piano lessons", embedder=hash_embedder, settings=rrf)
     top = result.hits[0]
     assert top.item.text == "jazz piano lessons on tuesday"
     assert set(top.legs) == {"vector", "fts"}
@@ -117,9 +117,10 @@ def test_full_text_filters_apply_before_limit(store):
     for i in range(100):
         ana.add_message(session, "user", f"marmalade again {i}")
     ana.add_fact("my grandmother's marmalade")
-    only_facts = search(ana, "marmalade", embedder=None, limit=1, kinds=("fact",))
+    unfloored = RetrievalSettings.defaults().but(bm25_floor=0.0)  # "marmalade" is in every row: no evidence
+    only_facts = search(ana, "marmalade", embedder=None, limit=1, kinds=("fact",), settings=unfloored)
     assert _texts(only_facts) == ["my grandmother's marmalade"]
-    everything = search(ana, "marmalade", embedder=None, limit=500)
+    everything = search(ana, "marmalade", embedder=None, limit=500, settings=unfloored)
     assert len(everything.hits) == 101  # nothing of bob's
 
 
@@ -161,3 +162,33 @@ def test_real_model_finds_by_meaning_and_keeps_unrelated_out(memory, real_embedd
     result = search(memory, "hiking", embedder=real_embedder)
     assert _texts(result) == ["I adore long walks on mountain trails"]
     assert "vector" in result.hits[0].legs
+
+
+@pytest.mark.parametrize(("query", "terms"), [
+    ("How's the kayak?", ["kayak"]),             # the "s" of a contraction is never a term
+    ("I don't like okra", ["like", "okra"]),   # nor "don"/"t"
+    ("What's up?", []),                        # function words alone: small talk, no word search
+    ("Hi there", []),
+    ("thanks!", []),                           # filler alone: nothing to search by
+    ("to be or not to be", ["to", "be", "or", "not"]),  # a phrase of function words is still searchable
+    ("Route 66 and B 7", ["route", "66", "7"]),  # single letters go, numbers stay
+])
+def test_query_terms_have_real_content(query, terms):
+    from coop.memory.retrieval.terms import query_terms
+
+    assert query_terms(query) == terms
+
+
+def test_a_word_match_far_in_meaning_is_not_a_hit(memory, hash_embedder):
+    """With a vector, a candidate found by words alone also needs `word_floor` cosine."""
+    from coop.memory.growth.embedding import embed_pending
+
+    session = memory.start_session()
+    memory.add_message(session, "user", "spreadsheet formulas quarterly budget planning and going over taxes again")
+    embed_pending(memory, hash_embedder)
+    query = "taxes"
+    loose = RetrievalSettings.defaults().but(word_floor=-1.0)
+    assert len(search(memory, query, embedder=hash_embedder, settings=loose).hits) == 1
+    [hit] = search(memory, query, embedder=hash_embedder, settings=loose).hits
+    strict = RetrievalSettings.defaults().but(word_floor=(hit.cosine or 0) + 0.01)
+    assert search(memory, query, embedder=hash_embedder, settings=strict).hits == []

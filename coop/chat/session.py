@@ -31,8 +31,9 @@ from coop.memory.growth.jobs import MemoryJobs
 from coop.memory.growth.reconcile import INSTRUCTION, Candidate, FactWriter
 from coop.memory.growth.worker import failure_notice
 from coop.memory.retrieval.context import HistoryMessage, Prompt, Recalled, build_prompt
-from coop.memory.retrieval.search import search_or_full_text
+from coop.memory.retrieval.search import SearchResult, search_or_full_text
 from coop.memory.retrieval.settings import RetrievalSettings
+from coop.memory.retrieval.terms import has_content
 from coop.memory.storage.items import MAX_MESSAGE_CHARS
 from coop.memory.text import check_text
 from coop.trace import NO_TRACE, Tracer
@@ -157,8 +158,11 @@ class ChatSession:
                 past[(item.kind, item.item_id)] = Recalled(item, "salience", item.importance or 0.0)
         salience_ms = (time.perf_counter() - started) * 1000
         embedder = self.embedder()
-        result, failure = search_or_full_text(self.memory, retrieval_query(text), embedder=embedder, limit=20,
-                                              settings=self.retrieval)
+        if has_content(text):
+            result, failure = search_or_full_text(self.memory, retrieval_query(text), embedder=embedder, limit=20,
+                                                  settings=self.retrieval)
+        else:  # small talk ("Hello!", "ok thanks"): nothing to recall by relevance
+            result, failure = SearchResult([], {}, {}, embedder is not None), None
         if failure is not None:  # a remote embedder that fails: this turn recalls by words only
             self.tracer.event("embedder_failed", error=failure)
             if not self._embedder_failed:
@@ -168,6 +172,8 @@ class ChatSession:
         for hit in result.hits:
             if hit.kind == "fact" and hit.item.category == INSTRUCTION:
                 continue
+            if "vector" not in hit.legs and hit.cosine is not None and hit.cosine < cfg.prompt_word_similarity_floor:
+                continue  # found by words alone, and not near enough in meaning to spend the model's attention on
             if hit.kind == "fact":
                 if hit.item.item_id not in facts:
                     facts[hit.item.item_id] = Recalled(hit.item, "relevance", hit.score, hit.legs)

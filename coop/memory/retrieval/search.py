@@ -32,6 +32,7 @@ turn are `UserMemory.recent_messages` and `UserMemory.salient`; the chat turn co
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -39,7 +40,7 @@ from typing import TYPE_CHECKING
 
 from coop.errors import ModelError, UsageError
 from coop.memory.embedder import Embedder
-from coop.memory.kinds import KINDS, active_fact
+from coop.memory.kinds import KINDS, REGISTRY, active_fact
 from coop.memory.retrieval.settings import FUSIONS, RetrievalSettings
 from coop.memory.retrieval.terms import affordable_terms, check_query, match_expression, query_terms, unspaced_phrases
 from coop.memory.storage.items import Item
@@ -65,6 +66,7 @@ class Hit:
     item: Item
     score: float
     legs: dict[str, LegScore] = field(default_factory=dict)
+    cosine: float | None = None  # the exact cosine with the query, whichever leg found it (None: no vector)
 
     @property
     def ref(self) -> str:
@@ -215,25 +217,57 @@ def search(memory: UserMemory, query: str, *, embedder: Embedder | None = None, 
                           context_weight=settings.context_weight)
     timings["fts"] = (time.perf_counter() - mark) * 1000
     mark = time.perf_counter()
+    cosines: dict[tuple[str, int], float] = {}
     if settings.fusion == "rrf":
         fused = rrf(legs, settings.rrf_k)
     else:
-        cosines: dict[tuple[str, int], float] = {}
         if embedder is not None and vector is not None:
             cosines = {(kind, item_id): cos for kind, item_id, cos in legs["vector"]}
             missing = [(kind, item_id) for kind, item_id, _ in legs["fts"] if (kind, item_id) not in cosines]
             cosines.update(similarities(memory, embedder.id, embedder.dims, vector, missing))
         fused = score_fusion(legs, cosines, settings.vector_weight)
+    rare_word = _rare_word_scores(memory, {kind for kind, _ in fused}) if settings.bm25_floor > 0 else {}
+    fused = {key: value for key, value in fused.items()
+             if "vector" in value[1] or _words_are_enough(value[1], cosines.get(key), settings,
+                                                         rare_word.get(key[0], 0.0))}
     ranked = sorted(fused.items(), key=lambda kv: kv[1][0], reverse=True)[:limit]
     by_kind: dict[str, list[int]] = {}
     for (kind, item_id), _ in ranked:
         by_kind.setdefault(kind, []).append(item_id)
     items = {(kind, item.item_id): item for kind, ids in by_kind.items()
              for item in memory.get_many(kind, ids).values()}
-    hits = [Hit(items[key], score, detail) for key, (score, detail) in ranked if key in items]
+    hits = [Hit(items[key], score, detail, cosines.get(key)) for key, (score, detail) in ranked if key in items]
     timings["fuse"] = (time.perf_counter() - mark) * 1000
     timings["total"] = (time.perf_counter() - started) * 1000
     return SearchResult(hits, {leg: len(found) for leg, found in legs.items()}, timings, embedder is not None)
+
+
+MIN_ROWS_FOR_BM25_FLOOR = 200
+
+
+def _rare_word_scores(memory: UserMemory, kinds: set[str]) -> dict[str, float]:
+    """Per kind, about what BM25 gives one match of a word found in a single row: its IDF, ln(N / 1.5 + 1) for
+    N rows in that kind's index (the largest id stands in for N: one index lookup, not a count). BM25 grows
+    with the index, so a floor in these units means the same for a new memory and a large one."""
+    scores = {}
+    for kind in kinds:
+        rows = memory.db.scalar(f"SELECT max(id) FROM {REGISTRY[kind].table}") or 1
+        # Below a few hundred rows BM25 says little (FTS5 gives a word found in half the rows an IDF of ~0):
+        # no floor there; the cosine floor still applies.
+        scores[kind] = math.log(rows / 1.5 + 1.0) if rows >= MIN_ROWS_FOR_BM25_FLOOR else 0.0
+    return scores
+
+
+def _words_are_enough(legs: dict[str, LegScore], cosine: float | None, settings: RetrievalSettings,
+                      rare_word: float) -> bool:
+    """A candidate only the full-text leg found (its cosine, if any, is below the vector floor) is kept when its
+    words really match (BM25 at least `bm25_floor` of a rare word's score) and, when it has a vector, its
+    meaning is near enough (cosine at least `word_floor`). On LoCoMo, word-only matches of real evidence have a
+    median cosine of 0.50 and those of questions that need no memory 0.06; see the README's prompt benchmark."""
+    words = legs.get("fts")
+    if words is None or words.score < settings.bm25_floor * rare_word:
+        return False
+    return cosine is None or cosine >= settings.word_floor
 
 
 def search_or_full_text(memory: UserMemory, query: str, *, embedder: Embedder | None, limit: int = 10,

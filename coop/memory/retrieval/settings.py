@@ -18,11 +18,14 @@ class RetrievalSettings:
     vector_weight: float     # weight of the cosine against the best full-text match (= 1) in score fusion
     context_weight: float    # weight of a message's preceding messages and date against its own words
     rrf_k: int               # the reciprocal-rank constant (fusion = "rrf")
+    word_floor: float = -1.0  # cosine a candidate found by words alone still needs (when it has a vector)
+    bm25_floor: float = 0.0   # BM25 (higher is better) a candidate found by words alone needs
 
     @classmethod
     def from_config(cls, config: MemoryConfig) -> "RetrievalSettings":
         return cls(floor=config.similarity_floor, fusion=config.fusion, vector_weight=config.vector_weight,
-                   context_weight=config.context_weight, rrf_k=config.rrf_k)
+                   context_weight=config.context_weight, rrf_k=config.rrf_k,
+                   word_floor=config.word_similarity_floor, bm25_floor=config.bm25_floor)
 
     @classmethod
     def defaults(cls) -> "RetrievalSettings":

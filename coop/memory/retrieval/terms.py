@@ -18,15 +18,39 @@ MAX_QUERY_TERMS = 48
 POSTINGS_BUDGET = 12_000
 
 _TOKEN = re.compile(r"\w+", re.UNICODE)
+_NOT = re.compile(r"n['\u2019]t\b", re.IGNORECASE)
+_CONTRACTION = re.compile(r"(?<=\w)['\u2019](s|t|m|d|ll|re|ve)\b", re.IGNORECASE)
+# Words that carry no content in a chat message: a query made only of them ("thanks!", "ok lol") is small talk.
+FILLER_WORDS = frozenset("""
+hello hi hey hiya thanks thank thx ty ok okay okey lol haha hahaha yeah yep yup nope bye goodbye please pls sorry
+hmm um uh oh wow cool nice sure alright great awesome good morning evening afternoon night goodnight going doing
+""".split())
 UNSPACED_RUN = re.compile(f"[{UNSPACED_CHARS}]+")
 
 
 def query_terms(text: str) -> list[str]:
-    """The word terms of a query (outside unspaced scripts): case-folded, function words dropped unless nothing
-    else is left."""
-    tokens = [t.casefold() for t in _TOKEN.findall(UNSPACED_RUN.sub(" ", text))]
-    content = [t for t in tokens if t not in STOP_WORDS]
+    """The word terms of a query (outside unspaced scripts): case-folded, function words and conversational
+    filler ("hello", "thanks") dropped unless nothing else is left; a query of fewer than three such words has
+    no terms at all ("What's up?" is small talk, not a search for "what" and "up"). Contraction fragments
+    ("s" of "how's", "t" of "don't") and other single letters are never terms: each matches nearly every
+    message, so "How's it going?" would otherwise match the `s` of every contraction in memory."""
+    text = _CONTRACTION.sub(" ", _NOT.sub(" not", UNSPACED_RUN.sub(" ", text)))
+    tokens = [t.casefold() for t in _TOKEN.findall(text)]
+    tokens = [t for t in tokens if len(t) > 1 or t.isdigit()]
+    content = [t for t in tokens if t not in STOP_WORDS and t not in FILLER_WORDS]
+    if not content and len(tokens) < 3:  # "What's up?", "Hi there": no words to search by
+        return []
     return list(dict.fromkeys(content or tokens))[:MAX_QUERY_TERMS]
+
+
+def has_content(text: str) -> bool:
+    """True when a message has a word worth recalling memory for: "How's it going?", "Thanks, that's all for
+    now." and "ok lol" have none, and a chat turn recalls nothing by relevance for them (old greetings are near
+    new ones in meaning, so no similarity floor keeps them out)."""
+    text = _CONTRACTION.sub(" ", _NOT.sub(" not", text))
+    words = [t.casefold() for t in _TOKEN.findall(text)]
+    return bool(UNSPACED_RUN.search(text)) or any(
+        (len(w) > 1 or w.isdigit()) and w not in STOP_WORDS and w not in FILLER_WORDS for w in words)
 
 
 def unspaced_phrases(text: str) -> list[str]:
