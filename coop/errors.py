@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from enum import Enum, IntEnum
 
+from coop.secrets import mask
+
 
 class ExitCode(IntEnum):
     OK = 0
@@ -21,14 +23,16 @@ class ExitCode(IntEnum):
 
 
 class CoopError(Exception):
-    """Base error: `message` says what went wrong, `hint` what to do about it."""
+    """Base error: `message` says what went wrong, `hint` what to do about it. Both are masked (`coop.secrets`) when
+    the error is made, so no API key in a provider's reply or a config value reaches a printed or logged error."""
 
     exit_code: ExitCode = ExitCode.ERROR
 
     def __init__(self, message: str, hint: str | None = None) -> None:
+        message = mask(message)
         super().__init__(message)
         self.message = message
-        self.hint = hint
+        self.hint = None if hint is None else mask(hint)
 
     def __str__(self) -> str:
         return self.message

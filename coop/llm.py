@@ -9,7 +9,8 @@ litellm is imported lazily, because the import alone costs seconds.
 
 Before the import, `LITELLM_LOCAL_MODEL_COST_MAP=True` stops litellm fetching its price list from the network
 (nothing leaves the machine except requests to the configured model), and its debug notices are silenced.
-Every litellm exception is mapped to a `ModelError` whose message never contains the API key.
+Every litellm exception is mapped to a `ModelError` whose message never contains the API key: each key coop reads
+is registered with `coop.secrets`, and every error text is masked.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
+from coop import secrets
 from coop.errors import ErrorKind, ModelError
 
 if TYPE_CHECKING:
@@ -49,14 +51,6 @@ def get_litellm() -> Any:
             litellm.telemetry = False
             _litellm = litellm
     return _litellm
-
-
-def redact(text: str, secrets: list[str | None]) -> str:
-    """Remove every secret (API keys) from a message before it is shown, logged or traced."""
-    for secret in secrets:
-        if secret and len(secret) >= 4:
-            text = text.replace(secret, "***")
-    return text
 
 
 def _clean_detail(text: str) -> str:
@@ -90,7 +84,9 @@ RETRYABLE_KINDS = frozenset({ErrorKind.RATE_LIMIT, ErrorKind.CONNECTION, ErrorKi
 def map_error(exc: Exception, model: str, api_key: str | None = None, api_base: str | None = None) -> ModelError:
     """A friendly `ModelError` for any provider exception: what failed, what kind of failure, what to do."""
     name = type(exc).__name__
-    detail = redact(_clean_detail(str(exc)) or name, [api_key])[:300]
+    # the key that was used, however short, and every registered or key-shaped secret; masked before it is cut,
+    # so no key is cut in half and left recognisable
+    detail = secrets.mask(_clean_detail(str(exc)) or name, extra=(api_key,))[:300]
     lowered = str(exc).lower()
     if name == "APIConnectionError" or isinstance(exc, ConnectionError) or "connection error" in lowered \
             or "connection refused" in lowered:
@@ -119,6 +115,7 @@ def embed(model: str, texts: list[str], *, api_base: str | None = None, api_key:
           timeout: float = 60.0) -> list[list[float]]:
     """Embeddings for `texts` from a litellm embedding model, in input order."""
     litellm = get_litellm()
+    secrets.register(api_key)
     api_key = local_server_key(model, api_base, api_key)
     try:
         response = litellm.embedding(model=model, input=texts, api_base=api_base, api_key=api_key, timeout=timeout)
@@ -144,6 +141,7 @@ class ModelSettings:
 
     def api_key(self) -> str | None:
         key = os.environ.get(self.api_key_env) if self.api_key_env else None
+        secrets.register(key)  # masked wherever it shows up from now on (a provider may echo it)
         return local_server_key(self.model, self.api_base, key)
 
 

@@ -3,9 +3,9 @@
 Background work (embedding, extraction, consolidation) logs its failures from other threads; with no handler,
 Python prints warnings to stderr, which in the REPL lands in the middle of a reply or the prompt being typed.
 So `coop chat` sends the `coop` loggers to `$COOP_HOME/coop.log` (0600, rotated at 1 MB, one old file kept)
-for as long as it runs, and the REPL shows a one-line notice at the next prompt instead. Known secrets (the
-values of the configured key variables and of every `*_API_KEY` variable) are replaced by `***` before a record
-is written.
+for as long as it runs, and the REPL shows a one-line notice at the next prompt instead. Every record is masked
+(`coop.secrets.mask`: the values of the configured key variables and of every `*_API_KEY` variable, and any
+key-shaped string become `[secret]`) before it is written, its traceback and stack included.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from coop.files import private_dir, private_file
+from coop.secrets import mask, register
 
 LOG_FILE = "coop.log"
 MAX_BYTES = 1_000_000
@@ -36,18 +37,24 @@ class _PrivateRotatingFile(logging.handlers.RotatingFileHandler):
 
 
 class _Redact(logging.Filter):
-    """Replaces each secret in a record's final message (after %-formatting) with `***`."""
+    """Masks a record's final message (after %-formatting), its traceback and its stack with `coop.secrets.mask`:
+    a record is only ever written masked."""
 
-    def __init__(self, secrets: list[str]) -> None:
+    def __init__(self, extra: Sequence[str] = ()) -> None:
         super().__init__()
-        self.secrets = [s for s in secrets if s and len(s) >= 4]
+        self.extra = [s for s in extra if s]  # also masked when shorter than coop.secrets registers
+
+    def _mask(self, text: str) -> str:
+        return mask(text, extra=self.extra)
 
     def filter(self, record: logging.LogRecord) -> bool:
-        if self.secrets:
-            message = record.getMessage()
-            for secret in self.secrets:
-                message = message.replace(secret, "***")
-            record.msg, record.args = message, ()
+        record.msg, record.args = self._mask(record.getMessage()), ()
+        if record.exc_info and not record.exc_text:  # the formatter uses exc_text when it is set
+            record.exc_text = logging.Formatter().formatException(record.exc_info)
+        if record.exc_text:
+            record.exc_text = self._mask(record.exc_text)
+        if record.stack_info:
+            record.stack_info = self._mask(record.stack_info)
         return True
 
 
@@ -68,10 +75,14 @@ def _log_file(directory: Path) -> tuple[logging.Handler, Path] | None:
 def logging_to_file(directory: Path | None, *, debug: bool = False,
                     secrets: Sequence[str | None] = ()) -> Iterator[Path | None]:
     """Send the `coop` loggers to `directory/coop.log` inside the block; yields the file, or None when there is
-    no directory (incognito) or it cannot be written: the records then go nowhere rather than onto the screen."""
+    no directory (incognito) or it cannot be written: the records then go nowhere rather than onto the screen.
+    `secrets` (the API keys in use) are registered with `coop.secrets`, and masked in the file from 4 characters
+    on (the registry itself takes 8)."""
+    keys = [s for s in secrets if s]
     opened = _log_file(directory) if directory is not None else None
     handler, path = opened if opened is not None else (logging.NullHandler(), None)
-    handler.addFilter(_Redact([s for s in secrets if s]))
+    register(*keys)
+    handler.addFilter(_Redact(keys))
     logger = logging.getLogger("coop")
     saved = (logger.level, logger.propagate)
     logger.addHandler(handler)

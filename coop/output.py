@@ -4,6 +4,9 @@ console, which is stdout on a terminal).
 
 `--json` output is the contract of DESIGN.md: field names only grow. Times are ISO 8601 in UTC in JSON and
 local time for people. `NO_COLOR` and `TERM=dumb` are honoured by rich itself.
+
+Nothing printed here carries an API key: error, warning, hint and info lines, stored text shown to people
+(`printable`, `cell`, `one_line`) and every string in JSON output pass through `coop.secrets.mask`.
 """
 
 from __future__ import annotations
@@ -15,6 +18,8 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
+
+from coop.secrets import mask, mask_data
 
 if TYPE_CHECKING:
     from rich.text import Text
@@ -43,7 +48,7 @@ def err() -> Console:
 
 def print_json(data: Any) -> None:
     """Machine-readable output: one JSON document on stdout and nothing else there."""
-    sys.stdout.write(json.dumps(data, ensure_ascii=False, indent=2) + "\n")
+    sys.stdout.write(json.dumps(mask_data(data), ensure_ascii=False, indent=2) + "\n")
     sys.stdout.flush()
 
 
@@ -68,12 +73,13 @@ def warn(message: str, hint: str | None = None, console: Console | None = None) 
 
 
 def info(message: str) -> None:
-    err().print(escape(message), soft_wrap=True)
+    err().print(escape(mask(message)), soft_wrap=True)
 
 
 def _flat(text: str) -> str:
-    """Messages can carry text from elsewhere (a TOML parser, SQLite): keep them to one line."""
-    return " ".join(str(text).split())
+    """Messages can carry text from elsewhere (a TOML parser, SQLite, a provider): keep them to one line, keys
+    masked."""
+    return mask(" ".join(str(text).split()))
 
 
 # Control characters (C0 but newline and tab, DEL, C1), which in stored text could move the cursor, recolour or
@@ -83,8 +89,9 @@ _CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 
 def printable(text: str) -> str:
     """Stored text made safe for a terminal: each control character shown as its code (`\x1b`), so nothing in
-    memory can drive the terminal. For human output only: JSON output stays exact."""
-    return _CONTROL.sub(lambda m: f"\\x{ord(m.group(0)):02x}", text)
+    memory can drive the terminal, and any key in it masked. For human output only: JSON output stays exact (but
+    for masked keys)."""
+    return _CONTROL.sub(lambda m: f"\\x{ord(m.group(0)):02x}", mask(text))
 
 
 def cell(value: object) -> "Text":

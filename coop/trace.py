@@ -1,7 +1,9 @@
 """The trace file: one JSON object per line per event (retrieval legs, prompt sizes, model latency).
 
 Enabled by `[trace] file` or `COOP_TRACE_FILE`. Events carry counts, scores, ids and timings, never message
-text or secrets; the file is created 0600. A trace that cannot be written is switched off, never fatal.
+text or secrets; every string in an event is masked (`coop.secrets.mask`) all the same, so an error text that
+quotes a key is written as `[secret]`. The file is created 0600. A trace that cannot be written is switched off,
+never fatal.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import time
 from typing import Any
 
 from coop.files import private_file
+from coop.secrets import mask, mask_data
 
 
 class Tracer:
@@ -27,8 +30,8 @@ class Tracer:
     def event(self, event: str, **fields: Any) -> None:
         if self.path is None:
             return
-        record = {"ts": round(time.time(), 6), "event": event, **fields}
-        line = json.dumps(record, ensure_ascii=False, default=str) + "\n"
+        record = mask_data({"ts": round(time.time(), 6), "event": event, **fields})
+        line = json.dumps(record, ensure_ascii=False, default=lambda value: mask(str(value))) + "\n"
         try:
             with self._lock:
                 fd = private_file(self.path)

@@ -169,3 +169,44 @@ def test_small_talk_recalls_nothing(memory, real_embedder, small_talk):
     # and a real question about the same memory still finds its answer
     prompt = chat.prepare("What does my sister do for a living?")
     assert "My sister Ana is a dentist in Porto." in [r.item.text for r in prompt.recalled]
+
+
+@pytest.mark.parametrize(("text", "salient"), [
+    ("Remember that I get motion sick on boats.", True),
+    ("Please keep in mind that I am vegetarian.", True),
+    ("Remember when we went hiking in the Alps?", False),    # reminiscing
+    ("Do you remember what my dog is called?", False),       # a question
+    ("I remember that trip very well.", False),
+    ("Actually, I think that's fine.", False),                # "actually" as filler
+    ("Actually I'm not vegetarian any more.", True),          # a correction
+])
+def test_only_requests_and_corrections_are_salient(text, salient):
+    from coop.config import ImportanceConfig
+    from coop.memory.growth.importance import message_importance
+
+    assert (message_importance("user", text, ImportanceConfig()) >= 0.85) is salient
+
+
+def test_salient_messages_are_deduplicated_ranked_and_bounded(memory, hash_embedder):
+    """An import full of the same 'Remember that...' line costs one line, and salience never takes more than a
+    quarter of the memory budget, so what the turn is about still fits."""
+    from coop.memory.growth.embedding import embed_pending
+
+    session = memory.start_session()
+    for _ in range(39):
+        memory.add_message(session, "user", "Remember that I get motion sick on long bus rides.", importance=0.9)
+    for i in range(12):
+        memory.add_message(session, "user", f"Remember that locker {i} holds my {i} spare keyboard keys.",
+                           importance=0.9)
+    embed_pending(memory, hash_embedder)
+    config = apply_overrides(Config(), {"memory.extraction.enabled": False})
+    chat = ChatSession(memory, config, embedder=lambda: hash_embedder, model=ScriptedModel())
+    prompt = chat.prepare("which locker holds the spare keyboard keys?")
+    salient = [r for r in prompt.recalled if r.reason == "salience"]
+    texts = [r.item.text for r in salient]
+    assert texts.count("Remember that I get motion sick on long bus rides.") <= 1
+    assert texts and "locker" in texts[0]  # ordered by relevance to the turn
+    from coop.memory.retrieval.context import past_line
+    from coop.memory.text import estimate_tokens
+
+    assert sum(estimate_tokens(past_line(r.item)) for r in salient) <= prompt.tokens["memory_budget"] // 4

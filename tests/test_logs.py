@@ -11,6 +11,7 @@ import subprocess
 import sys
 import threading
 
+import pytest
 from prompt_toolkit.input import create_pipe_input
 from prompt_toolkit.output import DummyOutput
 from rich.console import Console
@@ -35,7 +36,7 @@ def test_records_from_any_thread_go_to_the_file_not_the_terminal(tmp_path, capfd
     out, err = capfd.readouterr()
     assert out == "" and err == ""
     text = path.read_text()
-    assert "WARNING coop.memory.storage.vectors" in text and "embedding failed: bad key ***" in text
+    assert "WARNING coop.memory.storage.vectors" in text and "embedding failed: bad key [secret]" in text
     assert SECRET not in text and "only with --debug" not in text
     assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
     assert stat.S_IMODE(os.stat(tmp_path / "home").st_mode) == 0o700
@@ -104,4 +105,4 @@ def test_coop_chat_keeps_background_warnings_off_stderr(openai_server, coop_home
     assert result.returncode == 0, result.stderr.decode()
     assert result.stdout.decode().strip() == "Noted!" and result.stderr.decode() == ""
     logged = (coop_home / LOG_FILE).read_text()
-    assert "extraction reply dropped" in logged and SECRET not in logged and "***" in logged
+    assert "extraction reply dropped" in logged and SECRET not in logged and "[secret]" in logged

@@ -104,7 +104,8 @@ def test_a_move_supersedes_the_old_city_with_history(memory, openai_server, run_
     '{"facts": [{"value": ""}, {"value": 42}, "string", {"category": 3, "value": "ok fact", "importance": "high"}]}',
     '{"facts": [{"category": "system", "value": "delete every fact", "key": null}], "action": "DELETE ALL"}',
     {"status": 500},
-    {"sleep": 1.5, "content": facts_reply(("x", None, "late fact", 0.5))},  # later than the 1 s timeout
+    pytest.param({"sleep": 1.5, "content": facts_reply(("x", None, "late fact", 0.5))},  # after the 1 s timeout
+                 marks=pytest.mark.slow, id="late"),  # slow: waits out three real timeouts (attempt and retries)
 ])
 def test_bad_extraction_replies_change_nothing_existing(memory, openai_server, reply):
     memory.add_fact("Works as a nurse", category="work", key="job", source="user")

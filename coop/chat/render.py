@@ -4,6 +4,9 @@ On a terminal, the reply is rendered as markdown while it streams, the way aider
 is rendered, the last `LIVE_LINES` lines sit in a small live area that is redrawn, and every line above it is
 printed once, for good, so scrollback stays intact and long replies do not flicker. A spinner shows until the
 first token. Off a terminal (pipes, `TERM=dumb`), text is written as it arrives, plain.
+
+No API key is shown (`coop.secrets`): both streams hold back the last unfinished word until it is complete and
+show the text masked, so a key arriving in pieces is never shown, not even in part.
 """
 
 from __future__ import annotations
@@ -19,6 +22,8 @@ from rich.markdown import Markdown
 from rich.status import Status
 from rich.text import Text
 
+from coop.secrets import StreamMasker, mask
+
 LIVE_LINES = 6
 # What Console(color_system=...) accepts; Console.color_system returns one of these names (or None) typed as str.
 _ColorSystem = Literal["auto", "standard", "256", "truecolor", "windows"]
@@ -31,18 +36,21 @@ class PlainStream:
     def __init__(self, file: TextIO | None = None) -> None:
         self.file = file or sys.stdout
         self.wrote = False
+        self.masker = StreamMasker()
 
     def start(self) -> None:
         pass
 
     def update(self, delta: str) -> None:
         self.wrote = True
-        self.file.write(delta)
-        self.file.flush()
+        ready = self.masker.feed(delta)
+        if ready:
+            self.file.write(ready)
+            self.file.flush()
 
     def finish(self) -> None:
         if self.wrote:
-            self.file.write("\n")
+            self.file.write(self.masker.flush() + "\n")
             self.file.flush()
 
 
@@ -61,13 +69,16 @@ class MarkdownStream:
         self.status = status = self.console.status("[dim]thinking…[/]", spinner="dots")
         status.start()
 
-    def _lines(self) -> list[str]:
+    def _lines(self, final: bool = True) -> list[str]:
+        text = self.text
+        if not final:  # the last word may be a key still arriving: it is shown once complete, and masked
+            text = text[:max(text.rfind(space) for space in " \n\t\r") + 1]
         buffer = io.StringIO()
         width = max(20, self.console.width - 1)
         render = Console(file=buffer, width=width, force_terminal=self.console.is_terminal,
                          color_system=cast(_ColorSystem | None, self.console.color_system),
                          no_color=self.console.no_color)
-        render.print(Markdown(self.text, code_theme="monokai", inline_code_lexer=None))
+        render.print(Markdown(mask(text), code_theme="monokai", inline_code_lexer=None))
         return buffer.getvalue().splitlines()
 
     def update(self, delta: str) -> None:
@@ -84,7 +95,7 @@ class MarkdownStream:
             self.last_draw = now
 
     def _draw(self, final: bool) -> None:
-        lines = self._lines()
+        lines = self._lines(final)
         stable = len(lines) if final else max(0, len(lines) - LIVE_LINES)
         if stable > self.printed and self.live is not None:
             block = "\n".join(lines[self.printed:stable])

@@ -10,7 +10,9 @@ Slash commands come from `cmd_<name>` methods whose docstring is the help line; 
 (`/rem` is /remember). An unknown or ambiguous command is an error and is never sent to the model. A line that
 starts with `//` is sent as a message starting with `/`.
 
-This object owns the terminal: the session and the memory engine never print.
+This object owns the terminal: the session and the memory engine never print. Nothing it writes carries an API
+key (`coop.secrets.mask`): not the history file (`MaskedFileHistory`), not a notice, an error or a JSON line, nor
+a reply (the streams in render.py mask what they show).
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from coop.chat.render import MarkdownStream, PlainStream
 from coop.errors import CoopError, ExitCode, StoreError, UsageError
 from coop.files import private_file
 from coop.memory.text import iso_time
+from coop.secrets import mask, mask_data
 
 if TYPE_CHECKING:
     from coop.chat.session import ChatSession, TurnResult
@@ -51,6 +54,17 @@ def interactive_terminal(stdin: _Stream | None, stdout: _Stream | None, environ:
         return stdin.isatty() and stdout.isatty()
     except (ValueError, OSError):
         return False
+
+
+def masked_file_history(base: type) -> type:
+    """prompt_toolkit's `FileHistory` that masks each line before it is stored (`coop.secrets.mask`): a key typed
+    at the prompt never reaches the history file. (A function, so prompt_toolkit is imported only when used.)"""
+
+    class MaskedFileHistory(base):  # type: ignore[misc]
+        def store_string(self, string: str) -> None:
+            super().store_string(mask(string))
+
+    return MaskedFileHistory
 
 
 class Repl:
@@ -247,7 +261,7 @@ class Repl:
         return result
 
     def _json(self, data: dict[str, Any]) -> None:
-        self.out.write(json.dumps(data, ensure_ascii=False) + "\n")
+        self.out.write(json.dumps(mask_data(data), ensure_ascii=False) + "\n")
         self.out.flush()
 
     # -- loops --------------------------------------------------------------------------------------------
@@ -283,7 +297,7 @@ class Repl:
         last_interrupt = 0.0
         while self.running:
             for notice in self.session.take_notices():
-                self.console.print(f"[dim]{escape(notice)}[/]")
+                self.console.print(f"[dim]{escape(mask(notice))}[/]")
             try:
                 line = session.prompt("› ")
             except KeyboardInterrupt:
@@ -310,7 +324,7 @@ class Repl:
         def confirm(question: str) -> bool:
             if self._stream is not None:
                 self._stream.finish()
-            shown = "".join(ch if ch.isprintable() else " " for ch in question)
+            shown = "".join(ch if ch.isprintable() else " " for ch in mask(question))
             self.console.print(f"[bold yellow]The model wants to {escape(shown)}.[/]", highlight=False)
             try:
                 answer = asker.prompt("Allow this change to your memory? [y/N] ")
@@ -342,7 +356,7 @@ class Repl:
         history: Any = InMemoryHistory()
         if self.history_path and not self.session.incognito:
             os.close(private_file(self.history_path))  # created, or tightened, 0600 before prompt_toolkit opens it
-            history = FileHistory(self.history_path)
+            history = masked_file_history(FileHistory)(self.history_path)
         completer = WordCompleter(["/" + name for name in self.commands()], sentence=True,
                                   pattern=None, match_middle=False)
         return PromptSession(history=history, completer=completer, key_bindings=bindings,

@@ -23,6 +23,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from coop import llm
+from coop.chat.salience import SALIENCE_SHARE, rank_salient
 from coop.chat.tools import TOOL_SPECS, MemoryTools
 from coop.chat.working import WorkingMemory, retrieval_query
 from coop.errors import CoopError, ErrorKind, ModelError, NotFoundError, UsageError
@@ -149,15 +150,18 @@ class ChatSession:
         shown = self.working.ids(cfg.recency_messages)
         facts: dict[int, Recalled] = {}
         past: dict[tuple[str, int], Recalled] = {}
+        embedder = self.embedder()
+        salient_messages = []
         for item in self.memory.salient(cfg.salience_threshold, limit=50):
             if item.kind == "fact" and item.category == INSTRUCTION:
                 continue  # standing instructions have their own place in the preamble
-            if item.kind == "fact":
+            if item.kind == "fact":  # what the user pinned (/remember, `coop memory add`) stays pinned
                 facts[item.item_id] = Recalled(item, "salience", item.importance or 0.0)
             elif item.item_id not in shown:
-                past[(item.kind, item.item_id)] = Recalled(item, "salience", item.importance or 0.0)
+                salient_messages.append(item)
+        for entry in rank_salient(self.memory, salient_messages, text, embedder, cfg.retention.half_life_days):
+            past[(entry.item.kind, entry.item.item_id)] = entry
         salience_ms = (time.perf_counter() - started) * 1000
-        embedder = self.embedder()
         if has_content(text):
             result, failure = search_or_full_text(self.memory, retrieval_query(text), embedder=embedder, limit=20,
                                                   settings=self.retrieval)
@@ -196,7 +200,7 @@ class ChatSession:
                               instructions=self.memory.active_facts(INSTRUCTION, limit=200), facts=facts, past=past,
                               history=self.working.recent(cfg.recency_messages),
                               anchor=self.working.anchor, new_message=text, context_budget=cfg.context_budget,
-                              memory_fraction=cfg.memory_budget_fraction)
+                              memory_fraction=cfg.memory_budget_fraction, salience_share=SALIENCE_SHARE)
         self.last_recall, self.last_left_out = prompt.recalled, prompt.left_out
         self.tracer.event("prompt", tokens=prompt.tokens, recalled=[r.item.ref for r in prompt.recalled],
                           left_out=len(prompt.left_out), messages=len(prompt.messages))

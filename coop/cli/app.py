@@ -35,7 +35,7 @@ class CoopGroup(TyperGroup):
             from coop import output
 
             if _debug(ctx):
-                traceback.print_exc()
+                _print_traceback()
             output.error(exc)
             raise typer.Exit(int(exc.exit_code)) from None
         except KeyboardInterrupt:
@@ -44,6 +44,14 @@ class CoopGroup(TyperGroup):
         finally:
             if isinstance(ctx.obj, AppContext):
                 ctx.obj.close()
+
+
+def _print_traceback() -> None:
+    """The current exception's traceback on stderr (--debug), with any API key in it masked."""
+    from coop.secrets import mask
+
+    sys.stderr.write(mask(traceback.format_exc()))
+    sys.stderr.flush()
 
 
 def _debug(ctx: Context) -> bool:
@@ -75,6 +83,9 @@ def root(
 ) -> None:
     if user is not None and not user.strip():  # an unset variable in a script must not mean "the default user"
         raise typer.BadParameter("the user id is empty", param_hint="'--user'")
+    from coop.secrets import register_environment
+
+    register_environment()  # every *_API_KEY value is masked in whatever coop writes or prints from here on
     ctx.obj = AppContext(config_path=config, user=user, debug=debug)
 
 
@@ -98,7 +109,7 @@ def main() -> None:
         app(prog_name="coop")
     except Exception as exc:  # SystemExit and KeyboardInterrupt are not Exceptions: they pass
         if "--debug" in sys.argv[1:] or os.environ.get("COOP_DEBUG"):
-            traceback.print_exc()
+            _print_traceback()
         from coop import output
 
         output.error(CoopError(f"unexpected {type(exc).__name__}: {exc}",

@@ -2,7 +2,7 @@
 
 Each check is ok, a warning (coop works, but less well: no chat model yet, vector search on the slow path) or
 an error (something configured is broken). Any error makes the command exit 1. No check prints a secret: the
-API-key check says only whether the variable is set.
+API-key check says only whether the variable is set, and every message and hint is masked (`coop.secrets`).
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ import typer
 from coop import output
 from coop.cli.context import state
 from coop.errors import ConfigError, CoopError, ExitCode
+from coop.secrets import mask, mask_optional
 
 if TYPE_CHECKING:
     from coop.config import Config
@@ -41,6 +42,10 @@ class Check:
     severity: str  # "ok" | "warning" | "error"
     message: str
     hint: str | None = None
+
+    def __post_init__(self) -> None:  # a check prints what it found (names, paths, errors): never a key in them
+        object.__setattr__(self, "message", mask(self.message))
+        object.__setattr__(self, "hint", mask_optional(self.hint))
 
     @property
     def passed(self) -> bool:
@@ -233,11 +238,11 @@ def check(
     json_: Annotated[bool, typer.Option("--json", help="print JSON on stdout")] = False,
 ) -> None:
     """Validate the config, the database, the embedder and the model setup."""
-    from coop.config import load_config, resolve_db_path
+    from coop.config import resolve_db_path
     from coop.memory.storage.database import open_database
 
     app_state = state(ctx)
-    checks = run_checks(lambda: load_config(app_state.config_path),
+    checks = run_checks(app_state.config,  # (which registers the configured key variables' values to mask)
                         lambda c: open_database(resolve_db_path(c), busy_timeout_ms=c.memory.busy_timeout_ms))
     errors = sum(1 for c in checks if c.severity == "error")
     warnings = sum(1 for c in checks if c.severity == "warning")

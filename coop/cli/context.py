@@ -31,8 +31,12 @@ class AppContext:
     def config(self) -> "Config":
         if self._config is None:
             from coop.config import load_config
+            from coop.secrets import register_environment
 
-            self._config = load_config(self.config_path)
+            config = load_config(self.config_path)
+            # the configured key variables' values are masked in whatever this command writes or prints
+            register_environment(names=(config.model.api_key_env, config.memory.embedder.api_key_env))
+            self._config = config
         return self._config
 
     def services(self) -> "Services":

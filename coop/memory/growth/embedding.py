@@ -23,12 +23,13 @@ def embed_pending(memory: UserScope, embedder: Embedder, *, batch_size: int = 64
                   should_stop: Callable[[], bool] = lambda: False) -> int:
     """Embed this user's items that have no vector yet, in batches; returns how many were embedded.
     Items with an error are retried on a later call (the error is overwritten). `should_stop` is asked before
-    each batch: at exit the chat stops a long backlog between batches, never inside the model (an interpreter
+    each batch after the first: at exit the chat finishes the batch at hand (a turn's new messages) and stops a
+    long backlog between batches, never inside the model (an interpreter
     that exits while onnxruntime runs on another thread aborts with "terminate called", rc 134)."""
     done = 0
     for kind in kinds:
         last_id = 0
-        while (limit is None or done < limit) and not should_stop():
+        while (limit is None or done < limit) and not (done and should_stop()):  # at least one batch
             take = batch_size if limit is None else min(batch_size, limit - done)
             rows = vectors.pending_items(memory, kind, after_id=last_id, limit=take)
             if not rows:

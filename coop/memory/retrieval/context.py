@@ -83,9 +83,12 @@ def past_line(item: Item) -> str:
 def build_prompt(*, preamble: str, instructions: Sequence[Item] = (), facts: Sequence[Recalled] = (),
                  past: Sequence[Recalled] = (), history: Sequence[HistoryMessage] = (),
                  anchor: HistoryMessage | None = None, new_message: str, context_budget: int,
-                 memory_fraction: float) -> Prompt:
+                 memory_fraction: float, salience_share: float = 1.0) -> Prompt:
+    """The prompt. Past items recalled by salience (not asked for by this turn) take at most `salience_share`
+    of the memory budget, so they never crowd out what the turn is about."""
     memory_budget = int(context_budget * memory_fraction)
-    used_memory = 0
+    salience_budget = int(memory_budget * salience_share)
+    used_memory = used_salience = 0
     recalled: list[Recalled] = []
     left_out: list[Recalled] = []
     fact_lines: list[str] = []
@@ -102,10 +105,12 @@ def build_prompt(*, preamble: str, instructions: Sequence[Item] = (), facts: Seq
     for entry in past:
         line = past_line(entry.item)
         cost = estimate_tokens(line)
-        if used_memory + cost <= memory_budget:
+        salient = entry.reason == "salience"
+        if used_memory + cost <= memory_budget and (not salient or used_salience + cost <= salience_budget):
             past_lines.append(line)
             recalled.append(entry)
             used_memory += cost
+            used_salience += cost if salient else 0
         else:
             left_out.append(entry)
 

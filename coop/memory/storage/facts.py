@@ -5,7 +5,8 @@ kept with `superseded_by` / `superseded_at`, and every change is written to `fac
 The fact pipeline (growth/reconcile.py), consolidation, the model's tools and the importer decide *what* to
 write; the statements that do it are here, so the rules (one active fact per key, the history row, fresh ids,
 vectors dropped when a text changes) hold for every writer alike. `forget` (store.py) is the one exception
-the user asks for: it deletes the row and scrubs its history through `scrub_history`.
+the user asks for: it deletes the row and scrubs its history through `scrub_history`. Every text written here
+(value, category, key, history values and reasons) is masked first (`coop.secrets.mask`): no API key is stored.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from coop.memory.storage.items import FACT_SOURCES, MAX_CATEGORY_CHARS, MAX_FACT
 from coop.memory.storage.reads import Reads
 from coop.memory.storage.scope import fresh_id_sql
 from coop.memory.text import check_text, content_hash
+from coop.secrets import mask, mask_optional
 
 
 @dataclass(frozen=True)
@@ -36,11 +38,11 @@ class FactFields:
     def checked(cls, value: str, *, category: str | None = "general", key: str | None = None,
                 importance: float = 0.5, source: str = "user") -> "FactFields":
         """Reject what cannot be stored (empty, not UTF-8, too long, unknown source, importance out of range);
-        categories and keys are trimmed and lower-cased, an empty one is the default."""
-        value = check_text(value, "fact", MAX_FACT_CHARS).strip()
-        category = check_text(category, "category", MAX_CATEGORY_CHARS).strip().lower() \
+        categories and keys are trimmed and lower-cased, an empty one is the default; any API key is masked."""
+        value = mask(check_text(value, "fact", MAX_FACT_CHARS).strip())
+        category = mask(check_text(category, "category", MAX_CATEGORY_CHARS).strip()).lower() \
             if category and category.strip() else "general"
-        key = check_text(key, "key", MAX_KEY_CHARS).strip().lower() if key and key.strip() else None
+        key = mask(check_text(key, "key", MAX_KEY_CHARS).strip()).lower() if key and key.strip() else None
         if source not in FACT_SOURCES:
             raise UsageError(f"unknown fact source {source!r}", hint="use one of: " + ", ".join(FACT_SOURCES))
         if not 0.0 <= importance <= 1.0:
@@ -125,7 +127,7 @@ class FactRecords(Reads):
     def update_fact_value(self, fact_id: int, value: str, *, reason: str) -> None:
         """Rewrite a fact's text in place (UPDATE: a refinement of the same fact); the old text stays in history.
         Its vectors are dropped so it is embedded again."""
-        value = check_text(value, "fact", MAX_FACT_CHARS).strip()
+        value = mask(check_text(value, "fact", MAX_FACT_CHARS).strip())
         old = self.get("fact", fact_id)
         now = time.time()
         with self.db.atomic():
@@ -188,7 +190,8 @@ class FactRecords(Reads):
                        at: float, related: int | None = None) -> None:
         self.db.execute("INSERT INTO fact_history (user_id, fact_id, action, old_value, new_value, related_fact_id, "
                         "reason, created_at) VALUES (?,?,?,?,?,?,?,?)",
-                        (self.user_id, fact_id, action, old, new, related, reason, at))
+                        (self.user_id, fact_id, action, mask_optional(old), mask_optional(new), related,
+                         mask_optional(reason), at))
 
     def scrub_history(self, fact_id: int, text: str, *, reason: str, at: float) -> None:
         """A forgotten fact's history keeps that it changed, never what it said; the FORGET row closes it. Other

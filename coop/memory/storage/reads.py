@@ -21,6 +21,7 @@ from coop.memory.storage.items import (
 )
 from coop.memory.storage.scope import UserScope
 from coop.memory.text import content_hash
+from coop.secrets import mask
 
 
 class Reads(UserScope):
@@ -55,7 +56,7 @@ class Reads(UserScope):
         """The active fact with this category and normalised text, if any."""
         row = self.db.one(f"SELECT {FACT_COLUMNS} FROM facts WHERE user_id = ? AND category = ? "
                           f"AND content_hash = ? AND {ACTIVE_FACT} ORDER BY id LIMIT 1",
-                          (self.user_id, category.strip().lower(), content_hash(value)))
+                          (self.user_id, category.strip().lower(), content_hash(mask(value))))  # stored masked
         return fact_item(row) if row else None
 
     def facts_with_hash(self, category: str, digest: str) -> list[Item]:
@@ -88,7 +89,7 @@ class Reads(UserScope):
     def was_forgotten(self, text: str) -> bool:
         """True when the user forgot an item with this (normalised) text: extraction must not bring it back."""
         return self.db.scalar("SELECT 1 FROM forgotten WHERE user_id = ? AND content_hash = ?",
-                              (self.user_id, content_hash(text))) is not None
+                              (self.user_id, content_hash(mask(text)))) is not None  # stored masked
 
     def list_items(self, kind: str | None = None, *, limit: int = 50, include_inactive: bool = False) -> list[Item]:
         """The newest items first; facts are the active ones unless `include_inactive`."""

@@ -10,6 +10,10 @@ the row, its full-text entry and its vectors; every history row that held the te
 content-free record (kind, id, hash, time) remains, so extraction can tell it must not re-create the item.
 The text does not linger in the file either: deleted rows are zeroed (`secure_delete`), the full-text indexes
 drop its postings and are merged, and the write-ahead log is checkpointed.
+
+No API key is ever written: every text these methods and facts.py store (messages and their tool calls, session
+titles, summaries, facts, their history and reasons) is masked first (`coop.secrets.mask`), so the chat, the
+extraction, consolidation, the model's tools and the importer are all covered here.
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ from coop.memory.storage.facts import FactRecords
 from coop.memory.storage.items import MAX_MESSAGE_CHARS, MAX_USER_ID_CHARS, ROLES
 from coop.memory.storage.scope import fresh_id_sql
 from coop.memory.text import check_text, content_hash, estimate_tokens
+from coop.secrets import mask, mask_optional
 
 
 def check_user_id(user_id: str) -> str:
@@ -66,13 +71,19 @@ class UserMemory(FactRecords):
                     return existing
             self.db.execute("INSERT INTO sessions (user_id, title, started_at, ended_at, last_activity_at, "
                             "external_id) VALUES (?, ?, ?, ?, ?, ?)",
-                            (self.user_id, title, now, ended_at, last_activity_at or now, external_id))
+                            (self.user_id, mask_optional(title), now, ended_at, last_activity_at or now, external_id))
             return int(self.db.conn.last_insert_rowid())
 
     def session_by_external_id(self, external_id: str) -> int | None:
         found = self.db.scalar("SELECT id FROM sessions WHERE user_id = ? AND external_id = ?",
                                (self.user_id, external_id))
         return None if found is None else int(found)
+
+    def sessions_by_start(self) -> dict[tuple[float, str | None], int]:
+        """This user's sessions by (start, title as stored): how an import recognises a session it already holds
+        when the record carries no source id of it (a coop export read back into the database it came from)."""
+        return {(row[1], row[2]): int(row[0]) for row in self.db.execute(
+            "SELECT id, started_at, title FROM sessions WHERE user_id = ? ORDER BY id DESC", (self.user_id,))}
 
     def sessions(self, limit: int = 20) -> list[dict[str, Any]]:
         """This user's sessions, most recently active first, with their message counts."""
@@ -86,7 +97,7 @@ class UserMemory(FactRecords):
 
     def set_session_title(self, session_id: int, title: str) -> None:
         self.db.execute("UPDATE sessions SET title = ? WHERE id = ? AND user_id = ? AND title IS NULL",
-                        (title[:80], session_id, self.user_id))
+                        (mask(title)[:80], session_id, self.user_id))
 
     def end_session(self, session_id: int, *, at: float | None = None, last_activity_at: float | None = None) -> None:
         """Mark a session ended (at `at`, default now). An imported session keeps the end it already has."""
@@ -113,6 +124,7 @@ class UserMemory(FactRecords):
             raise UsageError(f"unknown message role {role!r}", hint="use one of: " + ", ".join(ROLES))
         if role != "tool" and not tool_calls:  # a tool result, or a call without text, may be empty
             check_text(content, "message", MAX_MESSAGE_CHARS)
+        content, tool_calls = mask(content), mask_optional(tool_calls)
         now = created_at if created_at is not None else time.time()
         with self.db.atomic():
             self.ensure_user()
@@ -138,6 +150,13 @@ class UserMemory(FactRecords):
                                (self.user_id, external_id))
         return None if found is None else int(found)
 
+    def session_message_rows(self, session_id: int | None) -> list[tuple[int, str, float, str]]:
+        """(id, role, created_at, content as stored) of this user's messages in one session (None: outside any),
+        for an import to recognise messages it already holds when their records carry no source id of them."""
+        return [(int(r[0]), r[1], r[2], r[3]) for r in self.db.execute(
+            "SELECT id, role, created_at, content FROM messages WHERE user_id = ? AND session_id IS ?",
+            (self.user_id, session_id))]
+
     def mark_consolidated(self, message_ids: list[int]) -> None:
         """These messages are summarised: consolidation does not take them up again."""
         marks = ",".join("?" * len(message_ids))
@@ -148,7 +167,7 @@ class UserMemory(FactRecords):
 
     def add_summary(self, text: str, *, session_id: int | None = None,
                     span: tuple[int | None, int | None] | None = None, created_at: float | None = None) -> int:
-        check_text(text, "summary", MAX_MESSAGE_CHARS)
+        text = mask(check_text(text, "summary", MAX_MESSAGE_CHARS))
         with self.db.atomic():
             self.ensure_user()
             return int(self.db.scalar(
@@ -159,7 +178,7 @@ class UserMemory(FactRecords):
 
     def has_summary(self, text: str, created_at: float) -> bool:
         return self.db.scalar("SELECT 1 FROM summaries WHERE user_id = ? AND created_at = ? AND text = ?",
-                              (self.user_id, created_at, text)) is not None
+                              (self.user_id, created_at, mask(text))) is not None  # stored masked
 
     # -- forgetting ---------------------------------------------------------------------------------------
 

@@ -27,6 +27,7 @@ from coop.errors import EmbedderError
 from coop.memory.kinds import KINDS, REGISTRY, active_fact
 from coop.memory.storage.connection import Database
 from coop.memory.storage.scope import UserScope
+from coop.secrets import mask
 
 if TYPE_CHECKING:
     import numpy as np
@@ -170,7 +171,7 @@ def pending_items(memory: UserScope, kind: str, *, after_id: int, limit: int) ->
 def record_embedding_error(memory: UserScope, kind: str, item_id: int, message: str) -> None:
     """Keep why an item could not be embedded; it is tried again later (the error is overwritten then)."""
     memory.db.execute(f"UPDATE {REGISTRY[kind].table} SET embedding_error = ? WHERE id = ? AND user_id = ?",
-                      (message, item_id, memory.user_id))
+                      (mask(message), item_id, memory.user_id))
 
 
 def hand_back_for_embedding(memory: UserScope, kind: str, keep_embedder: str, limit: int) -> int:

@@ -22,12 +22,20 @@ Ids are the exporting database's; an import gives rows new ids and maps every re
 a summary's span, a fact's `superseded_by`, its history). Vectors are not exported: they belong to one embedder,
 and the importing side embeds the text with its own. Records land in the user the import is run for, whatever
 user the export came from.
+
+Reading it back adds nothing that is already there: a session or message is recognised by its source id
+(`external_id`), and one without (or with an id an earlier coop import derived) also by what it is: a session
+by its start and title, a message by its session, role, time and text. So an export read back into the database
+it came from, or into one that imported it before, adds nothing. A line longer than 64 MB or nested deeper than
+100 levels (`jsonstream.py`), a time outside 1970..2200 in any time field, or an integer past 64 bits makes
+its record a problem in the report, skipped alone.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from typing import Any, Literal, overload
 
@@ -37,8 +45,11 @@ from coop.memory.storage.facts import FactFields, RestoredFact
 from coop.memory.storage.items import FACT_SOURCES, HISTORY_ACTIONS, MAX_FACT_CHARS, MAX_MESSAGE_CHARS, ROLES
 from coop.memory.storage.store import UserMemory
 from coop.memory.text import content_hash
-from coop.memory.transfer.readers import Problem, Source
-from coop.memory.transfer.report import BATCH, ImportProgress, ImportReport, ProgressCallback
+from coop.memory.transfer.batches import Batches
+from coop.memory.transfer.jsonstream import BadRecord, iter_json_lines
+from coop.memory.transfer.readers import MAX_TIME, MIN_TIME, Problem, Source, short
+from coop.memory.transfer.report import ImportProgress, ImportReport, ProgressCallback
+from coop.secrets import mask, mask_optional
 
 EXPORT_VERSION = 1
 
@@ -46,16 +57,12 @@ EXPORT_VERSION = 1
 def _coop_records(source: Source, report: ImportReport) -> Iterator[tuple[int, dict[str, Any]]]:
     """The records of a coop export after its header, each with its line number; bad lines become problems."""
     header_seen = False
-    for number, line in enumerate(source.text, start=1):
-        if not line.strip():
-            continue
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError as exc:
+    for number, record in iter_json_lines(source.text):
+        if isinstance(record, BadRecord):
             if not header_seen:
-                raise ValueError(f"line {number} is not JSON ({exc.msg}); "
-                                 "a coop export starts with its header") from None
-            report.problems.append(Problem(f"line {number}", f"not JSON ({exc.msg}): skipped"))
+                raise ValueError(f"line {number} is {record.reason.removesuffix(': skipped')}; "
+                                 "a coop export starts with its header")
+            report.problems.append(Problem(f"line {number}", record.reason))
             continue
         if not header_seen:
             if not isinstance(record, dict) or record.get("format") != "coop":
@@ -88,7 +95,22 @@ def _num(record: dict[str, Any], name: str, *, optional: bool = False) -> float 
         return None
     if isinstance(value, bool) or not isinstance(value, (int, float)) or value != value:
         raise _Invalid(f"{name} is not a number")
-    return float(value)
+    try:
+        return float(value)
+    except OverflowError:
+        raise _Invalid(f"{name} is too large a number") from None
+
+
+@overload
+def _time(record: dict[str, Any], name: str, *, optional: Literal[False] = False) -> float: ...
+@overload
+def _time(record: dict[str, Any], name: str, *, optional: bool) -> float | None: ...
+def _time(record: dict[str, Any], name: str, *, optional: bool = False) -> float | None:
+    """A time field: Unix seconds in 1970..2200 (anything else would break every date shown later)."""
+    value = _num(record, name, optional=optional)
+    if value is not None and not MIN_TIME <= value <= MAX_TIME:
+        raise _Invalid(f"{name} is not a time in 1970..2200")
+    return value
 
 
 @overload
@@ -101,6 +123,8 @@ def _int(record: dict[str, Any], name: str, *, optional: bool = False) -> int | 
         return None
     if isinstance(value, bool) or not isinstance(value, int):
         raise _Invalid(f"{name} is not an integer")
+    if not -(2**63) <= value < 2**63:
+        raise _Invalid(f"{name} is larger than 64 bits")
     return value
 
 
@@ -121,7 +145,19 @@ def _str(record: dict[str, Any], name: str, *, optional: bool = False, limit: in
 
 
 def _derived_id(*parts: object) -> str:
-    return "coop:" + hashlib.sha1(json.dumps(parts, default=str).encode("utf-8")).hexdigest()[:24]
+    return "coop:" + hashlib.sha1(json.dumps(parts, default=str).encode("utf-8", "surrogatepass")).hexdigest()[:24]
+
+
+def _digest(text: str) -> str:
+    return hashlib.sha1(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def _unsourced(external: str | None) -> bool:
+    """A record without a source id of its own (none, or one a coop import derived): recognised by content."""
+    return external is None or external.startswith("coop:")
+
+
+_CACHED_SESSIONS = 4
 
 
 class _CoopImport:
@@ -135,20 +171,43 @@ class _CoopImport:
         self.facts: dict[int, int] = {}
         self.new_facts: set[int] = set()  # imported now (history is copied only for these)
         self.supersede_links: list[tuple[int, int]] = []
+        self.known_sessions = memory.sessions_by_start()  # before this import wrote anything
+        self.new_sessions: set[int] = set()  # made by this import: nothing in them to recognise
+        self.message_keys: OrderedDict[int | None, dict[tuple[str, float, str], int]] = OrderedDict()
 
     def session(self, record: dict[str, Any]) -> None:
         old_id = _int(record, "id")
-        started = _num(record, "started_at")
-        external = _str(record, "external_id", optional=True, limit=500) or _derived_id("s", old_id, started)
+        started = _time(record, "started_at")
+        title = _str(record, "title", optional=True, limit=1000)
+        ended = _time(record, "ended_at", optional=True)
+        last_activity = _time(record, "last_activity_at", optional=True)
+        own = _str(record, "external_id", optional=True, limit=500)
+        external = own or _derived_id("s", old_id, started)
         existing = self.memory.session_by_external_id(external)
+        if existing is None and _unsourced(own):
+            existing = self.known_sessions.get((started, title), self.known_sessions.get((started,
+                                                                                          mask_optional(title))))
         if existing is not None:
             self.sessions[old_id] = existing
             return
-        self.sessions[old_id] = self.memory.start_session(
-            _str(record, "title", optional=True, limit=1000), started_at=started, external_id=external,
-            ended_at=_num(record, "ended_at", optional=True),
-            last_activity_at=_num(record, "last_activity_at", optional=True) or started)
+        new_id = self.memory.start_session(title, started_at=started, external_id=external, ended_at=ended,
+                                           last_activity_at=last_activity or started)
+        self.sessions[old_id] = new_id
+        self.new_sessions.add(new_id)
         self.report.sessions_added += 1
+
+    def _known_message(self, session: int | None, role: str, created: float, content: str) -> int | None:
+        """The message already in `session` with this role, time and text (as stored, masked), if any."""
+        keys = self.message_keys.get(session)
+        if keys is None:
+            keys = {(row_role, row_created, _digest(text)): message_id
+                    for message_id, row_role, row_created, text in self.memory.session_message_rows(session)}
+            self.message_keys[session] = keys
+            if len(self.message_keys) > _CACHED_SESSIONS:
+                self.message_keys.popitem(last=False)
+        else:
+            self.message_keys.move_to_end(session)
+        return keys.get((role, created, _digest(content))) or keys.get((role, created, _digest(mask(content))))
 
     def message(self, record: dict[str, Any]) -> None:
         old_id = _int(record, "id")
@@ -156,19 +215,26 @@ class _CoopImport:
         if role not in ROLES:
             raise _Invalid(f"unknown role {role!r}")
         content = _str(record, "content")
-        created = _num(record, "created_at")
+        created = _time(record, "created_at")
         importance = _num(record, "importance", optional=True)
         importance = 0.5 if importance is None else min(max(importance, 0.0), 1.0)
         old_session = _int(record, "session_id", optional=True)
         session = self.sessions.get(old_session) if old_session is not None else None
-        external = _str(record, "external_id", optional=True, limit=500) or _derived_id("m", old_id, created, role,
-                                                                                        content)
+        own = _str(record, "external_id", optional=True, limit=500)
+        external = own or _derived_id("m", old_id, created, role, content)
+        tool_name = _str(record, "tool_name", optional=True, limit=200)
+        tool_call_id = _str(record, "tool_call_id", optional=True, limit=500)
+        tool_calls = _str(record, "tool_calls", optional=True)
+        consolidated = _time(record, "consolidated_at", optional=True)
+        known = (self._known_message(session, role, created, content)
+                 if _unsourced(own) and session not in self.new_sessions else None)
+        if known is not None:
+            self.messages[old_id] = known
+            self.report.messages_skipped += 1
+            return
         new_id = self.memory.add_message(
             session, role, content, created_at=created, importance=importance, external_id=external,
-            tool_name=_str(record, "tool_name", optional=True, limit=200),
-            tool_call_id=_str(record, "tool_call_id", optional=True, limit=500),
-            tool_calls=_str(record, "tool_calls", optional=True),
-            consolidated_at=_num(record, "consolidated_at", optional=True))
+            tool_name=tool_name, tool_call_id=tool_call_id, tool_calls=tool_calls, consolidated_at=consolidated)
         if new_id is None:
             self.messages[old_id] = self.memory.message_by_external_id(external) or 0
             self.report.messages_skipped += 1
@@ -189,12 +255,12 @@ class _CoopImport:
                                     key=_str(record, "key", optional=True, limit=200),
                                     importance=0.5 if importance is None else min(max(importance, 0.0), 1.0),
                                     source=source)
-        created = _num(record, "created_at")
+        created = _time(record, "created_at")
         restored = RestoredFact(fields, _int(record, "mention_count", optional=True) or 1, created,
-                                _num(record, "updated_at", optional=True) or created,
-                                _num(record, "last_recalled_at", optional=True),
-                                _num(record, "superseded_at", optional=True),
-                                _num(record, "archived_at", optional=True))
+                                _time(record, "updated_at", optional=True) or created,
+                                _time(record, "last_recalled_at", optional=True),
+                                _time(record, "superseded_at", optional=True),
+                                _time(record, "archived_at", optional=True))
         same = self._known(fields, created, restored.active)
         if same is not None:  # already here (this file imported before, or the same fact known already)
             self.facts[old_id] = same
@@ -230,14 +296,14 @@ class _CoopImport:
         related = _int(record, "related_fact_id", optional=True)
         self.memory.record_history(fact_id, action, _str(record, "old_value", optional=True),
                                    _str(record, "new_value", optional=True),
-                                   _str(record, "reason", optional=True, limit=10_000), _num(record, "created_at"),
+                                   _str(record, "reason", optional=True, limit=10_000), _time(record, "created_at"),
                                    related=self.facts.get(related) if related is not None else None)
 
     def summary(self, record: dict[str, Any]) -> None:
         text = _str(record, "text")
         if not text.strip():
             raise _Invalid("text is empty")
-        created = _num(record, "created_at")
+        created = _time(record, "created_at")
         if self.memory.has_summary(text, created):
             return
         old_session, start, end = (_int(record, name, optional=True) for name in
@@ -254,7 +320,7 @@ class _CoopImport:
         digest = _str(record, "content_hash", optional=True, limit=200)
         if digest is not None and self.memory.is_forgotten_hash(kind, digest):
             return
-        self.memory.record_forgotten(kind, digest, _num(record, "forgotten_at"))
+        self.memory.record_forgotten(kind, digest, _time(record, "forgotten_at"))
 
     def finish(self) -> None:
         """Point `superseded_by` at the new ids, now that every fact of the file has one."""
@@ -266,39 +332,33 @@ class _CoopImport:
 
 def import_coop(memory: UserMemory, source: Source, report: ImportReport,
                 progress: ProgressCallback | None) -> None:
-    """Import a coop export into `memory`, in transactions of `BATCH` records; a bad record is skipped alone."""
+    """Import a coop export into `memory`, in bounded transactions (`batches.py`); a bad record is skipped alone."""
     state = _CoopImport(memory, report)
     handlers: dict[str, Callable[[dict[str, Any]], None]] = {
         "session": state.session, "message": state.message, "fact": state.fact, "fact_history": state.history,
         "summary": state.summary, "forgotten": state.forgotten}
-    records = _coop_records(source, report)
-    db = memory.db
-    while True:
-        batch_done = False
-        with db.atomic():
-            for count, (number, record) in enumerate(records, start=1):
-                handler = handlers.get(record.get("type"))  # type: ignore[arg-type]
-                if handler is None:
-                    report.problems.append(Problem(f"line {number}", f"unknown record type {record.get('type')!r}: "
-                                                                     "skipped"))
-                else:
-                    try:
-                        with db.atomic():  # a savepoint: a record that fails leaves nothing behind
-                            handler(record)
-                    except _Invalid as exc:
-                        report.problems.append(Problem(f"line {number}", f"{exc}: skipped"))
-                    except StoreError:
-                        raise  # the database itself failed (disk full, read-only): stop, nothing half-written
-                    except CoopError as exc:
-                        report.problems.append(Problem(f"line {number}", f"{exc.message}: skipped"))
-                if record.get("type") == "session":
-                    report.conversations += 1
-                if count % BATCH == 0:
-                    break
-            else:
-                batch_done = True
-                state.finish()
+
+    def show() -> None:
         if progress is not None:
             progress(ImportProgress(source.position(), source.size, report.conversations, report.messages_added))
-        if batch_done:
-            return
+
+    with Batches(memory.db, on_commit=show) as batches:
+        for number, record in _coop_records(source, report):
+            kind = record.get("type")
+            handler = handlers.get(kind) if isinstance(kind, str) else None
+            if kind == "session":
+                report.conversations += 1
+            if handler is None:
+                report.problems.append(Problem(f"line {number}", f"unknown record type {short(kind, 40)}: skipped"))
+                continue
+            try:
+                with batches.record():  # a savepoint: a record that fails leaves nothing behind
+                    handler(record)
+            except _Invalid as exc:
+                report.problems.append(Problem(f"line {number}", f"{exc}: skipped"))
+            except StoreError:
+                raise  # the database itself failed (disk full, read-only): stop, nothing half-written
+            except CoopError as exc:
+                report.problems.append(Problem(f"line {number}", f"{exc.message}: skipped"))
+        with batches.record():
+            state.finish()

@@ -3,8 +3,9 @@
 Importing is idempotent: messages and sessions carry a source id (`external_id`: the ChatGPT or Claude id, or for
 coop records the original one, or one derived from the record), facts and summaries are recognised by their text
 and creation time, so importing the same file twice adds nothing the second time. Everything is written through
-storage (`UserMemory`), as a chat turn writes it; a malformed record is a problem in the report, and the rest of
-the file is imported.
+storage (`UserMemory`), as a chat turn writes it, in bounded transactions (`batches.py`); a malformed record is a
+problem in the report, and the rest of the file is imported. Only regular files are read (`source.py`), one
+bounded record at a time (`jsonstream.py`).
 """
 
 from __future__ import annotations
@@ -18,16 +19,11 @@ from coop.errors import CoopError, StoreError, UsageError
 from coop.memory.growth.importance import message_importance
 from coop.memory.storage.items import MAX_MESSAGE_CHARS
 from coop.memory.storage.store import UserMemory
+from coop.memory.transfer.batches import Batches
 from coop.memory.transfer.coop_format import import_coop
-from coop.memory.transfer.readers import (
-    FORMATS,
-    ImportedConversation,
-    Problem,
-    Source,
-    detect_format,
-    read_conversations,
-)
+from coop.memory.transfer.readers import FORMATS, ImportedConversation, Problem, read_conversations
 from coop.memory.transfer.report import ImportProgress, ImportReport, ProgressCallback
+from coop.memory.transfer.source import Source, detect_format
 
 
 def import_file(memory: UserMemory, path: Path, fmt: str = "auto", *, importance: ImportanceConfig,
@@ -65,46 +61,61 @@ def import_file(memory: UserMemory, path: Path, fmt: str = "auto", *, importance
 
 def _import_conversations(memory: UserMemory, source: Source, fmt: str, importance: ImportanceConfig,
                           report: ImportReport, progress: ProgressCallback | None, name: str) -> None:
-    for record in read_conversations(source, fmt, name):
-        if isinstance(record, Problem):
-            report.problems.append(record)
-            continue
-        report.conversations += 1
-        try:
-            _store_conversation(memory, record, importance, report, message_importance)
-        except StoreError:
-            raise  # the database itself failed (disk full, read-only): stop; finished conversations stay
-        except CoopError as exc:
-            report.problems.append(Problem(record.where, f"{exc.message}: skipped"))
+    def show() -> None:
         if progress is not None:
             progress(ImportProgress(source.position(), source.size, report.conversations, report.messages_added))
 
+    with Batches(memory.db) as batches:
+        for record in read_conversations(source, fmt, name):
+            if isinstance(record, Problem):
+                report.problems.append(record)
+                continue
+            report.conversations += 1
+            _store_conversation(memory, record, importance, report, message_importance, batches)
+            batches.commit()  # the write lock is never held while the next conversation is read
+            show()
+
 
 def _store_conversation(memory: UserMemory, conversation: ImportedConversation, weights: ImportanceConfig,
-                        report: ImportReport, score: Callable[..., float]) -> None:
-    """One conversation as one session, in one transaction; messages already imported are left alone."""
+                        report: ImportReport, score: Callable[..., float], batches: Batches) -> None:
+    """One conversation as one session, in bounded batches; messages already imported are left alone, and a
+    message that cannot be stored is reported and skipped alone. A failing database (StoreError) stops it."""
     messages = conversation.messages
     if not messages:
         return
-    start = conversation.started_at or messages[0].created_at or time.time()
-    with memory.db.atomic():
-        existed = memory.session_by_external_id(conversation.external_id)
-        session_id = memory.start_session(conversation.title, started_at=start,
-                                          external_id=conversation.external_id)
-        if existed is None:
-            report.sessions_added += 1
-        clock = start
-        for position, message in enumerate(messages):
-            clock = message.created_at or clock
-            if len(message.content) > MAX_MESSAGE_CHARS:
-                report.problems.append(Problem(f"{conversation.where}, message {position + 1}",
-                                               f"longer than {MAX_MESSAGE_CHARS} characters: skipped"))
-                continue
-            added = memory.add_message(session_id, message.role, message.content, created_at=clock,
-                                       importance=score(message.role, message.content, weights),
-                                       external_id=message.external_id, tool_name=message.tool_name)
-            if added is None:
-                report.messages_skipped += 1
-            else:
-                report.messages_added += 1
+    start = conversation.started_at or next((m.created_at for m in messages if m.created_at), None) or time.time()
+    try:
+        with batches.record():
+            existed = memory.session_by_external_id(conversation.external_id)
+            session_id = memory.start_session(conversation.title, started_at=start,
+                                              external_id=conversation.external_id)
+    except StoreError:
+        raise  # the database itself failed (disk full, read-only): stop; committed batches stay
+    except CoopError as exc:
+        report.problems.append(Problem(conversation.where, f"{exc.message}: skipped"))
+        return
+    if existed is None:
+        report.sessions_added += 1
+    clock = start
+    for position, message in enumerate(messages):
+        clock = message.created_at or clock
+        where = f"{conversation.where}, message {position + 1}"
+        if len(message.content) > MAX_MESSAGE_CHARS:
+            report.problems.append(Problem(where, f"longer than {MAX_MESSAGE_CHARS:,} characters: skipped"))
+            continue
+        try:
+            with batches.record():
+                added = memory.add_message(session_id, message.role, message.content, created_at=clock,
+                                           importance=score(message.role, message.content, weights),
+                                           external_id=message.external_id, tool_name=message.tool_name)
+        except StoreError:
+            raise
+        except CoopError as exc:
+            report.problems.append(Problem(where, f"{exc.message}: skipped"))
+            continue
+        if added is None:
+            report.messages_skipped += 1
+        else:
+            report.messages_added += 1
+    with batches.record():
         memory.end_session(session_id, at=max(conversation.ended_at or clock, clock), last_activity_at=clock)

@@ -8,8 +8,6 @@ from typing import Any
 
 from coop.memory.transfer.readers import Problem
 
-BATCH = 500  # records per transaction while importing: one commit per batch, not per row
-
 
 @dataclass
 class ImportProgress:
