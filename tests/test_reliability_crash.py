@@ -171,8 +171,10 @@ def test_sigkill_at_random_moments_loses_no_returned_write_and_leaves_a_consiste
     env = {**os.environ, "COOP_HOME": str(coop_home), "COOP_MODEL_NAME": "openai/test-model",
            "COOP_MODEL_API_BASE": openai_server.api_base, "COOP_MEMORY_EMBEDDER_PROVIDER": "hash",
            "COOP_MEMORY_EMBEDDER_DIMS": "64"}
-    result = subprocess.run([sys.executable, "-m", "coop", "chat", "--user", "ana"], input=b"", env=env,
-                            capture_output=True, timeout=120)
+    # one turn, as a person's next session would have: the backlog is embedded while it runs (an exit at once
+    # would leave it, durably, for the start after; the exit waits at most 2 s for background work)
+    result = subprocess.run([sys.executable, "-m", "coop", "chat", "--user", "ana"], input=b"hello again\n",
+                            env=env, capture_output=True, timeout=120)
     assert result.returncode == 0, result.stderr.decode()
     assert backlog("ana") == 0
     assert consistency_problems(db_path) == []
