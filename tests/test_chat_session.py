@@ -10,7 +10,6 @@ import pytest
 from coop.chat.session import ChatSession
 from coop.config import apply_overrides, load_config
 from coop.memory.growth.embedders import HashEmbedder
-from coop.memory.storage.store import MemoryStore
 from coop.trace import Tracer
 
 EMBEDDER = HashEmbedder(64)
@@ -157,11 +156,15 @@ def test_retryable_errors_are_retried_with_backoff(memory, openai_server, retry_
     assert second - first >= 0.1 and third - second >= 0.2  # a backoff before each retry, doubling
 
 
-def test_server_down_and_timeout(memory, openai_server):
+def test_a_server_that_is_down_is_an_error_naming_api_base(memory, openai_server):
     session = make_session(memory, openai_server, overrides={"model.api_base": "http://127.0.0.1:9/v1"})
     down = session.turn("anyone there?")
     assert down.error is not None and "api_base" in (down.error.hint or "") + down.error.message
     assert "APIConnectionError: cannot reach http://127.0.0.1:9/v1" in down.error.message
+
+
+@pytest.mark.slow  # waits out three real 1 s timeouts (the config's shortest)
+def test_a_model_slower_than_the_timeout_is_a_timeout_error(memory, openai_server):
     slow = make_session(memory, openai_server, overrides={"model.timeout_seconds": 1.0})
     openai_server.replies = [{"sleep": 1.5, "content": "late"}] * 3  # every attempt (retries too) outlasts 1 s
     timed_out = slow.turn("hurry")

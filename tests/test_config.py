@@ -9,9 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from coop.config import Config, build_config, env_var_name, iter_keys, load_config, resolve_db_path
 from coop.config_example import example_toml
-from coop.config import (Config, build_config, env_var_name, iter_keys, load_config,
-                         resolve_db_path)
 from coop.errors import ConfigError, ExitCode
 
 REPO = Path(__file__).resolve().parents[1]

@@ -17,12 +17,12 @@ import pytest
 from coop.chat.session import ChatSession
 from coop.config import apply_overrides, load_config
 from coop.memory.growth.consolidate import consolidate, find_spans
-from coop.memory.storage.database import open_database
-from coop.memory.storage.fulltext import fulltext_problems
 from coop.memory.growth.embedders import HashEmbedder
 from coop.memory.growth.reconcile import FactWriter
-from coop.memory.storage.store import MemoryStore
 from coop.memory.growth.worker import BackgroundWorker
+from coop.memory.storage.database import open_database
+from coop.memory.storage.fulltext import fulltext_problems
+from coop.memory.storage.store import MemoryStore
 
 EMBEDDER = HashEmbedder(64)
 SUMMARY = json.dumps({"summary": "Talked about a trip to Kyoto in April with Mia.",
@@ -165,7 +165,12 @@ def test_the_worker_stops_within_its_timeout_even_with_a_job_running(coop_home):
     the exit up. The bound is the same whatever the timeout, so a short one keeps the test quick."""
     worker = BackgroundWorker(str(coop_home / "coop.db"))
     running, release = threading.Event(), threading.Event()
-    worker.submit("slow", lambda db: (running.set(), release.wait(30)))
+
+    def slow_job(db) -> None:
+        running.set()
+        release.wait(30)
+
+    worker.submit("slow", slow_job)
     try:
         assert running.wait(10), "the job never started"
         started = time.monotonic()

@@ -9,10 +9,10 @@ import pytest
 
 from coop.errors import StoreError
 from coop.memory.storage import migrations as dbmod
-from coop.memory.text import fts_text
 from coop.memory.storage.database import open_database
 from coop.memory.storage.fulltext import fulltext_problems, rebuild_fulltext
 from coop.memory.storage.migrations import SCHEMA_VERSION, schema_version
+from coop.memory.text import fts_text
 
 
 def test_pragmas_wal_foreign_keys_busy_timeout(coop_home):
@@ -95,12 +95,11 @@ def test_fts_triggers_follow_insert_update_delete(memory):
 
 
 def test_atomic_rolls_back_everything_inside(memory):
-    with pytest.raises(RuntimeError):
+    with pytest.raises(RuntimeError), memory.db.atomic():
+        memory.add_fact("first fact")
         with memory.db.atomic():
-            memory.add_fact("first fact")
-            with memory.db.atomic():
-                memory.add_fact("second fact")
-            raise RuntimeError("boom")
+            memory.add_fact("second fact")
+        raise RuntimeError("boom")
     assert memory.list_items("fact") == []
 
 

@@ -23,11 +23,11 @@ from coop.errors import CoopError
 from coop.memory.growth.embedders import HashEmbedder
 
 EMBEDDER = HashEmbedder(64)
-# The profile's number of examples (see tests/conftest.py); SOME, for the costlier properties, half of it.
+# The profile's number of examples (see tests/conftest.py); SOME, for the costlier properties (a database
+# transaction or a file import per example), half of it; CLI, for a CLI run per example, two fifths.
 MANY = settings(deadline=None, suppress_health_check=list(HealthCheck))
 SOME = settings(MANY, max_examples=max(10, settings().max_examples // 2))
-# Through the CLI in-process: a share of the profile's examples, with a floor.
-CLI = settings(MANY, max_examples=max(10, settings().max_examples * 4 // 5))
+CLI = settings(MANY, max_examples=max(10, settings().max_examples * 2 // 5))
 
 
 def expect_coop_error(call, *args, **kwargs) -> Any:
@@ -349,7 +349,7 @@ def test_fuzzed_import_files(memory, tmp_path):
     valid = json.dumps([{"uuid": "c1", "name": "t", "chat_messages": [{"uuid": "m1", "sender": "human",
                                                                        "text": "hello"}]}])
 
-    @MANY
+    @SOME
     @example(document=valid, raw=None, fmt="auto", container="json")
     @given(document=documents, raw=st.one_of(st.none(), st.binary(max_size=100)),
            fmt=st.sampled_from(["auto", "auto", "coop", "chatgpt", "claude", "bogus"]),

@@ -9,8 +9,6 @@ import itertools
 import json
 
 import pytest
-
-from coop.memory.retrieval.settings import RetrievalSettings
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -18,7 +16,7 @@ from coop.config import ExtractionConfig, load_config
 from coop.errors import NotFoundError
 from coop.memory.growth.embedders import HashEmbedder
 from coop.memory.growth.reconcile import Candidate, Decision, FactWriter
-from coop.memory.storage.store import MemoryStore
+from coop.memory.retrieval.settings import RetrievalSettings
 
 EMBEDDER = HashEmbedder(384)  # the id the CLI's configured hash embedder has, so its vector leg is live too
 WORDS = ["bees", "lyon", "tea", "cello", "kyoto", "owls", "bread", "chess", "rain", "jazz", "rex", "ines"]
@@ -93,8 +91,8 @@ def own_pairs(refs) -> set[tuple[str, int]]:
 # Each example builds a world of users and walks every path for each of them: a share of the profile's examples
 # (tests/conftest.py), and fewer again through the CLI, where one example is dozens of commands.
 ISOLATION = settings(deadline=None, suppress_health_check=list(HealthCheck),
-                     max_examples=max(10, settings().max_examples * 3 // 5))
-ISOLATION_CLI = settings(ISOLATION, max_examples=max(3, settings().max_examples // 20))
+                     max_examples=max(10, settings().max_examples // 4))
+ISOLATION_CLI = settings(ISOLATION, max_examples=max(2, settings().max_examples // 40))
 
 
 def test_no_library_path_returns_another_users_rows(store, openai_server):
@@ -103,8 +101,8 @@ def test_no_library_path_returns_another_users_rows(store, openai_server):
     from coop.config import apply_overrides
     from coop.memory.growth.consolidate import consolidate
     from coop.memory.retrieval.search import search
-    from coop.memory.transfer.export import export_records
     from coop.memory.storage.vectors import nearest
+    from coop.memory.transfer.export import export_records
 
     config = apply_overrides(load_config(), {"model.name": "openai/test-model",
                                              "model.api_base": openai_server.api_base})

@@ -12,11 +12,11 @@ from coop.chat.session import ChatSession
 from coop.config import apply_overrides, load_config
 from coop.memory.growth.consolidate import apply_retention
 from coop.memory.growth.embedders import HashEmbedder
+from coop.memory.growth.embedding import embed_pending
 from coop.memory.growth.extract import model_decider, parse_facts
 from coop.memory.growth.importance import message_importance
 from coop.memory.growth.reconcile import Candidate, Decision, FactWriter, content_words, is_unsafe_instruction
 from coop.memory.retrieval.search import search
-from coop.memory.growth.embedding import embed_pending
 
 EMBEDDER = HashEmbedder(64)
 

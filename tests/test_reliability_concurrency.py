@@ -11,15 +11,15 @@ import threading
 import time
 
 import pytest
-
 from _integrity import consistency_problems
+
 from coop.config import apply_overrides, load_config
 from coop.memory.growth.consolidate import consolidate
-from coop.memory.storage.database import open_database
 from coop.memory.growth.embedders import HashEmbedder
 from coop.memory.growth.reconcile import FactWriter
-from coop.memory.storage.store import MemoryStore
 from coop.memory.growth.worker import BackgroundWorker
+from coop.memory.storage.database import open_database
+from coop.memory.storage.store import MemoryStore
 
 EMBEDDER = HashEmbedder(64)
 
@@ -149,7 +149,7 @@ def test_threads_with_their_own_connections_and_the_consolidation_worker(coop_ho
                     from coop.memory.growth.reconcile import Candidate
 
                     fact_writer.write(Candidate(f"writer {number} likes number {i}", source="user"))
-        except BaseException as exc:  # noqa: BLE001 - reported below
+        except BaseException as exc:
             errors.append(exc)
         finally:
             db.close()
@@ -219,7 +219,7 @@ def test_the_first_vectors_of_two_processes_at_once(coop_home, monkeypatch):
         db = open_database(path)
         try:
             embedding.embed_pending(MemoryStore(db).user(user), EMBEDDER)
-        except BaseException as exc:  # noqa: BLE001
+        except BaseException as exc:
             errors.append(exc)
         finally:
             db.close()

@@ -17,7 +17,6 @@ import time
 from pathlib import Path
 
 import pytest
-
 from _integrity import consistency_problems, row_ids
 
 pytestmark = pytest.mark.slow

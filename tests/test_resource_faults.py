@@ -12,17 +12,18 @@ import signal
 import subprocess
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
+from _integrity import consistency_problems
 from rich.console import Console
 
-from _integrity import consistency_problems
 from coop.chat.repl import Repl
 from coop.chat.session import ChatSession
 from coop.config import apply_overrides, load_config
-from coop.memory.storage.database import open_database
 from coop.memory.growth.embedders import HashEmbedder
+from coop.memory.storage.database import open_database
 from coop.memory.storage.store import MemoryStore
 
 EMBEDDER = HashEmbedder(64)
@@ -219,19 +220,28 @@ def test_a_read_only_database_reads_refuses_writes_clearly_and_changes_nothing(r
     assert run_coop(["memory", "add", "My dog is called Rex", "--user", "ana"], env).returncode == 0
     make_read_only()
     snapshot = {p.name: p.read_bytes() for p in home.iterdir()}
-    for args in (["memory", "list"], ["memory", "search", "dog"], ["memory", "show", "f1"], ["memory", "stats"],
-                 ["memory", "export"]):
-        result = run_coop([*args, "--user", "ana"], env)
+    reads = (["memory", "list"], ["memory", "search", "dog"], ["memory", "show", "f1"], ["memory", "stats"],
+             ["memory", "export"])
+    writes = (["memory", "add", "I like tea"], ["memory", "forget", "f1", "--yes"])
+    openai_server.replies = ["Your dog is Rex."]
+    # Nothing can change a read-only database, so the runs are independent: they run side by side.
+    with ThreadPoolExecutor(max_workers=3) as pool:
+        chat = pool.submit(run_coop, ["chat", "--user", "ana"], env, b"hello\n")
+        incognito = pool.submit(run_coop, ["chat", "--user", "ana", "--incognito"], env,
+                                b"what is my dog called?\n")
+        read_runs = [pool.submit(run_coop, [*args, "--user", "ana"], env) for args in reads]
+        write_runs = [pool.submit(run_coop, [*args, "--user", "ana"], env) for args in writes]
+    for args, run in zip(reads, read_runs):
+        result = run.result()
         assert result.returncode == 0, (args, result.stderr.decode())
         assert "Rex" in result.stdout.decode() or args[1] == "stats"
-    for args in (["memory", "add", "I like tea"], ["memory", "forget", "f1", "--yes"]):
-        assert_store_error(run_coop([*args, "--user", "ana"], env), "read-only")
-    chat = run_coop(["chat", "--user", "ana"], env, b"hello\n")
-    assert_store_error(chat, "read-only", "--incognito")
-    openai_server.replies = ["Your dog is Rex."]
-    incognito = run_coop(["chat", "--user", "ana", "--incognito"], env, b"what is my dog called?\n")
+    for run in write_runs:
+        assert_store_error(run.result(), "read-only")
+    assert_store_error(chat.result(), "read-only", "--incognito")
+    incognito = incognito.result()
     assert incognito.returncode == 0, incognito.stderr.decode()
     assert incognito.stdout.decode().strip() == "Your dog is Rex."
+    assert len(openai_server.chat_requests()) == 1  # the refused chat asked the model nothing
     assert "My dog is called Rex" in openai_server.system_prompt()  # memory was read
     assert {p.name: p.read_bytes() for p in home.iterdir()} == snapshot
 
@@ -282,6 +292,7 @@ class Locker:
             self.process.wait(timeout=10)
 
 
+@pytest.mark.slow  # a locking process and five coop processes
 @pytest.mark.parametrize("mode", ["normal", "exclusive"])
 def test_a_lock_held_longer_than_the_timeout_is_a_clear_error(coop_home, mode):
     env = coop_env(coop_home, COOP_MEMORY_BUSY_TIMEOUT_MS="300")

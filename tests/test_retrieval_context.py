@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-import time
 from datetime import datetime
 from pathlib import Path
 
@@ -14,11 +13,11 @@ import numpy as np
 import pytest
 
 from coop.config import MemoryConfig
-from coop.memory.storage import migrations as dbmod
-from coop.memory.storage.database import open_database
+from coop.memory.growth.embedding import embed_pending
 from coop.memory.retrieval.search import score_fusion, search
 from coop.memory.retrieval.settings import RetrievalSettings
-from coop.memory.growth.embedding import embed_pending
+from coop.memory.storage import migrations as dbmod
+from coop.memory.storage.database import open_database
 from coop.memory.storage.vectors import similarities, store_vectors
 
 REPO = Path(__file__).resolve().parent.parent

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 from coop.errors import NotFoundError, UsageError
+from coop.memory.growth.embedding import embed_pending
 from coop.memory.kinds import parse_ref
 from coop.memory.text import content_hash, normalise_text
-from coop.memory.growth.embedding import embed_pending
 
 
 def test_exact_duplicate_counts_a_mention(memory):

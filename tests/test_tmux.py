@@ -27,11 +27,11 @@ def _wait_for(name: str, text: str, timeout: float = 30.0) -> str:
         screen = _capture(name)
         if text in screen:
             return screen
-        time.sleep(0.2)
+        time.sleep(0.1)
     raise AssertionError(f"{text!r} never appeared; the screen was:\n{screen}")
 
 
-def test_chat_in_a_real_terminal(openai_server, coop_home, tmp_path, run_cli):
+def test_chat_in_a_real_terminal(openai_server, coop_home, tmp_path, run_cli, wait_until):
     run_cli("memory", "add", "My dog is called Pixel", "--user", "tmuxer")
     openai_server.replies = ["Your dog is **Pixel**, a good dog.\n\n```python\nprint('woof')\n```\n"]
     name = f"coop-test-{os.getpid()}"
@@ -50,10 +50,9 @@ def test_chat_in_a_real_terminal(openai_server, coop_home, tmp_path, run_cli):
         assert "dog is Pixel" in screen and "**" not in screen  # rendered markdown, not raw
         assert "print('woof')" in screen
         subprocess.run(["tmux", "send-keys", "-t", name, "C-d"], check=True)
-        deadline = time.monotonic() + 15
-        while not done.exists() and time.monotonic() < deadline:
-            time.sleep(0.2)
-        assert done.read_text().strip() == "0"
+        code = wait_until(lambda: done.exists() and done.read_text().strip(), timeout=30,
+                          message="coop chat to exit")
+        assert code == "0"
     finally:
         subprocess.run(["tmux", "kill-session", "-t", name], capture_output=True)
     system = openai_server.system_prompt()

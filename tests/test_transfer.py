@@ -13,14 +13,15 @@ import json
 import os
 import stat
 import zipfile
+from datetime import UTC
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from coop.memory.storage.database import open_database
-from coop.memory.transfer.readers import iter_json_array
 from coop.memory.storage.store import MemoryStore
+from coop.memory.transfer.readers import iter_json_array
 
 # -- building export files --------------------------------------------------------------------------------------
 
@@ -217,9 +218,9 @@ def test_claude_import_with_content_blocks_attachments_and_odd_messages(tmp_path
 
 
 def output_time(ts: float) -> str:
-    from datetime import datetime, timezone
+    from datetime import datetime
 
-    return datetime.fromtimestamp(ts, timezone.utc).strftime("%Y-%m-%dT%H:%M:%S")
+    return datetime.fromtimestamp(ts, UTC).strftime("%Y-%m-%dT%H:%M:%S")
 
 
 def test_a_zip_archive_is_read_in_place(tmp_path, run_cli):
@@ -481,8 +482,8 @@ def test_reembed_after_switching_embedder(tmp_path, run_cli, coop_home, monkeypa
 
 def test_an_interrupted_reembed_keeps_old_vectors_and_resumes(memory, hash_embedder):
     from coop.memory.growth.embedders import HashEmbedder
-    from coop.memory.transfer.reembed import reembed
     from coop.memory.growth.embedding import embed_pending
+    from coop.memory.transfer.reembed import reembed
 
     session = memory.start_session("s")
     for number in range(30):

@@ -7,10 +7,10 @@ import numpy as np
 import pytest
 
 from coop.errors import EmbedderError
-from coop.memory.storage.database import open_database
 from coop.memory.growth.embedders import HashEmbedder
-from coop.memory.storage.store import MemoryStore
 from coop.memory.growth.embedding import embed_pending
+from coop.memory.storage.database import open_database
+from coop.memory.storage.store import MemoryStore
 from coop.memory.storage.vectors import index_status, nearest, rebuild_index
 
 

@@ -6,6 +6,7 @@ inside commands, so `coop --help` stays fast.
 
 from __future__ import annotations
 
+import gc
 import os
 import sys
 import traceback
@@ -115,3 +116,7 @@ def main() -> None:
         output.error(CoopError(f"unexpected {type(exc).__name__}: {exc}",
                                hint="this is a bug in coop: run again with --debug for the traceback and report it"))
         sys.exit(int(ExitCode.ERROR))
+    finally:
+        # Everything is done: moving the objects litellm and the model left to the permanent generation spares
+        # the interpreter's shutdown collection from walking them (1.3 s at exit after a chat, 0.07 s with it).
+        gc.freeze()

@@ -103,7 +103,8 @@ def import_(
     skipped = report.messages_skipped + report.facts_skipped
     output.out().print(f"imported {', '.join(parts)} from {report.format} export for {memory.user_id}"
                        + (f"; {skipped:,} already there" if skipped else "")
-                       + (f"; {len(report.problems):,} records skipped" if report.problems else ""),
+                       + (f"; {len(report.problems):,} problem{'s' if len(report.problems) != 1 else ''} "
+                          "(see above)" if report.problems else ""),
                        markup=False, highlight=False)
 
 

@@ -85,7 +85,7 @@ def _store_conversation(memory: UserMemory, conversation: ImportedConversation, 
         return
     start = conversation.started_at or next((m.created_at for m in messages if m.created_at), None) or time.time()
     try:
-        with batches.record():
+        with batches.record(savepoint=False):  # one atomic call
             existed = memory.session_by_external_id(conversation.external_id)
             session_id = memory.start_session(conversation.title, started_at=start,
                                               external_id=conversation.external_id)
@@ -104,7 +104,7 @@ def _store_conversation(memory: UserMemory, conversation: ImportedConversation, 
             report.problems.append(Problem(where, f"longer than {MAX_MESSAGE_CHARS:,} characters: skipped"))
             continue
         try:
-            with batches.record():
+            with batches.record(savepoint=False):  # add_message is atomic
                 added = memory.add_message(session_id, message.role, message.content, created_at=clock,
                                            importance=score(message.role, message.content, weights),
                                            external_id=message.external_id, tool_name=message.tool_name)
@@ -117,5 +117,5 @@ def _store_conversation(memory: UserMemory, conversation: ImportedConversation, 
             report.messages_skipped += 1
         else:
             report.messages_added += 1
-    with batches.record():
+    with batches.record(savepoint=False):  # one statement
         memory.end_session(session_id, at=max(conversation.ended_at or clock, clock), last_activity_at=clock)

@@ -1,9 +1,11 @@
 """Streamed JSON with limits: the elements of a top-level array (ChatGPT and Claude exports) and the lines of a
 JSON Lines file (coop exports), one bounded record at a time.
 
-A scanner finds where each array element ends before anything is decoded: it follows strings (with their
-escapes) and brackets through the text, one regular-expression step per string or bracket, in chunks, keeping
-only the current element's text. Each element is then decoded once with `json.loads`. So:
+An element that lies whole in the chunk at hand is decoded at once (`raw_decode`, the common case: most
+conversations are far smaller than the 1 MB chunks). Any other (cut by the chunk's end, invalid, very deep) goes
+to a scanner that finds where it ends before anything is decoded: it follows strings (with their escapes) and
+brackets through the text, one regular-expression step per string or bracket, chunk after chunk, keeping only
+this element's text, which is then decoded once. So:
 
 - memory holds at most one record (`MAX_RECORD_CHARS`) plus one chunk, whatever the file holds: a record that
   grows past the limit stops being kept and is skipped to its end (a 1.5 GB string, or gigabytes of junk inside
@@ -34,6 +36,7 @@ _STRING_REST = re.compile(r'(?:[^"\\]++|\\.)*+', re.DOTALL)  # inside a string: 
 _BETWEEN = re.compile(r"[\s,]*+")  # between elements: white space and commas
 _SCALAR = re.compile(r"[^\s,\]]*+")  # a number, true, false or null at the top level
 _SCALAR_START = frozenset("-0123456789tfn")
+_DECODER = json.JSONDecoder()
 
 
 @dataclass(frozen=True)
@@ -168,6 +171,15 @@ def iter_json_array(stream: IO[str], chunk_size: int = CHUNK_CHARS) -> Iterator[
             first = buffer[position]
             if first == "]":
                 return
+            if first in '[{"':  # the common case first: an element whole in the buffer, decoded in one pass
+                try:
+                    value, end = _DECODER.raw_decode(buffer, position)
+                except (json.JSONDecodeError, RecursionError):
+                    pass  # cut by the chunk's end, invalid, or very deep: the scanner finds its end
+                else:
+                    position = end
+                    yield BadRecord(too_deep_reason()) if _deeper_than(value, MAX_DEPTH) else value
+                    continue
             if first in "[{":
                 element = _Element("container")
             elif first == '"':
@@ -187,6 +199,21 @@ def iter_json_array(stream: IO[str], chunk_size: int = CHUNK_CHARS) -> Iterator[
         position = stop
         finished, element = element, None
         yield finished.result()
+
+
+def _deeper_than(value: Any, limit: int) -> bool:
+    """Whether a decoded value nests containers more than `limit` deep (walked level by level, no recursion)."""
+    level = [value] if isinstance(value, (dict, list)) else []
+    depth = 0
+    while level:
+        depth += 1
+        if depth > limit:
+            return True
+        below: list[Any] = []
+        for item in level:
+            below.extend(v for v in (item.values() if isinstance(item, dict) else item) if isinstance(v, (dict, list)))
+        level = below
+    return False
 
 
 def depth_of(text: str) -> int:
