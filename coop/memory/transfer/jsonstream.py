@@ -10,7 +10,8 @@ this element's text, which is then decoded once. So:
 - memory holds at most one record (`MAX_RECORD_CHARS`) plus one chunk, whatever the file holds: a record that
   grows past the limit stops being kept and is skipped to its end (a 1.5 GB string, or gigabytes of junk inside
   an element, are read through, never held);
-- a record nested deeper than `MAX_DEPTH` is skipped to its end without being decoded (no RecursionError);
+- a record nested deeper than `MAX_DEPTH` is skipped (one nested past what Python can decode is never decoded:
+  no RecursionError);
 - a record that is not valid JSON but closes its brackets is skipped alone; the rest of the file is read.
 
 A bad record is yielded as `BadRecord` (why), for the caller to report with where it is. Only a break in the
@@ -177,8 +178,11 @@ def iter_json_array(stream: IO[str], chunk_size: int = CHUNK_CHARS) -> Iterator[
                 except (json.JSONDecodeError, RecursionError):
                     pass  # cut by the chunk's end, invalid, or very deep: the scanner finds its end
                 else:
-                    position = end
-                    yield BadRecord(too_deep_reason()) if _deeper_than(value, MAX_DEPTH) else value
+                    size, position = end - position, end
+                    if size > MAX_RECORD_CHARS:  # only when the limit is below the chunk size
+                        yield BadRecord(too_large_reason())
+                    else:
+                        yield BadRecord(too_deep_reason()) if _deeper_than(value, MAX_DEPTH) else value
                     continue
             if first in "[{":
                 element = _Element("container")
@@ -229,15 +233,24 @@ def iter_json_lines(stream: IO[str]) -> Iterator[tuple[int, Any]]:
     held."""
     number = 0
     while True:
-        line = stream.readline(MAX_RECORD_CHARS + 1)
-        if not line:
+        pieces: list[str] | None = []
+        size = 0
+        while True:  # one line, a chunk at a time: past the limit its text is no longer kept
+            part = stream.readline(CHUNK_CHARS)
+            size += len(part)
+            if pieces is not None and size > MAX_RECORD_CHARS:
+                pieces = None
+            elif pieces is not None:
+                pieces.append(part)
+            if not part or part.endswith("\n"):
+                break
+        if size == 0:
             return
         number += 1
-        if len(line) > MAX_RECORD_CHARS:
-            while line and not line.endswith("\n"):
-                line = stream.readline(CHUNK_CHARS)
+        if pieces is None:
             yield number, BadRecord(too_large_reason())
             continue
+        line = pieces[0] if len(pieces) == 1 else "".join(pieces)
         if not line.strip():
             continue
         if line.count("[") + line.count("{") > MAX_DEPTH and depth_of(line) > MAX_DEPTH:
