@@ -109,6 +109,12 @@ class Database:
         self.conn.close()
 
 
+def not_a_database(path: str) -> StoreError:
+    """The file at `path` is no SQLite database, or its header is damaged (on open or on the first read)."""
+    return StoreError(f"{path} is not a coop database (or it is corrupted)",
+                      hint="move it aside and run again, or point memory.db_path elsewhere")
+
+
 def _not_utf8() -> UsageError:
     """Text with lone surrogates (undecodable bytes smuggled into a str) cannot be stored or looked up."""
     return UsageError("the text is not valid UTF-8", hint="convert the input to UTF-8 (e.g. with iconv)")
@@ -230,8 +236,7 @@ def connect(path: str, *, busy_timeout_ms: int = 5000) -> Database:
         # function (numargs=1) cannot match it.
         conn.create_scalar_function("coop_fts", fts_text, 1, deterministic=True)  # type: ignore[arg-type]
     except apsw.NotADBError:
-        raise StoreError(f"{path} is not a coop database (or it is corrupted)",
-                         hint="move it aside and run again, or point memory.db_path elsewhere") from None
+        raise not_a_database(path) from None
     except apsw.CantOpenError:
         raise StoreError(f"cannot open the database {path}",
                          hint="check that its directory exists and is writable") from None

@@ -9,7 +9,7 @@ from __future__ import annotations
 import apsw
 
 from coop.errors import StoreError
-from coop.memory.storage.connection import Database, connect
+from coop.memory.storage.connection import Database, connect, not_a_database
 from coop.memory.storage.migrations import apply_migrations
 
 __all__ = ["Database", "open_database"]
@@ -26,8 +26,7 @@ def open_database(path: str, *, busy_timeout_ms: int = 5000, migrate: bool = Tru
         try:
             apply_migrations(db)
         except apsw.NotADBError:
-            raise StoreError(f"{path} is not a coop database (or it is corrupted)",
-                             hint="move it aside and run again, or point memory.db_path elsewhere") from None
+            raise not_a_database(path) from None
         except apsw.CorruptError:
             raise StoreError(f"the database {path} is corrupted",
                              hint="restore a backup, or move it aside and start again") from None
