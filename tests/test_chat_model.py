@@ -3,6 +3,8 @@ litellm's retries wait through an injectable sleep. The turn is driven in-proces
 
 from __future__ import annotations
 
+import datetime
+
 import pytest
 from scripted_model import ScriptedModel
 
@@ -13,6 +15,10 @@ from coop.errors import ErrorKind, ModelError
 from coop.memory.growth.embedders import HashEmbedder
 
 EMBEDDER = HashEmbedder(64)
+
+
+FACTS = "Known about the user (id, since when):\n"
+TODAY = datetime.date.today().isoformat()
 
 
 def session_with(memory, model: ScriptedModel, **overrides) -> ChatSession:
@@ -26,7 +32,7 @@ def test_a_session_streams_from_the_model_it_was_given_with_memory_in_the_prompt
     chat = session_with(memory, model)
     result = chat.turn("what should I cook for guests?")
     assert result.error is None and result.reply == "Skip the satay."
-    assert "Known about the user:\n- The user is allergic to peanuts" in model.system_prompt()
+    assert f"{FACTS}- f1 (since {TODAY}): The user is allergic to peanuts" in model.system_prompt()
     assert model.requests[0]["messages"][-1] == {"role": "user", "content": "what should I cook for guests?"}
     assert model.requests[0]["tools"]  # memory tools are offered by default
     assert [m.text for m in memory.recent_messages(chat.session_id, 5)] == [
@@ -209,4 +215,4 @@ def test_salient_messages_are_deduplicated_ranked_and_bounded(memory, hash_embed
     from coop.memory.retrieval.context import past_line
     from coop.memory.text import estimate_tokens
 
-    assert sum(estimate_tokens(past_line(r.item)) for r in salient) <= prompt.tokens["memory_budget"] // 4
+    assert sum(estimate_tokens(past_line(r)) for r in salient) <= prompt.tokens["memory_budget"] // 4

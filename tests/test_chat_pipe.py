@@ -33,7 +33,7 @@ def test_echo_into_coop_chat_prints_the_reply_and_exits_0(openai_server, chat_en
     assert result.stdout.decode().strip() == "You are Sam, and you live in **Lyon**."
     [request] = openai_server.chat_requests()
     system = request["messages"][0]["content"]
-    assert "Known about the user:\n- My name is Sam and I live in Lyon" in system
+    assert "): the user said “My name is Sam and I live in Lyon”" in system
     assert request["messages"][-1] == {"role": "user", "content": "what do you know about me?"}
     assert request["model"] == "test-model" and request["stream"] is True
 

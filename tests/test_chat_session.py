@@ -40,7 +40,7 @@ def test_a_fact_from_session_1_is_in_session_2s_known_facts(memory, openai_serve
     assert second.session_id != first.session_id
     second.turn("what snacks should I buy?")
     system = openai_server.system_prompt(-1)
-    assert "Known about the user:\n- I am allergic to peanuts" in system
+    assert "): the user said “I am allergic to peanuts”" in system
     messages = openai_server.chat_requests()[-1]["messages"]
     assert [m["role"] for m in messages] == ["system", "user"]  # session 1's conversation is not history here
 
@@ -75,7 +75,7 @@ def test_prompt_order_preamble_facts_past_history_new_message(memory, openai_ser
     system = messages[0]["content"]
     assert system.startswith("You are coop")
     heads = sections(system)
-    assert heads.index("Known about the user:") < heads.index(
+    assert heads.index("Known about the user (id, since when):") < heads.index(
         "Relevant past conversation (from memory, dated; it may be out of date):")
     assert [(m["role"], m["content"]) for m in messages[1:]] == [
         ("user", "hello"), ("assistant", "fine"), ("user", "how far was my ride to the lake?")]
@@ -89,7 +89,7 @@ def test_memory_budget_holds(memory, openai_server):
     result = session.turn("hi")
     tokens = result.prompt.tokens
     assert tokens["memory"] <= 200 and tokens["memory_budget"] == 200
-    facts_block = openai_server.system_prompt().split("Known about the user:\n", 1)[1]
+    facts_block = openai_server.system_prompt().split("Known about the user (id, since when):\n", 1)[1]
     assert 0 < facts_block.count("\n- ") + 1 < 200
     assert len(result.prompt.left_out) > 0
     assert len(openai_server.system_prompt()) // 4 <= 200 + 150  # preamble plus the memory budget
@@ -110,14 +110,25 @@ def test_history_budget_keeps_the_newest_messages_and_the_anchor(memory, openai_
     assert not any(c.startswith("message 0 ") for c in contents)
 
 
-def test_recency_leg_limits_history_to_the_last_n(memory, openai_server):
-    session = make_session(memory, openai_server, overrides={"memory.recency_messages": 4})
+def test_history_fills_the_budget_not_a_fixed_count(memory, openai_server):
+    """With room, the whole session is history (beyond `recency_messages`); with little room, the newest
+    messages that fit, whole."""
+    roomy = make_session(memory, openai_server, overrides={"memory.recency_messages": 4})
     openai_server.default_reply = "ok"
-    for i in range(6):
-        session.turn(f"turn {i}")
-    roles = [(m["role"], m["content"]) for m in openai_server.chat_requests()[-1]["messages"][1:]]
-    assert roles == [("user", "turn 0"), ("user", "turn 3"), ("assistant", "ok"), ("user", "turn 4"),
-                     ("assistant", "ok"), ("user", "turn 5")]
+    for i in range(8):
+        roomy.turn(f"turn {i}")
+    history = [m["content"] for m in openai_server.chat_requests()[-1]["messages"][1:]]
+    assert history == [x for i in range(7) for x in (f"turn {i}", "ok")] + ["turn 7"]
+
+    tight = make_session(memory, openai_server, overrides={"memory.context_budget": 600,
+                                                           "memory.memory_budget_fraction": 0.1})
+    for i in range(8):
+        tight.turn(f"turn {i} " + "word " * 60)
+    request = openai_server.chat_requests()[-1]
+    history = [m["content"] for m in request["messages"][1:-1]]
+    said = [x for i in range(7) for x in (f"turn {i} " + "word " * 60, "ok")]
+    assert 4 <= len(history) < len(said) and history == said[-len(history):]  # the newest that fit, whole
+    assert sum(len(m["content"]) // 4 + 4 for m in request["messages"]) <= 600 + 60
 
 
 def test_user_message_is_committed_before_the_model_is_called(memory, openai_server):

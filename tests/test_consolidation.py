@@ -88,7 +88,7 @@ def test_long_sessions_are_split_into_spans(memory, openai_server):
     assert [len(s) for s in spans] == [3, 3, 1]
 
 
-@pytest.mark.parametrize("reply", ["no json here", '{"facts": []}', {"status": 500}, '{"summary": ""}'])
+@pytest.mark.parametrize("reply", ["no json here", '{"facts": []}', {"status": 500}, '{"summary": 3}'])
 def test_a_failed_span_stays_unconsolidated_and_is_redone(memory, openai_server, reply):
     ended_session(memory)
     config = make_config(openai_server)
@@ -99,6 +99,24 @@ def test_a_failed_span_stays_unconsolidated_and_is_redone(memory, openai_server,
     assert memory.db.scalar("select count(*) from messages where consolidated_at is not null") == 0
     openai_server.background_replies = [SUMMARY]
     assert run_consolidation(memory, config).spans == 1
+
+
+def test_a_span_with_nothing_worth_summarising_gets_no_summary_and_blocks_nothing(memory, openai_server):
+    """"hi" / "hello!" comes back with an empty summary: the span is done (not failed, not retried), and the
+    next run reaches the spans behind it."""
+    trivial = ended_session(memory, texts=["hi", "hello!"])
+    ended_session(memory, texts=["I adopted a cat named Miso", "Lovely name!"])
+    config = make_config(openai_server, **{"memory.consolidation.max_spans_per_run": 1})
+    openai_server.background_replies = ['{"summary": "", "facts": []}']
+    first = run_consolidation(memory, config)
+    assert (first.spans, first.summaries, first.errors) == (1, [], [])
+    assert memory.list_items("summary") == []
+    assert memory.db.scalar("select count(*) from messages where session_id = ? and consolidated_at is null",
+                            (trivial,)) == 0
+    openai_server.background_replies = [SUMMARY]
+    second = run_consolidation(memory, config)
+    assert second.spans == 1 and len(second.summaries) == 1
+    assert len(openai_server.requests) == 2  # the trivial span was not asked about again
 
 
 @pytest.mark.slow  # a crash trial: a process (that imports litellm) killed mid-transaction

@@ -188,6 +188,7 @@ def test_the_chat_turn_uses_the_configured_fusion(memory, monkeypatch):
     """`recall` passes `[memory]`'s retrieval settings to search: a config with fusion = rrf reaches it."""
     import dataclasses
 
+    from coop.chat import recall as recall_module
     from coop.chat import session as session_module
     from coop.config import Config
 
@@ -197,7 +198,7 @@ def test_the_chat_turn_uses_the_configured_fusion(memory, monkeypatch):
         seen.update(settings.as_dict())
         return search(memory, query, embedder=None, limit=limit, settings=settings), None
 
-    monkeypatch.setattr(session_module, "search_or_full_text", fake)
+    monkeypatch.setattr(recall_module, "search_or_full_text", fake)
     config = Config()
     config = dataclasses.replace(config, memory=dataclasses.replace(config.memory, fusion="rrf", context_weight=0.2))
     chat = session_module.ChatSession(memory, config, embedder=lambda: None, incognito=True)

@@ -135,8 +135,10 @@ def test_in_the_repl_the_users_yes_lets_the_model_forget(repl_for, memory, opena
     repl, screen = repl_for()
     drive(repl, "please tidy up\r" + "y\r" * len(refs) + "\x04")
     assert not remaining(memory) & set(refs)
-    kept = [m for m in memory.list_items("message", limit=100) if m.role == "tool"]
-    assert all(json.loads(m.text).get("forgotten") for m in kept)
+    kept = [json.loads(m.text) for m in memory.list_items("message", limit=100) if m.role == "tool"][::-1]
+    # forgetting the injected fact took the message that stated it along, so the model's last call found nothing
+    assert [out.get("forgotten") for out in kept] == refs[:3] + [None]
+    assert kept[2]["with_it"] == [refs[3]] and "no message" in kept[3]["error"]
     assert memory.history(int(refs[0][1:]))[-1].reason.startswith("forgotten by the model with the user's confirmation")
 
 
@@ -153,7 +155,9 @@ def test_confirmation_can_be_switched_off_in_the_config(memory, openai_server):
     openai_server.replies = [obeying_model(refs)] * 2
     session = make_session(memory, openai_server, **{"chat.confirm_memory_changes": False})
     result = session.turn("please tidy up")
-    assert all(out.get("forgotten") for out in tool_results(result))
+    outputs = tool_results(result)
+    assert [out.get("forgotten") for out in outputs] == refs[:3] + [None]  # the message went with its fact
+    assert outputs[2]["with_it"] == [refs[3]]
     assert not remaining(memory) & set(refs)
 
 

@@ -151,9 +151,8 @@ class Repl:
         if self.session.incognito:
             raise UsageError("incognito: memory is read-only", hint="start coop chat without --incognito")
         kind, number = parse_ref(ref.strip())
-        item = self.session.memory.get(kind, number)
-        self.session.memory.forget(kind, number, reason="/forget in chat")
-        self.say(f"forgot {item.ref}: {' '.join(item.text.split())[:60]}")
+        gone = self.session.forget(kind, number, reason="/forget in chat")
+        self.say(f"{gone.describe()}: {' '.join(gone.item.text.split())[:60]}")
 
     def cmd_history(self, _: str) -> None:
         """Show this session's conversation so far."""

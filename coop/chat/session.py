@@ -23,18 +23,18 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from coop import llm
-from coop.chat.salience import SALIENCE_SHARE, rank_salient
+from coop.chat.recall import Recollection, recall
+from coop.chat.salience import SALIENCE_SHARE
 from coop.chat.tools import TOOL_SPECS, MemoryTools
 from coop.chat.working import WorkingMemory, retrieval_query
 from coop.errors import CoopError, ErrorKind, ModelError, NotFoundError, UsageError
+from coop.memory.growth.forgetting import Forgotten, forget_with_traces
 from coop.memory.growth.importance import message_importance
 from coop.memory.growth.jobs import MemoryJobs
 from coop.memory.growth.reconcile import INSTRUCTION, Candidate, FactWriter
 from coop.memory.growth.worker import failure_notice
 from coop.memory.retrieval.context import HistoryMessage, Prompt, Recalled, build_prompt
-from coop.memory.retrieval.search import SearchResult, search_or_full_text
 from coop.memory.retrieval.settings import RetrievalSettings
-from coop.memory.retrieval.terms import has_content
 from coop.memory.storage.items import MAX_MESSAGE_CHARS
 from coop.memory.text import check_text
 from coop.trace import NO_TRACE, Tracer
@@ -97,7 +97,8 @@ class ChatSession:
         self.last_left_out: list[Recalled] = []
         self.tools_enabled = config.chat.tools
         self.tools = MemoryTools(memory, embedder, self.writer, settings=self.retrieval,
-                                 read_only=incognito, confirm_changes=config.chat.confirm_memory_changes)
+                                 read_only=incognito, confirm_changes=config.chat.confirm_memory_changes,
+                                 on_forget=self._forgotten)
         self.inline_notices: list[str] = []
         self.last_activity = time.monotonic()
         self._idle_ended = False
@@ -143,62 +144,33 @@ class ChatSession:
 
     # -- retrieval --------------------------------------------------------------------------------------------
 
-    def recall(self, text: str) -> tuple[list[Recalled], list[Recalled]]:
-        """Facts and past items for this message: salient ones always, relevant ones above the floor."""
+    def recall(self, text: str) -> Recollection:
+        """What memory this message brings into the prompt (see coop/chat/recall.py)."""
         cfg = self.config.memory
-        started = time.perf_counter()
-        shown = self.working.ids(cfg.recency_messages)
-        facts: dict[int, Recalled] = {}
-        past: dict[tuple[str, int], Recalled] = {}
-        embedder = self.embedder()
-        salient_messages = []
-        for item in self.memory.salient(cfg.salience_threshold, limit=50):
-            if item.kind == "fact" and item.category == INSTRUCTION:
-                continue  # standing instructions have their own place in the preamble
-            if item.kind == "fact":  # what the user pinned (/remember, `coop memory add`) stays pinned
-                facts[item.item_id] = Recalled(item, "salience", item.importance or 0.0)
-            elif item.item_id not in shown:
-                salient_messages.append(item)
-        for entry in rank_salient(self.memory, salient_messages, text, embedder, cfg.retention.half_life_days):
-            past[(entry.item.kind, entry.item.item_id)] = entry
-        salience_ms = (time.perf_counter() - started) * 1000
-        if has_content(text):
-            result, failure = search_or_full_text(self.memory, retrieval_query(text), embedder=embedder, limit=20,
-                                                  settings=self.retrieval)
-        else:  # small talk ("Hello!", "ok thanks"): nothing to recall by relevance
-            result, failure = SearchResult([], {}, {}, embedder is not None), None
-        if failure is not None:  # a remote embedder that fails: this turn recalls by words only
-            self.tracer.event("embedder_failed", error=failure)
+        found = recall(self.memory, text, retrieval_query(text), embedder=self.embedder(), cfg=cfg,
+                       settings=self.retrieval, shown=self.working.ids(cfg.recency_messages),
+                       first_turn=not self.working.messages, session_id=self.session_id)
+        if found.failure is not None:  # a remote embedder that fails: this turn recalls by words only
+            self.tracer.event("embedder_failed", error=found.failure)
             if not self._embedder_failed:
                 self._embedder_failed = True
-                self.inline_notices.append(f"the embedder failed ({failure}); recall uses full-text search until "
-                                           "it works again")
-        for hit in result.hits:
-            if hit.kind == "fact" and hit.item.category == INSTRUCTION:
-                continue
-            if "vector" not in hit.legs and hit.cosine is not None and hit.cosine < cfg.prompt_word_similarity_floor:
-                continue  # found by words alone, and not near enough in meaning to spend the model's attention on
-            if hit.kind == "fact":
-                if hit.item.item_id not in facts:
-                    facts[hit.item.item_id] = Recalled(hit.item, "relevance", hit.score, hit.legs)
-            elif hit.kind == "message" and hit.item.item_id in shown:
-                continue
-            elif (hit.kind, hit.item.item_id) not in past:
-                past[(hit.kind, hit.item.item_id)] = Recalled(hit.item, "relevance", hit.score, hit.legs)
-        ordered_past = sorted(past.values(), key=lambda r: (r.reason != "salience", -r.score))
-        self.tracer.event("retrieval", legs=result.legs, timings_ms={**result.timings_ms, "salience": salience_ms},
-                          vector_used=result.vector_used, facts=len(facts), past=len(ordered_past),
+                self.inline_notices.append(f"the embedder failed ({found.failure}); recall uses full-text search "
+                                           "until it works again")
+        result = found.result
+        self.tracer.event("retrieval", legs=result.legs, timings_ms={**result.timings_ms,
+                                                                     "salience": found.salience_ms},
+                          vector_used=result.vector_used, facts=len(found.facts), past=len(found.past),
                           hits=[{"id": h.ref, "score": round(h.score, 5),
                                  "legs": {k: [v.rank, round(v.score, 4)] for k, v in h.legs.items()}}
                                 for h in result.hits])
-        return list(facts.values()), ordered_past
+        return found
 
     def prepare(self, text: str) -> Prompt:
-        facts, past = self.recall(text)
+        found = self.recall(text)
         cfg = self.config.memory
         prompt = build_prompt(preamble=PREAMBLE.format(today=datetime.now().strftime("%A %d %B %Y")),
-                              instructions=self.memory.active_facts(INSTRUCTION, limit=200), facts=facts, past=past,
-                              history=self.working.recent(cfg.recency_messages),
+                              instructions=self.memory.active_facts(INSTRUCTION, limit=200), facts=found.facts,
+                              past=found.past, previous=found.previous, history=list(self.working.messages),
                               anchor=self.working.anchor, new_message=text, context_budget=cfg.context_budget,
                               memory_fraction=cfg.memory_budget_fraction, salience_share=SALIENCE_SHARE)
         self.last_recall, self.last_left_out = prompt.recalled, prompt.left_out
@@ -278,7 +250,7 @@ class ChatSession:
             self.working.add(HistoryMessage("assistant", reply, result.reply_message_id))
         result.reply = reply
         if user_id is not None:
-            self._after_turn(text, reply)
+            self._after_turn(user_id, result.reply_message_id)
         return result
 
     def _stream(self, model: llm.ChatModel, messages: list[dict[str, Any]],
@@ -339,14 +311,17 @@ class ChatSession:
             log.warning("%s failed: %s", name, exc)
             self.inline_notices.append(failure_notice(name, exc))
 
-    def _after_turn(self, user_text: str | None = None, reply: str = "") -> None:
-        """Embed what the turn added, then extract facts from the exchange: both in the background."""
+    def _after_turn(self, message_id: int | None = None, reply_id: int | None = None) -> None:
+        """Embed what the turn added, then extract facts from the exchange: both in the background. The
+        extraction is recorded first (`memory_jobs`), so an exit before it is done leaves it to the next start."""
         if self.incognito:
             return
         if self.embedder() is not None:
             self._background("embed new messages", self.jobs.embedding(self.memory.user_id))
-        if user_text is not None and self.config.memory.extraction.enabled:
-            self._background("extract facts", self.jobs.extraction(self.memory.user_id, user_text, reply))
+        if message_id is not None and self.config.memory.extraction.enabled and self.jobs.complete is not None:
+            job_id = self.memory.record_job("extraction", session_id=self.session_id, message_id=message_id,
+                                            reply_id=reply_id)
+            self._background("extract facts", self.jobs.extraction(self.memory.user_id, job_id))
 
     def take_notices(self) -> list[str]:
         """What background jobs finished with since the last prompt."""
@@ -354,8 +329,12 @@ class ChatSession:
         return notices + (self.worker.take_notices() if self.worker is not None else [])
 
     def catch_up(self) -> None:
-        """At start: embed whatever a crash or an offline embedder left without a vector."""
+        """At start: embed whatever a crash or an offline embedder left without a vector, and finish the
+        extractions a previous process recorded but did not get to."""
         self._after_turn()
+        if not self.incognito and self.config.memory.extraction.enabled and self.jobs.complete is not None \
+                and self.memory.pending_jobs(1):
+            self._background("finish earlier extractions", self.jobs.pending(self.memory.user_id))
 
     def writer(self) -> FactWriter:
         return self.jobs.writer(self.memory)
@@ -383,6 +362,15 @@ class ChatSession:
                 self.memory.user_id, session_id=self.session_id, ended=True))
 
     # -- slash-command helpers --------------------------------------------------------------------------------
+
+    def forget(self, kind: str, item_id: int, *, reason: str) -> Forgotten:
+        """Forget an item (a fact with the messages and summaries that said it) and drop it from this session."""
+        gone = forget_with_traces(self.memory, kind, item_id, reason=reason)
+        self._forgotten(gone)
+        return gone
+
+    def _forgotten(self, gone: Forgotten) -> None:
+        self.working.drop({i.item_id for i in [gone.item, *gone.traces] if i.kind == "message"})
 
     def remember(self, text: str) -> Any:
         if self.incognito:

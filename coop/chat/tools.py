@@ -26,12 +26,14 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from coop.errors import CoopError
+from coop.memory.growth.forgetting import forget_with_traces
 from coop.memory.retrieval.search import search_or_full_text
 from coop.memory.retrieval.settings import RetrievalSettings
 from coop.memory.text import iso_time
 
 if TYPE_CHECKING:
     from coop.memory.embedder import Embedder
+    from coop.memory.growth.forgetting import Forgotten
     from coop.memory.growth.reconcile import FactWriter
     from coop.memory.storage.items import Item
     from coop.memory.storage.store import UserMemory
@@ -157,6 +159,8 @@ class MemoryTools:
     # Asks the user (the REPL sets it on a terminal); None means nobody can be asked, so such changes are refused.
     confirm: Callable[[str], bool] | None = None
     changes: int = 0  # writes and forgets this turn
+    # Told what a forget removed (the session drops it from its working memory, so the prompt no longer shows it).
+    on_forget: Callable[["Forgotten"], None] = lambda _: None
 
     def start_turn(self) -> None:
         self.changes = 0
@@ -253,8 +257,9 @@ class MemoryTools:
             return refused
         reason = " ".join((args.get("reason") or "").split())[:200]
         why = "forgotten by the model" + (" with the user's confirmation" if self.confirm_changes else "")
-        self.memory.forget(kind, number, reason=why + (f": {reason}" if reason else ""))
-        return {"forgotten": item.ref}
+        gone = forget_with_traces(self.memory, kind, number, reason=why + (f": {reason}" if reason else ""))
+        self.on_forget(gone)
+        return {"forgotten": item.ref, "with_it": [trace.ref for trace in gone.traces]}
 
     def _count_change(self) -> dict[str, str] | None:
         if self.changes >= MAX_CHANGES_PER_TURN:

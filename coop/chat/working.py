@@ -41,6 +41,22 @@ class WorkingMemory:
             ids.add(self.anchor.message_id)
         return ids
 
+    def drop(self, message_ids: set[int]) -> None:
+        """Forgotten messages leave the session's history too (with the tool calls that carried them)."""
+        dropped_calls: set[str | None] = {m.tool_call_id for m in self.messages
+                                          if m.message_id in message_ids and m.tool_call_id}
+        for message in self.messages:  # a call whose result goes takes its stub and its other results along
+            calls: set[str | None] = {c.get("id") for c in message.tool_calls or []}
+            if calls & dropped_calls:
+                dropped_calls |= calls
+                if message.message_id is not None:
+                    message_ids = message_ids | {message.message_id}
+        kept = [m for m in self.messages if m.message_id not in message_ids and m.tool_call_id not in dropped_calls]
+        self.messages.clear()
+        self.messages.extend(kept)
+        if self.anchor is not None and self.anchor.message_id in message_ids:
+            self.anchor = next((m for m in kept if m.role == "user"), None)
+
     def clear(self) -> None:
         self.messages.clear()
         self.anchor = None

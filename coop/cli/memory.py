@@ -199,9 +199,14 @@ def forget(
     ctx: typer.Context,
     item_ids: Annotated[list[str], typer.Argument(metavar="ID...", help="items to forget: f12 m345 s7")],
     yes: Annotated[bool, typer.Option("--yes", "-y", help="do not ask for confirmation")] = False,
+    only: Annotated[bool, typer.Option("--only", help="a fact alone: keep the messages and summaries that "
+                                                       "said it")] = False,
     user: UserOption = None,
 ) -> None:
-    """Forget items for good: text, full-text entry and vectors go; a content-free record stays."""
+    """Forget items for good: text, full-text entry and vectors go; a content-free record stays. A fact takes
+    with it the messages it came from and the messages and summaries that state it, so no later prompt shows
+    it (a forgotten summary's conversation is summarised again from what is left); --only keeps those."""
+    from coop.memory.growth.forgetting import forget_with_traces, traces
     from coop.memory.kinds import parse_ref
 
     refs = [parse_ref(ref) for ref in item_ids]
@@ -212,12 +217,15 @@ def forget(
             raise UsageError("refusing to forget without confirmation", hint="add --yes to confirm")
         for item in items:
             output.err().print(f"{item.ref}: {output.one_line(item.text, 70)}", markup=False)
+            for trace in ([] if only or item.kind != "fact" else traces(memory, item)):
+                output.err().print(f"  with {trace.ref}: {output.one_line(trace.text, 64)}", markup=False)
         if not typer.confirm(f"Forget {len(items)} item(s) for good?", default=False, err=True):
             output.info("nothing forgotten")
             return
-    for item in items:
-        memory.forget(item.kind, item.item_id)
-    output.out().print(f"forgot {', '.join(item.ref for item in items)}")
+    done = [forget_with_traces(memory, item.kind, item.item_id, reason="forgotten by the user", keep_traces=only)
+            for item in items if memory.exists(item.kind, item.item_id)]  # (an earlier one's trace may be gone)
+    for gone in done:
+        output.out().print(gone.describe())
 
 
 @app.command()

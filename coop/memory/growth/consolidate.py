@@ -21,6 +21,7 @@ import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from coop.memory.growth.evidence import quoted_in
 from coop.memory.growth.extract import Complete, ModelReplyError, facts_from, parse_json_reply, quoting_the_user
 from coop.memory.growth.reconcile import INSTRUCTION, FactWriter
 from coop.memory.storage.items import Item
@@ -89,23 +90,37 @@ def _span_text(span: list[Item]) -> str:
 
 
 def consolidate_span(memory: UserMemory, span: list[Item], complete: Complete, writer: FactWriter,
-                     max_facts: int) -> tuple[int, int]:
-    """Summarise one span and write its facts; returns (summary id, facts written). All or nothing."""
+                     max_facts: int) -> tuple[int | None, int]:
+    """Summarise one span and write its facts; returns (summary id, facts written). All or nothing. A span with
+    nothing worth summarising ("hi" / "hello!") gets no summary and is marked done, so it never blocks the
+    spans behind it; a reply that is not the JSON asked for is a failure, tried again next run."""
     messages = [{"role": "system", "content": SUMMARY_PROMPT.format(limit=max_facts)},
                 {"role": "user", "content": _span_text(span)}]
     reply = complete(messages)
     data = parse_json_reply(reply)
-    summary = data.get("summary") if isinstance(data, dict) else None
-    if not isinstance(summary, str) or not summary.strip():
+    if not isinstance(data, dict) or "summary" not in data:
         raise ModelReplyError("the summary reply has no summary")
-    user_lines = [item.text for item in span if item.role == "user"]
-    candidates = quoting_the_user(facts_from(data.get("facts") or [], max_facts, source="consolidation"), user_lines)
+    summary = data.get("summary")
+    if summary is not None and not isinstance(summary, str):
+        raise ModelReplyError("the summary is not text")
+    user_messages = [item for item in span if item.role == "user"]
+    candidates = quoting_the_user(facts_from(data.get("facts") or [], max_facts, source="consolidation"),
+                                  [m.text for m in user_messages])
     plans = [writer.plan(c) for c in candidates]  # reads and model calls, before the transaction
     ids = [item.item_id for item in span]
+    summary_id = None
+    written = 0
     with memory.db.atomic():
-        summary_id = memory.add_summary(summary.strip(), session_id=span[0].session_id, span=(ids[0], ids[-1]),
-                                        created_at=span[-1].created_at)
-        written = sum(1 for plan in plans if writer.apply(plan) is not None)
+        if summary and summary.strip():
+            summary_id = memory.add_summary(summary.strip(), session_id=span[0].session_id, span=(ids[0], ids[-1]),
+                                            created_at=span[-1].created_at)
+        for plan in plans:
+            result = writer.apply(plan)
+            if result is not None:
+                written += 1
+                said = plan.candidate
+                memory.link_sources(result.fact_id, [m.item_id for m in user_messages
+                                                     if quoted_in(said.evidence, [m.text], said.value)])
         memory.mark_consolidated(ids)
     return summary_id, written
 
@@ -150,7 +165,8 @@ def consolidate(memory: UserMemory, config: "Config", complete: Complete | None,
                 report.errors.append(f"{type(exc).__name__}: {exc}")
                 continue
             report.spans += 1
-            report.summaries.append(summary_id)
+            if summary_id is not None:
+                report.summaries.append(summary_id)
             report.facts_written += written
     report.archived = apply_retention(memory, config.memory.retention, config.memory.salience_threshold, now=now)
     return report

@@ -80,3 +80,38 @@ def supports_change(quote: str | None, old: str, new: str) -> bool:
         return False
     needed = added_words(old, new)
     return bool(needed) and needed <= (content_words(quote) | negations(quote))
+
+
+STATES_COVERAGE = 0.75  # the share of a fact's content words a text must hold to state it
+
+
+def states(text: str, fact: str) -> bool:
+    """True when `text` says what `fact` says: it holds at least three quarters of the fact's content words, and
+    every name and number among them ("Sister Ana works as a dentist" is stated by "my sister Ana is a dentist",
+    not by "Ana is coming on Tuesday"). Facts of one content word are stated only by a text that has it and
+    little else to say (a source message, a short reply)."""
+    wanted = content_words(fact)
+    if not wanted:
+        return False
+    have = content_words(text)
+    if not (names_and_numbers(fact) & wanted) <= have:
+        return False
+    if len(wanted) == 1:
+        return wanted <= have and len(have) <= 4
+    return len(wanted & have) / len(wanted) >= STATES_COVERAGE
+
+
+def names_and_numbers(text: str) -> frozenset[str]:
+    """The capitalised words (not the first of a sentence) and numbers of a text, as content words."""
+    return frozenset({_stem(w) for w in _words(text) if w.isdigit()} | {
+        _stem(w.casefold()) for w in re.findall(r"(?<![.!?]\s)(?<!^)\b[A-Z][\w'-]+", text)})
+
+
+def adds_to(text: str, facts: Iterable[str], *, allowance: int = 2) -> bool:
+    """True when `text` says something beyond `facts`: a name or number they lack, or more than `allowance`
+    other content words ("Talked about a trip to Kyoto with Mia" adds Mia to "Plans a trip to Kyoto")."""
+    known: set[str] = set()
+    for fact in facts:
+        known |= content_words(fact)
+    extra = content_words(text) - known
+    return bool(names_and_numbers(text) & extra) or len(extra) > allowance

@@ -12,15 +12,18 @@ import logging
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import TYPE_CHECKING
 
 from coop.memory.embedder import Embedder
 from coop.memory.growth.consolidate import consolidate
 from coop.memory.growth.embedding import embed_pending
-from coop.memory.growth.extract import Complete, extract_facts, model_decider
+from coop.memory.growth.extract import Complete, ExtractionContext, extract_facts, model_decider
 from coop.memory.growth.reconcile import FactWriter
+from coop.memory.storage import vectors
 from coop.memory.storage.connection import Database
-from coop.memory.storage.items import FactWrite
+from coop.memory.storage.items import FactWrite, Item
+from coop.memory.storage.links import MAX_JOB_ATTEMPTS, PendingJob
 from coop.memory.storage.store import MemoryStore, UserMemory
 
 if TYPE_CHECKING:
@@ -57,33 +60,70 @@ class MemoryJobs:
 
         return run
 
-    def extraction(self, user_id: str, user_text: str, reply: str) -> Job:
-        """Facts from one exchange, through the write pipeline. A failure anywhere changes nothing."""
-        max_facts = self.config.memory.extraction.max_facts_per_turn
-        max_changes = self.config.memory.extraction.max_changes_per_turn
+    def extraction(self, user_id: str, job_id: int) -> Job:
+        """The recorded extraction `job_id` (see `UserMemory.record_job`): facts from one exchange, through the
+        write pipeline, linked to the user's message. A failure anywhere changes nothing; the row stays for the
+        next start (at most `MAX_JOB_ATTEMPTS` tries)."""
 
         def run(db: Database) -> str | None:
-            if self.complete is None:
-                return None
             memory = _user(db, user_id)
-            candidates = extract_facts(self.complete, user_text, reply, max_facts)
-            writer = self.writer(memory)
-            done: list[str] = []
-            changes = 0
-            for candidate in candidates:
-                plan = writer.plan(candidate)
-                if plan.action in CHANGES and changes >= max_changes:
-                    log.info("extraction: more than %d changes in one exchange; %r was not applied", max_changes,
-                             candidate.value)
-                    continue
-                result = writer.apply(plan)
-                if result is None or result.action == "MERGE":
-                    continue
-                changes += result.action in CHANGES
-                done.append(describe_change(memory, result))
-            return "memory: " + "; ".join(done) if done else None
+            job = next((j for j in memory.pending_jobs() if j.job_id == job_id), None)
+            return None if job is None or self.complete is None else self._extract(memory, job)
 
         return run
+
+    def pending(self, user_id: str, limit: int = 20) -> Job:
+        """At start: the extractions a previous process recorded and did not finish (it exited first)."""
+
+        def run(db: Database) -> str | None:
+            memory = _user(db, user_id)
+            notices = []
+            for job in memory.pending_jobs(limit) if self.complete is not None else []:
+                if self.stopping.is_set():
+                    break
+                notice = self._extract(memory, job)
+                if notice:
+                    notices.append(notice.removeprefix("memory: "))
+            return "memory: " + "; ".join(notices) if notices else None
+
+        return run
+
+    def _extract(self, memory: UserMemory, job: PendingJob) -> str | None:
+        assert self.complete is not None
+        if memory.job_attempted(job.job_id) > MAX_JOB_ATTEMPTS:
+            log.warning("extraction of m%d failed %d times; given up", job.message_id, MAX_JOB_ATTEMPTS)
+            memory.finish_job(job.job_id)
+            return None
+        texts = memory.get_many("message", [job.message_id] + ([job.reply_id] if job.reply_id else []))
+        if job.message_id not in texts:  # forgotten since: nothing to learn from it
+            memory.finish_job(job.job_id)
+            return None
+        user_text = texts[job.message_id].text
+        reply = texts[job.reply_id].text if job.reply_id in texts else ""
+        context = ExtractionContext(today=datetime.now().strftime("%A %Y-%m-%d"),
+                                    earlier=earlier_turns(memory, job.message_id),
+                                    known=related_facts(memory, self.embedder(), user_text))
+        settings = self.config.memory.extraction
+        candidates = extract_facts(self.complete, user_text, reply, settings.max_facts_per_turn, context)
+        writer = self.writer(memory)
+        done: list[str] = []
+        changes = 0
+        for candidate in candidates:
+            plan = writer.plan(candidate)
+            if plan.action in CHANGES and changes >= settings.max_changes_per_turn:
+                log.info("extraction: more than %d changes in one exchange; %r was not applied",
+                         settings.max_changes_per_turn, candidate.value)
+                continue
+            result = writer.apply(plan)
+            if result is None:
+                continue
+            memory.link_sources(result.fact_id, [job.message_id])
+            if result.action == "MERGE":
+                continue
+            changes += result.action in CHANGES
+            done.append(describe_change(memory, result))
+        memory.finish_job(job.job_id)
+        return "memory: " + "; ".join(done) if done else None
 
     def consolidation(self, user_id: str, *, session_id: int | None = None, ended: bool = False) -> Job:
         def run(db: Database) -> str | None:
@@ -109,6 +149,32 @@ class MemoryJobs:
 
 
 CHANGES = ("UPDATE", "SUPERSEDE")
+EARLIER_TURNS = 6   # messages of the session before the exchange, shown to the extractor to resolve "she"
+KNOWN_FACTS = 10    # the user's facts nearest the message, shown so keys stay stable and changes supersede
+
+
+def earlier_turns(memory: UserMemory, message_id: int) -> list[tuple[str, str]]:
+    """The conversation just before a message: (role, text) of its session's user and assistant lines."""
+    before = memory.around(message_id, before=EARLIER_TURNS, after=0)[:-1]
+    return [(m.role or "user", m.text) for m in before if m.role in ("user", "assistant") and m.text.strip()]
+
+
+def related_facts(memory: UserMemory, embedder: Embedder | None, text: str) -> list[Item]:
+    """Active facts that may bear on `text`: the nearest in meaning, then the most recently changed ones."""
+    found: dict[int, Item] = {}
+    if embedder is not None:
+        try:
+            vector = embedder.embed([text])[0]
+            hits = vectors.nearest(memory, embedder.id, embedder.dims, vector, k=KNOWN_FACTS, kinds=("fact",))
+            items = memory.get_many("fact", [h.item_id for h in hits])
+            found.update((i, items[i]) for i in (h.item_id for h in hits) if i in items)
+        except Exception as exc:  # the extraction still runs, with less context
+            log.warning("finding related facts failed: %s", exc)
+    for fact in memory.active_facts(limit=KNOWN_FACTS, newest_first=True):
+        if len(found) >= KNOWN_FACTS * 3 // 2:
+            break
+        found.setdefault(fact.item_id, fact)
+    return [f for f in found.values() if f.superseded_at is None and f.archived_at is None]
 
 
 def describe_change(memory: UserMemory, result: FactWrite) -> str:

@@ -12,6 +12,7 @@ window and crowding out the conversation, not an exact accounting.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -29,9 +30,10 @@ class Recalled:
     """One memory item chosen for the prompt, with the leg(s) that chose it."""
 
     item: Item
-    reason: str  # "instruction" | "salience" | "relevance"
+    reason: str  # "salience" | "relevance" | "continuity"
     score: float = 0.0
     legs: dict[str, LegScore] = field(default_factory=dict)
+    note: str = ""  # shown beside it: "newer than f3"
 
 
 @dataclass(frozen=True)
@@ -66,86 +68,115 @@ def _date(ts: float) -> str:
     return datetime.fromtimestamp(ts).strftime("%Y-%m-%d")
 
 
-def fact_line(item: Item) -> str:
-    return f"- {item.text}"
+_FIRST_PERSON = re.compile(r"\b(I|I'm|I've|I'd|I'll|me|my|mine|myself)\b|^(I|me|my)\b", re.IGNORECASE)
 
 
-def past_line(item: Item) -> str:
+def fact_line(entry: Recalled) -> str:
+    """A fact as the model reads it: its id (for the memory tools), since when it holds, and the fact in the
+    third person. What the user typed in the first person (/remember I am allergic to peanuts) is quoted as
+    theirs, so it is never read as the assistant speaking about itself."""
+    item = entry.item
+    when = f"since {_date(item.created_at)}" + (f", {entry.note}" if entry.note else "")
+    text = " ".join(item.text.split())
+    if _FIRST_PERSON.search(text):
+        text = f"the user said “{text}”"
+    return f"- {item.ref} ({when}): {text}"
+
+
+def past_line(entry: Recalled) -> str:
+    item = entry.item
     text = " ".join(item.text.split())
     if len(text) > PAST_ITEM_MAX_CHARS:
         text = text[: PAST_ITEM_MAX_CHARS - 1] + "…"
     where = f", session {item.session_id}" if item.session_id else ""
+    note = f" ({entry.note})" if entry.note else ""
     if item.kind == "summary":
-        return f"- [{_date(item.created_at)}{where}] summary: {text}"
-    return f"- [{_date(item.created_at)}{where}] {item.role or 'message'}: {text}"
+        return f"- [{_date(item.created_at)}{where}] summary{note}: {text}"
+    return f"- [{_date(item.created_at)}{where}] {item.role or 'message'}{note}: {text}"
+
+
+def _history(history: Sequence[HistoryMessage], anchor: HistoryMessage | None,
+             budget: int) -> list[HistoryMessage]:
+    """The newest messages that fit `budget`, whole, in order; the session's first user message (the anchor)
+    when it still fits; never a tool result without the call before it."""
+    chosen: list[HistoryMessage] = []
+    used = 0
+    for message in reversed(history):
+        cost = estimate_tokens(message.content) + 4
+        if used + cost > budget:
+            break
+        chosen.append(message)
+        used += cost
+    chosen.reverse()
+    while chosen and chosen[0].role == "tool":  # a tool result must follow the assistant message that asked
+        used -= estimate_tokens(chosen[0].content) + 4
+        chosen.pop(0)
+    if anchor is not None and anchor not in chosen and used + estimate_tokens(anchor.content) + 4 <= budget:
+        chosen.insert(0, anchor)
+    return chosen
+
+
+def _cost(messages: Sequence[HistoryMessage]) -> int:
+    return sum(estimate_tokens(m.content) + 4 for m in messages)
 
 
 def build_prompt(*, preamble: str, instructions: Sequence[Item] = (), facts: Sequence[Recalled] = (),
-                 past: Sequence[Recalled] = (), history: Sequence[HistoryMessage] = (),
-                 anchor: HistoryMessage | None = None, new_message: str, context_budget: int,
-                 memory_fraction: float, salience_share: float = 1.0) -> Prompt:
-    """The prompt. Past items recalled by salience (not asked for by this turn) take at most `salience_share`
-    of the memory budget, so they never crowd out what the turn is about."""
+                 past: Sequence[Recalled] = (), previous: Sequence[Recalled] = (),
+                 history: Sequence[HistoryMessage] = (), anchor: HistoryMessage | None = None, new_message: str,
+                 context_budget: int, memory_fraction: float, salience_share: float = 1.0) -> Prompt:
+    """The prompt. History is chosen first, from what the budget leaves beside the memory budget, and a past
+    message it already shows is not recalled again; if recalled memory uses less than its budget, history
+    reaches further back into the rest. Past items recalled by salience (not asked for by this turn) take at
+    most `salience_share` of the memory budget, so they never crowd out what the turn is about. `previous` (the
+    session before this one, on its first turn) comes out of the memory budget first."""
     memory_budget = int(context_budget * memory_fraction)
     salience_budget = int(memory_budget * salience_share)
+    head = [preamble.strip()]
+    if instructions:
+        head.append("Standing instructions from the user (always follow them):\n"
+                    + "\n".join(f"- {i.text}" for i in instructions))
+    new_tokens = estimate_tokens(new_message)
+    fixed = estimate_tokens("\n\n".join(head)) + new_tokens
+    chosen = _history(history, anchor, max(0, context_budget - fixed - memory_budget))
+    in_history = {m.message_id for m in chosen if m.message_id is not None}
+
     used_memory = used_salience = 0
     recalled: list[Recalled] = []
     left_out: list[Recalled] = []
-    fact_lines: list[str] = []
-    for entry in facts:
-        line = fact_line(entry.item)
-        cost = estimate_tokens(line)
-        if used_memory + cost <= memory_budget:
-            fact_lines.append(line)
-            recalled.append(entry)
-            used_memory += cost
-        else:
-            left_out.append(entry)
-    past_lines: list[str] = []
-    for entry in past:
-        line = past_line(entry.item)
-        cost = estimate_tokens(line)
-        salient = entry.reason == "salience"
-        if used_memory + cost <= memory_budget and (not salient or used_salience + cost <= salience_budget):
-            past_lines.append(line)
-            recalled.append(entry)
-            used_memory += cost
-            used_salience += cost if salient else 0
-        else:
-            left_out.append(entry)
+    lines: dict[str, list[str]] = {"previous": [], "facts": [], "past": []}
+    for section, entries, render in (("previous", previous, past_line), ("facts", facts, fact_line),
+                                     ("past", past, past_line)):
+        for entry in entries:
+            if entry.item.kind == "message" and entry.item.item_id in in_history:
+                continue
+            line = render(entry)
+            cost = estimate_tokens(line)
+            salient = entry.reason == "salience" and section == "past"
+            if used_memory + cost <= memory_budget and (not salient or used_salience + cost <= salience_budget):
+                lines[section].append(line)
+                recalled.append(entry)
+                used_memory += cost
+                used_salience += cost if salient else 0
+            else:
+                left_out.append(entry)
 
-    sections = [preamble.strip()]
-    if instructions:
-        sections.append("Standing instructions from the user (always follow them):\n"
-                        + "\n".join(f"- {i.text}" for i in instructions))
-    if fact_lines:
-        sections.append("Known about the user:\n" + "\n".join(fact_lines))
-    if past_lines:
+    sections = list(head)
+    if lines["facts"]:
+        sections.append("Known about the user (id, since when):\n"
+                        + "\n".join(lines["facts"]))
+    if lines["previous"]:
+        sections.append("Where the previous conversation left off:\n" + "\n".join(lines["previous"]))
+    if lines["past"]:
         sections.append("Relevant past conversation (from memory, dated; it may be out of date):\n"
-                        + "\n".join(past_lines))
+                        + "\n".join(lines["past"]))
     system = "\n\n".join(sections)
-
     system_tokens = estimate_tokens(system)
-    new_tokens = estimate_tokens(new_message)
-    history_budget = max(0, context_budget - system_tokens - new_tokens)
-    chosen: list[HistoryMessage] = []
-    used_history = 0
-    for message in reversed(history):
-        cost = estimate_tokens(message.content) + 4
-        if used_history + cost > history_budget:
-            break
-        chosen.append(message)
-        used_history += cost
-    chosen.reverse()
-    # A tool result must follow the assistant message that asked for it: drop orphans at the cut.
-    while chosen and chosen[0].role == "tool":
-        used_history -= estimate_tokens(chosen[0].content) + 4
-        chosen.pop(0)
-    if anchor is not None and anchor not in chosen:
-        cost = estimate_tokens(anchor.content) + 4
-        if used_history + cost <= history_budget:
-            chosen.insert(0, anchor)
-            used_history += cost
+    room = max(0, context_budget - system_tokens - new_tokens)
+    if room > _cost(chosen) and len(chosen) < len(history):  # memory left room: reach further back
+        shown = {r.item.item_id for r in recalled if r.item.kind == "message"}
+        cut = next((k for k in range(len(history) - 1, -1, -1) if history[k].message_id in shown), -1)
+        chosen = _history(history[cut + 1:], anchor, room)
+    used_history = _cost(chosen)
 
     messages = [{"role": "system", "content": system}] + [m.as_chat() for m in chosen]
     messages.append({"role": "user", "content": new_message})

@@ -338,8 +338,38 @@ INSERT INTO summaries_fts(summaries_fts, rank) VALUES ('secure-delete', 1);
 INSERT INTO message_context_fts(message_context_fts, rank) VALUES ('secure-delete', 1);
 """)
 
+M007_PROVENANCE_AND_JOBS = Migration("m007_provenance_and_jobs", why="""\
+`fact_sources` links an extracted fact to its source messages (one item in the prompt; forget reaches them).
+`memory_jobs` records an exchange's extraction before it runs, deleted when done: the next start finishes it.""", sql="""
+CREATE TABLE fact_sources (
+  user_id TEXT NOT NULL,
+  fact_id INTEGER NOT NULL,
+  message_id INTEGER NOT NULL,
+  PRIMARY KEY (fact_id, message_id)
+) WITHOUT ROWID;
+CREATE INDEX fact_sources_message ON fact_sources(message_id);
+CREATE TABLE memory_jobs (
+  id INTEGER PRIMARY KEY,
+  user_id TEXT NOT NULL,
+  kind TEXT NOT NULL CHECK (kind IN ('extraction')),
+  session_id INTEGER,
+  message_id INTEGER NOT NULL,
+  reply_id INTEGER,
+  attempts INTEGER NOT NULL DEFAULT 0,
+  created_at REAL NOT NULL
+);
+CREATE INDEX memory_jobs_user ON memory_jobs(user_id, id);
+CREATE TRIGGER fact_sources_fact_ad AFTER DELETE ON facts BEGIN
+  DELETE FROM fact_sources WHERE fact_id = old.id;
+END;
+CREATE TRIGGER fact_sources_message_ad AFTER DELETE ON messages BEGIN
+  DELETE FROM fact_sources WHERE message_id = old.id;
+  DELETE FROM memory_jobs WHERE message_id = old.id OR reply_id = old.id;
+END;
+""")
+
 MIGRATIONS: tuple[Migration, ...] = (M001_INITIAL, M002_MESSAGE_CONTEXT_FTS, M003_EMBEDDING_COUNTS, M004_DROP_MESSAGES_FTS, M005_FORGOTTEN_IDS_INDEX,
-                                  M006_PRIVATE_FULLTEXT)
+                                  M006_PRIVATE_FULLTEXT, M007_PROVENANCE_AND_JOBS)
 SCHEMA_VERSION = len(MIGRATIONS)
 
 

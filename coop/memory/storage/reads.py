@@ -37,6 +37,11 @@ class Reads(UserScope):
                                 hint="list items with `coop memory list`")
         return BUILDERS[kind](row)
 
+    def exists(self, kind: str, item_id: int) -> bool:
+        spec = lookup_kind(kind)
+        return self.db.scalar(f"SELECT 1 FROM {spec.table} WHERE id = ? AND user_id = ?",
+                              (item_id, self.user_id)) is not None
+
     def get_many(self, kind: str, ids: Iterable[int]) -> dict[int, Item]:
         """Items of one kind by id, skipping ids that are not this user's."""
         wanted = list(dict.fromkeys(ids))
@@ -70,11 +75,13 @@ class Reads(UserScope):
                           f"AND {ACTIVE_FACT}", (self.user_id, category.strip().lower(), key.strip().lower()))
         return fact_item(row) if row else None
 
-    def active_facts(self, category: str | None = None, *, limit: int = 1000) -> list[Item]:
+    def active_facts(self, category: str | None = None, *, limit: int = 1000, newest_first: bool = False) -> list[Item]:
+        """Active facts (of one category), oldest change first, or newest first."""
         where = "AND category = ?" if category else ""
         params: tuple[Any, ...] = (self.user_id, category, limit) if category else (self.user_id, limit)
+        order = "updated_at DESC, id DESC" if newest_first else "updated_at, id"
         rows = self.db.execute(f"SELECT {FACT_COLUMNS} FROM facts WHERE user_id = ? AND {ACTIVE_FACT} {where} "
-                               "ORDER BY updated_at, id LIMIT ?", params)
+                               f"ORDER BY {order} LIMIT ?", params)
         return [fact_item(r) for r in rows]
 
     def history(self, fact_id: int) -> list[HistoryEntry]:
@@ -123,6 +130,35 @@ class Reads(UserScope):
         later = self.db.execute(f"SELECT {MESSAGE_COLUMNS} FROM messages WHERE user_id = ? AND session_id IS ? "
                                 "AND id > ? ORDER BY id LIMIT ?", (self.user_id, centre.session_id, message_id, after))
         return [message_item(r) for r in earlier][::-1] + [centre] + [message_item(r) for r in later]
+
+    def items_mentioning(self, word: str, kind: str, *, limit: int = 2000) -> list[Item]:
+        """Messages or summaries whose text contains `word` (case-insensitive), newest first: the candidates
+        when forgetting a fact reaches what else stated it (a scan; forgetting is rare and deliberate)."""
+        spec = lookup_kind(kind)
+        rows = self.db.execute(f"SELECT {COLUMNS[kind]} FROM {spec.table} WHERE user_id = ? "
+                               f"AND instr(lower({spec.text}), ?) > 0 ORDER BY id DESC LIMIT ?",
+                               (self.user_id, word.casefold(), limit))
+        return [BUILDERS[kind](r) for r in rows]
+
+    def summary_span(self, summary_id: int) -> tuple[int, int] | None:
+        """The first and last message ids a summary covers (None for an imported summary without one)."""
+        row = self.db.one("SELECT span_start_id, span_end_id FROM summaries WHERE id = ? AND user_id = ?",
+                          (summary_id, self.user_id))
+        return None if row is None or row[0] is None or row[1] is None else (int(row[0]), int(row[1]))
+
+    def previous_session(self, session_id: int | None, *, active_after: float) -> int | None:
+        """The most recently active other session with messages, if it was active after `active_after`."""
+        found = self.db.scalar(
+            "SELECT s.id FROM sessions s WHERE s.user_id = ? AND s.id IS NOT ? AND s.last_activity_at > ? "
+            "AND EXISTS (SELECT 1 FROM messages m WHERE m.session_id = s.id AND m.user_id = s.user_id) "
+            "ORDER BY s.last_activity_at DESC, s.id DESC LIMIT 1", (self.user_id, session_id, active_after))
+        return None if found is None else int(found)
+
+    def session_summaries(self, session_id: int, *, limit: int) -> list[Item]:
+        """A session's summaries, newest first."""
+        rows = self.db.execute(f"SELECT {COLUMNS['summary']} FROM summaries WHERE user_id = ? AND session_id = ? "
+                               "ORDER BY created_at DESC, id DESC LIMIT ?", (self.user_id, session_id, limit))
+        return [BUILDERS["summary"](r) for r in rows]
 
     def salient(self, threshold: float, limit: int) -> list[Item]:
         """Active facts and messages at or above `threshold` importance, most important first (salience leg)."""

@@ -25,8 +25,8 @@ from coop.errors import NotFoundError, UsageError
 from coop.memory.kinds import MESSAGE, REGISTRY
 from coop.memory.storage import fulltext, vectors
 from coop.memory.storage.connection import Database
-from coop.memory.storage.facts import FactRecords
 from coop.memory.storage.items import MAX_MESSAGE_CHARS, MAX_USER_ID_CHARS, ROLES
+from coop.memory.storage.links import Links
 from coop.memory.storage.scope import fresh_id_sql
 from coop.memory.text import check_text, content_hash, estimate_tokens
 from coop.secrets import mask, mask_optional
@@ -52,9 +52,9 @@ class MemoryStore:
         return [row[0] for row in self.db.execute("SELECT id FROM users ORDER BY id")]
 
 
-class UserMemory(FactRecords):
-    """One user's memory: reads (reads.py), fact writes (facts.py), and here sessions, messages, summaries and
-    forgetting. Every statement binds `self.user_id`."""
+class UserMemory(Links):
+    """One user's memory: reads (reads.py), fact writes (facts.py), provenance and durable jobs (links.py), and
+    here sessions, messages, summaries and forgetting. Every statement binds `self.user_id`."""
 
     # -- sessions -----------------------------------------------------------------------------------------
 
@@ -162,6 +162,12 @@ class UserMemory(FactRecords):
         marks = ",".join("?" * len(message_ids))
         self.db.execute(f"UPDATE messages SET consolidated_at = ? WHERE user_id = ? AND id IN ({marks})",
                         (time.time(), self.user_id, *message_ids))
+
+    def unmark_consolidated(self, session_id: int | None, first_id: int, last_id: int) -> None:
+        """The messages of a span whose summary was forgotten: consolidation summarises what is left again."""
+        self.db.execute("UPDATE messages SET consolidated_at = NULL WHERE user_id = ? AND session_id IS ? "
+                        "AND id BETWEEN ? AND ? AND role IN ('user', 'assistant')",
+                        (self.user_id, session_id, first_id, last_id))
 
     # -- summaries ----------------------------------------------------------------------------------------
 

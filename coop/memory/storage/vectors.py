@@ -243,14 +243,12 @@ def nearest(memory: UserScope, embedder_id: str, dims: int, query: "np.ndarray",
     return [h for h in hits if floor is None or h.similarity >= floor]
 
 
-def similarities(memory: UserScope, embedder_id: str, dims: int, query: "np.ndarray",
-                 items: Sequence[tuple[str, int]]) -> dict[tuple[str, int], float]:
-    """The exact cosine between `query` and each of these items' vectors from `embedder_id` (items without one
-    are left out). Score fusion uses it to give full-text candidates their similarity too."""
+def item_vectors(memory: UserScope, embedder_id: str, dims: int,
+                 items: Sequence[tuple[str, int]]) -> dict[tuple[str, int], "np.ndarray"]:
+    """The stored vectors from `embedder_id` of these items (items without one are left out)."""
     import numpy as np
 
-    query = np.asarray(query, dtype=np.float32).reshape(-1)
-    out: dict[tuple[str, int], float] = {}
+    out: dict[tuple[str, int], np.ndarray] = {}
     by_kind: dict[str, list[int]] = {}
     for kind, item_id in items:
         by_kind.setdefault(kind, []).append(item_id)
@@ -261,9 +259,19 @@ def similarities(memory: UserScope, embedder_id: str, dims: int, query: "np.ndar
         if not rows:
             continue
         matrix = np.frombuffer(b"".join(row[1] for row in rows), dtype=np.float32).reshape(len(rows), dims)
-        for (item_id, _), score in zip(rows, matrix @ query):
-            out[(kind, item_id)] = float(score)
+        for (item_id, _), vector in zip(rows, matrix):
+            out[(kind, item_id)] = vector
     return out
+
+
+def similarities(memory: UserScope, embedder_id: str, dims: int, query: "np.ndarray",
+                 items: Sequence[tuple[str, int]]) -> dict[tuple[str, int], float]:
+    """The exact cosine between `query` and each of these items' vectors from `embedder_id` (items without one
+    are left out). Score fusion uses it to give full-text candidates their similarity too."""
+    import numpy as np
+
+    query = np.asarray(query, dtype=np.float32).reshape(-1)
+    return {ref: float(vector @ query) for ref, vector in item_vectors(memory, embedder_id, dims, items).items()}
 
 
 def partition_size(memory: UserScope, embedder_id: str) -> int:

@@ -1,0 +1,196 @@
+"""What a turn recalls from memory, and in what order (step 2 of the turn in DESIGN.md).
+
+- Facts: the ones the user pinned (importance at or above `memory.salience_threshold`) and the relevant ones.
+  Standing instructions are not recalled here: they have their own section of the prompt.
+- Past: the relevant messages and summaries (the fused search, above its floors; a match by words alone must
+  also be near in meaning, `memory.prompt_word_similarity_floor`) and the salient messages, ranked by
+  `salience.rank_salient` and held to a share of the budget by `build_prompt`.
+- Never recalled: tool results, tool-call stubs and empty replies. They are plumbing, and a tool result only
+  repeats what memory already holds.
+- Each piece of knowledge once: a past message that a recalled fact came from (`fact_sources`), or a past item
+  that states a recalled fact (`evidence.states`) and adds nothing to it (`evidence.adds_to`: no other name or
+  number, at most two other content words), is left out, since the fact says it shorter and is current; texts
+  that are the same count once. A summary that states a fact and tells more stays: it is more knowledge.
+- Recency: a past item's score is weighed by its age (`RECENCY_WEIGHT`, tuned on bench/prompt.py), and when two
+  recalled items are about the same thing but say different things, the newer comes first, marked as newer.
+- Continuity: the first turn of a session that follows another within `CONTINUITY_HOURS` (an idle end mid-topic,
+  a quick restart) gets that session's summary and its last lines.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING
+
+from coop.chat.salience import rank_salient
+from coop.memory.growth.evidence import adds_to, content_words, states
+from coop.memory.growth.reconcile import INSTRUCTION
+from coop.memory.retrieval.context import Recalled
+from coop.memory.retrieval.search import SearchResult, search_or_full_text
+from coop.memory.retrieval.settings import RetrievalSettings
+from coop.memory.retrieval.terms import has_content
+from coop.memory.storage import vectors
+from coop.memory.storage.items import Item
+from coop.memory.text import content_hash
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from coop.config import MemoryConfig
+    from coop.memory.embedder import Embedder
+    from coop.memory.storage.store import UserMemory
+
+RECENCY_WEIGHT = 0.15        # share of a past item's score that depends on its age (seed 004 weighs recency 0.15)
+RECENCY_HALF_LIFE_DAYS = 30  # ... and how fast that share halves
+CONTINUITY_HOURS = 12        # a session that ended this recently carries over into the next one's first prompt
+CONTINUITY_TAIL = 4          # its last lines shown then
+FACTS_DISAGREE_COSINE = 0.45  # two facts of one category this close, with other content words: about one thing
+PAST_DISAGREE_COSINE = 0.75   # the same for two past items (longer texts share more meaning by chance)
+
+
+@dataclass
+class Recollection:
+    facts: list[Recalled] = field(default_factory=list)
+    past: list[Recalled] = field(default_factory=list)
+    previous: list[Recalled] = field(default_factory=list)  # the session before this one (continuity)
+    result: SearchResult = field(default_factory=lambda: SearchResult([], {}, {}, False))
+    failure: str | None = None  # the embedder's error, when search fell back to full text
+    salience_ms: float = 0.0
+
+
+class QueryOnce:
+    """The embedder, with the turn's query embedded once for salience and search alike."""
+
+    def __init__(self, embedder: "Embedder") -> None:
+        self.inner = embedder
+        self.id, self.dims = embedder.id, embedder.dims
+        self._cache: dict[str, "np.ndarray"] = {}
+
+    def embed(self, texts: Sequence[str]) -> "np.ndarray":
+        return self.inner.embed(texts)
+
+    def embed_query(self, text: str) -> "np.ndarray":
+        if text not in self._cache:
+            self._cache[text] = self.inner.embed_query(text)
+        return self._cache[text]
+
+
+def is_conversation(item: Item) -> bool:
+    """A message worth recalling as past conversation: the user's or the assistant's words, not plumbing."""
+    if item.kind != "message":
+        return True
+    return item.role in ("user", "assistant") and bool(item.text.strip())
+
+
+def recall(memory: "UserMemory", text: str, query: str, *, embedder: "Embedder | None", cfg: "MemoryConfig",
+           settings: RetrievalSettings, shown: set[int], first_turn: bool, session_id: int | None,
+           now: float | None = None) -> Recollection:
+    """Facts and past items for this message. `shown`: ids of messages the prompt shows as history already."""
+    now = time.time() if now is None else now
+    out = Recollection()
+    started = time.perf_counter()
+    embedder = QueryOnce(embedder) if embedder is not None else None
+    facts: dict[int, Recalled] = {}
+    past: dict[tuple[str, int], Recalled] = {}
+    salient_messages = []
+    for item in memory.salient(cfg.salience_threshold, limit=50):
+        if item.kind == "fact" and item.category != INSTRUCTION:  # pinned (/remember, `coop memory add`)
+            facts[item.item_id] = Recalled(item, "salience", item.importance or 0.0)
+        elif item.kind == "message" and item.item_id not in shown and is_conversation(item):
+            salient_messages.append(item)
+    for entry in rank_salient(memory, salient_messages, text, embedder, cfg.retention.half_life_days, now=now):
+        past[(entry.item.kind, entry.item.item_id)] = entry
+    out.salience_ms = (time.perf_counter() - started) * 1000
+    if has_content(text):
+        out.result, out.failure = search_or_full_text(memory, query, embedder=embedder, limit=20, settings=settings)
+    for hit in out.result.hits:
+        if hit.kind == "fact" and hit.item.category == INSTRUCTION:
+            continue
+        if "vector" not in hit.legs and hit.cosine is not None and hit.cosine < cfg.prompt_word_similarity_floor:
+            continue  # found by words alone, and not near enough in meaning to spend the model's attention on
+        if hit.kind == "fact":
+            facts.setdefault(hit.item.item_id, Recalled(hit.item, "relevance", hit.score, hit.legs))
+        elif (hit.kind == "message" and hit.item.item_id in shown) or not is_conversation(hit.item):
+            continue
+        elif (hit.kind, hit.item.item_id) not in past:
+            past[(hit.kind, hit.item.item_id)] = Recalled(hit.item, "relevance", recency_weighted(hit.score, hit.item,
+                                                                                                  now), hit.legs)
+    out.facts = newer_first(memory, embedder, list(facts.values()), FACTS_DISAGREE_COSINE, same_category=True)
+    kept = without_repeats(memory, out.facts, past.values())
+    ordered = sorted(kept, key=lambda r: (r.reason != "salience", -r.score))
+    out.past = newer_first(memory, embedder, ordered, PAST_DISAGREE_COSINE, same_category=False)
+    if first_turn:
+        out.previous = [r for r in previous_session(memory, session_id, now) if (r.item.kind, r.item.item_id)
+                        not in past]
+    return out
+
+
+def recency_weighted(score: float, item: Item, now: float) -> float:
+    age_days = max(0.0, (now - item.created_at) / 86400)
+    decay: float = 0.5 ** (age_days / RECENCY_HALF_LIFE_DAYS)
+    return score * ((1 - RECENCY_WEIGHT) + RECENCY_WEIGHT * decay)
+
+
+def without_repeats(memory: "UserMemory", facts: Sequence[Recalled], past: Iterable[Recalled]) -> list[Recalled]:
+    """Past items minus what the recalled facts already say (their sources, and texts that state them), and
+    minus repeated texts (the first, best-ranked copy stays)."""
+    sources: set[int] = set()
+    for ids in memory.sources_of(r.item.item_id for r in facts).values():
+        sources |= ids
+    fact_texts = [r.item.text for r in facts]
+    seen: set[str] = set()
+    kept = []
+    for entry in sorted(past, key=lambda r: -r.score):
+        item = entry.item
+        digest = content_hash(item.text)
+        if digest in seen or (item.kind == "message" and item.item_id in sources):
+            continue
+        stated = [fact for fact in fact_texts if states(item.text, fact)]
+        if stated and not adds_to(item.text, stated):
+            continue
+        seen.add(digest)
+        kept.append(entry)
+    return kept
+
+
+def newer_first(memory: "UserMemory", embedder: "Embedder | None", entries: list[Recalled], min_cosine: float, *,
+                same_category: bool) -> list[Recalled]:
+    """When two items are about one thing (close in meaning, same category for facts) but say different things
+    (other content words), the newer goes before the older and is marked as newer than it."""
+    if embedder is None or len(entries) < 2:
+        return entries
+    refs = [(r.item.kind, r.item.item_id) for r in entries]
+    found = vectors.item_vectors(memory, embedder.id, embedder.dims, refs)
+    order = list(entries)
+    for i, older in enumerate(entries):
+        for newer in entries:
+            a, b = found.get(refs[i]), found.get((newer.item.kind, newer.item.item_id))
+            if a is None or b is None or newer.item.created_at <= older.item.created_at:
+                continue
+            if same_category and (newer.item.category != older.item.category or newer.item.category == "general"):
+                continue
+            if float(a @ b) < min_cosine or content_words(newer.item.text) == content_words(older.item.text):
+                continue
+            marked = replace(newer, note=_join(newer.note, f"newer than {older.item.ref}"))
+            position = next(k for k, r in enumerate(order) if r.item.ref == newer.item.ref)
+            order.pop(position)
+            at = next(k for k, r in enumerate(order) if r.item.ref == older.item.ref)
+            order.insert(min(at, position), marked)
+    return order
+
+
+def _join(note: str, more: str) -> str:
+    return f"{note}; {more}" if note else more
+
+
+def previous_session(memory: "UserMemory", session_id: int | None, now: float) -> list[Recalled]:
+    """The session before this one, when it was active within `CONTINUITY_HOURS`: its latest summary and its
+    last lines, oldest first."""
+    previous = memory.previous_session(session_id, active_after=now - CONTINUITY_HOURS * 3600)
+    if previous is None:
+        return []
+    summaries = memory.session_summaries(previous, limit=1)
+    tail = [m for m in memory.recent_messages(previous, CONTINUITY_TAIL * 3) if is_conversation(m)]
+    return [Recalled(item, "continuity") for item in summaries + tail[-CONTINUITY_TAIL:]]

@@ -1,0 +1,65 @@
+"""Forgetting a fact so that the model never sees it again.
+
+A fact is rarely stored once: the user's message said it, the reply may have echoed it, a summary restates it,
+and a memory tool's result quoted it. Forgetting only the fact row would leave all of those to be recalled
+("What does my sister do?" still finds the dentist). So forgetting a fact forgets its traces with it, for good:
+- the messages it was extracted from (the `fact_sources` links),
+- the messages (the user's, the assistant's, tool results) and summaries that state it (`evidence.states`:
+  three quarters of its content words, every name and number);
+- a forgotten summary's span is summarised again from what is left, so the rest of that conversation is kept.
+The fact's neighbours in a conversation stay. `forget_fact_traces` returns what it removed, so `coop memory
+forget` and the model's tool can say so; `traces` lists them without removing anything (for a preview).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from coop.memory.growth.evidence import content_words, states
+from coop.memory.storage.items import Item
+from coop.memory.storage.store import UserMemory
+
+
+@dataclass
+class Forgotten:
+    """What one forget removed: the item asked for, and the traces that went with it."""
+
+    item: Item
+    traces: list[Item] = field(default_factory=list)
+
+    def describe(self) -> str:
+        if not self.traces:
+            return f"forgot {self.item.ref}"
+        listed = ", ".join(t.ref for t in self.traces[:12]) + (" …" if len(self.traces) > 12 else "")
+        return f"forgot {self.item.ref} and {len(self.traces)} item(s) that said it: {listed}"
+
+
+def traces(memory: UserMemory, fact: Item) -> list[Item]:
+    """The messages and summaries that carry a fact: its sources, and whatever states it. Oldest first."""
+    found: dict[tuple[str, int], Item] = {}
+    sources = memory.sources_of([fact.item_id]).get(fact.item_id, set())
+    for message_id, item in memory.get_many("message", sources).items():
+        found[("message", message_id)] = item
+    words = sorted(content_words(fact.text), key=len, reverse=True)
+    if words:
+        for kind in ("message", "summary"):
+            for item in memory.items_mentioning(words[0], kind):
+                if (kind, item.item_id) not in found and states(item.text, fact.text):
+                    found[(kind, item.item_id)] = item
+    return sorted(found.values(), key=lambda i: (i.created_at, i.kind, i.item_id))
+
+
+def forget_with_traces(memory: UserMemory, kind: str, item_id: int, *, reason: str,
+                       keep_traces: bool = False) -> Forgotten:
+    """Forget one item; a fact takes its traces with it (unless `keep_traces`)."""
+    item = memory.get(kind, item_id)
+    gone = Forgotten(item, traces(memory, item) if kind == "fact" and not keep_traces else [])
+    with memory.db.atomic():
+        for trace in gone.traces:
+            span = memory.summary_span(trace.item_id) if trace.kind == "summary" else None
+            memory.forget(trace.kind, trace.item_id, reason=f"{reason} (it stated {item.ref})")
+            if span is not None:
+                memory.unmark_consolidated(trace.session_id, *span)
+        memory.forget(kind, item_id, reason=reason)
+    memory.db.checkpoint()  # (each forget's own checkpoint waited for this transaction)
+    return gone
