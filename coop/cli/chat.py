@@ -41,8 +41,9 @@ class EmbedderLoader:
 
 
 def start_timers(chat_session: "ChatSession", config: "Config", worker: "BackgroundWorker") -> list["Timer"]:
-    """Consolidation every `interval_hours`, and the end of a session after `idle_minutes` without a turn; both
-    only submit jobs to the worker, which has its own connection (the REPL's is never touched from here)."""
+    """Consolidation once after start-up and every `interval_hours`, and the end of a session after
+    `idle_minutes` without a turn; all only submit jobs to the worker, which has its own connection (the REPL's
+    is never touched from here)."""
     from coop.memory.growth.worker import Timer
 
     settings = config.memory.consolidation
@@ -56,6 +57,9 @@ def start_timers(chat_session: "ChatSession", config: "Config", worker: "Backgro
     def idle_check() -> None:
         chat_session.end_if_idle(settings.idle_minutes * 60)
 
+    # Imported conversations and spans left from earlier runs: a bounded amount (`max_spans_per_run`) after
+    # start-up, behind the start-up embedding on the worker's queue, then each `interval_hours`.
+    worker.submit("consolidation after start-up", chat_session.jobs.consolidation(user_id))
     return [Timer(settings.interval_hours * 3600, periodic, "coop-consolidation"),
             Timer(min(60.0, settings.idle_minutes * 60 / 4), idle_check, "coop-idle")]
 

@@ -8,8 +8,10 @@ For each candidate, cheapest check first, so the fast model is asked only when i
 3. near duplicate: cosine >= `dedup_threshold` *and* the same content words. The vector alone is not enough:
    "I owe Ana twenty euros" and "I owe Boris twenty euros" are close in embedding space and are two facts;
    names and numbers must agree.
-4. conflict: an active fact with the same (category, key) and another value, or existing facts close in meaning
-   (cosine >= `related_threshold`): the fast model decides ADD / UPDATE / SUPERSEDE / NONE in strict JSON. A
+4. conflict: an active fact with the same (category, key) and another value, existing facts close in meaning
+   (cosine >= `related_threshold`), or active facts of the same category (not "general"; at most
+   `SAME_SUBJECT_LIMIT`, whatever their cosine: a move, a new employer, a reversed standing instruction are
+   far apart in embedding space): the fast model decides ADD / UPDATE / SUPERSEDE / NONE in strict JSON. A
    decision below `min_confidence` keeps both; any failure keeps both (ADD). Without a model, a same-key
    conflict supersedes (a new value for a named slot) and anything else is added.
 5. otherwise ADD.
@@ -46,6 +48,7 @@ INSTRUCTION = "instruction"
 MACHINE_SOURCES = ("extraction", "consolidation", "model", "import")
 # Sources whose proposals must quote the user (the model's own tool calls are confirmed by the user instead).
 QUOTING_SOURCES = ("extraction", "consolidation")
+SAME_SUBJECT_LIMIT = 5  # facts of the same category shown to the reconciler beside the near ones
 
 
 @dataclass(frozen=True)
@@ -143,6 +146,9 @@ class FactWriter:
         related = [item for item, similarity in neighbours if similarity >= self.settings.related_threshold
                    and (same_key is None or item.item_id != same_key.item_id)]
         existing = ([same_key] if same_key is not None else []) + related
+        if self.decide is not None:  # one subject, one category: the model judges it whatever the cosine
+            taken = {item.item_id for item in existing}
+            existing += [item for item in self._same_subject(candidate, neighbours) if item.item_id not in taken]
         if not existing:
             return Plan("ADD", candidate, "new fact", vector=vector)
         if self.decide is None:
@@ -151,6 +157,17 @@ class FactWriter:
                             same_key.item_id, vector)
             return Plan("ADD", candidate, "new fact (related facts kept)", vector=vector)
         return self._decided(candidate, existing, same_key, vector)
+
+    def _same_subject(self, candidate: Candidate, neighbours: list[tuple[Item, float]]) -> list[Item]:
+        """Active facts of the candidate's category (not "general"), nearest first: "Moved to Berlin"
+        (location/city) meets "Lives in Lyon" (location/home_city) though MiniLM puts them at cosine 0.54, and a
+        new standing instruction meets the others ("Answer in English" vs "Always answer in French", 0.57)."""
+        if candidate.category == "general":
+            return []
+        order = {item.item_id: -similarity for item, similarity in neighbours}
+        same = self.memory.active_facts(candidate.category, limit=200, newest_first=True)
+        same.sort(key=lambda item: order.get(item.item_id, 0.0))
+        return same[:SAME_SUBJECT_LIMIT]
 
     def _neighbours(self, candidate: Candidate) -> tuple[Any, list[tuple[Item, float]]]:
         if self.embedder is None:
