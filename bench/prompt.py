@@ -109,11 +109,13 @@ def evaluate(conversations: list[Conversation], embedder, *, summaries: bool, ba
             if summaries:
                 add_summaries(memory, conv, ids)
                 embed_pending(memory, embedder, kinds=("summary",))
+            # the questions are asked the day after the conversation's last message, as its user would ask them
+            asked_at = max(memory.get("message", i).created_at for i in ids) + 86400
             for question in conv.questions:
                 searched = search(memory, question.text, embedder=embedder, limit=10,
                                   settings=_settings(config))
                 found = {ids.get(h.item.item_id) for h in searched.hits if h.kind == "message"}
-                chat = ChatSession(memory, config, embedder=lambda: embedder)
+                chat = ChatSession(memory, config, embedder=lambda: embedder, clock=lambda at=asked_at: at)
                 started = time.perf_counter()
                 prompt = chat.prepare(question.text)
                 prepare_ms.append((time.perf_counter() - started) * 1000)
@@ -189,7 +191,13 @@ def main(argv: list[str] | None = None) -> int:
                         help="hash: coop's test embedder (no meaning; for checking the benchmark itself)")
     parser.add_argument("--summaries", action="store_true", help="add a scripted summary per session first")
     parser.add_argument("--limit-conversations", type=int, default=None, help="only the first N conversations")
+    parser.add_argument("--recency-weight", type=float, default=None,
+                        help="tune the turn's recency prior (coop.chat.recall.RECENCY_WEIGHT) for this run")
     args = parser.parse_args(argv)
+    if args.recency_weight is not None:
+        import coop.chat.recall
+
+        coop.chat.recall.RECENCY_WEIGHT = args.recency_weight
     conversations = load(args.data)[:args.limit_conversations]
     if not any(c.questions for c in conversations):
         raise BenchError(f"{args.data} has no question of categories 1-4 with valid evidence")

@@ -146,7 +146,7 @@ class MemoryConfig:
 
 @dataclass(frozen=True)
 class ChatConfig:
-    working_memory_cap: int = _f(50, "messages held in the session's working memory", min=2, max=10_000)
+    working_memory_cap: int = _f(200, "session messages held; history takes what the budget allows", min=2, max=10_000)
     tools: bool = _f(True, "offer memory tools to models that support function calling")
     confirm_memory_changes: bool = _f(True, "ask before the model's memory tools forget, rewrite or supersede "
                                             "memory, or add a standing instruction; where nobody can be asked "

@@ -121,9 +121,10 @@ def recall(memory: "UserMemory", text: str, query: str, *, embedder: "Embedder |
     kept = without_repeats(memory, out.facts, past.values())
     ordered = sorted(kept, key=lambda r: (r.reason != "salience", -r.score))
     out.past = newer_first(memory, embedder, ordered, PAST_DISAGREE_COSINE, same_category=False)
-    if first_turn:
-        out.previous = [r for r in previous_session(memory, session_id, now) if (r.item.kind, r.item.item_id)
-                        not in past]
+    if first_turn:  # the same rules: what a fact says, or the past already shows, is not repeated
+        previous = previous_session(memory, session_id, now)
+        fresh = {r.item.ref for r in without_repeats(memory, out.facts, previous)} - {r.item.ref for r in out.past}
+        out.previous = [r for r in previous if r.item.ref in fresh]
     return out
 
 

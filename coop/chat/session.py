@@ -79,11 +79,13 @@ class ChatSession:
     def __init__(self, memory: "UserMemory", config: "Config", *, embedder: Callable[[], "Embedder | None"],
                  model: llm.ChatModel | None = None, models: Callable[[str], llm.ChatModel] | None = None,
                  jobs: MemoryJobs | None = None, session_id: int | None = None, incognito: bool = False,
-                 tracer: Tracer = NO_TRACE, worker: "BackgroundWorker | None" = None) -> None:
+                 tracer: Tracer = NO_TRACE, worker: "BackgroundWorker | None" = None,
+                 clock: Callable[[], float] = time.time) -> None:
         self.memory = memory
         self.config = config
         self.embedder = embedder
         self.incognito = incognito
+        self.clock = clock  # the time recall weighs age against (a benchmark replays a conversation's own time)
         self.tracer = tracer
         self.worker = worker
         self.models = models or (lambda name: llm.chat_model(config, name))
@@ -149,7 +151,7 @@ class ChatSession:
         cfg = self.config.memory
         found = recall(self.memory, text, retrieval_query(text), embedder=self.embedder(), cfg=cfg,
                        settings=self.retrieval, shown=self.working.ids(cfg.recency_messages),
-                       first_turn=not self.working.messages, session_id=self.session_id)
+                       first_turn=not self.working.messages, session_id=self.session_id, now=self.clock())
         if found.failure is not None:  # a remote embedder that fails: this turn recalls by words only
             self.tracer.event("embedder_failed", error=found.failure)
             if not self._embedder_failed:

@@ -1,0 +1,171 @@
+"""What a turn recalls: each piece of knowledge once, newer first when two items disagree, plumbing never
+recalled, facts shown with id and date, and forgetting a fact takes what said it along."""
+
+from __future__ import annotations
+
+import json
+import time
+
+import numpy as np
+from typer.testing import CliRunner
+
+from coop.chat.recall import is_conversation, newer_first, without_repeats
+from coop.cli.app import app
+from coop.memory.growth.evidence import adds_to, states
+from coop.memory.growth.forgetting import forget_with_traces, traces
+from coop.memory.retrieval.context import Recalled, build_prompt, fact_line
+from coop.memory.storage import vectors
+
+
+class FixedEmbedder:
+    """Vectors chosen by the test, so "close in meaning" is exact."""
+
+    id = "test/fixed/3"
+    dims = 3
+
+
+def put_vector(memory, kind, item_id, values):
+    vector = np.asarray(values, dtype=np.float32)
+    vectors.store_vectors(memory, kind, [item_id], FixedEmbedder.id, (vector / np.linalg.norm(vector)).reshape(1, -1))
+
+
+def recalled(memory, kind, item_id, score=1.0, reason="relevance"):
+    return Recalled(memory.get(kind, item_id), reason, score)
+
+
+def test_states_needs_the_facts_words_with_every_name_and_adds_to_tells_more_from_a_restatement():
+    fact = "Sister Ana works as a dentist"
+    assert states("my sister Ana is a dentist", fact)
+    assert not states("my sister Maria is a dentist", fact)  # another name is another fact
+    assert not states("Ana is coming on Tuesday", fact)
+    assert not adds_to("my sister Ana works as a dentist", [fact])
+    assert adds_to("Talked about Ana's dentist practice in Porto", [fact])  # a new name: more knowledge
+
+
+def test_a_facts_source_message_and_a_bare_restatement_are_left_out_but_a_summary_that_tells_more_stays(memory):
+    session = memory.start_session()
+    source = memory.add_message(session, "user", "btw my sister Ana works as a dentist")
+    echo = memory.add_message(session, "assistant", "Your sister Ana works as a dentist, noted.")
+    other = memory.add_message(session, "user", "we should visit Ana soon")
+    fact = memory.add_fact("Sister Ana works as a dentist", category="family").fact_id
+    memory.link_sources(fact, [source])
+    richer = memory.add_summary("Ana, the user's sister, works as a dentist and moved to Porto in 2024.",
+                                session_id=session)
+    copy = memory.add_message(session, "user", "we should visit Ana soon")
+    past = [recalled(memory, "message", i, score) for i, score in ((source, 0.9), (echo, 0.8), (other, 0.7),
+                                                                    (copy, 0.6))]
+    past.append(recalled(memory, "summary", richer, 0.5))
+    kept = without_repeats(memory, [recalled(memory, "fact", fact)], past)
+    assert [r.item.ref for r in kept] == [f"m{other}", f"s{richer}"]  # the copy of `other` counts once
+
+
+def test_tool_results_tool_call_stubs_and_empty_replies_are_not_conversation(memory):
+    session = memory.start_session()
+    tool = memory.add_message(session, "tool", json.dumps({"results": [{"text": "Lives in Lyon"}]}),
+                              tool_name="memory_search", tool_call_id="c1")
+    stub = memory.add_message(session, "assistant", "", tool_calls=json.dumps([{"id": "c1"}]))
+    said = memory.add_message(session, "user", "I live in Lyon")
+    assert [is_conversation(memory.get("message", i)) for i in (tool, stub, said)] == [False, False, True]
+
+
+def test_of_two_facts_about_one_thing_the_newer_comes_first_marked_as_newer(memory):
+    old = memory.add_fact("Lives in Lyon", category="location", key="home_city").fact_id
+    time.sleep(0.01)
+    new = memory.add_fact("Moved to Berlin", category="location", key="city").fact_id
+    tea = memory.add_fact("Likes green tea", category="preference").fact_id
+    put_vector(memory, "fact", old, [1, 0.2, 0])
+    put_vector(memory, "fact", new, [1, 0.4, 0])  # close to the old one: about the same thing
+    put_vector(memory, "fact", tea, [0, 0, 1])
+    entries = [recalled(memory, "fact", i) for i in (old, tea, new)]
+    ordered = newer_first(memory, FixedEmbedder(), entries, 0.45, same_category=True)
+    assert [r.item.item_id for r in ordered] == [new, old, tea]
+    assert ordered[0].note == f"newer than f{old}" and ordered[1].note == "" and ordered[2].note == ""
+    line = fact_line(ordered[0])
+    assert line.startswith(f"- f{new} (since ") and line.endswith(f", newer than f{old}): Moved to Berlin")
+
+
+def test_facts_carry_id_and_date_and_a_first_person_pin_is_quoted_as_the_users(memory):
+    pinned = memory.add_fact("I am allergic to peanuts", importance=0.9).fact_id
+    item = memory.get("fact", pinned)
+    day = time.strftime("%Y-%m-%d", time.localtime(item.created_at))
+    prompt = build_prompt(preamble="P", facts=[Recalled(item, "salience")], new_message="hi", context_budget=4000,
+                          memory_fraction=0.25)
+    assert f"- f{pinned} (since {day}): the user said “I am allergic to peanuts”" in prompt.messages[0]["content"]
+
+
+def test_a_past_message_already_in_the_history_is_not_recalled_again(memory):
+    from coop.memory.retrieval.context import HistoryMessage
+
+    session = memory.start_session()
+    said = memory.add_message(session, "user", "I adopted a cat named Miso")
+    history = [HistoryMessage("user", "I adopted a cat named Miso", said), HistoryMessage("assistant", "Lovely!")]
+    prompt = build_prompt(preamble="P", past=[recalled(memory, "message", said)], history=history,
+                          new_message="what is my cat called?", context_budget=4000, memory_fraction=0.25)
+    assert prompt.recalled == [] and prompt.messages[0]["content"].count("Miso") == 0
+    assert [m["content"] for m in prompt.messages[1:]] == ["I adopted a cat named Miso", "Lovely!",
+                                                           "what is my cat called?"]
+
+
+def seeded_forget(memory):
+    session = memory.start_session()
+    source = memory.add_message(session, "user", "my sister Ana works as a dentist")
+    echo = memory.add_message(session, "assistant", "A dentist, like your sister Ana? Noted.")
+    kept = memory.add_message(session, "user", "and my brother plays the cello")
+    memory.add_message(session, "assistant", "Nice!")
+    summary = memory.add_summary("The user's sister Ana works as a dentist.", session_id=session,
+                                 span=(source, kept + 1))
+    memory.mark_consolidated([source, echo, kept, kept + 1])
+    fact = memory.add_fact("Sister Ana works as a dentist", category="family").fact_id
+    memory.link_sources(fact, [source])
+    return fact, source, echo, kept, summary
+
+
+def test_forgetting_a_fact_forgets_its_source_and_what_states_it_and_resummarises_the_rest(memory):
+    fact, source, echo, kept, summary = seeded_forget(memory)
+    assert {t.ref for t in traces(memory, memory.get("fact", fact))} == {f"m{source}", f"m{echo}", f"s{summary}"}
+    gone = forget_with_traces(memory, "fact", fact, reason="test")
+    assert gone.describe() == f"forgot f{fact} and 3 item(s) that said it: m{source}, m{echo}, s{summary}"
+    assert [m.item_id for m in memory.list_items("message")] == [kept + 1, kept]
+    assert memory.list_items("summary") == [] and memory.list_items("fact") == []
+    # what is left of the span is summarised again, without the forgotten lines
+    assert memory.db.scalar("select count(*) from messages where consolidated_at is null") == 2
+    rows = memory.db.execute("select content from messages union all select text from summaries").fetchall()
+    assert not any("dentist" in row[0] for row in rows)
+
+
+def test_coop_memory_forget_shows_and_removes_the_traces_and_only_keeps_them(memory, db):
+    fact, source, echo, kept, summary = seeded_forget(memory)
+    runner = CliRunner()
+    result = runner.invoke(app, ["memory", "forget", f"f{fact}", "--only", "--yes", "--user", "ana"])
+    assert result.exit_code == 0, result.output
+    assert result.output.strip() == f"forgot f{fact}"
+    assert len(memory.list_items("message")) == 4 and len(memory.list_items("summary")) == 1
+
+    again = memory.add_fact("Sister Ana works as a dentist", category="family", source="user").fact_id
+    result = runner.invoke(app, ["memory", "forget", f"f{again}", "--yes", "--user", "ana"])
+    assert result.exit_code == 0, result.output
+    assert f"forgot f{again} and 3 item(s) that said it" in result.output
+    assert len(memory.list_items("message")) == 2 and memory.list_items("summary") == []
+
+
+def test_an_extracted_fact_is_linked_to_its_message_and_shown_once_in_a_later_prompt(memory, openai_server):
+    from coop.chat.session import ChatSession
+    from coop.config import apply_overrides, load_config
+    from coop.memory.growth.embedders import HashEmbedder
+
+    config = apply_overrides(load_config(), {"model.name": "openai/test-model", "model.api_base":
+                                             openai_server.api_base, "model.timeout_seconds": 5.0})
+    embedder = HashEmbedder(64)
+    openai_server.background_replies = [json.dumps({"facts": [
+        {"category": "pets", "key": "cat_name", "value": "Has a cat named Miso", "importance": 0.7,
+         "evidence": "I have a cat named Miso"}]})]
+    first = ChatSession(memory, config, embedder=lambda: embedder)
+    result = first.turn("I have a cat named Miso")
+    [fact] = memory.list_items("fact")
+    assert memory.sources_of([fact.item_id]) == {fact.item_id: {result.user_message_id}}
+    assert memory.pending_jobs() == []  # the recorded extraction finished and left no row
+    first.end()
+    second = ChatSession(memory, config, embedder=lambda: embedder)
+    second.turn("what is my cat Miso like?")
+    system = openai_server.system_prompt(-1)
+    assert f"- f{fact.item_id} (since " in system and system.count("Miso") == 1  # the fact, not its source too
