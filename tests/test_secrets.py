@@ -107,13 +107,15 @@ def test_an_api_key_never_reaches_the_database_trace_history_logs_or_output(coop
         that quotes the user's words (key and all), so it passes the evidence check and reaches the store; the
         summary of the session repeats the key."""
         system, exchange = body["messages"][0]["content"], body["messages"][-1]["content"]
+        exchange = exchange.split("THE EXCHANGE:")[-1]  # not the earlier turns shown as context
         if system.startswith("You consolidate"):
             return json.dumps({"summary": f"The user shared their API key {KEY} and said hello.", "facts": []})
         if "hello there" in exchange:
             return {"status": 401, "message": echo}
-        if f"my API key is {KEY}" in exchange:
+        if "my API key is [secret]" in exchange:  # extraction reads the stored (masked) message, never the key;
+            # a model that knew the key anyway and put it into the fact still gets it masked at the store
             return json.dumps({"facts": [{"category": "work", "key": "api_key", "value": f"Has the API key {KEY}",
-                                          "importance": 0.7, "evidence": f"my API key is {KEY}"}]})
+                                          "importance": 0.7, "evidence": "my API key is [secret]"}]})
         return '{"facts": []}'
 
     openai_server.background_default = background
