@@ -169,3 +169,18 @@ def test_an_extracted_fact_is_linked_to_its_message_and_shown_once_in_a_later_pr
     second.turn("what is my cat Miso like?")
     system = openai_server.system_prompt(-1)
     assert f"- f{fact.item_id} (since " in system and system.count("Miso") == 1  # the fact, not its source too
+
+
+def test_past_items_are_chosen_by_score_and_a_newer_one_is_shown_before_the_older_it_disagrees_with(memory):
+    old_session, new_session = memory.start_session(), memory.start_session()
+    old = memory.add_message(old_session, "user", "I work at Google on search", created_at=time.time() - 86400 * 90)
+    new = memory.add_message(new_session, "user", "I started at Microsoft on Azure last week")
+    put_vector(memory, "message", old, [1, 0.1, 0])
+    put_vector(memory, "message", new, [1, 0.3, 0])
+    entries = [recalled(memory, "message", old, 0.9), recalled(memory, "message", new, 0.5)]
+    marked = newer_first(memory, FixedEmbedder(), entries, 0.75, same_category=False, move=False)
+    assert [r.item.item_id for r in marked] == [old, new] and marked[1].note == f"newer than m{old}"
+    system = build_prompt(preamble="P", past=marked, new_message="where do I work?", context_budget=4000,
+                          memory_fraction=0.25).messages[0]["content"]
+    assert system.index("Microsoft") < system.index("Google")
+    assert f"user (newer than m{old}): I started at Microsoft" in system

@@ -42,7 +42,8 @@ if TYPE_CHECKING:
     from coop.memory.embedder import Embedder
     from coop.memory.storage.store import UserMemory
 
-RECENCY_WEIGHT = 0.15        # share of a past item's score that depends on its age (seed 004 weighs recency 0.15)
+RECENCY_WEIGHT = 0.05        # share of a past item's score that depends on its age: tuned on bench/prompt.py, the
+                             # largest that costs nothing there (0.15, seed 004's weight, cost 0.007 of recall)
 RECENCY_HALF_LIFE_DAYS = 30  # ... and how fast that share halves
 CONTINUITY_HOURS = 12        # a session that ended this recently carries over into the next one's first prompt
 CONTINUITY_TAIL = 4          # its last lines shown then
@@ -120,7 +121,9 @@ def recall(memory: "UserMemory", text: str, query: str, *, embedder: "Embedder |
     out.facts = newer_first(memory, embedder, list(facts.values()), FACTS_DISAGREE_COSINE, same_category=True)
     kept = without_repeats(memory, out.facts, past.values())
     ordered = sorted(kept, key=lambda r: (r.reason != "salience", -r.score))
-    out.past = newer_first(memory, embedder, ordered, PAST_DISAGREE_COSINE, same_category=False)
+    # past items are only marked: which of them fit the budget is decided by their scores (moving a newer item
+    # ahead there cost 0.012 of prompt recall on bench/prompt.py --summaries); build_prompt shows it first
+    out.past = newer_first(memory, embedder, ordered, PAST_DISAGREE_COSINE, same_category=False, move=False)
     if first_turn:  # the same rules: what a fact says, or the past already shows, is not repeated
         previous = previous_session(memory, session_id, now)
         fresh = {r.item.ref for r in without_repeats(memory, out.facts, previous)} - {r.item.ref for r in out.past}
@@ -157,9 +160,9 @@ def without_repeats(memory: "UserMemory", facts: Sequence[Recalled], past: Itera
 
 
 def newer_first(memory: "UserMemory", embedder: "Embedder | None", entries: list[Recalled], min_cosine: float, *,
-                same_category: bool) -> list[Recalled]:
+                same_category: bool, move: bool = True) -> list[Recalled]:
     """When two items are about one thing (close in meaning, same category for facts) but say different things
-    (other content words), the newer goes before the older and is marked as newer than it."""
+    (other content words, and neither states the other), the newer goes before the older, marked newer than it."""
     if embedder is None or len(entries) < 2:
         return entries
     refs = [(r.item.kind, r.item.item_id) for r in entries]
@@ -172,14 +175,21 @@ def newer_first(memory: "UserMemory", embedder: "Embedder | None", entries: list
                 continue
             if same_category and (newer.item.category != older.item.category or newer.item.category == "general"):
                 continue
-            if float(a @ b) < min_cosine or content_words(newer.item.text) == content_words(older.item.text):
+            if not same_category and newer.item.session_id == older.item.session_id:
+                continue  # one conversation (a message and its session's summary) is not an update over time
+            if float(a @ b) < min_cosine or _one_says_the_other(newer.item.text, older.item.text):
                 continue
             marked = replace(newer, note=_join(newer.note, f"newer than {older.item.ref}"))
             position = next(k for k, r in enumerate(order) if r.item.ref == newer.item.ref)
             order.pop(position)
             at = next(k for k, r in enumerate(order) if r.item.ref == older.item.ref)
-            order.insert(min(at, position), marked)
+            order.insert(min(at, position) if move else position, marked)
     return order
+
+
+def _one_says_the_other(a: str, b: str) -> bool:
+    """Not a disagreement: the same words, or one contains what the other says (a summary and its message)."""
+    return content_words(a) == content_words(b) or states(a, b) or states(b, a)
 
 
 def _join(note: str, more: str) -> str:

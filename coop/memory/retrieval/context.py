@@ -116,6 +116,18 @@ def _history(history: Sequence[HistoryMessage], anchor: HistoryMessage | None,
     return chosen
 
 
+def _newer_before_older(lines: list[str], entries: list[Recalled]) -> list[str]:
+    """Shown lines reordered so that an item marked "newer than X" comes before X (both were chosen by score)."""
+    order = list(range(len(entries)))
+    for k, entry in enumerate(entries):
+        for older in re.findall(r"newer than (\w+)", entry.note):
+            at = next((i for i, j in enumerate(order) if entries[j].item.ref == older), None)
+            here = order.index(k)
+            if at is not None and at < here:
+                order.insert(at, order.pop(here))
+    return [lines[j] for j in order]
+
+
 def _cost(messages: Sequence[HistoryMessage]) -> int:
     return sum(estimate_tokens(m.content) + 4 for m in messages)
 
@@ -160,6 +172,7 @@ def build_prompt(*, preamble: str, instructions: Sequence[Item] = (), facts: Seq
             else:
                 left_out.append(entry)
 
+    lines["past"] = _newer_before_older(lines["past"], [r for r in recalled if r in past])
     sections = list(head)
     if lines["facts"]:
         sections.append("Known about the user (id, since when):\n"
