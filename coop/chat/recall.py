@@ -10,7 +10,8 @@
 - Each piece of knowledge once: a past message that a recalled fact came from (`fact_sources`), or a past item
   that states a recalled fact (`evidence.states`) and adds nothing to it (`evidence.adds_to`: no other name or
   number, at most two other content words), is left out, since the fact says it shorter and is current; texts
-  that are the same count once. A summary that states a fact and tells more stays: it is more knowledge.
+  that are the same count once. A summary that states a fact and tells more stays: it is more knowledge. A message
+  whose fact was superseded since, and that says nothing more, is stale and left out too.
 - Recency: a past item's score is weighed by its age (`RECENCY_WEIGHT`, tuned on bench/prompt.py), and when two
   recalled items are about the same thing but say different things, the newer comes first, marked as newer.
 - Continuity: the first turn of a session that follows another within `CONTINUITY_HOURS` (an idle end mid-topic,
@@ -138,19 +139,24 @@ def recency_weighted(score: float, item: Item, now: float) -> float:
 
 
 def without_repeats(memory: "UserMemory", facts: Sequence[Recalled], past: Iterable[Recalled]) -> list[Recalled]:
-    """Past items minus what the recalled facts already say (their sources, and texts that state them), and
-    minus repeated texts (the first, best-ranked copy stays)."""
+    """Past items minus what the recalled facts already say (their sources, and texts that state them), minus
+    messages that only said what a superseded fact said, and minus repeated texts (the best-ranked copy stays)."""
     sources: set[int] = set()
     for ids in memory.sources_of(r.item.item_id for r in facts).values():
         sources |= ids
     fact_texts = [r.item.text for r in facts]
+    past = sorted(past, key=lambda r: -r.score)
+    extracted = memory.facts_from_messages(r.item.item_id for r in past if r.item.kind == "message")
     seen: set[str] = set()
     kept = []
-    for entry in sorted(past, key=lambda r: -r.score):
+    for entry in past:
         item = entry.item
         digest = content_hash(item.text)
         if digest in seen or (item.kind == "message" and item.item_id in sources):
             continue
+        replaced = [f.text for f in extracted.get(item.item_id, []) if f.superseded_at is not None]
+        if item.kind == "message" and replaced and not adds_to(item.text, replaced):
+            continue  # it said what a newer fact replaced ("I live in Lyon", after the move to Berlin)
         stated = [fact for fact in fact_texts if states(item.text, fact)]
         if stated and not adds_to(item.text, stated):
             continue

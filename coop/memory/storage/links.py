@@ -14,6 +14,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from coop.memory.storage.facts import FactRecords
+from coop.memory.storage.items import Item
 
 MAX_JOB_ATTEMPTS = 3  # a job that failed this often is dropped (logged), so a poisoned row never blocks start-up
 
@@ -49,6 +50,20 @@ class Links(FactRecords):
                 f"SELECT fact_id, message_id FROM fact_sources WHERE user_id = ? AND fact_id IN ({marks})",
                 (self.user_id, *ids)):
             found.setdefault(int(fact_id), set()).add(int(message_id))
+        return found
+
+    def facts_from_messages(self, message_ids: Iterable[int]) -> dict[int, list[Item]]:
+        """Message id -> the facts (active or not) extracted from it."""
+        ids = sorted(set(message_ids))
+        found: dict[int, list[Item]] = {}
+        if not ids:
+            return found
+        rows = list(self.db.execute(f"SELECT message_id, fact_id FROM fact_sources WHERE user_id = ? AND message_id IN "
+                                    f"({','.join('?' * len(ids))})", (self.user_id, *ids)))
+        facts = self.get_many("fact", [int(r[1]) for r in rows])
+        for message_id, fact_id in rows:
+            if int(fact_id) in facts:
+                found.setdefault(int(message_id), []).append(facts[int(fact_id)])
         return found
 
     # -- durable jobs -------------------------------------------------------------------------------------

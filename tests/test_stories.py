@@ -1,0 +1,273 @@
+"""Multi-session stories against the scripted server, each asserting on the prompts the model receives: the
+current value is there, the stale and the forgotten ones are not, and nothing appears twice.
+
+The fast model is scripted by what it is asked: extraction answers from a table keyed by the user's message,
+reconciliation replaces the fact the story says is replaced, consolidation writes the story's summary. Without
+a worker (as here), a turn's memory jobs run inline, right after the reply.
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+import re
+import time
+
+from typer.testing import CliRunner
+
+from coop.chat.session import ChatSession
+from coop.cli.app import app
+from coop.config import apply_overrides, load_config
+from coop.memory.growth.embedders import HashEmbedder
+
+EMBEDDER = HashEmbedder(64)
+
+
+def config_for(server, **overrides):
+    """The scripted model, and no meaning floor for matches by words: the hash embedder's cosines mean nothing
+    (the real model's floors are measured by the benchmarks)."""
+    values = {"model.name": "openai/test-model", "model.api_base": server.api_base, "model.timeout_seconds": 5.0,
+              "memory.word_similarity_floor": -1.0, "memory.prompt_word_similarity_floor": -1.0}
+    return apply_overrides(load_config(), {**values, **overrides})
+
+
+def fact(category, key, value, evidence, importance=0.7):
+    return {"category": category, "key": key, "value": value, "importance": importance, "evidence": evidence}
+
+
+def fast_model(extract: dict[str, list[dict]], replaces: dict[str, str] | None = None, summary: str = ""):
+    """The scripted fast model. `extract`: the user's message -> the facts in it; `replaces`: a new fact's text
+    -> the text of the fact it supersedes (anything else is ADD)."""
+    replaces = replaces or {}
+
+    def reply(body: dict) -> str:
+        system, asked = body["messages"][0]["content"], body["messages"][-1]["content"]
+        if system.startswith("You maintain"):
+            said = asked.split("THE EXCHANGE:")[-1].split("\n\nASSISTANT", 1)[0].strip().removeprefix("USER: ")
+            return json.dumps({"facts": extract.get(said, [])})
+        if system.startswith("You keep"):
+            new = asked.split("]: ", 1)[1].split("\n", 1)[0]
+            listing = dict((text, int(i)) for i, text in re.findall(r"- id (\d+) \[[^\]]*\]: (.*)", asked))
+            old = replaces.get(new)
+            if old in listing:
+                return json.dumps({"action": "SUPERSEDE", "target": listing[old], "confidence": 0.9,
+                                   "reason": "changed"})
+            return json.dumps({"action": "ADD", "target": None, "confidence": 0.9, "reason": "different"})
+        if system.startswith("You consolidate"):
+            return json.dumps({"summary": summary, "facts": []})
+        return "{}"
+
+    return reply
+
+
+def session(memory, server, *lines, end=True, consolidate=False, **overrides) -> ChatSession:
+    """One session of `lines`; ended as /end or an idle end does (and then consolidated, as the worker would)."""
+    chat = ChatSession(memory, config_for(server, **overrides), embedder=lambda: EMBEDDER)
+    for line in lines:
+        result = chat.turn(line)
+        assert result.error is None, result.error
+    if end:
+        chat.end()
+    if consolidate:
+        chat.jobs.consolidation(memory.user_id, session_id=chat.session_id, ended=True)(memory.db)
+    return chat
+
+
+def prompt_text(server, index=-1) -> str:
+    """Everything the model was sent in one chat request: system prompt, history and the new message."""
+    return "\n".join(str(m.get("content") or "") for m in server.chat_requests()[index]["messages"])
+
+
+def facts_section(server, index=-1) -> str:
+    system = server.system_prompt(index)
+    return system.split("Known about the user (id, since when):\n", 1)[1].split("\n\n", 1)[0] \
+        if "Known about the user" in system else ""
+
+
+def replacement_story(memory, server, before, after, question, *, old_fact, new_fact, stale, current):
+    server.background_default = fast_model({before: [old_fact], after: [new_fact]},
+                                           replaces={new_fact["value"]: old_fact["value"]})
+    server.default_reply = "ok"
+    session(memory, server, before)
+    session(memory, server, after)
+    session(memory, server, question)
+    seen = prompt_text(server)
+    assert current in facts_section(server)
+    assert stale not in seen, seen
+    assert seen.count(current) == 1  # the fact, and not its source message beside it
+
+
+def test_a_move_replaces_the_old_city_though_the_keys_differ(memory, openai_server):
+    replacement_story(memory, openai_server, "I live in Lyon", "I moved to Berlin last month", "where do I live?",
+                      old_fact=fact("location", "home_city", "Lives in Lyon", "I live in Lyon"),
+                      new_fact=fact("location", "city", "Lives in Berlin", "I moved to Berlin"),
+                      stale="Lyon", current="Lives in Berlin")
+    [history] = [e for e in memory.history(1) if e.action == "SUPERSEDE"]
+    assert history.reason == "changed"
+
+
+def test_a_job_change_replaces_the_employer(memory, openai_server):
+    replacement_story(memory, openai_server, "I work at Google as an engineer", "I joined Microsoft this week",
+                      "where do I work these days?",
+                      old_fact=fact("work", "employer", "Works at Google", "I work at Google"),
+                      new_fact=fact("work", "employer", "Works at Microsoft", "I joined Microsoft"),
+                      stale="Google", current="Works at Microsoft")
+
+
+def test_a_diet_change_replaces_the_diet(memory, openai_server):
+    replacement_story(memory, openai_server, "My diet is vegetarian", "I went fully vegan in October",
+                      "what does my diet allow for dinner?",
+                      old_fact=fact("diet", "diet", "Diet is vegetarian", "My diet is vegetarian"),
+                      new_fact=fact("diet", "diet_type", "Diet is vegan", "I went fully vegan"),
+                      stale="vegetarian", current="Diet is vegan")
+
+
+def test_a_reversed_standing_instruction_replaces_the_old_one(memory, openai_server):
+    first, then = "Always answer in French please", "Answer in English from now on"
+    openai_server.background_default = fast_model(
+        {first: [fact("instruction", None, "Always answer in French", first)],
+         then: [fact("instruction", None, "Answer in English", "Answer in English from now on")]},
+        replaces={"Answer in English": "Always answer in French"})
+    openai_server.default_reply = "ok"
+    session(memory, openai_server, first)
+    session(memory, openai_server, then)
+    session(memory, openai_server, "tell me a joke")
+    system = openai_server.system_prompt(-1)
+    rules = system.split("Standing instructions from the user (always follow them):\n", 1)[1].split("\n\n")[0]
+    assert rules == "- Answer in English"
+    assert "French" not in prompt_text(openai_server)
+
+
+def test_a_forgotten_fact_reaches_no_later_prompt_by_any_road(memory, openai_server):
+    said = "my sister Ana works as a dentist"
+    openai_server.background_default = fast_model(
+        {said: [fact("family", "sister_job", "Sister Ana works as a dentist", said)]},
+        summary="The user's sister Ana works as a dentist.")
+    openai_server.replies = ["A dentist, like your sister Ana? Noted."]
+    session(memory, openai_server, said, consolidate=True)
+    memory.add_message(memory.start_session(), "tool", json.dumps({"results": [{"text": "Ana works as a dentist"}]}),
+                       tool_name="memory_search", tool_call_id="c1")
+    assert memory.list_items("summary"), "the ended session was summarised"
+    [forgotten] = memory.list_items("fact")
+    result = CliRunner().invoke(app, ["memory", "forget", forgotten.ref, "--yes", "--user", memory.user_id])
+    assert result.exit_code == 0 and "item(s) that said it" in result.output
+    openai_server.default_reply = "ok"
+    session(memory, openai_server, "What does my sister do?")
+    assert "dentist" not in prompt_text(openai_server).lower()
+
+
+def test_a_pronoun_is_resolved_from_the_earlier_turns(memory, openai_server):
+    openai_server.background_default = fast_model(
+        {"she just started at the hospital": [fact("family", "sister_job", "Sister Ana works at the hospital",
+                                                   "she just started at the hospital")]})
+    openai_server.default_reply = "ok"
+    session(memory, openai_server, "My sister is Ana", "she just started at the hospital")
+    extraction = [r for r in openai_server.background_requests()
+                  if "THE EXCHANGE:" in r["messages"][-1]["content"]][-1]["messages"][-1]["content"]
+    earlier = extraction.split("THE EXCHANGE:")[0]
+    assert "EARLIER TURNS" in earlier and "USER: My sister is Ana" in earlier
+    session(memory, openai_server, "what does Ana do?")
+    assert facts_section(openai_server).count("Sister Ana works at the hospital") == 1
+
+
+def test_a_relative_date_is_extracted_against_today(memory, openai_server):
+    today = datetime.date.today()
+    friday = today + datetime.timedelta(days=(4 - today.weekday()) % 7 or 7)
+    said = "my dentist appointment is next Friday"
+    openai_server.background_default = fast_model(
+        {said: [fact("health", "dentist_appointment", f"Dentist appointment on {friday.isoformat()}", said)]})
+    openai_server.default_reply = "ok"
+    session(memory, openai_server, said)
+    asked = [r["messages"][-1]["content"] for r in openai_server.background_requests()
+             if "THE EXCHANGE:" in r["messages"][-1]["content"]][-1]
+    assert f"TODAY: {today.strftime('%A %Y-%m-%d')}" in asked
+    session(memory, openai_server, "when is my dentist appointment?")
+    assert f"Dentist appointment on {friday.isoformat()}" in facts_section(openai_server)
+
+
+def test_after_an_idle_end_the_next_first_prompt_picks_up_where_it_left_off(memory, openai_server):
+    openai_server.background_default = fast_model({}, summary="Planning a trip to Kyoto: comparing ryokans.")
+    openai_server.replies = ["Both are lovely.", "ok", "ok"]
+    session(memory, openai_server, "Tawaraya or Hiiragiya for our Kyoto ryokan?", consolidate=True)
+    nxt = session(memory, openai_server, "which one is quieter?", "thanks", end=False)
+    first, second = openai_server.system_prompt(-2), openai_server.system_prompt(-1)
+    carried = first.split("Where the previous conversation left off:\n", 1)[1].split("\n\n")[0]
+    assert "summary: Planning a trip to Kyoto: comparing ryokans." in carried
+    assert "assistant: Both are lovely." in carried and carried.count("Tawaraya") == 1
+    assert "Where the previous conversation left off" not in second  # the first turn only
+    assert nxt.session_id != memory.sessions()[-1]["id"]
+
+
+def test_an_extraction_left_by_an_exit_is_finished_at_the_next_start(memory, openai_server):
+    said = "I keep bees on my balcony"
+    openai_server.background_default = {"status": 500}  # the fast model is gone when the turn ends
+    openai_server.default_reply = "ok"
+    session(memory, openai_server, said)
+    assert memory.list_items("fact") == [] and len(memory.pending_jobs()) == 1
+    openai_server.background_default = fast_model({said: [fact("hobby", "hobby", "Keeps bees", said)]})
+    later = ChatSession(memory, config_for(openai_server), embedder=lambda: EMBEDDER)
+    later.catch_up()
+    assert memory.pending_jobs() == []
+    later.turn("any tips for my bees in winter?")
+    assert "Keeps bees" in facts_section(openai_server)
+
+
+def test_a_large_import_of_repeated_remember_lines_takes_one_line_of_the_prompt(memory, openai_server, tmp_path):
+    day = time.time() - 86400 * 30
+    conversations = []
+    for i in range(39):
+        conversations.append({"id": f"c{i}", "title": f"chat {i}", "create_time": day + i * 600, "mapping": {
+            "a": {"id": "a", "parent": None, "children": ["b"], "message": {
+                "id": f"u{i}", "author": {"role": "user"}, "create_time": day + i * 600,
+                "content": {"content_type": "text", "parts": ["Remember that I get motion sick on boats"]}}},
+            "b": {"id": "b", "parent": "a", "children": [], "message": {
+                "id": f"r{i}", "author": {"role": "assistant"}, "create_time": day + i * 600 + 5,
+                "content": {"content_type": "text", "parts": ["Noted."]}}}}, "current_node": "b"})
+    conversations.append({"id": "ferry", "title": "ferry", "create_time": day, "mapping": {
+        "a": {"id": "a", "parent": None, "children": [], "message": {
+            "id": "f1", "author": {"role": "user"}, "create_time": day + 99,
+            "content": {"content_type": "text", "parts": ["The ferry to Sifnos leaves Piraeus at 7am"]}}}},
+        "current_node": "a"})
+    path = tmp_path / "conversations.json"
+    path.write_text(json.dumps(conversations))
+    result = CliRunner().invoke(app, ["memory", "import", str(path), "--user", memory.user_id, "--no-embed"])
+    assert result.exit_code == 0 and "imported 40 sessions, 79 messages" in result.output, result.output
+    from coop.memory.growth.embedding import embed_pending
+
+    embed_pending(memory, EMBEDDER)
+    openai_server.default_reply = "ok"
+    session(memory, openai_server, "taking the ferry to Sifnos from Piraeus, motion sick on boats?")
+    system = openai_server.system_prompt(-1)
+    assert system.count("motion sick on boats") == 1
+    assert "The ferry to Sifnos leaves Piraeus at 7am" in system
+
+
+def test_a_fact_is_shown_once_beside_its_source_a_restatement_and_a_tool_result(memory, openai_server):
+    said = "I live in Berlin with my cat Miso"
+    openai_server.background_default = fast_model({said: [fact("location", "city", "Lives in Berlin", said)]})
+    openai_server.replies = ["Berlin with Miso, lovely.", "ok"]
+    session(memory, openai_server, said)
+    s = memory.start_session()
+    memory.add_message(s, "assistant", "", tool_calls=json.dumps([{"id": "c9", "type": "function"}]))
+    memory.add_message(s, "tool", json.dumps({"results": [{"id": "f1", "text": "Lives in Berlin"}]}),
+                       tool_name="memory_search", tool_call_id="c9")
+    memory.add_summary("The user lives in Berlin.", session_id=s)
+    session(memory, openai_server, "any Berlin tips for living here?")
+    seen = prompt_text(openai_server)
+    assert seen.count("Lives in Berlin") == 1 and re.search(r"- f\d+ \(since \d{4}-\d\d-\d\d\): Lives in Berlin",
+                                                             seen)
+    assert "lives in Berlin" not in seen and '"results"' not in seen and "tool:" not in seen
+
+
+def test_small_talk_recalls_nothing(memory, openai_server):
+    session_id = memory.start_session()
+    for text in ("How's the weather in Lyon?", "It's going great with the new job", "Hello from the train!"):
+        memory.add_message(session_id, "user", text, created_at=time.time() - 86400 * 3)
+    memory.end_session(session_id, at=time.time() - 86400 * 3)
+    from coop.memory.growth.embedding import embed_pending
+
+    embed_pending(memory, EMBEDDER)
+    openai_server.default_reply = "hi!"
+    session(memory, openai_server, "Hello!", "How's it going?")
+    for index in (-2, -1):
+        assert "Relevant past conversation" not in openai_server.system_prompt(index)
