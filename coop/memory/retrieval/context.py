@@ -1,10 +1,12 @@
 """Builds the prompt of a turn from memory, within a token budget.
 
-Order (DESIGN.md): system preamble -> "Known about the user" facts -> relevant past (dated, with session) ->
-recent history -> the new message. Recalled memory (facts and past) gets `memory_budget_fraction` of
-`context_budget`; facts are placed first, since they are short and durable; past items follow by score. Whatever
-does not fit is left out whole (a past message may be shortened, a fact never is). Recent history takes what is
-left of the budget, newest first, and the session's first user message (the anchor) is kept when it fits.
+Order (DESIGN.md): system preamble with standing instructions -> "Known about the user" facts (id, since when) ->
+where the previous conversation left off (a session's first turn) -> relevant past (dated, with session) ->
+history -> the new message. History is chosen first, newest first, from what the budget leaves beside the memory
+budget (`memory_budget_fraction` of `context_budget`), and reaches further back into whatever memory leaves
+unused; the session's first user message (the anchor) is kept when it fits. In the memory budget, facts come
+first (short and durable), then past items by score; whatever does not fit is left out whole (a past message may
+be shortened, a fact never is), and a past message the history shows is not recalled again.
 
 Token counts are estimates (about four characters a token): the budget is a guard against overflowing the model's
 window and crowding out the conversation, not an exact accounting.
