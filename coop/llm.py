@@ -15,6 +15,7 @@ is registered with `coop.secrets`, and every error text is masked.
 
 from __future__ import annotations
 
+import logging
 import os
 import re
 import threading
@@ -30,6 +31,7 @@ from coop.errors import ErrorKind, ModelError
 if TYPE_CHECKING:
     from coop.config import Config
 
+log = logging.getLogger(__name__)
 _lock = threading.Lock()
 _litellm: Any = None
 
@@ -51,6 +53,25 @@ def get_litellm() -> Any:
             litellm.telemetry = False
             _litellm = litellm
     return _litellm
+
+
+def warm_up(model: str) -> None:
+    """Everything the first request would otherwise import on the spot, so a chat's first turn costs what a
+    later one does: litellm itself (about two seconds), a streamed completion with a tool and litellm's
+    `mock_response` (its own lazy imports; nothing is sent anywhere), and the OpenAI client's resources and
+    HTTP transport, which litellm's OpenAI-compatible handlers import on their first request (half a second).
+    Run from a background thread while the user types; a failure only means no warm-up."""
+    litellm = get_litellm()
+    tool = {"type": "function", "function": {"name": "warm_up", "description": "unused",
+                                             "parameters": {"type": "object", "properties": {}}}}
+    try:  # with a tool: litellm imports its MCP handling (half a second) for any request that offers tools
+        for _ in litellm.completion(model=model, messages=[{"role": "user", "content": "warm-up"}],
+                                    tools=[tool], mock_response="ok", stream=True):
+            pass
+        import httpcore._sync  # noqa: F401
+        import openai.resources  # noqa: F401
+    except Exception as exc:  # nothing depends on it
+        log.debug("model client warm-up failed: %s", exc)
 
 
 def _clean_detail(text: str) -> str:

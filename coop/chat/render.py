@@ -18,7 +18,6 @@ from typing import Literal, TextIO, cast
 
 from rich.console import Console
 from rich.live import Live
-from rich.markdown import Markdown
 from rich.status import Status
 from rich.text import Text
 
@@ -78,6 +77,8 @@ class MarkdownStream:
         render = Console(file=buffer, width=width, force_terminal=self.console.is_terminal,
                          color_system=cast(_ColorSystem | None, self.console.color_system),
                          no_color=self.console.no_color)
+        from rich.markdown import Markdown  # markdown-it and pygments: imported with the first reply, not at start
+
         render.print(Markdown(mask(text), code_theme="monokai", inline_code_lexer=None))
         return buffer.getvalue().splitlines()
 

@@ -70,13 +70,15 @@ def masked_file_history(base: type) -> type:
 class Repl:
     def __init__(self, session: "ChatSession", *, console: Console, json_mode: bool = False,
                  history_path: str | None = None, banner: Callable[[], str] | None = None,
-                 on_exit: Callable[[], None] | None = None, out: TextIO | None = None) -> None:
+                 on_exit: Callable[[], None] | None = None, on_start: Callable[[], None] | None = None,
+                 out: TextIO | None = None) -> None:
         self.session = session
         self.console = console
         self.json_mode = json_mode
         self.history_path = history_path
         self.banner = banner
         self.on_exit = on_exit
+        self.on_start = on_start  # background loading, begun once the first prompt is about to show
         self.out = out or sys.stdout
         self.running = True
         self.model_errors = 0
@@ -268,6 +270,7 @@ class Repl:
     def run_lines(self, stream: Any) -> int:
         """Pipe mode: each line of a binary stream is a turn. Non-UTF-8 lines are reported and skipped. The exit
         code says what went wrong on the way, if anything did: 4 for a model error, 5 for a store error."""
+        self._started()
         for number, raw in enumerate(stream, start=1):
             if not self.running:
                 break
@@ -293,6 +296,7 @@ class Repl:
         self.session.tools.confirm = self.confirmer(session)
         if self.banner is not None:
             self.console.print(self.banner())
+        self._start_after_first_render(session)
         last_interrupt = 0.0
         while self.running:
             for notice in self.session.take_notices():
@@ -334,6 +338,25 @@ class Repl:
             return allowed
 
         return confirm
+
+    def _start_after_first_render(self, prompt_session: Any) -> None:
+        """Background loading begins once the first prompt is drawn: started earlier, its imports would hold
+        the interpreter's lock while the prompt is being drawn and delay it."""
+        events = getattr(getattr(prompt_session, "app", None), "after_render", None)
+        if events is None:
+            self._started()
+            return
+
+        def drawn(_: Any) -> None:
+            events.remove_handler(drawn)
+            self._started()
+
+        events.add_handler(drawn)
+
+    def _started(self) -> None:
+        if self.on_start is not None:
+            self.on_start()
+            self.on_start = None
 
     def close(self) -> None:
         if self.on_exit is not None:

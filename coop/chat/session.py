@@ -318,8 +318,7 @@ class ChatSession:
         extraction is recorded first (`memory_jobs`), so an exit before it is done leaves it to the next start."""
         if self.incognito:
             return
-        if self.embedder() is not None:
-            self._background("embed new messages", self.jobs.embedding(self.memory.user_id))
+        self._background("embed new messages", self.jobs.embedding(self.memory.user_id))
         if message_id is not None and self.config.memory.extraction.enabled and self.jobs.complete is not None:
             job_id = self.memory.record_job("extraction", session_id=self.session_id, message_id=message_id,
                                             reply_id=reply_id)

@@ -21,23 +21,49 @@ if TYPE_CHECKING:
 
 
 class EmbedderLoader:
-    """Loads the embedder in a background thread at start (it takes a second or two), so the banner and the
-    first prompt appear at once; the first turn that needs it waits for it."""
+    """Loads the embedder in a background thread (it takes a second or so), started once the prompt is up so
+    that the first prompt appears at once. A turn that needs the embedder waits for it; the worker's jobs wait
+    for the REPL to start the loading (`START_GRACE_SECONDS` at most), so they do not start it early."""
+
+    START_GRACE_SECONDS = 3.0
 
     def __init__(self, config: "Config") -> None:
+        self.config = config
+        self.status: "EmbedderStatus | None" = None
+        self._thread = threading.Thread(target=self._load, name="coop-embedder-load", daemon=True)
+        self._lock = threading.Lock()
+        self._begun = threading.Event()
+
+    def _load(self) -> None:
         from coop.services import load_embedder
 
-        self.status: "EmbedderStatus | None" = None
-        self._thread = threading.Thread(target=lambda: setattr(self, "status", load_embedder(config)),
-                                        name="coop-embedder-load", daemon=True)
-        self._thread.start()
+        self.status = load_embedder(self.config)
+
+    def start(self) -> None:
+        with self._lock:
+            if not self._begun.is_set():
+                self._begun.set()
+                self._thread.start()
 
     def ready(self) -> bool:
-        return not self._thread.is_alive()
+        return self._begun.is_set() and not self._thread.is_alive()
 
     def __call__(self) -> "Embedder | None":
+        if threading.current_thread() is not threading.main_thread():
+            self._begun.wait(self.START_GRACE_SECONDS)
+        self.start()
         self._thread.join()
         return None if self.status is None else self.status.embedder
+
+
+def warm_model_client(model: str) -> None:
+    """Import litellm (two seconds of Python) and the code of its first request, off the main thread, so the
+    first turn does not pay for them."""
+    import rich.markdown  # noqa: F401 (the first reply's rendering)
+
+    from coop import llm
+
+    llm.warm_up(model)
 
 
 def start_timers(chat_session: "ChatSession", config: "Config", worker: "BackgroundWorker") -> list["Timer"]:
@@ -104,7 +130,6 @@ def chat(
     app_state.use_config(config)
     if not config.model.name:
         raise CoopError("no chat model configured", hint=llm.NO_MODEL_HINT)
-    threading.Thread(target=llm.get_litellm, name="coop-litellm-import", daemon=True).start()
     services = app_state.services()
     db_path = resolve_db_path(config)
     if incognito and db_path != ":memory:" and not os.path.exists(db_path):
@@ -153,9 +178,15 @@ def chat(
         chat_session.end()
         chat_session.jobs.stopping.set()  # a long embedding backlog stops after its current batch
         if worker is not None:
-            worker.stop(timeout=2.0)
+            worker.stop(timeout=0.5)  # an unfinished extraction is recorded (memory_jobs): the next start runs it
+
+    def start_loading() -> None:  # once the prompt is up: these threads would slow the start by taking the GIL
+        loader.start()
+        threading.Thread(target=warm_model_client, args=(chat_session.model_name,), name="coop-model-warm-up",
+                         daemon=True).start()
 
     repl = Repl(chat_session, console=console, json_mode=json_, banner=banner, on_exit=on_exit,
+                on_start=start_loading,
                 history_path=str(coop_home() / "history") if not incognito else None)
     key_names = {config.model.api_key_env, config.memory.embedder.api_key_env} - {""}
     secrets = [value for name, value in os.environ.items() if name in key_names or name.endswith("_API_KEY")]

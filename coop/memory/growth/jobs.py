@@ -50,10 +50,12 @@ class MemoryJobs:
                           decide=model_decider(self.complete) if self.complete else None)
 
     def embedding(self, user_id: str) -> Job:
-        embedder = self.embedder()
+        """Vectors for the user's messages that have none. The embedder is asked for inside the job, on the
+        worker, so that submitting never waits for a model that is still loading."""
         batch_size = self.config.memory.embedder.batch_size
 
         def run(db: Database) -> str | None:
+            embedder = self.embedder()
             if embedder is not None:
                 embed_pending(_user(db, user_id), embedder, batch_size=batch_size, should_stop=self.stopping.is_set)
             return None

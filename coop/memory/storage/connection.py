@@ -169,15 +169,24 @@ def _make_private_path(path: str) -> None:
                              hint="set COOP_HOME or memory.db_path to a writable place") from None
 
 
+def _sqlite_vec_path() -> str:
+    """The sqlite-vec extension's file, found without importing the `sqlite_vec` package: its `__init__`
+    imports numpy (a fifth of a second), which opening a database does not need."""
+    import importlib.util
+
+    spec = importlib.util.find_spec("sqlite_vec")
+    if spec is None or not spec.submodule_search_locations:
+        raise ImportError("the sqlite-vec package is not installed")
+    return os.path.join(next(iter(spec.submodule_search_locations)), "vec0")
+
+
 def _load_sqlite_vec(conn: apsw.Connection) -> tuple[str | None, str | None]:
     if os.environ.get("COOP_DISABLE_SQLITE_VEC"):
         return None, "disabled by COOP_DISABLE_SQLITE_VEC"
     try:
-        import sqlite_vec
-
         conn.enable_load_extension(True)
         try:
-            conn.load_extension(sqlite_vec.loadable_path())
+            conn.load_extension(_sqlite_vec_path())
         finally:
             conn.enable_load_extension(False)
         row = conn.execute("select vec_version()").fetchone()

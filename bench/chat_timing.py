@@ -1,0 +1,169 @@
+"""`coop chat` as a person meets it, in a real terminal (tmux): time to the prompt, what the first turn adds before
+the request reaches the model, and time to exit. Used by `bench/startup.py`.
+
+The model is an instant local OpenAI-compatible server (this module's `InstantServer`): it answers at once and
+notes when each chat request arrived, so "first-turn overhead" is the time from the Enter key (sent with tmux
+send-keys) to the request's arrival, all of it coop's own work. The turn is typed after loading is done (the
+embedder and litellm load in the background once the prompt is up; the run waits until the process has used
+no CPU for half a second, or `--settle` seconds at most). Exit is
+timed from Ctrl-D to the end of the process. The bare interpreter is timed the same way (spawned in tmux until
+what it prints is on the screen), so both figures carry tmux's own cost.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+import subprocess
+import tempfile
+import threading
+import time
+from collections.abc import Callable
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+REPLY = "Noted: the lentil recipe is in your notes from March."
+PROMPT_MARK = "›"
+
+
+class InstantServer:
+    """An OpenAI-compatible chat endpoint on 127.0.0.1 that answers at once; `arrivals` holds the monotonic time
+    of each streamed (chat) request."""
+
+    def __init__(self) -> None:
+        self.arrivals: list[float] = []
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+            def do_GET(self) -> None:  # /models, for `coop check`
+                self._send("application/json", json.dumps({"data": [{"id": "instant"}]}).encode())
+
+            def do_POST(self) -> None:
+                arrived = time.monotonic()
+                body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)) or b"{}")
+                if body.get("stream"):
+                    server.arrivals.append(arrived)
+                    chunk = {"id": "c", "object": "chat.completion.chunk", "created": 0, "model": "instant",
+                             "choices": [{"index": 0, "delta": {"role": "assistant", "content": REPLY},
+                                          "finish_reason": None}]}
+                    end = dict(chunk, choices=[{"index": 0, "delta": {}, "finish_reason": "stop"}])
+                    data = f"data: {json.dumps(chunk)}\n\ndata: {json.dumps(end)}\n\ndata: [DONE]\n\n".encode()
+                    self._send("text/event-stream", data)
+                else:  # the fast model (extraction): nothing to learn
+                    reply = {"id": "c", "object": "chat.completion", "created": 0, "model": "instant",
+                             "choices": [{"index": 0, "finish_reason": "stop",
+                                          "message": {"role": "assistant", "content": '{"facts": []}'}}],
+                             "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}}
+                    self._send("application/json", json.dumps(reply).encode())
+
+            def _send(self, kind: str, data: bytes) -> None:
+                self.send_response(200)
+                self.send_header("Content-Type", kind)
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.api_base = f"http://127.0.0.1:{self._httpd.server_address[1]}/v1"
+        threading.Thread(target=self._httpd.serve_forever, daemon=True).start()
+
+    def close(self) -> None:
+        self._httpd.shutdown()
+
+
+def _screen(name: str) -> str:
+    return subprocess.run(["tmux", "capture-pane", "-p", "-t", name], capture_output=True, text=True).stdout
+
+
+def _until(check: Callable[[], bool], timeout: float, what: str) -> float:
+    """Poll every 5 ms; the monotonic time at which `check` first held."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if check():
+            return time.monotonic()
+        time.sleep(0.005)
+    raise RuntimeError(f"timed out waiting for {what}")
+
+
+def _spawn(name: str, command: str, env: dict[str, str], done: Path) -> float:
+    exports = " ".join(f"{k}={shlex.quote(v)}" for k, v in env.items())
+    shell = f"env -i {exports} {command}; echo $? > {shlex.quote(str(done))}; sleep 60"
+    started = time.monotonic()
+    subprocess.run(["tmux", "new-session", "-d", "-s", name, "-x", "120", "-y", "40", shell], check=True)
+    return started
+
+
+def _cpu_seconds(pid: int) -> float:
+    """User + system CPU time of a process and its children so far, from /proc."""
+    import os
+
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return sum(int(v) for v in fields[11:15]) / os.sysconf("SC_CLK_TCK")
+
+
+def _chat_pid(name: str) -> int:
+    """The `coop chat` process in the tmux pane: the child of the pane's shell."""
+    shell = subprocess.run(["tmux", "list-panes", "-t", name, "-F", "#{pane_pid}"], capture_output=True,
+                           text=True).stdout.split()[0]
+    children = subprocess.run(["pgrep", "-P", shell], capture_output=True, text=True).stdout.split()
+    return int(children[0]) if children else int(shell)
+
+
+def _settled(pid: int, limit: float) -> None:
+    """Wait until the process is idle (under 10 ms of CPU in 0.5 s): its background loading is done."""
+    deadline = time.monotonic() + limit
+    before = _cpu_seconds(pid)
+    while time.monotonic() < deadline:
+        time.sleep(0.5)
+        now = _cpu_seconds(pid)
+        if now - before < 0.01:
+            return
+        before = now
+
+
+def bare_start(python: str, env: dict[str, str]) -> float:
+    """Seconds from spawning `python -c print(...)` in tmux to its output on the screen."""
+    name = f"coop-bench-bare-{time.monotonic_ns()}"
+    with tempfile.TemporaryDirectory() as tmp:
+        started = _spawn(name, f"{shlex.quote(python)} -c 'print(\"ready\")'", env, Path(tmp) / "done")
+        try:
+            return _until(lambda: "ready" in _screen(name), 30, "the bare interpreter") - started
+        finally:
+            subprocess.run(["tmux", "kill-session", "-t", name], capture_output=True)
+
+
+def chat_run(coop: list[str], env: dict[str, str], server: InstantServer, settle: float) -> dict[str, float]:
+    """One `coop chat`: seconds to the prompt, first-turn overhead, seconds to exit."""
+    name = f"coop-bench-chat-{time.monotonic_ns()}"
+    with tempfile.TemporaryDirectory() as tmp:
+        done = Path(tmp) / "done"
+        env = dict(env, COOP_MODEL_NAME="openai/instant", COOP_MODEL_API_BASE=server.api_base,
+                   OPENAI_API_KEY="sk-local", TERM="xterm-256color")
+        command = " ".join(shlex.quote(c) for c in coop) + " chat"
+        started = _spawn(name, command, env, done)
+        try:
+            shown = _until(lambda: any(line.startswith(PROMPT_MARK) for line in _screen(name).splitlines()),
+                           60, "the prompt")
+            _settled(_chat_pid(name), settle)  # the background loading finishes
+            before = len(server.arrivals)
+            subprocess.run(["tmux", "send-keys", "-t", name, "-l", "where is the lentil recipe?"], check=True)
+            typed = time.monotonic()
+            subprocess.run(["tmux", "send-keys", "-t", name, "Enter"], check=True)
+            _until(lambda: len(server.arrivals) > before, 60, "the request to reach the model")
+            overhead = server.arrivals[before] - typed
+            _until(lambda: "lentil recipe is in" in _screen(name), 60, "the reply on the screen")
+            time.sleep(0.3)
+            exiting = time.monotonic()
+            subprocess.run(["tmux", "send-keys", "-t", name, "C-d"], check=True)
+            ended = _until(lambda: done.exists() and done.read_text().strip() != "", 60, "coop chat to exit")
+            if done.read_text().strip() != "0":
+                raise RuntimeError(f"coop chat exited with {done.read_text().strip()}: {_screen(name)[-400:]}")
+        finally:
+            subprocess.run(["tmux", "kill-session", "-t", name], capture_output=True)
+    return {"prompt_s": shown - started, "first_turn_overhead_s": overhead, "exit_s": ended - exiting}

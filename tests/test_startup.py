@@ -1,0 +1,129 @@
+"""What makes `coop chat` start at once and answer its first turn without delay (the figures are in
+`bench/startup.py`): heavy loading begins only once the prompt is drawn, nothing on the way to the prompt waits for
+the embedder, opening a database imports no numpy, and the model client's warm-up sends nothing anywhere."""
+
+from __future__ import annotations
+
+import io
+import subprocess
+import sys
+import threading
+import time
+
+from prompt_toolkit.input import create_pipe_input
+from prompt_toolkit.output import DummyOutput
+from rich.console import Console
+
+from coop.chat.repl import Repl
+from coop.chat.session import ChatSession
+from coop.cli.chat import EmbedderLoader
+from coop.config import Config, apply_overrides, load_config
+from coop.memory.growth.embedders import HashEmbedder
+
+
+def test_background_loading_starts_after_the_first_prompt_is_drawn(memory, openai_server, coop_home):
+    config = apply_overrides(load_config(), {"model.name": "openai/m", "model.api_base": openai_server.api_base})
+    events: list[str] = []
+    session = ChatSession(memory, config, embedder=lambda: HashEmbedder(64))
+    console = Console(file=io.StringIO(), width=80, force_terminal=False, color_system=None)
+
+    def banner() -> str:
+        events.append("banner")
+        return "BANNER"
+
+    repl = Repl(session, console=console, banner=banner, on_start=lambda: events.append("loading"))
+    with create_pipe_input() as pipe:
+        prompt = repl.make_prompt_session(input=pipe, output=DummyOutput())
+        prompt.app.after_render += lambda _: events.append("drawn")
+        pipe.send_text("hello\r\x04")
+        assert repl.run_terminal(prompt) == 0
+    assert events[:3] == ["banner", "drawn", "loading"]
+    assert events.count("loading") == 1  # once, not on every redraw
+    assert openai_server.chat_requests()  # the turn ran
+
+
+def test_pipe_mode_starts_loading_before_the_first_line(memory):
+    session = ChatSession(memory, Config(), embedder=lambda: None)
+    events: list[str] = []
+    repl = Repl(session, console=Console(file=io.StringIO()), on_start=lambda: events.append("loading"),
+                out=io.StringIO())
+    repl.run_lines([])
+    assert events == ["loading"]
+
+
+def test_the_worker_waits_for_the_repl_to_start_the_embedder(monkeypatch):
+    """A background job asking for the embedder must not start its loading before the prompt is drawn; the main
+    thread (a turn) starts it at once."""
+    loaded = threading.Event()
+    monkeypatch.setattr("coop.services.load_embedder", lambda config: (loaded.set(), _status())[1])
+    loader = EmbedderLoader(Config())
+    got: list[object] = []
+    job = threading.Thread(target=lambda: got.append(loader()))
+    job.start()
+    time.sleep(0.3)
+    assert not loaded.is_set() and not loader.ready()  # still waiting for the REPL
+    loader.start()
+    job.join(5)
+    assert loaded.is_set() and loader.ready() and got and got[0] is not None
+
+
+def test_the_worker_starts_the_embedder_itself_when_no_prompt_ever_comes(monkeypatch):
+    monkeypatch.setattr("coop.services.load_embedder", lambda config: _status())
+    monkeypatch.setattr(EmbedderLoader, "START_GRACE_SECONDS", 0.1)
+    loader = EmbedderLoader(Config())
+    got: list[object] = []
+    job = threading.Thread(target=lambda: got.append(loader()))
+    job.start()
+    job.join(5)
+    assert got and got[0] is not None
+
+
+def test_catching_up_at_start_never_waits_for_the_embedder(memory):
+    """The start-up embedding job asks for the embedder on the worker, not while the REPL is starting."""
+    never = threading.Event()
+    asked: list[str] = []
+
+    def slow_embedder():
+        asked.append(threading.current_thread().name)
+        never.wait(10)
+        return None
+
+    class RecordingWorker:
+        def __init__(self) -> None:
+            self.jobs: list[str] = []
+
+        def submit(self, name, job) -> None:
+            self.jobs.append(name)
+
+        def take_notices(self) -> list[str]:
+            return []
+
+    worker = RecordingWorker()
+    session = ChatSession(memory, Config(), embedder=slow_embedder, worker=worker)  # type: ignore[arg-type]
+    started = time.monotonic()
+    session.catch_up()
+    assert time.monotonic() - started < 1.0 and asked == []
+    assert worker.jobs == ["embed new messages"]
+
+
+def test_opening_a_database_imports_neither_numpy_nor_sqlite_vec_python(tmp_path):
+    code = ("import sys; from coop.memory.storage.database import open_database; "
+            f"db = open_database({str(tmp_path / 'x.db')!r}); "
+            "print(db.vec_version is not None, 'numpy' in sys.modules, 'sqlite_vec' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+    assert out == ["True", "False", "False"]  # the extension is loaded, by path
+
+
+def test_the_model_warm_up_loads_the_request_path_and_sends_nothing(openai_server):
+    code = ("import sys; from coop import llm; llm.warm_up('openai/some-model'); "
+            "print(all(m in sys.modules for m in ('litellm', 'openai.resources', 'mcp', 'httpcore._sync')))")
+    env = {"OPENAI_API_BASE": openai_server.api_base, "OPENAI_API_KEY": "sk-test", "PATH": "/usr/bin:/bin"}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
+    assert out.stdout.strip() == "True", out.stderr[-500:]
+    assert openai_server.requests == []  # litellm's mock_response: nothing left the process
+
+
+def _status():
+    from coop.memory.growth.embedders import EmbedderStatus
+
+    return EmbedderStatus(HashEmbedder(16), "hash/tokens/16")
