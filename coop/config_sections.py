@@ -40,6 +40,8 @@ class EmbedderConfig:
     api_base: str = _f("", "base URL for a litellm embedding provider; empty: provider default")
     api_key_env: str = _f("", "environment variable with the embedding provider's API key", env_name=True)
     batch_size: int = _f(32, "texts embedded per batch", min=1, max=4096)
+    download: bool = _f(False, "let fastembed download a model that is not on this machine from the model hub; "
+                               "off: coop never goes to the hub on its own (`coop memory embedder pull` does)")
 
 
 @dataclass(frozen=True)

@@ -25,7 +25,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
-from coop import secrets
+from coop import credentials, secrets
 from coop.errors import ErrorKind, ModelError
 
 if TYPE_CHECKING:
@@ -198,6 +198,14 @@ class ChatModel(Protocol):
         ...
 
 
+def check_credentials(settings: ModelSettings) -> None:
+    """A ModelError naming the variable when the model's API key is not in the environment."""
+    missing = credentials.missing_key(settings.model, settings.api_key_env, settings.api_base)
+    if missing:
+        raise ModelError(f"{missing} is not set; {settings.model} needs it",
+                         hint=credentials.missing_key_hint(missing), kind=ErrorKind.AUTH)
+
+
 def _retryable(error: ModelError) -> bool:
     """Rate limits, server errors, timeouts and dropped connections are worth another try; 4xx are not."""
     return error.kind in RETRYABLE_KINDS
@@ -214,6 +222,7 @@ class LiteLLMModel:
 
     def _call(self, **kwargs: Any) -> Any:
         settings = self.settings
+        check_credentials(settings)  # before any request: the provider's answer would puzzle, after retries
         litellm = get_litellm()
         api_key = settings.api_key()
         attempt = 0
@@ -292,8 +301,11 @@ NO_MODEL_HINT = ("set [model] name in the config (`coop init` writes one), e.g. 
 def model_settings(config: "Config", name: str | None = None) -> ModelSettings:
     """How to reach the model `name` (default: the configured chat model) with `[model]`'s server and key."""
     model = config.model
-    return ModelSettings(name or model.name, model.api_base or None, model.api_key_env or None,
-                         timeout=model.timeout_seconds)
+    name = name or model.name
+    # With no api_key_env, a known provider's own variable (OPENAI_API_KEY, ...) is the one the key is read from
+    # and the one named when it is missing.
+    key_env = model.api_key_env or credentials.key_variable(name, None, model.api_base or None) or None
+    return ModelSettings(name, model.api_base or None, key_env, timeout=model.timeout_seconds)
 
 
 def chat_model(config: "Config", name: str | None = None) -> ChatModel:

@@ -223,6 +223,7 @@ class ScriptedServer:
     background_replies: list[Any] = field(default_factory=list)
     background_default: Any = '{"facts": []}'
     status: int = 200
+    models: list[str] = field(default_factory=lambda: ["test-model"])  # what GET /models lists
 
     @property
     def api_base(self) -> str:
@@ -267,6 +268,14 @@ def openai_server():
 
         def log_message(self, *args: Any) -> None:  # keep test output clean
             pass
+
+        def do_GET(self) -> None:
+            server_state.requests.append({"path": self.path, "body": None, "time": _time.monotonic(),
+                                          "authorization": self.headers.get("Authorization")})
+            if self.path.rstrip("/").endswith("/models"):
+                self._send(200, {"object": "list", "data": [{"id": m, "object": "model"} for m in server_state.models]})
+            else:
+                self._send(404, {"error": {"message": "not found"}})
 
         def do_POST(self) -> None:
             length = int(self.headers.get("Content-Length") or 0)

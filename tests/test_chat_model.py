@@ -144,10 +144,10 @@ def test_the_idle_timer_never_ends_a_session_during_a_turn(memory):
     config = apply_overrides(Config(), {"memory.extraction.enabled": False})
     chat = ChatSession(memory, config, embedder=lambda: None, model=ScriptedModel(replies=[slow_reply]),
                        worker=worker)  # type: ignore[arg-type]
-    first_session = chat.session_id
     turn = threading.Thread(target=chat.turn, args=("hello",))
     turn.start()
     assert inside.wait(10)
+    first_session = chat.session_id
     assert chat.end_if_idle(0) is False and worker.jobs == []  # mid-turn: never
     release.set()
     turn.join(10)

@@ -105,7 +105,7 @@ def test_vectors_of_another_embedder_are_reported_with_reembed(run_cli):
     assert added.exit_code == 0
     code, same = check(run_cli, env={"COOP_MEMORY_EMBEDDER_DIMS": "64"})
     assert code == 0 and severity(same, "stored vectors") == "ok"
-    assert "1 vectors" in by_name(same)["stored vectors"]["message"]
+    assert "1 vector," in by_name(same)["stored vectors"]["message"]
     code, report = check(run_cli, env={"COOP_MEMORY_EMBEDDER_DIMS": "128"})
     stored = by_name(report)["stored vectors"]
     assert stored["severity"] in ("warning", "error")
@@ -117,7 +117,7 @@ def test_unembedded_items_are_a_backlog_warning(run_cli, memory):
     memory.add_fact("I live in Lyon")  # written without an embedder
     code, report = check(run_cli)
     assert code == 0 and severity(report, "embedding backlog") == "warning"
-    assert "1 items" in by_name(report)["embedding backlog"]["message"]
+    assert "1 item has no vector" in by_name(report)["embedding backlog"]["message"]
 
 
 def test_a_garbage_database_file_fails(run_cli, coop_home):

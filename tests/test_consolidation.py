@@ -278,7 +278,7 @@ def test_ending_a_session_consolidates_it(threaded_session, openai_server):
     assert worker.wait_idle(20)
     [summary] = session.memory.list_items("summary")
     assert summary.session_id == first
-    assert any(n.startswith("memory consolidated: 1 span(s)") for n in session.take_notices())
+    assert any(n.startswith("memory consolidated: 1 span summarised") for n in session.take_notices())
 
 
 def test_an_idle_session_ends_and_the_next_message_starts_a_new_one(threaded_session, openai_server):

@@ -124,7 +124,7 @@ def test_forgetting_a_fact_forgets_its_source_and_what_states_it_and_resummarise
     fact, source, echo, kept, summary = seeded_forget(memory)
     assert {t.ref for t in traces(memory, memory.get("fact", fact))} == {f"m{source}", f"m{echo}", f"s{summary}"}
     gone = forget_with_traces(memory, "fact", fact, reason="test")
-    assert gone.describe() == f"forgot f{fact} and 3 item(s) that said it: m{source}, m{echo}, s{summary}"
+    assert gone.describe() == f"forgot f{fact} and 3 items that said it: m{source}, m{echo}, s{summary}"
     assert [m.item_id for m in memory.list_items("message")] == [kept + 1, kept]
     assert memory.list_items("summary") == [] and memory.list_items("fact") == []
     # what is left of the span is summarised again, without the forgotten lines
@@ -144,7 +144,7 @@ def test_coop_memory_forget_shows_and_removes_the_traces_and_only_keeps_them(mem
     again = memory.add_fact("Sister Ana works as a dentist", category="family", source="user").fact_id
     result = runner.invoke(app, ["memory", "forget", f"f{again}", "--yes", "--user", "ana"])
     assert result.exit_code == 0, result.output
-    assert f"forgot f{again} and 3 item(s) that said it" in result.output
+    assert f"forgot f{again} and 3 items that said it" in result.output
     assert len(memory.list_items("message")) == 2 and memory.list_items("summary") == []
 
 

@@ -126,11 +126,23 @@ def test_model_error_in_the_repl_is_shown_and_the_loop_goes_on(repl_factory, ope
 
 def test_end_command_ends_the_session_and_starts_another(repl_factory, memory):
     repl, screen = repl_factory()
-    first = repl.session.session_id
-    drive(repl, "hello\r/end\r\x04")
-    ended = {s["id"]: s["ended_at"] for s in memory.sessions()}
-    assert ended[first] is not None and repl.session.session_id != first
-    assert "session ended" in screen.getvalue()
+    assert repl.session.session_id is None  # nothing said yet: no session
+    drive(repl, "hello\r/end\ragain\r\x04")
+    sessions = memory.sessions()
+    assert len(sessions) == 2
+    first = min(s["id"] for s in sessions)
+    assert {s["id"]: s["ended_at"] for s in sessions}[first] is not None and repl.session.session_id != first
+    assert f"session {first} ended" in screen.getvalue()
+
+
+def test_new_and_end_leave_no_empty_sessions_and_counts_read_right(repl_factory, memory):
+    repl, screen = repl_factory()
+    drive(repl, "/new\r/end\r/new\rhello\r/new\r/sessions\r\x04")
+    sessions = memory.sessions()
+    assert [s["messages"] for s in sessions] == [2]  # the one with "hello" and its reply, no empty ones
+    total = memory.db.scalar("SELECT count(*) FROM sessions WHERE user_id = ?", (memory.user_id,))
+    assert total == 1
+    assert "2 messages" in screen.getvalue() and "msgs" not in screen.getvalue()
 
 
 def test_ctrl_x_ctrl_e_edits_in_editor(repl_factory, openai_server, tmp_path, monkeypatch, wait_until):

@@ -150,7 +150,7 @@ def test_a_forgotten_fact_reaches_no_later_prompt_by_any_road(memory, openai_ser
     assert memory.list_items("summary"), "the ended session was summarised"
     [forgotten] = memory.list_items("fact")
     result = CliRunner().invoke(app, ["memory", "forget", forgotten.ref, "--yes", "--user", memory.user_id])
-    assert result.exit_code == 0 and "item(s) that said it" in result.output
+    assert result.exit_code == 0 and "items that said it" in result.output
     openai_server.default_reply = "ok"
     session(memory, openai_server, "What does my sister do?")
     assert "dentist" not in prompt_text(openai_server).lower()

@@ -44,7 +44,7 @@ def test_chat_in_a_real_terminal(openai_server, coop_home, tmp_path, run_cli, wa
     subprocess.run(["tmux", "new-session", "-d", "-s", name, "-x", "120", "-y", "40", command], check=True)
     try:
         screen = _wait_for(name, "/help for commands")
-        assert "user tmuxer" in screen and "1 facts" in screen
+        assert "user tmuxer" in screen and "1 fact," in screen
         subprocess.run(["tmux", "send-keys", "-t", name, "what is my dog called?", "Enter"], check=True)
         screen = _wait_for(name, "a good dog")
         assert "dog is Pixel" in screen and "**" not in screen  # rendered markdown, not raw

@@ -32,7 +32,7 @@ from coop import output
 from coop.chat.render import MarkdownStream, PlainStream
 from coop.errors import CoopError, ExitCode, StoreError, UsageError
 from coop.files import private_file
-from coop.memory.text import iso_time
+from coop.memory.text import iso_time, plural
 from coop.secrets import mask, mask_data
 
 if TYPE_CHECKING:
@@ -175,12 +175,13 @@ class Repl:
         for s in sessions:
             mark = "*" if s["id"] == self.session.session_id else " "
             when = datetime.fromtimestamp(s["last_activity_at"]).strftime("%Y-%m-%d %H:%M")
-            self.say(f"{mark} {s['id']:>5}  {when}  {s['messages']:>4} msgs  {s['title'] or ''}")
+            count = plural(s["messages"], "message")
+            self.say(f"{mark} {s['id']:>5}  {when}  {count:>13}  {s['title'] or ''}")
 
     def cmd_new(self, _: str) -> None:
         """Start a new session (memory stays; the conversation starts afresh)."""
         self.session.new_session()
-        self.say(f"new session {self.session.session_id or '(incognito)'}")
+        self.say("new session: it begins with your next message" + (" (incognito)" if self.session.incognito else ""))
 
     def cmd_model(self, name: str) -> None:
         """Show the model, or switch: /model openai/gpt-4o-mini."""
@@ -190,9 +191,11 @@ class Repl:
 
     def cmd_end(self, _: str) -> None:
         """End this session (it is consolidated in the background) and start a new one."""
+        ended = self.session.session_id
         self.session.end()
         self.session.new_session()
-        self.say(f"session ended; new session {self.session.session_id or '(incognito)'}")
+        self.say((f"session {ended} ended" if ended is not None else "nothing to end yet")
+                 + "; a new session begins with your next message")
 
     def cmd_exit(self, _: str) -> None:
         """Leave coop (also Ctrl-D)."""

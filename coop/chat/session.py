@@ -107,11 +107,9 @@ class ChatSession:
         self._in_turn = False
         self._state = threading.Lock()  # session state shared with the idle timer's thread
         self._embedder_failed = False
-        self.session_id: int | None = None
+        self.session_id: int | None = None  # a new session is created with its first message, not before
         if session_id is not None:
             self.resume(session_id)
-        elif not incognito:
-            self.session_id = memory.start_session()
 
     # -- sessions ---------------------------------------------------------------------------------------------
 
@@ -127,9 +125,11 @@ class ChatSession:
                 self.working.add(HistoryMessage(item.role, item.text, item.item_id))
 
     def new_session(self) -> None:
+        """The next message starts a new session (created then: `/new` twice, or a start without a word, leaves
+        no empty session behind)."""
         self._idle_ended = False
         self.working.clear()
-        self.session_id = None if self.incognito else self.memory.start_session()
+        self.session_id = None
 
     @property
     def model_name(self) -> str:
@@ -185,6 +185,8 @@ class ChatSession:
     def _commit(self, role: str, content: str, **fields: Any) -> int | None:
         if self.incognito:
             return None
+        if self.session_id is None:
+            self.session_id = self.memory.start_session()
         return self.memory.add_message(self.session_id, role, content, **fields)
 
     def turn(self, text: str, on_text: Callable[[str], None] = lambda _: None) -> TurnResult:

@@ -118,6 +118,8 @@ def chat(
     from coop.chat.session import ChatSession
     from coop.config import apply_overrides, coop_home, resolve_db_path
     from coop.logs import logging_to_file
+    from coop.memory.growth.embedders import missing_model
+    from coop.memory.text import plural
     from coop.services import chat_model
     from coop.trace import NO_TRACE, Tracer
 
@@ -130,6 +132,7 @@ def chat(
     app_state.use_config(config)
     if not config.model.name:
         raise CoopError("no chat model configured", hint=llm.NO_MODEL_HINT)
+    llm.check_credentials(llm.model_settings(config))  # a missing key is named now, not after the first message
     services = app_state.services()
     db_path = resolve_db_path(config)
     if incognito and db_path != ":memory:" and not os.path.exists(db_path):
@@ -154,20 +157,29 @@ def chat(
                                                "without saving anything") from None
         raise
 
+    if memory.db.read_only and not incognito:  # said at once, not at the first message
+        raise StoreError(f"the database is read-only: {memory.db.path}; nothing was written",
+                         hint="check the permissions of the file and its directory; or chat with --incognito to "
+                              "use your memory without saving anything")
     chat_session.catch_up()
     timers = start_timers(chat_session, config, worker) if worker is not None else []
     interactive = interactive_terminal(sys.stdin, sys.stdout, os.environ) and not json_
     console = Console(stderr=not interactive, highlight=False)
 
+    missing = missing_model(config.memory.embedder)  # a look at the disk: said at once, in the banner
+
     def banner() -> str:
         stats = memory.stats()
-        if loader.ready():
+        if missing is not None:
+            embedder_state = f"off: {missing} (`coop memory embedder pull`); search uses full text"
+        elif loader.ready():
             embedder = loader()  # loaded already: does not wait
             embedder_state = embedder.id.split("/")[-2] if embedder else "off (full text only)"
         else:
             embedder_state = "loading"
         line = (f"[bold]coop[/] · {escape(chat_session.model_name)} · user {escape(memory.user_id)} · "
-                f"{stats['facts_active']} facts, {stats['messages']} messages · embedder {embedder_state}")
+                f"{plural(stats['facts_active'], 'fact')}, {plural(stats['messages'], 'message')} · "
+                f"embedder {escape(embedder_state)}")
         if incognito:
             line += " · [yellow]incognito: nothing is saved (memory is still read)[/]"
         return line + "\n[dim]/help for commands, Ctrl-D to exit[/]"
@@ -178,7 +190,9 @@ def chat(
         chat_session.end()
         chat_session.jobs.stopping.set()  # a long embedding backlog stops after its current batch
         if worker is not None:
-            worker.stop(timeout=0.5)  # an unfinished extraction is recorded (memory_jobs): the next start runs it
+            # An unfinished extraction is recorded (memory_jobs) and the next start runs it, so a person at the
+            # terminal is not kept waiting; a script piping turns in gets a little longer for it to finish.
+            worker.stop(timeout=0.5 if interactive else 2.0)
 
     def start_loading() -> None:  # once the prompt is up: these threads would slow the start by taking the GIL
         loader.start()
@@ -199,7 +213,7 @@ def chat(
         else:
             code = repl.run_lines(sys.stdin.buffer if sys.stdin is not None else [])
     status = loader.status
-    if status is not None and status.embedder is None and not json_:
+    if status is not None and status.embedder is None and not json_ and missing is None:
         console.print(f"[yellow]note:[/] the embedder did not load ({status.error}); search used full text only")
     if not loader.ready() or (worker is not None and worker.alive):
         # A thread still inside onnxruntime (the model loading, a last batch) would abort the interpreter's

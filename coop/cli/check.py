@@ -18,7 +18,9 @@ import typer
 
 from coop import output
 from coop.cli.context import state
+from coop.credentials import key_variable, missing_key_hint
 from coop.errors import ConfigError, CoopError, ExitCode
+from coop.memory.text import plural
 from coop.secrets import mask, mask_optional
 
 if TYPE_CHECKING:
@@ -26,16 +28,6 @@ if TYPE_CHECKING:
     from coop.memory.storage.database import Database
 
 # The key variable litellm reads for common providers, by the model string's prefix. Local servers need none.
-PROVIDER_KEYS = {
-    "openai": "OPENAI_API_KEY", "gpt": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY",
-    "claude": "ANTHROPIC_API_KEY", "gemini": "GEMINI_API_KEY", "mistral": "MISTRAL_API_KEY",
-    "groq": "GROQ_API_KEY", "cohere": "COHERE_API_KEY", "together_ai": "TOGETHERAI_API_KEY",
-    "openrouter": "OPENROUTER_API_KEY", "deepseek": "DEEPSEEK_API_KEY", "xai": "XAI_API_KEY",
-    "voyage": "VOYAGE_API_KEY", "fireworks_ai": "FIREWORKS_AI_API_KEY", "perplexity": "PERPLEXITYAI_API_KEY",
-}
-LOCAL_PROVIDERS = {"ollama", "ollama_chat", "lm_studio", "hosted_vllm", "llamafile", "vllm"}
-
-
 @dataclass(frozen=True)
 class Check:
     name: str
@@ -64,16 +56,6 @@ def failure(name: str, message: str, hint: str | None = None) -> Check:
     return Check(name, "error", message, hint)
 
 
-def key_variable(model: str, api_key_env: str, api_base: str) -> str | None:
-    """The environment variable the model's key must be in, or None when it needs no key."""
-    if api_key_env:
-        return api_key_env
-    provider = model.split("/", 1)[0] if "/" in model else model.split("-", 1)[0]
-    if provider in LOCAL_PROVIDERS or (api_base and provider not in PROVIDER_KEYS):
-        return None
-    return PROVIDER_KEYS.get(provider, "")
-
-
 def check_model(config: "Config") -> list[Check]:
     model = config.model
     if not model.name:
@@ -90,9 +72,59 @@ def check_model(config: "Config") -> list[Check]:
     elif os.environ.get(variable):
         checks.append(ok("api key", f"{variable} is set"))
     else:
-        checks.append(failure("api key", f"{variable} is not set (model.api_key_env)",
-                              f"export {variable}=... in your shell, or set model.api_base for a local server"))
+        checks.append(failure("api key", f"{variable} is not set; {model.name} needs it", missing_key_hint(variable)))
+    if model.api_base:
+        checks.append(check_server(model.name, model.api_base, os.environ.get(variable) if variable else None))
     return checks
+
+
+SERVER_TIMEOUT_SECONDS = 2.0
+
+
+def server_model_lists(api_base: str) -> list[str]:
+    """Where a server at `api_base` lists its models: the OpenAI-compatible `/models` (LM Studio, llama.cpp,
+    vLLM, Ollama's /v1), then `/v1/models` for a base given without /v1, then Ollama's own `/api/tags`."""
+    base = api_base.rstrip("/")
+    urls = [f"{base}/models"]
+    if not base.endswith("/v1"):
+        urls += [f"{base}/v1/models", f"{base}/api/tags"]
+    return urls
+
+
+def check_server(model: str, api_base: str, api_key: str | None) -> Check:
+    """One GET of the server's model list (2 s): is anything listening at `api_base`, and which models does it
+    offer? Nothing else is sent; the key, if any, only as the usual bearer header."""
+    import json
+    import urllib.error
+    import urllib.request
+
+    reason = ""
+    for url in server_model_lists(api_base):
+        request = urllib.request.Request(url, headers={"Authorization": f"Bearer {api_key}"} if api_key else {})
+        try:
+            with urllib.request.urlopen(request, timeout=SERVER_TIMEOUT_SECONDS) as response:
+                data = json.loads(response.read(1_000_000) or b"{}")
+        except urllib.error.HTTPError as exc:
+            reason = f"HTTP {exc.code} from {url}"
+            if exc.code in (401, 403):
+                return failure("server", f"{api_base} refused the key ({reason})",
+                               "check the key in model.api_key_env")
+            continue  # another path may list the models
+        except (urllib.error.URLError, OSError, ValueError) as exc:
+            detail = getattr(exc, "reason", exc)
+            return failure("server", f"nothing answers at {api_base} ({mask(str(detail))})",
+                           "start the server (ollama serve, LM Studio's local server, llama-server) or correct "
+                           "model.api_base")
+        rows = (data.get("data") or data.get("models") or []) if isinstance(data, dict) else []
+        names = [str(r.get("id") or r.get("name") or r.get("model")) for r in rows if isinstance(r, dict)]
+        offered = ", ".join(names[:12]) + (f" and {len(names) - 12} more" if len(names) > 12 else "")
+        wanted = model.split("/", 1)[1] if "/" in model else model
+        if names and not any(wanted == n or wanted == n.split(":")[0] for n in names):
+            return warning("server", f"{api_base} answers but does not list {wanted}; it offers: {offered}",
+                           "set model.name to one of them, with its provider prefix (e.g. openai/NAME)")
+        return ok("server", f"{api_base} answers" + (f"; models: {offered}" if names else ""))
+    return warning("server", f"{api_base} answers, but lists no models ({reason})",
+                   "fine for a server without a model list; check model.api_base if chat fails")
 
 
 def check_sqlite(db: "Database") -> list[Check]:
@@ -174,11 +206,12 @@ def check_embedder(config: "Config", db: "Database") -> list[Check]:
                            "run `coop memory reembed` to embed everything with the configured model"))
     else:
         count = stored.get(status.configured_id, 0)
-        checks.append(ok("stored vectors", f"{count} vectors, all from the configured embedder"))
+        checks.append(ok("stored vectors", f"{plural(count, 'vector')}, all from the configured embedder"))
     pending = sum(db.scalar(f"select count(*) from {t} where embedder is null")
                   for t in ("messages", "facts", "summaries"))
     if pending:
-        checks.append(warning("embedding backlog", f"{pending} items have no vector yet",
+        verb = "has" if pending == 1 else "have"
+        checks.append(warning("embedding backlog", f"{plural(pending, 'item')} {verb} no vector yet",
                               "run `coop memory reembed`, or let coop catch up in the background"))
     for index in index_status(db):
         if index["indexed"] is not None and (index["dirty"] or index["indexed"] != index["stored"]):

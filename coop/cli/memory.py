@@ -10,6 +10,7 @@ import typer
 from coop import output
 from coop.cli.context import state
 from coop.errors import UsageError
+from coop.memory.text import plural
 
 if TYPE_CHECKING:
     from rich.console import RenderableType
@@ -219,7 +220,7 @@ def forget(
             output.err().print(f"{item.ref}: {output.one_line(item.text, 70)}", markup=False)
             for trace in ([] if only or item.kind != "fact" else traces(memory, item)):
                 output.err().print(f"  with {trace.ref}: {output.one_line(trace.text, 64)}", markup=False)
-        if not typer.confirm(f"Forget {len(items)} item(s) for good?", default=False, err=True):
+        if not typer.confirm(f"Forget {plural(len(items), 'item')} for good?", default=False, err=True):
             output.info("nothing forgotten")
             return
     done = [forget_with_traces(memory, item.kind, item.item_id, reason="forgotten by the user", keep_traces=only)

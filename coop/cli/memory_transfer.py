@@ -14,6 +14,7 @@ from coop import output
 from coop.cli.context import state
 from coop.cli.memory import JsonOption, UserOption, app
 from coop.errors import UsageError
+from coop.memory.text import plural
 
 if TYPE_CHECKING:
     from rich.progress import Progress
@@ -83,7 +84,8 @@ def import_(
         def show(where: ImportProgress) -> None:
             rate = where.messages / max(time.monotonic() - started, 1e-6)
             bar.update(task, total=where.size, completed=where.position,
-                       detail=f"{where.conversations:,} conversations, {where.messages:,} messages, {rate:,.0f}/s")
+                       detail=f"{plural(where.conversations, 'conversation')}, "
+                              f"{plural(where.messages, 'message')}, {rate:,.0f}/s")
 
         report = import_file(memory, path, fmt, importance=config.memory.importance, progress=show)
     embedded = 0
@@ -97,9 +99,9 @@ def import_(
         output.warn(f"{problem.where}: {problem.reason}")
     if len(report.problems) > 20:
         output.warn(f"... and {len(report.problems) - 20} more problems", "run with --json to see them all")
-    parts = [f"{report.sessions_added:,} sessions", f"{report.messages_added:,} messages"]
+    parts = [plural(report.sessions_added, "session"), plural(report.messages_added, "message")]
     if report.format == "coop":
-        parts += [f"{report.facts_added:,} facts", f"{report.summaries_added:,} summaries"]
+        parts += [plural(report.facts_added, "fact"), plural(report.summaries_added, "summary", "summaries")]
     skipped = report.messages_skipped + report.facts_skipped
     output.out().print(f"imported {', '.join(parts)} from {report.format} export for {memory.user_id}"
                        + (f"; {skipped:,} already there" if skipped else "")
@@ -160,11 +162,11 @@ def reembed(
                            "failed": report.failed, "dropped_vectors": report.dropped_vectors,
                            "dropped_embedders": report.embedders_dropped})
         return
-    output.out().print(f"embedded {report.embedded:,} items with {embedder.id}"
+    output.out().print(f"embedded {plural(report.embedded, 'item')} with {embedder.id}"
                        + (f"; dropped {report.dropped_vectors:,} old vectors" if report.dropped_vectors else ""),
                        markup=False, highlight=False)
     if report.failed:
-        output.warn(f"{report.failed:,} items could not be embedded; old vectors are kept until they are",
+        output.warn(f"{plural(report.failed, 'item')} could not be embedded; old vectors are kept until they are",
                     "see `coop memory stats`, then run `coop memory reembed` again")
         raise typer.Exit(1)
 

@@ -87,3 +87,8 @@ def iso_time(ts: float | None) -> str | None:
     if ts is None:
         return None
     return datetime.fromtimestamp(ts, tz=UTC).isoformat().replace("+00:00", "Z")
+
+
+def plural(count: int, noun: str, many: str | None = None) -> str:
+    """`1 fact`, `2 facts`, `1,204 messages`: the count with the noun in the right number."""
+    return f"{count:,} {noun if count == 1 else (many or noun + 's')}"

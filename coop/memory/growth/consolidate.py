@@ -26,6 +26,7 @@ from coop.memory.growth.extract import Complete, ModelReplyError, facts_from, pa
 from coop.memory.growth.reconcile import INSTRUCTION, FactWriter
 from coop.memory.storage.items import Item
 from coop.memory.storage.store import UserMemory
+from coop.memory.text import plural
 
 if TYPE_CHECKING:
     from coop.config import Config, RetentionConfig
@@ -53,9 +54,9 @@ class ConsolidationReport:
     def notice(self) -> str | None:
         if not (self.spans or self.archived or self.errors):
             return None
-        parts = [f"{self.spans} span(s) summarised", f"{self.facts_written} fact(s) written"]
+        parts = [f"{plural(self.spans, 'span')} summarised", f"{plural(self.facts_written, 'fact')} written"]
         if self.archived:
-            parts.append(f"{self.archived} unused fact(s) archived")
+            parts.append(f"{plural(self.archived, 'unused fact')} archived")
         if self.errors:
             parts.append(f"{len(self.errors)} failed (will retry)")
         return "memory consolidated: " + ", ".join(parts)

@@ -6,6 +6,8 @@ embedder's. Every embedder returns float32 rows of unit length, so a dot product
 
 Loading can fail (no model on an offline machine, a missing key): `load_embedder` then returns the reason
 instead of raising, and coop runs on full-text retrieval alone until `coop memory reembed` fills the vectors in.
+coop never downloads a model on its own: a model that is not on disk is reported at once (`missing_model`, a
+look at the disk) unless `memory.embedder.download` is set; `coop memory embedder pull` downloads it when asked.
 """
 
 from __future__ import annotations
@@ -92,6 +94,40 @@ def provisioned_model_dir() -> Path:
     return Path(cache) / PROVISIONED_DIR_NAME
 
 
+def fastembed_cache_dir() -> Path:
+    """Where fastembed keeps what it downloaded (its own default, or `FASTEMBED_CACHE_PATH`)."""
+    import tempfile
+
+    return Path(os.environ.get("FASTEMBED_CACHE_PATH") or Path(tempfile.gettempdir()) / "fastembed_cache")
+
+
+def in_fastembed_cache(model: str) -> bool:
+    """Whether a download of `model` seems to be in fastembed's cache: a directory named after the model with an
+    ONNX file under it. A cheap look at the disk, so a machine without the model learns so at once, without
+    importing fastembed or asking the hub."""
+    name = model.split("/")[-1].casefold()
+    cache = fastembed_cache_dir()
+    try:
+        entries = [p for p in cache.iterdir() if name in p.name.casefold()]
+    except OSError:
+        return False
+    return any(next(entry.rglob("*.onnx"), None) is not None for entry in entries)
+
+
+def missing_model(config: "EmbedderConfig") -> str | None:
+    """Why the configured fastembed model cannot be loaded without a download, or None when it can (or when
+    downloads are allowed, or another provider is configured)."""
+    if config.provider != "fastembed" or config.download or resolve_model_path(config) is not None:
+        return None
+    if in_fastembed_cache(config.model):
+        return None
+    return f"the embedding model {config.model.split('/')[-1]} is not on this machine"
+
+
+MISSING_MODEL_HINT = ("run `coop memory embedder pull` to download it (about 90 MB), or set "
+                      "memory.embedder.model_path to a local model directory; until then search uses full text")
+
+
 def resolve_model_path(config: "EmbedderConfig") -> str | None:
     """The local model directory to load: `model_path` if set, else the provisioned default (for the default
     model only); None means fastembed's own cache, which may download from the model hub."""
@@ -107,7 +143,8 @@ class FastEmbedEmbedder:
     default model from a local directory runs through `onnx_embed.LeanOnnxModel` instead, which makes the same
     vectors without importing fastembed (a faster cold start); the id stays fastembed's."""
 
-    def __init__(self, model: str, dims: int, model_path: str | None = None, batch_size: int = 32) -> None:
+    def __init__(self, model: str, dims: int, model_path: str | None = None, batch_size: int = 32, *,
+                 download: bool = False) -> None:
         self.dims = dims
         self.id = embedder_id("fastembed", model, dims)
         self.batch_size = batch_size
@@ -125,9 +162,11 @@ class FastEmbedEmbedder:
                 self._model = onnx_embed.LeanOnnxModel(model_path)
             else:
                 from fastembed import TextEmbedding
+                from loguru import logger
 
+                logger.disable("fastembed")  # its download errors would be printed over the REPL; ours say it
                 kwargs: dict[str, Any] = {"specific_model_path": model_path} if model_path else {}
-                self._model = TextEmbedding(model, **kwargs)
+                self._model = TextEmbedding(model, local_files_only=not download, **kwargs)
         except Exception as exc:
             raise EmbedderError(f"cannot load embedding model {model}: {type(exc).__name__}: {str(exc)[:200]}",
                                 hint="set memory.embedder.model_path to a local model directory "
@@ -209,7 +248,11 @@ def load_embedder(config: "EmbedderConfig", *, remote: RemoteEmbed | None = None
         if config.provider == "hash":
             embedder: Embedder = HashEmbedder(config.dims)
         elif config.provider == "fastembed":
-            embedder = FastEmbedEmbedder(config.model, config.dims, resolve_model_path(config), config.batch_size)
+            missing = missing_model(config)
+            if missing is not None:
+                raise EmbedderError(missing, hint=MISSING_MODEL_HINT)
+            embedder = FastEmbedEmbedder(config.model, config.dims, resolve_model_path(config), config.batch_size,
+                                         download=config.download)
         elif config.provider == "litellm":
             if remote is None:
                 raise EmbedderError("no way to reach a remote embedding model here",

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from coop.memory.growth.evidence import content_words, states
 from coop.memory.storage.items import Item
 from coop.memory.storage.store import UserMemory
+from coop.memory.text import plural
 
 
 @dataclass
@@ -31,7 +32,7 @@ class Forgotten:
         if not self.traces:
             return f"forgot {self.item.ref}"
         listed = ", ".join(t.ref for t in self.traces[:12]) + (" …" if len(self.traces) > 12 else "")
-        return f"forgot {self.item.ref} and {len(self.traces)} item(s) that said it: {listed}"
+        return f"forgot {self.item.ref} and {plural(len(self.traces), 'item')} that said it: {listed}"
 
 
 def traces(memory: UserMemory, fact: Item) -> list[Item]:

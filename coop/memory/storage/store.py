@@ -86,11 +86,12 @@ class UserMemory(Links):
             "SELECT id, started_at, title FROM sessions WHERE user_id = ? ORDER BY id DESC", (self.user_id,))}
 
     def sessions(self, limit: int = 20) -> list[dict[str, Any]]:
-        """This user's sessions, most recently active first, with their message counts."""
+        """This user's sessions that hold messages, most recently active first, with their message counts. (Empty
+        ones, which older versions left at every start, are not listed.)"""
         rows = self.db.execute(
             "SELECT s.id, s.title, s.started_at, s.ended_at, s.last_activity_at, "
-            "(SELECT count(*) FROM messages m WHERE m.session_id = s.id AND m.user_id = s.user_id) "
-            "FROM sessions s WHERE s.user_id = ? ORDER BY s.last_activity_at DESC, s.id DESC LIMIT ?",
+            "(SELECT count(*) FROM messages m WHERE m.session_id = s.id AND m.user_id = s.user_id) AS n "
+            "FROM sessions s WHERE s.user_id = ? AND n > 0 ORDER BY s.last_activity_at DESC, s.id DESC LIMIT ?",
             (self.user_id, limit))
         return [{"id": r[0], "title": r[1], "started_at": r[2], "ended_at": r[3], "last_activity_at": r[4],
                  "messages": r[5]} for r in rows]
