@@ -274,6 +274,9 @@ class LiteLLMModel:
                     yield Delta(text=text)
         except Exception as exc:
             raise map_error(exc, settings.model, settings.api_key(), settings.api_base) from None
+        # litellm closes a stream the server cut off with a made-up "stop"; what the server really said is kept
+        # on the stream object, and None there means the reply never finished.
+        finish = getattr(response, "received_finish_reason", finish) if finish == "stop" else finish
         if not produced:
             raise ModelError(f"{settings.model} returned an empty reply", hint="retry, or try another model",
                              kind=ErrorKind.EMPTY)

@@ -209,7 +209,8 @@ class ScriptedServer:
     - a string: the reply text (streamed in small chunks when the request asks for a stream);
     - a dict with any of: `content`, `tool_calls` ([{"name", "arguments"}]), `status` and `message` (an HTTP
       error), `sleep` (seconds before answering), `chunk_delay` (seconds between streamed chunks), `malformed`
-      (a stream of garbage), `empty` (a stream with no content);
+      (a stream of garbage), `empty` (a stream with no content), `cut` (the stream stops after the text: no
+      finish reason, no [DONE]), `error_midway` (an error event after the text), `finish` (the finish reason);
     - a callable taking the request body and returning one of the above.
     /v1/embeddings answers with `embed(text)` vectors. `requests` holds every request's path, body, auth and
     arrival time (time.monotonic()).
@@ -337,9 +338,18 @@ def openai_server():
                         self.wfile.flush()
                         if reply.get("chunk_delay"):
                             _time.sleep(reply["chunk_delay"])
+                    if reply.get("cut"):  # the server stops mid-reply: no finish reason, no [DONE]
+                        self.wfile.flush()
+                        self.close_connection = True
+                        return
+                    if reply.get("error_midway"):  # an error event after some text, as providers send them
+                        self.wfile.write(b'data: {"error": {"message": "overloaded", "type": "server_error"}}\n\n')
+                        self.wfile.flush()
+                        self.close_connection = True
+                        return
                     for call in calls:
                         self.wfile.write(_chunk(model, {"tool_calls": [call]}))
-                    self.wfile.write(_chunk(model, {}, "tool_calls" if calls else "stop"))
+                    self.wfile.write(_chunk(model, {}, reply.get("finish", "tool_calls" if calls else "stop")))
                 self.wfile.write(b"data: [DONE]\n\n")
                 self.wfile.flush()
             except (BrokenPipeError, ConnectionResetError):

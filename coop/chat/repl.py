@@ -248,12 +248,15 @@ class Repl:
                 stream.finish()
         if result.interrupted and not self.json_mode:
             self.console.print("[dim](stopped; the partial reply was kept)[/]")
+        elif result.incomplete and result.error is None and not self.json_mode:
+            self.console.print(f"[yellow]note:[/] {escape(result.incomplete)}; it is kept, marked "
+                               "\\[incomplete]", highlight=False, soft_wrap=True)
         if result.error is not None:
             self.model_errors += 1
             self.show_error(result.error)
         if self.json_mode:
             self._json({"session_id": self.session.session_id, "input": text, "reply": result.reply,
-                        "interrupted": result.interrupted,
+                        "interrupted": result.interrupted, "incomplete": result.incomplete,
                         "error": None if result.error is None else {"message": result.error.message,
                                                                     "hint": result.error.hint},
                         "user_message_id": None if result.user_message_id is None else f"m{result.user_message_id}",

@@ -55,6 +55,7 @@ Today is {today}."""
 MAX_TOOL_ROUNDS = 4
 MAX_CALLS_PER_ROUND = 8  # tool calls run from one model reply; the rest are dropped (and logged)
 INTERRUPTED_MARK = " [interrupted]"
+INCOMPLETE_MARK = " [incomplete]"
 
 
 @dataclass
@@ -62,6 +63,7 @@ class TurnResult:
     reply: str
     prompt: Prompt | None = None
     interrupted: bool = False
+    incomplete: str | None = None  # why the reply stopped short (stored with INCOMPLETE_MARK), when it did
     error: CoopError | None = None
     user_message_id: int | None = None
     reply_message_id: int | None = None
@@ -224,6 +226,7 @@ class ChatSession:
             for _ in range(MAX_TOOL_ROUNDS + 1):
                 tools = TOOL_SPECS if self.tools_enabled else None
                 calls: list[llm.ToolCall] = []
+                finish: str | None = None
                 for delta in self._stream(model, messages, tools):
                     if delta.text:
                         if first_token is None:
@@ -231,7 +234,9 @@ class ChatSession:
                         parts.append(delta.text)
                         on_text(delta.text)
                     calls.extend(delta.tool_calls)
+                    finish = delta.finish_reason
                 if not calls:
+                    result.incomplete = _stopped_short(finish)
                     break
                 messages += self._run_tools(calls, "".join(parts), result)
                 parts = []  # text before a tool call was kept with the call's message
@@ -241,6 +246,8 @@ class ChatSession:
             result.interrupted = True
         except ModelError as exc:
             result.error = exc
+            if parts:  # the model failed mid-reply: what came is kept, marked
+                result.incomplete = "the model failed mid-reply"
         reply = "".join(parts)
         self.tracer.event("model", model=self.model_name, latency_ms=round((time.perf_counter() - started) * 1000, 1),
                           first_token_ms=None if first_token is None else round((first_token - started) * 1000, 1),
@@ -248,6 +255,8 @@ class ChatSession:
                           if result.error else None, tool_calls=len(result.tool_calls))
         if result.interrupted and reply:
             reply += INTERRUPTED_MARK
+        elif result.incomplete and reply:
+            reply += INCOMPLETE_MARK
         if reply.strip():
             result.reply_message_id = self._commit(
                 "assistant", reply, importance=message_importance("assistant", reply, self.config.memory.importance))
@@ -379,3 +388,13 @@ class ChatSession:
         if self.incognito:
             raise UsageError("incognito: nothing is written to memory", hint="start coop chat without --incognito")
         return self.writer().write(Candidate(text, importance=0.9, source="user"))
+
+
+def _stopped_short(finish: str | None) -> str | None:
+    """Why a reply that ended with `finish` is not whole, or None when it is: a stream that ends without a finish
+    reason was cut off (a server restarted, a proxy timed out); "length" is the model's output limit."""
+    if finish is None:
+        return "the stream ended before the reply was finished"
+    if finish == "length":
+        return "the reply reached the model's length limit"
+    return None
