@@ -85,7 +85,7 @@ def test_coop_trace_file_env(openai_server, chat_env, tmp_path):
 
 
 def test_terminal_detection_honours_term_dumb():
-    from coop.chat.repl import interactive_terminal
+    from coop.chat.terminal import interactive_terminal
 
     class Tty:
         def isatty(self):

@@ -1,4 +1,5 @@
-"""`coop chat` in a real terminal (tmux): the prompt, a streamed markdown reply, Ctrl-D to leave."""
+"""`coop chat` in a real terminal (tmux): the prompt, a streamed markdown reply, Ctrl-D to leave; Ctrl-C during a
+reply; a dumb terminal; a machine without the embedding model."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ pytestmark = [pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is n
 
 
 def _capture(name: str) -> str:
-    return subprocess.run(["tmux", "capture-pane", "-p", "-t", name, "-S", "-200"], capture_output=True,
+    return subprocess.run(["tmux", "capture-pane", "-p", "-J", "-t", name, "-S", "-200"], capture_output=True,
                           text=True).stdout
 
 
@@ -29,6 +30,25 @@ def _wait_for(name: str, text: str, timeout: float = 30.0) -> str:
             return screen
         time.sleep(0.1)
     raise AssertionError(f"{text!r} never appeared; the screen was:\n{screen}")
+
+
+def _start_chat(name: str, env: dict[str, str], done, *args: str) -> None:
+    """`coop chat ARGS` in a new tmux session `name` (120x40); its exit code is written to `done`."""
+    exports = " ".join(f"{k}={shlex.quote(v)}" for k, v in {"PYTHONPATH": os.getcwd(), **env}.items())
+    command = (f"cd {shlex.quote(str(os.path.dirname(os.path.dirname(__file__))))} && env {exports} "
+               f"{shlex.quote(sys.executable)} -m coop chat {' '.join(map(shlex.quote, args))}; "
+               f"echo $? > {shlex.quote(str(done))}")
+    subprocess.run(["tmux", "new-session", "-d", "-s", name, "-x", "120", "-y", "40", command], check=True)
+
+
+def _chat_env(coop_home, openai_server, **extra: str) -> dict[str, str]:
+    return {"COOP_HOME": str(coop_home), "COOP_MEMORY_EMBEDDER_PROVIDER": "hash", "COOP_MODEL_NAME": "openai/t",
+            "COOP_MODEL_API_BASE": openai_server.api_base, "TERM": "xterm-256color", **extra}
+
+
+def _exit_and_wait(name: str, done, wait_until) -> str:
+    subprocess.run(["tmux", "send-keys", "-t", name, "C-d"], check=True)
+    return wait_until(lambda: done.exists() and done.read_text().strip(), timeout=30, message="coop chat to exit")
 
 
 def test_chat_in_a_real_terminal(openai_server, coop_home, tmp_path, run_cli, wait_until):
@@ -57,3 +77,66 @@ def test_chat_in_a_real_terminal(openai_server, coop_home, tmp_path, run_cli, wa
         subprocess.run(["tmux", "kill-session", "-t", name], capture_output=True)
     system = openai_server.system_prompt()
     assert "My dog is called Pixel" in system
+
+
+LONG_LIST = "Here is the plan:\n\n" + "\n".join(f"- step {i}: do the thing number {i}" for i in range(60)) + "\n"
+
+
+def test_ctrl_c_during_a_reply_keeps_every_line_once(openai_server, coop_home, tmp_path, run_cli, wait_until):
+    """Ctrl-C mid-reply: the partial reply stays on the screen, each line once (the terminal's `^C` echo, or the
+    interrupt landing inside rich's drawing, used to put a line there twice), and it is stored marked."""
+    openai_server.replies = [{"content": LONG_LIST, "chunk_delay": 0.03}]
+    name, done = f"coop-test-ctrlc-{os.getpid()}", tmp_path / "exit-code"
+    _start_chat(name, _chat_env(coop_home, openai_server), done, "--user", "tmuxer")
+    try:
+        _wait_for(name, "/help for commands")
+        subprocess.run(["tmux", "send-keys", "-t", name, "make a plan", "Enter"], check=True)
+        _wait_for(name, "step 3:")
+        subprocess.run(["tmux", "send-keys", "-t", name, "C-c"], check=True)
+        screen = _wait_for(name, "(stopped; the partial reply was kept)")
+        lines = [line.rstrip() for line in screen.splitlines() if line.strip()]
+        assert "Here is the plan:" in lines
+        repeated = {line for line in lines if lines.count(line) > 1 and not line.startswith("›")}
+        assert repeated == set(), screen
+        assert _exit_and_wait(name, done, wait_until) == "0"
+    finally:
+        subprocess.run(["tmux", "kill-session", "-t", name], capture_output=True)
+    stored = run_cli("memory", "list", "--kind", "message", "--user", "tmuxer", "--json").json()
+    reply = next(m["text"] for m in stored if m["role"] == "assistant")
+    assert reply.startswith("Here is the plan:") and reply.endswith("[interrupted]")
+
+
+def test_a_dumb_terminal_gets_a_plain_banner_and_prompt(openai_server, coop_home, tmp_path, wait_until):
+    openai_server.replies = ["Plain **answer** here."]
+    name, done = f"coop-test-dumb-{os.getpid()}", tmp_path / "exit-code"
+    _start_chat(name, _chat_env(coop_home, openai_server, TERM="dumb"), done, "--user", "tmuxer")
+    try:
+        screen = _wait_for(name, "/help for commands")
+        assert "user tmuxer" in screen and "\x1b" not in screen
+        assert any(line.startswith("›") for line in screen.splitlines())  # the prompt shows
+        subprocess.run(["tmux", "send-keys", "-t", name, "hello", "Enter"], check=True)
+        screen = _wait_for(name, "Plain **answer** here.")  # written as it arrives, no live area
+        assert _exit_and_wait(name, done, wait_until) == "0"
+    finally:
+        subprocess.run(["tmux", "kill-session", "-t", name], capture_output=True)
+    assert openai_server.chat_requests()[0]["messages"][-1]["content"] == "hello"
+
+
+def test_without_the_embedding_model_the_banner_says_so_and_nothing_is_printed_over_the_repl(
+        openai_server, coop_home, tmp_path, wait_until):
+    openai_server.replies = ["Fine without it."]
+    name, done = f"coop-test-nomodel-{os.getpid()}", tmp_path / "exit-code"
+    env = _chat_env(coop_home, openai_server, COOP_MEMORY_EMBEDDER_PROVIDER="fastembed",
+                    FASTEMBED_CACHE_PATH=str(tmp_path / "empty-fastembed-cache"),
+                    COOP_MODEL_CACHE=str(tmp_path / "no-provisioned-model"))
+    _start_chat(name, env, done, "--user", "tmuxer")
+    try:
+        screen = _wait_for(name, "/help for commands", timeout=10)
+        assert "embedder off: the embedding model all-MiniLM-L6-v2 is not on this machine" in screen
+        assert "coop memory embedder pull" in screen
+        subprocess.run(["tmux", "send-keys", "-t", name, "hello", "Enter"], check=True)
+        screen = _wait_for(name, "Fine without it.")
+        assert "ERROR" not in screen and "Could not download" not in screen and "Traceback" not in screen
+        assert _exit_and_wait(name, done, wait_until) == "0"
+    finally:
+        subprocess.run(["tmux", "kill-session", "-t", name], capture_output=True)

@@ -12,9 +12,14 @@ show the text masked, so a key arriving in pieces is never shown, not even in pa
 from __future__ import annotations
 
 import io
+import signal
 import sys
+import threading
 import time
-from typing import Literal, TextIO, cast
+from collections.abc import Iterator
+from contextlib import contextmanager
+from types import FrameType
+from typing import Any, Literal, TextIO, cast
 
 from rich.console import Console
 from rich.live import Live
@@ -53,10 +58,76 @@ class PlainStream:
             self.file.flush()
 
 
+class InterruptGuard:
+    """Keeps the live area whole while a reply streams, for one turn:
+    - the terminal does not echo what is typed meanwhile: an echoed key, or the `^C` the terminal writes for
+      Ctrl-C, lands inside the live area and throws rich's cursor arithmetic off by a line (a line printed twice);
+    - Ctrl-C that arrives while the reply is being drawn is held until the drawing is done (raised in the middle
+      of rich's rendering, it leaves the area half-drawn). Elsewhere, waiting for the model, it stops the turn at
+      once, as before.
+    Installed from the main thread only (where signals are delivered); the terminal is restored afterwards."""
+
+    def __init__(self, stdin: TextIO | None = None) -> None:
+        self.depth = 0
+        self.pending = False
+        self.stdin = stdin if stdin is not None else sys.stdin
+        self._previous: object = None
+        self._installed = False
+        self._tty: list[Any] | None = None
+
+    def install(self) -> None:
+        if threading.current_thread() is not threading.main_thread():
+            return
+        self._previous = signal.signal(signal.SIGINT, self._handle)
+        self._installed = True
+        try:
+            import termios
+
+            fd = self.stdin.fileno()
+            self._tty = termios.tcgetattr(fd)
+            quiet = termios.tcgetattr(fd)
+            quiet[3] &= ~(termios.ECHO | getattr(termios, "ECHOCTL", 0))
+            termios.tcsetattr(fd, termios.TCSANOW, quiet)
+        except (ImportError, OSError, ValueError, AttributeError):  # not a terminal (tests), or no termios
+            self._tty = None
+
+    def uninstall(self) -> None:
+        if self._tty is not None:
+            import termios
+
+            try:
+                termios.tcsetattr(self.stdin.fileno(), termios.TCSADRAIN, self._tty)
+            except (OSError, ValueError):
+                pass
+            self._tty = None
+        if self._installed:
+            signal.signal(signal.SIGINT, self._previous if callable(self._previous) else signal.default_int_handler)
+            self._installed = False
+
+    def _handle(self, signum: int, frame: FrameType | None) -> None:
+        if self.depth:
+            self.pending = True
+        else:
+            raise KeyboardInterrupt
+
+    @contextmanager
+    def drawing(self, *, then_raise: bool = True) -> Iterator[None]:
+        self.depth += 1
+        try:
+            yield
+        finally:
+            self.depth -= 1
+            if not self.depth and self.pending:
+                self.pending = False
+                if then_raise:
+                    raise KeyboardInterrupt
+
+
 class MarkdownStream:
     """Renders a streaming reply as markdown with a small live area (see the module docstring)."""
 
-    def __init__(self, console: Console) -> None:
+    def __init__(self, console: Console, guard: InterruptGuard | None = None) -> None:
+        self.guard = guard or InterruptGuard()
         self.console = console
         self.text = ""
         self.printed = 0  # rendered lines already printed for good
@@ -83,6 +154,10 @@ class MarkdownStream:
         return buffer.getvalue().splitlines()
 
     def update(self, delta: str) -> None:
+        with self.guard.drawing():
+            self._update(delta)
+
+    def _update(self, delta: str) -> None:
         if self.status is not None:
             self.status.stop()
             self.status = None
@@ -106,6 +181,10 @@ class MarkdownStream:
             self.live.update(Text.from_ansi("\n".join(lines[self.printed:])))
 
     def finish(self) -> None:
+        with self.guard.drawing(then_raise=False):  # the turn is over: a Ctrl-C now has nothing left to stop
+            self._finish()
+
+    def _finish(self) -> None:
         if self.status is not None:
             self.status.stop()
             self.status = None

@@ -18,20 +18,19 @@ a reply (the streams in render.py mask what they show).
 from __future__ import annotations
 
 import json
-import os
 import sys
 import time
-from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any, Protocol, TextIO
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, TextIO
 
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
 from coop import output
-from coop.chat.render import MarkdownStream, PlainStream
+from coop.chat.render import InterruptGuard, MarkdownStream, PlainStream
+from coop.chat.terminal import after_first_render, prompt_session
 from coop.errors import CoopError, ExitCode, StoreError, UsageError
-from coop.files import private_file
 from coop.memory.text import iso_time, plural
 from coop.secrets import mask, mask_data
 
@@ -39,32 +38,6 @@ if TYPE_CHECKING:
     from coop.chat.session import ChatSession, TurnResult
 
 DOUBLE_CTRL_C_SECONDS = 2.0
-
-
-class _Stream(Protocol):
-    def isatty(self) -> bool: ...
-
-
-def interactive_terminal(stdin: _Stream | None, stdout: _Stream | None, environ: Mapping[str, str]) -> bool:
-    """The prompt_toolkit REPL needs a real terminal on both ends; `TERM=dumb` (Emacs shells, some CI logs) gets
-    the plain line-per-turn mode instead, as do pipes and a closed stdin."""
-    if stdin is None or stdout is None or environ.get("TERM") == "dumb":
-        return False
-    try:
-        return stdin.isatty() and stdout.isatty()
-    except (ValueError, OSError):
-        return False
-
-
-def masked_file_history(base: type) -> type:
-    """prompt_toolkit's `FileHistory` that masks each line before it is stored (`coop.secrets.mask`): a key typed
-    at the prompt never reaches the history file. (A function, so prompt_toolkit is imported only when used.)"""
-
-    class MaskedFileHistory(base):  # type: ignore[misc]
-        def store_string(self, string: str) -> None:
-            super().store_string(mask(string))
-
-    return MaskedFileHistory
 
 
 class Repl:
@@ -235,17 +208,23 @@ class Repl:
                 self._json({"input": line[:200], "reply": None, "error": {"message": exc.message, "hint": exc.hint}})
 
     def turn(self, text: str, *, interactive: bool) -> "TurnResult":
-        stream: Any = (MarkdownStream(self.console) if interactive
+        guard = InterruptGuard()
+        stream: Any = (MarkdownStream(self.console, guard) if interactive
                        else (None if self.json_mode else PlainStream(self.out)))
-        if stream is not None:
-            stream.start()
-        self._stream = stream
+        if interactive:
+            guard.install()
         try:
-            result = self.session.turn(text, on_text=stream.update if stream is not None else (lambda _: None))
-        finally:
-            self._stream = None
             if stream is not None:
-                stream.finish()
+                stream.start()
+            self._stream = stream
+            try:
+                result = self.session.turn(text, on_text=stream.update if stream is not None else (lambda _: None))
+            finally:
+                self._stream = None
+                if stream is not None:
+                    stream.finish()
+        finally:
+            guard.uninstall()
         if result.interrupted and not self.json_mode:
             self.console.print("[dim](stopped; the partial reply was kept)[/]")
         elif result.incomplete and result.error is None and not self.json_mode:
@@ -296,13 +275,38 @@ class Repl:
             return int(ExitCode.MODEL)
         return int(ExitCode.STORE) if self.store_errors else 0
 
+    def run_plain(self, read: Callable[[str], str] = input) -> int:
+        """A dumb terminal (see `dumb_terminal`): the banner and a `› ` prompt in plain text, one line per turn,
+        replies written as they arrive. Ctrl-C twice or Ctrl-D leaves."""
+        if self.banner is not None:
+            self.console.print(self.banner(), soft_wrap=True)
+        self._started()
+        last_interrupt = 0.0
+        while self.running:
+            for notice in self.session.take_notices():
+                self.console.print(escape(mask(notice)))
+            try:
+                line = read("› ")
+            except KeyboardInterrupt:
+                now = time.monotonic()
+                if now - last_interrupt < DOUBLE_CTRL_C_SECONDS:
+                    break
+                last_interrupt = now
+                self.console.print("\n(Ctrl-C again to exit)")
+                continue
+            except EOFError:
+                break
+            self.handle(line, interactive=False)
+        self.close()
+        return int(ExitCode.MODEL) if self.model_errors else 0
+
     def run_terminal(self, prompt_session: Any = None) -> int:
         """Interactive mode with prompt_toolkit; `prompt_session` may be injected (tests use pipe input)."""
         session = prompt_session or self.make_prompt_session()
         self.session.tools.confirm = self.confirmer(session)
         if self.banner is not None:
-            self.console.print(self.banner())
-        self._start_after_first_render(session)
+            self.console.print(self.banner(), soft_wrap=True)
+        after_first_render(session, self._started)
         last_interrupt = 0.0
         while self.running:
             for notice in self.session.take_notices():
@@ -345,20 +349,6 @@ class Repl:
 
         return confirm
 
-    def _start_after_first_render(self, prompt_session: Any) -> None:
-        """Background loading begins once the first prompt is drawn: started earlier, its imports would hold
-        the interpreter's lock while the prompt is being drawn and delay it."""
-        events = getattr(getattr(prompt_session, "app", None), "after_render", None)
-        if events is None:
-            self._started()
-            return
-
-        def drawn(_: Any) -> None:
-            events.remove_handler(drawn)
-            self._started()
-
-        events.add_handler(drawn)
-
     def _started(self) -> None:
         if self.on_start is not None:
             self.on_start()
@@ -370,23 +360,6 @@ class Repl:
             self.on_exit = None
 
     def make_prompt_session(self, **overrides: Any) -> Any:
-        from prompt_toolkit import PromptSession
-        from prompt_toolkit.completion import WordCompleter
-        from prompt_toolkit.history import FileHistory, InMemoryHistory
-        from prompt_toolkit.key_binding import KeyBindings
-
-        bindings = KeyBindings()
-
-        @bindings.add("escape", "enter")
-        def _newline(event: Any) -> None:
-            event.current_buffer.insert_text("\n")
-
-        history: Any = InMemoryHistory()
-        if self.history_path and not self.session.incognito:
-            os.close(private_file(self.history_path))  # created, or tightened, 0600 before prompt_toolkit opens it
-            history = masked_file_history(FileHistory)(self.history_path)
-        completer = WordCompleter(["/" + name for name in self.commands()], sentence=True,
-                                  pattern=None, match_middle=False)
-        return PromptSession(history=history, completer=completer, key_bindings=bindings,
-                             enable_open_in_editor=True, multiline=False, complete_while_typing=True,
-                             **overrides)
+        """The prompt: history (masked, 0600; in memory when incognito), /command completion, Esc Enter."""
+        path = self.history_path if not self.session.incognito else None
+        return prompt_session(path, ["/" + name for name in self.commands()], **overrides)

@@ -25,9 +25,41 @@ if TYPE_CHECKING:
     from typer._click import Context
 
 
+GLOBAL_FLAGS = ("--debug",)
+GLOBAL_OPTIONS = ("--config",)  # take a value
+
+
+def hoist_global_options(args: list[str]) -> list[str]:
+    """`coop check --config X` and `coop memory search q --debug` mean what `coop --config X check` means:
+    the root's `--config` and `--debug`, written after the subcommand, are moved in front of it. Nothing after
+    a `--` is touched (there they are text)."""
+    front: list[str] = []
+    rest: list[str] = []
+    index = 0
+    while index < len(args):
+        arg = args[index]
+        if arg == "--":
+            rest += args[index:]
+            break
+        if arg in GLOBAL_FLAGS:
+            front.append(arg)
+        elif arg in GLOBAL_OPTIONS and index + 1 < len(args):
+            front += [arg, args[index + 1]]
+            index += 1
+        elif arg.split("=", 1)[0] in GLOBAL_OPTIONS and "=" in arg:
+            front.append(arg)
+        else:
+            rest.append(arg)
+        index += 1
+    return front + rest
+
+
 class CoopGroup(TyperGroup):
     """Turns a `CoopError` anywhere below into its one-line message, hint and exit code; `--debug` adds the
-    traceback. Ctrl-C exits 130."""
+    traceback. Ctrl-C exits 130. `--config` and `--debug` may come after the subcommand too."""
+
+    def parse_args(self, ctx: Context, args: list[str]) -> list[str]:
+        return super().parse_args(ctx, hoist_global_options(list(args)))
 
     def invoke(self, ctx: Context) -> Any:
         try:

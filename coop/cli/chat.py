@@ -114,8 +114,9 @@ def chat(
     from rich.markup import escape
 
     from coop import llm
-    from coop.chat.repl import Repl, interactive_terminal
+    from coop.chat.repl import Repl
     from coop.chat.session import ChatSession
+    from coop.chat.terminal import dumb_terminal, interactive_terminal
     from coop.config import apply_overrides, coop_home, resolve_db_path
     from coop.logs import logging_to_file
     from coop.memory.growth.embedders import missing_model
@@ -164,7 +165,8 @@ def chat(
     chat_session.catch_up()
     timers = start_timers(chat_session, config, worker) if worker is not None else []
     interactive = interactive_terminal(sys.stdin, sys.stdout, os.environ) and not json_
-    console = Console(stderr=not interactive, highlight=False)
+    dumb = not json_ and dumb_terminal(sys.stdin, sys.stdout, os.environ)
+    console = Console(stderr=not (interactive or dumb), highlight=False)
 
     missing = missing_model(config.memory.embedder)  # a look at the disk: said at once, in the banner
 
@@ -192,7 +194,7 @@ def chat(
         if worker is not None:
             # An unfinished extraction is recorded (memory_jobs) and the next start runs it, so a person at the
             # terminal is not kept waiting; a script piping turns in gets a little longer for it to finish.
-            worker.stop(timeout=0.5 if interactive else 2.0)
+            worker.stop(timeout=0.5 if interactive or dumb else 2.0)
 
     def start_loading() -> None:  # once the prompt is up: these threads would slow the start by taking the GIL
         loader.start()
@@ -210,6 +212,8 @@ def chat(
                          debug=app_state.debug or bool(os.environ.get("COOP_DEBUG"))):
         if interactive:
             code = repl.run_terminal()
+        elif dumb:
+            code = repl.run_plain()
         else:
             code = repl.run_lines(sys.stdin.buffer if sys.stdin is not None else [])
     status = loader.status
