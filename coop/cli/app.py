@@ -123,13 +123,14 @@ def root(
 
 
 def _register() -> None:
-    from coop.cli import chat, check, embedder, init, memory, memory_transfer  # noqa: F401 (memory_transfer registers commands)
+    from coop.cli import chat, check, embedder, init, mcp, memory, memory_transfer  # noqa: F401 (memory_transfer registers commands)
 
     app.command("chat")(chat.chat)
     memory.app.add_typer(embedder.app, name="embedder")
     app.add_typer(memory.app, name="memory")
     app.command("check")(check.check)
     app.command("init")(init.init)
+    app.add_typer(mcp.app, name="mcp")
 
 
 _register()

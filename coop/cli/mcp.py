@@ -1,0 +1,104 @@
+"""`coop mcp`: serve one user's memory to MCP hosts over stdio; `coop mcp install HOST` adds coop to a host."""
+
+from __future__ import annotations
+
+import os
+from typing import Annotated
+
+import typer
+
+from coop import output
+from coop.cli.context import state
+
+app = typer.Typer(help="Your memory in other assistants: an MCP server over stdio, and installing it in a host.",
+                  invoke_without_command=True)
+
+
+def _nonempty_user(value: str | None) -> str | None:
+    if value is not None and not value.strip():
+        raise typer.BadParameter("the user id is empty")
+    return value
+
+
+@app.callback()
+def serve(
+    ctx: typer.Context,
+    user: Annotated[str | None, typer.Option("--user", metavar="ID", help="whose memory",
+                                                callback=_nonempty_user)] = None,
+    allow_writes: Annotated[bool, typer.Option("--allow-writes", help="let the host's model remember, forget and "
+                                                                        "record (default: read-only)")] = False,
+) -> None:
+    """Serve your memory over stdio (MCP) to Claude Desktop, Claude Code, Cursor or any MCP host. Read-only
+    unless --allow-writes. Hosts start this command themselves: see `coop mcp install`."""
+    if ctx.invoked_subcommand is not None:
+        return
+    import anyio
+
+    from coop.chat.tools import MemoryTools
+    from coop.config import coop_home, resolve_db_path
+    from coop.logs import logging_to_file
+    from coop.mcp.server import MemoryServer, build_server
+    from coop.memory.retrieval.settings import RetrievalSettings
+
+    app_state = state(ctx)
+    config = app_state.config()
+    services = app_state.services()
+    log_messages: list[str] = []
+    services.warn = lambda message, hint: log_messages.append(message)  # never onto stdout, the protocol's
+    memory = services.memory(user)
+    db_path = resolve_db_path(config)
+    worker = services.worker(db_path) if allow_writes and db_path != ":memory:" else None
+    jobs = services.jobs()
+    tools = MemoryTools(memory, services.embedder, lambda: jobs.writer(memory),
+                        settings=RetrievalSettings.from_config(config.memory), read_only=not allow_writes,
+                        confirm_changes=False)  # the host asks its user before a tool runs
+    core = MemoryServer(memory, tools, jobs, services.embedder, allow_writes=allow_writes, worker=worker)
+    secrets = [value for name, value in os.environ.items() if name.endswith("_API_KEY")]
+    try:
+        with logging_to_file(coop_home(), secrets=secrets, debug=app_state.debug):
+            import logging
+
+            log = logging.getLogger("coop.mcp")
+            log.info("serving %s's memory over stdio (%s)", memory.user_id,
+                     "read and write" if allow_writes else "read-only")
+            if worker is not None and jobs.complete is not None and memory.pending_jobs(1):
+                worker.submit("finish earlier extractions", jobs.pending(memory.user_id))
+            anyio.run(build_server(core).run_stdio_async)
+            for message in log_messages:
+                log.warning("%s", message)
+    finally:
+        if worker is not None:
+            jobs.stopping.set()
+            worker.stop(timeout=2.0)
+
+
+@app.command()
+def install(
+    ctx: typer.Context,
+    host: Annotated[str, typer.Argument(help="claude-desktop, claude-code or cursor")],
+    user: Annotated[str | None, typer.Option("--user", metavar="ID", help="whose memory the host gets",
+                                                callback=_nonempty_user)] = None,
+    allow_writes: Annotated[bool, typer.Option("--allow-writes", help="let the host's model change memory")] = False,
+    print_only: Annotated[bool, typer.Option("--print", help="show the JSON to add instead of writing it")] = False,
+) -> None:
+    """Add coop to an MCP host's config file (a backup of the file is kept; twice changes nothing)."""
+    import json
+
+    from coop.mcp.install import config_path, install, server_entry
+
+    app_state = state(ctx)
+    path = config_path(host)
+    entry = server_entry(user=app_state.services().user_id(user), config=app_state.config_path,
+                         allow_writes=allow_writes)
+    if print_only:
+        output.out().print(json.dumps({"mcpServers": {"coop": entry}}, indent=2), soft_wrap=True, markup=False,
+                           highlight=False)
+        output.info(f"(add it to {path}; `coop mcp install {host}` does it for you)")
+        return
+    done = install(path, entry)
+    if not done.changed:
+        output.out().print(f"coop is already in {path}; nothing changed", soft_wrap=True, markup=False)
+        return
+    saved = f"; the old file is kept as {done.backup}" if done.backup else ""
+    output.out().print(f"added coop ({'read and write' if allow_writes else 'read-only'}) to {path}{saved}. "
+                       f"Restart {host} to use it.", soft_wrap=True, markup=False)
