@@ -281,23 +281,7 @@ class Repl:
         if self.banner is not None:
             self.console.print(self.banner(), soft_wrap=True)
         self._started()
-        last_interrupt = 0.0
-        while self.running:
-            for notice in self.session.take_notices():
-                self.console.print(escape(mask(notice)))
-            try:
-                line = read("› ")
-            except KeyboardInterrupt:
-                now = time.monotonic()
-                if now - last_interrupt < DOUBLE_CTRL_C_SECONDS:
-                    break
-                last_interrupt = now
-                self.console.print("\n(Ctrl-C again to exit)")
-                continue
-            except EOFError:
-                break
-            self.handle(line, interactive=False)
-        self.close()
+        self._loop(read, interactive=False)
         return int(ExitCode.MODEL) if self.model_errors else 0
 
     def run_terminal(self, prompt_session: Any = None) -> int:
@@ -307,24 +291,30 @@ class Repl:
         if self.banner is not None:
             self.console.print(self.banner(), soft_wrap=True)
         after_first_render(session, self._started)
+        self._loop(session.prompt, interactive=True)
+        return 0
+
+    def _loop(self, read: Callable[[str], str], *, interactive: bool) -> None:
+        """Read and handle lines at a `› ` prompt until /exit, Ctrl-D, or Ctrl-C twice within 2 s; background
+        notices are shown before each prompt."""
+        dim = (lambda text: f"[dim]{text}[/]") if interactive else (lambda text: text)
         last_interrupt = 0.0
         while self.running:
             for notice in self.session.take_notices():
-                self.console.print(f"[dim]{escape(mask(notice))}[/]")
+                self.console.print(dim(escape(mask(notice))))
             try:
-                line = session.prompt("› ")
+                line = read("› ")
             except KeyboardInterrupt:
                 now = time.monotonic()
                 if now - last_interrupt < DOUBLE_CTRL_C_SECONDS:
                     break
                 last_interrupt = now
-                self.console.print("[dim](Ctrl-C again to exit)[/]")
+                self.console.print(dim(("" if interactive else "\n") + "(Ctrl-C again to exit)"))
                 continue
             except EOFError:
                 break
-            self.handle(line, interactive=True)
+            self.handle(line, interactive=interactive)
         self.close()
-        return 0
 
     def confirmer(self, prompt_session: Any) -> Callable[[str], bool]:
         """The question the memory tools ask before the model forgets or rewrites memory (see chat/tools.py):

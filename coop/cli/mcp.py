@@ -9,22 +9,16 @@ import typer
 
 from coop import output
 from coop.cli.context import state
+from coop.cli.memory import UserOption
 
 app = typer.Typer(help="Your memory in other assistants: an MCP server over stdio, and installing it in a host.",
                   invoke_without_command=True)
 
 
-def _nonempty_user(value: str | None) -> str | None:
-    if value is not None and not value.strip():
-        raise typer.BadParameter("the user id is empty")
-    return value
-
-
 @app.callback()
 def serve(
     ctx: typer.Context,
-    user: Annotated[str | None, typer.Option("--user", metavar="ID", help="whose memory",
-                                                callback=_nonempty_user)] = None,
+    user: UserOption = None,
     allow_writes: Annotated[bool, typer.Option("--allow-writes", help="let the host's model remember, forget and "
                                                                         "record (default: read-only)")] = False,
 ) -> None:
@@ -76,8 +70,7 @@ def serve(
 def install(
     ctx: typer.Context,
     host: Annotated[str, typer.Argument(help="claude-desktop, claude-code or cursor")],
-    user: Annotated[str | None, typer.Option("--user", metavar="ID", help="whose memory the host gets",
-                                                callback=_nonempty_user)] = None,
+    user: UserOption = None,
     allow_writes: Annotated[bool, typer.Option("--allow-writes", help="let the host's model change memory")] = False,
     print_only: Annotated[bool, typer.Option("--print", help="show the JSON to add instead of writing it")] = False,
 ) -> None:
