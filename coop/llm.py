@@ -15,6 +15,7 @@ is registered with `coop.secrets`, and every error text is masked.
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import re
@@ -30,6 +31,7 @@ from coop.errors import ErrorKind, ModelError
 
 if TYPE_CHECKING:
     from coop.config import Config
+    from coop.llm_json import StructuredCompleter
 
 log = logging.getLogger(__name__)
 _lock = threading.Lock()
@@ -157,6 +159,7 @@ class ModelSettings:
     api_base: str | None = None
     api_key_env: str | None = None
     timeout: float = 60.0
+    num_ctx: int = 0  # Ollama: the largest context window to ask for (see `ollama_context`); 0: not set
     retries: int = 2
     backoff_seconds: float = 0.5
 
@@ -198,6 +201,48 @@ class ChatModel(Protocol):
         ...
 
 
+OLLAMA_PROVIDERS = ("ollama", "ollama_chat")
+REPLY_ROOM_TOKENS = 1024
+MIN_CONTEXT_TOKENS = 2048
+
+
+def _tokens(value: Any) -> int:
+    """A rough count (3 characters a token: generous, so the window is never too small)."""
+    return len(json.dumps(value, ensure_ascii=False)) // 3 + 1
+
+
+def ollama_context(kwargs: dict[str, Any], limit: int, model: str) -> dict[str, Any]:
+    """Ollama cuts a prompt longer than its context window silently (4,096 tokens or less by default), so every
+    request says how large a window it needs: the prompt's estimated size plus room for the reply, in steps of
+    1,024, at most `limit` (model.num_ctx). A prompt that would not fit even `limit` loses its oldest
+    conversation messages (never the system prompt or the last message), and the log says so."""
+    messages = list(kwargs.get("messages") or [])
+    extra = _tokens(kwargs.get("tools")) if kwargs.get("tools") else 0
+    dropped = 0
+    while _tokens(messages) + extra + REPLY_ROOM_TOKENS > limit:
+        droppable = [i for i, m in enumerate(messages[:-1]) if m.get("role") != "system"]
+        if not droppable:
+            break
+        del messages[droppable[0]]
+        dropped += 1
+    need = _tokens(messages) + extra + REPLY_ROOM_TOKENS
+    if dropped or need > limit:
+        log.warning("%s: the prompt (about %d tokens) does not fit model.num_ctx = %d; %d oldest message(s) left "
+                    "out%s", model, need, limit, dropped, "" if need <= limit else "; the server may cut the rest")
+    window = min(limit, max(MIN_CONTEXT_TOKENS, -(-need // 1024) * 1024))
+    return {**kwargs, "messages": messages, "num_ctx": window}
+
+
+def stopped_short(finish: str | None) -> str | None:
+    """Why a reply that ended with `finish` is not whole, or None when it is: a stream that ends without a finish
+    reason was cut off (a server restarted, a proxy timed out); "length" is the model's output limit."""
+    if finish is None:
+        return "the stream ended before the reply was finished"
+    if finish == "length":
+        return "the reply reached the model's length limit"
+    return None
+
+
 def check_credentials(settings: ModelSettings) -> None:
     """A ModelError naming the variable when the model's API key is not in the environment."""
     missing = credentials.missing_key(settings.model, settings.api_key_env, settings.api_base)
@@ -223,6 +268,8 @@ class LiteLLMModel:
     def _call(self, **kwargs: Any) -> Any:
         settings = self.settings
         check_credentials(settings)  # before any request: the provider's answer would puzzle, after retries
+        if settings.num_ctx and settings.model.split("/", 1)[0] in OLLAMA_PROVIDERS:
+            kwargs = ollama_context(kwargs, settings.num_ctx, settings.model)
         litellm = get_litellm()
         api_key = settings.api_key()
         attempt = 0
@@ -282,9 +329,12 @@ class LiteLLMModel:
                              kind=ErrorKind.EMPTY)
         yield Delta(tool_calls=[c for _, c in sorted(calls.items()) if c.name], finish_reason=finish)
 
-    def complete(self, messages: list[dict[str, Any]], *, json_mode: bool = False) -> str:
+    def complete(self, messages: list[dict[str, Any]], *, json_mode: bool = False,
+                 response_format: dict[str, Any] | None = None) -> str:
         kwargs: dict[str, Any] = {"messages": messages}
-        if json_mode:
+        if response_format is not None:
+            kwargs["response_format"] = response_format
+        elif json_mode:
             kwargs["response_format"] = {"type": "json_object"}
         response = self._call(**kwargs)
         try:
@@ -308,7 +358,7 @@ def model_settings(config: "Config", name: str | None = None) -> ModelSettings:
     # With no api_key_env, a known provider's own variable (OPENAI_API_KEY, ...) is the one the key is read from
     # and the one named when it is missing.
     key_env = model.api_key_env or credentials.key_variable(name, None, model.api_base or None) or None
-    return ModelSettings(name, model.api_base or None, key_env, timeout=model.timeout_seconds)
+    return ModelSettings(name, model.api_base or None, key_env, timeout=model.timeout_seconds, num_ctx=model.num_ctx)
 
 
 def chat_model(config: "Config", name: str | None = None) -> ChatModel:
@@ -318,11 +368,14 @@ def chat_model(config: "Config", name: str | None = None) -> ChatModel:
     return LiteLLMModel(model_settings(config, name))
 
 
-def fast_complete(config: "Config") -> Callable[[list[dict[str, Any]]], str] | None:
-    """The fast model (extraction, reconciliation, summaries) as the `complete(messages) -> text` callable the
-    memory engine takes, or None when no model is configured."""
+def fast_complete(config: "Config") -> "StructuredCompleter | None":
+    """The fast model (extraction, reconciliation, summaries) as the `complete(messages, schema=...) -> text`
+    callable the memory engine takes, asking for JSON the best way the model allows (coop/llm_json.py), or None
+    when no model is configured."""
+    from coop.config import coop_home
+    from coop.llm_json import MODES_FILE, ModeMemory, StructuredCompleter
+
     name = config.model.fast or config.model.name
     if not name:
         return None
-    model = LiteLLMModel(model_settings(config, name))
-    return lambda messages: model.complete(messages, json_mode=True)
+    return StructuredCompleter(LiteLLMModel(model_settings(config, name)), name, ModeMemory(coop_home() / MODES_FILE))

@@ -212,7 +212,7 @@ class ScriptedServer:
       (a stream of garbage), `empty` (a stream with no content), `cut` (the stream stops after the text: no
       finish reason, no [DONE]), `error_midway` (an error event after the text), `finish` (the finish reason);
     - a callable taking the request body and returning one of the above.
-    /v1/embeddings answers with `embed(text)` vectors. `requests` holds every request's path, body, auth and
+    /v1/embeddings answers with `embed(text)` vectors; /api/chat answers as Ollama does (from the same queues). `requests` holds every request's path, body, auth and
     arrival time (time.monotonic()).
     """
 
@@ -293,6 +293,9 @@ def openai_server():
                 self._send(200, {"object": "list", "data": data, "model": body.get("model"),
                                  "usage": {"prompt_tokens": 1, "total_tokens": 1}})
                 return
+            if self.path.endswith("/api/chat"):  # Ollama's own API (litellm's ollama_chat/ provider)
+                self._ollama(body)
+                return
             if is_chat(body):
                 reply = server_state.replies.pop(0) if server_state.replies else server_state.default_reply
             else:
@@ -355,6 +358,26 @@ def openai_server():
             except (BrokenPipeError, ConnectionResetError):
                 pass
             self.close_connection = True
+
+        def _ollama(self, body: dict[str, Any]) -> None:
+            queue = server_state.replies if is_chat(body) else server_state.background_replies
+            default = server_state.default_reply if is_chat(body) else server_state.background_default
+            reply = queue.pop(0) if queue else default
+            reply = reply(body) if callable(reply) else reply
+            content = reply if isinstance(reply, str) else reply.get("content", "")
+            done = {"model": body.get("model"), "created_at": "2026-01-01T00:00:00Z", "done": True,
+                    "done_reason": "stop", "prompt_eval_count": 1, "eval_count": 1}
+            if not body.get("stream"):
+                self._send(200, {**done, "message": {"role": "assistant", "content": content}})
+                return
+            lines = [{**done, "done": False, "message": {"role": "assistant", "content": content}},
+                     {**done, "message": {"role": "assistant", "content": ""}}]
+            data = "".join(json.dumps(line) + "\n" for line in lines).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/x-ndjson")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
 
         def _send(self, status: int, payload: dict[str, Any]) -> None:
             data = json.dumps(payload).encode()

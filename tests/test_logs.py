@@ -97,7 +97,7 @@ def test_a_failed_background_job_becomes_a_notice_at_the_next_prompt(coop_home, 
 @pytest.mark.slow  # runs `coop chat` as a process, which imports litellm: seconds each
 def test_coop_chat_keeps_background_warnings_off_stderr(openai_server, coop_home):
     openai_server.replies = ["Noted!"]
-    openai_server.background_replies = [f"no JSON here, and a key: {SECRET}"]  # extraction reply dropped
+    openai_server.background_replies = [f"no JSON here, and a key: {SECRET}"]  # a reply with no usable JSON
     env = {**os.environ, "COOP_MODEL_NAME": "openai/test-model", "COOP_MODEL_API_BASE": openai_server.api_base,
            "COOP_HOME": str(coop_home), "COOP_MEMORY_EMBEDDER_PROVIDER": "hash", "ANTHROPIC_API_KEY": SECRET}
     result = subprocess.run([sys.executable, "-m", "coop", "chat"], input=b"I have a cat called Tofu\n",
@@ -105,4 +105,4 @@ def test_coop_chat_keeps_background_warnings_off_stderr(openai_server, coop_home
     assert result.returncode == 0, result.stderr.decode()
     assert result.stdout.decode().strip() == "Noted!" and result.stderr.decode() == ""
     logged = (coop_home / LOG_FILE).read_text()
-    assert "extraction reply dropped" in logged and SECRET not in logged and "[secret]" in logged
+    assert "gave no usable facts JSON in json_schema mode" in logged and SECRET not in logged and "[secret]" in logged

@@ -36,7 +36,7 @@ from coop.memory.growth.worker import failure_notice
 from coop.memory.retrieval.context import HistoryMessage, Prompt, Recalled, build_prompt
 from coop.memory.retrieval.settings import RetrievalSettings
 from coop.memory.storage.items import MAX_MESSAGE_CHARS
-from coop.memory.text import check_text
+from coop.memory.text import check_text, plural
 from coop.trace import NO_TRACE, Tracer
 
 if TYPE_CHECKING:
@@ -109,6 +109,7 @@ class ChatSession:
         self._in_turn = False
         self._state = threading.Lock()  # session state shared with the idle timer's thread
         self._embedder_failed = False
+        self._told_unusable = False
         self.session_id: int | None = None  # a new session is created with its first message, not before
         if session_id is not None:
             self.resume(session_id)
@@ -236,7 +237,7 @@ class ChatSession:
                     calls.extend(delta.tool_calls)
                     finish = delta.finish_reason
                 if not calls:
-                    result.incomplete = _stopped_short(finish)
+                    result.incomplete = llm.stopped_short(finish)
                     break
                 messages += self._run_tools(calls, "".join(parts), result)
                 parts = []  # text before a tool call was kept with the call's message
@@ -336,9 +337,17 @@ class ChatSession:
             self._background("extract facts", self.jobs.extraction(self.memory.user_id, job_id))
 
     def take_notices(self) -> list[str]:
-        """What background jobs finished with since the last prompt."""
+        """What background jobs finished with since the last prompt; and, once a session, that the fast model
+        gave replies with no usable JSON (counted by the model client: coop/llm_json.py), so a local model that
+        cannot extract is never silent."""
         notices, self.inline_notices = self.inline_notices, []
-        return notices + (self.worker.take_notices() if self.worker is not None else [])
+        notices += self.worker.take_notices() if self.worker is not None else []
+        unusable = getattr(self.jobs.complete, "unusable", 0)
+        if unusable and not self._told_unusable:
+            self._told_unusable = True
+            notices.append(f"memory: the fast model returned no usable JSON {plural(unusable, 'time')}; facts from "
+                           "those exchanges were not learned; see coop.log")
+        return notices
 
     def catch_up(self) -> None:
         """At start: embed whatever a crash or an offline embedder left without a vector, and finish the
@@ -389,12 +398,3 @@ class ChatSession:
             raise UsageError("incognito: nothing is written to memory", hint="start coop chat without --incognito")
         return self.writer().write(Candidate(text, importance=0.9, source="user"))
 
-
-def _stopped_short(finish: str | None) -> str | None:
-    """Why a reply that ended with `finish` is not whole, or None when it is: a stream that ends without a finish
-    reason was cut off (a server restarted, a proxy timed out); "length" is the model's output limit."""
-    if finish is None:
-        return "the stream ended before the reply was finished"
-    if finish == "length":
-        return "the reply reached the model's length limit"
-    return None

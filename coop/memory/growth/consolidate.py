@@ -21,8 +21,9 @@ import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from coop.jsonreply import SUMMARY, ModelReplyError, ask, parse_json_reply
 from coop.memory.growth.evidence import quoted_in
-from coop.memory.growth.extract import Complete, ModelReplyError, facts_from, parse_json_reply, quoting_the_user
+from coop.memory.growth.extract import Complete, facts_from, quoting_the_user
 from coop.memory.growth.reconcile import INSTRUCTION, FactWriter
 from coop.memory.storage.items import Item
 from coop.memory.storage.store import UserMemory
@@ -97,7 +98,7 @@ def consolidate_span(memory: UserMemory, span: list[Item], complete: Complete, w
     spans behind it; a reply that is not the JSON asked for is a failure, tried again next run."""
     messages = [{"role": "system", "content": SUMMARY_PROMPT.format(limit=max_facts)},
                 {"role": "user", "content": _span_text(span)}]
-    reply = complete(messages)
+    reply = ask(complete, messages, SUMMARY)
     data = parse_json_reply(reply)
     if not isinstance(data, dict) or "summary" not in data:
         raise ModelReplyError("the summary reply has no summary")

@@ -12,7 +12,6 @@ deletes.
 
 from __future__ import annotations
 
-import json
 import logging
 import re
 from collections.abc import Callable, Sequence
@@ -20,6 +19,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from coop.errors import UsageError
+from coop.jsonreply import DECISION, FACTS, ModelReplyError, ask, parse_json_reply
 from coop.memory.growth.evidence import quoted_in
 from coop.memory.growth.reconcile import INSTRUCTION, Candidate, Decision
 from coop.memory.text import check_text
@@ -29,7 +29,10 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-Complete = Callable[[list[dict[str, Any]]], str]  # messages -> the model's reply text
+# messages -> the model's reply text; a callable with `takes_schema = True` is also given the JSON schema wanted
+# (see coop.jsonreply.ask)
+Complete = Callable[..., str]
+__all__ = ["Complete", "ModelReplyError", "parse_json_reply"]
 
 MAX_FACT_CHARS = 500
 
@@ -68,26 +71,6 @@ facts that may overlap are listed with their ids. Decide one action:
 - "NONE": the new fact is already known; give the id of the fact that says it.
 Reply with JSON only: {"action": "ADD|UPDATE|SUPERSEDE|NONE", "target": <id or null>, "confidence": 0.0-1.0,
 "reason": "<a few words>"}"""
-
-
-class ModelReplyError(ValueError):
-    """The model's reply held no usable JSON."""
-
-
-def parse_json_reply(text: str) -> Any:
-    """The first JSON value in a model reply: code fences and text before or after it are tolerated."""
-    if not isinstance(text, str) or not text.strip():
-        raise ModelReplyError("empty reply")
-    fenced = re.search(r"```(?:json)?\s*(.*?)```", text, re.DOTALL)
-    body = fenced.group(1) if fenced else text
-    decoder = json.JSONDecoder()
-    for match in re.finditer(r"[\[{]", body):
-        try:
-            value, _ = decoder.raw_decode(body, match.start())
-            return value
-        except json.JSONDecodeError:
-            continue
-    raise ModelReplyError(f"no JSON in reply: {text[:80]!r}")
 
 
 def _clean_key(value: Any) -> str | None:
@@ -181,7 +164,7 @@ def extract_facts(complete: Complete, user_message: str, reply: str, limit: int,
         exchange = f"{context.render()}\n\nTHE EXCHANGE:\n{exchange}"
     messages = [{"role": "system", "content": EXTRACTION_PROMPT.format(limit=limit)},
                 {"role": "user", "content": exchange}]
-    return quoting_the_user(parse_facts(complete(messages), limit), [user_message])
+    return quoting_the_user(parse_facts(ask(complete, messages, FACTS), limit), [user_message])
 
 
 def parse_decision(text: str) -> Decision:
@@ -215,7 +198,7 @@ def model_decider(complete: Complete) -> Callable[[Candidate, Sequence["Item"]],
         new = f"[{candidate.category}{'/' + candidate.key if candidate.key else ''}]: {candidate.value}"
         messages = [{"role": "system", "content": RECONCILE_PROMPT},
                     {"role": "user", "content": f"NEW {new}\n\nEXISTING:\n{listing}"}]
-        return parse_decision(complete(messages))
+        return parse_decision(ask(complete, messages, DECISION))
 
     return decide
 

@@ -1,0 +1,73 @@
+"""The JSON the fast model is asked for (facts, a reconciliation decision, a summary): its schema, reading it out
+of a reply, and telling a usable reply from prose or an echo of the schema. Shared by the memory engine, which
+asks, and the model client (`coop.llm_json`), which picks how to ask (a JSON schema, JSON mode, or the prompt
+alone) and falls back when a model cannot do better; neither imports the other."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable
+from typing import Any, TypedDict
+
+
+class ModelReplyError(ValueError):
+    """The model's reply held no usable JSON."""
+
+
+class Schema(TypedDict):
+    """A named JSON Schema, as OpenAI-style `response_format: {"type": "json_schema", "json_schema": ...}` takes."""
+
+    name: str
+    schema: dict[str, Any]
+
+
+def _object(properties: dict[str, Any], required: list[str]) -> dict[str, Any]:
+    return {"type": "object", "properties": properties, "required": required, "additionalProperties": False}
+
+
+_FACT = _object({"category": {"type": "string"}, "key": {"type": ["string", "null"]}, "value": {"type": "string"},
+                 "importance": {"type": "number"}, "evidence": {"type": "string"}},
+                ["category", "key", "value", "importance", "evidence"])
+FACTS: Schema = {"name": "facts", "schema": _object({"facts": {"type": "array", "items": _FACT}}, ["facts"])}
+DECISION: Schema = {"name": "decision", "schema": _object(
+    {"action": {"type": "string", "enum": ["ADD", "UPDATE", "SUPERSEDE", "NONE"]},
+     "target": {"type": ["integer", "null"]}, "confidence": {"type": "number"}, "reason": {"type": "string"}},
+    ["action", "target", "confidence", "reason"])}
+SUMMARY: Schema = {"name": "summary", "schema": _object(
+    {"summary": {"type": ["string", "null"]}, "facts": {"type": "array", "items": _FACT}}, ["summary", "facts"])}
+
+
+def parse_json_reply(text: str) -> Any:
+    """The first JSON value in a model reply: code fences and text before or after it are tolerated."""
+    if not isinstance(text, str) or not text.strip():
+        raise ModelReplyError("empty reply")
+    fenced = re.search(r"```(?:json)?\s*(.*?)```", text, re.DOTALL)
+    body = fenced.group(1) if fenced else text
+    decoder = json.JSONDecoder()
+    for match in re.finditer(r"[\[{]", body):
+        try:
+            value, _ = decoder.raw_decode(body, match.start())
+            return value
+        except json.JSONDecodeError:
+            continue
+    raise ModelReplyError(f"no JSON in reply: {text[:80]!r}")
+
+
+def usable(text: str, schema: Schema) -> bool:
+    """Whether `text` holds JSON with the schema's required top-level keys: prose, an empty reply and an echo of
+    the schema itself (`{"type": "object", "properties": ...}`, which small models return) are not usable."""
+    try:
+        data = parse_json_reply(text)
+    except ModelReplyError:
+        return False
+    required = schema["schema"].get("required", [])
+    return isinstance(data, dict) and all(key in data for key in required)
+
+
+def ask(complete: Callable[..., str], messages: list[dict[str, Any]], schema: Schema) -> str:
+    """The reply of `complete` to `messages`, asking for `schema` when the callable takes one (the model client's
+    does; a test's plain function need not)."""
+    if getattr(complete, "takes_schema", False):
+        return complete(messages, schema=schema)
+    return complete(messages)
