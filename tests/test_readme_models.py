@@ -35,6 +35,7 @@ EXPECTED = {  # label: (litellm provider, the key's variable, OpenAI-compatible 
     "Ollama, on this machine": ("ollama_chat", None, False),
     "LM Studio's local server": ("openai", None, True),
     "A llama.cpp server": ("openai", None, True),
+    "With Ollama": ("ollama_chat", None, False),  # "Fully local": both models on Ollama
 }
 
 
