@@ -13,6 +13,8 @@ PROVIDER_KEYS = {
     "openrouter": "OPENROUTER_API_KEY", "deepseek": "DEEPSEEK_API_KEY", "xai": "XAI_API_KEY",
     "voyage": "VOYAGE_API_KEY", "fireworks_ai": "FIREWORKS_AI_API_KEY", "perplexity": "PERPLEXITYAI_API_KEY",
 }
+# Other names litellm also reads a provider's key from: a key there is not missing.
+ALTERNATES = {"GEMINI_API_KEY": ("GOOGLE_API_KEY",), "TOGETHERAI_API_KEY": ("TOGETHER_API_KEY",)}
 LOCAL_PROVIDERS = {"ollama", "ollama_chat", "lm_studio", "hosted_vllm", "llamafile", "vllm"}
 
 
@@ -31,7 +33,10 @@ def key_variable(model: str, api_key_env: str | None, api_base: str | None) -> s
 def missing_key(model: str, api_key_env: str | None, api_base: str | None) -> str | None:
     """The variable that should hold the model's key but is unset or empty, or None."""
     variable = key_variable(model, api_key_env, api_base)
-    return variable if variable and not os.environ.get(variable) else None
+    if not variable or api_key_env:
+        return variable if variable and not os.environ.get(variable) else None
+    present = any(os.environ.get(name) for name in (variable, *ALTERNATES.get(variable, ())))
+    return None if present else variable
 
 
 def missing_key_hint(variable: str) -> str:

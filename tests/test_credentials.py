@@ -30,6 +30,16 @@ def test_which_variable_holds_the_key(model, api_key_env, api_base, variable):
     assert key_variable(model, api_key_env, api_base) == variable
 
 
+def test_a_key_under_another_name_litellm_reads_is_not_missing(monkeypatch):
+    from coop.credentials import missing_key
+
+    monkeypatch.delenv("GEMINI_API_KEY", raising=False)
+    monkeypatch.delenv("GOOGLE_API_KEY", raising=False)
+    assert missing_key("gemini/gemini-2.5-flash", None, None) == "GEMINI_API_KEY"
+    monkeypatch.setenv("GOOGLE_API_KEY", "g-key")
+    assert missing_key("gemini/gemini-2.5-flash", None, None) is None
+
+
 def test_chat_without_the_key_says_which_variable_at_once(run_cli, monkeypatch):
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     started = time.monotonic()

@@ -18,7 +18,7 @@ import typer
 
 from coop import output
 from coop.cli.context import state
-from coop.credentials import key_variable, missing_key_hint
+from coop.credentials import key_variable, missing_key, missing_key_hint
 from coop.errors import ConfigError, CoopError, ExitCode
 from coop.memory.text import plural
 from coop.secrets import mask, mask_optional
@@ -69,7 +69,7 @@ def check_model(config: "Config") -> list[Check]:
     elif variable == "":
         checks.append(warning("api key", f"cannot tell which variable holds the key for {model.name}",
                               "set model.api_key_env to the variable's name"))
-    elif os.environ.get(variable):
+    elif not missing_key(model.name, model.api_key_env, model.api_base):
         checks.append(ok("api key", f"{variable} is set"))
     else:
         checks.append(failure("api key", f"{variable} is not set; {model.name} needs it", missing_key_hint(variable)))
