@@ -140,3 +140,30 @@ def test_without_the_embedding_model_the_banner_says_so_and_nothing_is_printed_o
         assert _exit_and_wait(name, done, wait_until) == "0"
     finally:
         subprocess.run(["tmux", "kill-session", "-t", name], capture_output=True)
+
+
+def test_killed_mid_reply_the_terminal_gets_its_echo_back(openai_server, coop_home, tmp_path):
+    """While a reply streams the terminal does not echo keys (they would break the live area); a `kill` then must
+    not leave the user's shell without echo."""
+    openai_server.replies = [{"content": LONG_LIST, "chunk_delay": 0.05}]
+    name, done, modes = f"coop-test-kill-{os.getpid()}", tmp_path / "exit-code", tmp_path / "stty"
+    env = _chat_env(coop_home, openai_server)
+    exports = " ".join(f"{k}={shlex.quote(v)}" for k, v in {"PYTHONPATH": os.getcwd(), **env}.items())
+    command = (f"env {exports} {shlex.quote(sys.executable)} -m coop chat --user tmuxer; "
+               f"stty -a > {shlex.quote(str(modes))}; echo done > {shlex.quote(str(done))}; sleep 30")
+    subprocess.run(["tmux", "new-session", "-d", "-s", name, "-x", "120", "-y", "40", command], check=True)
+    try:
+        _wait_for(name, "/help for commands")
+        subprocess.run(["tmux", "send-keys", "-t", name, "make a plan", "Enter"], check=True)
+        _wait_for(name, "step 2:")
+        shell = subprocess.run(["tmux", "list-panes", "-t", name, "-F", "#{pane_pid}"], capture_output=True,
+                               text=True).stdout.split()[0]
+        chat = subprocess.run(["pgrep", "-P", shell], capture_output=True, text=True).stdout.split()[0]
+        os.kill(int(chat), 15)
+        deadline = time.monotonic() + 20
+        while not done.exists() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        flags = modes.read_text().split()
+        assert "echo" in flags and "-echo" not in flags
+    finally:
+        subprocess.run(["tmux", "kill-session", "-t", name], capture_output=True)

@@ -74,11 +74,15 @@ class InterruptGuard:
         self._previous: object = None
         self._installed = False
         self._tty: list[Any] | None = None
+        self._ends: dict[int, Any] = {}
 
     def install(self) -> None:
         if threading.current_thread() is not threading.main_thread():
             return
         self._previous = signal.signal(signal.SIGINT, self._handle)
+        # killed mid-reply (a closed terminal, `kill`): the terminal gets its echo back before the process goes
+        self._ends = {sig: signal.signal(sig, self._end) for sig in (signal.SIGTERM, getattr(signal, "SIGHUP", None))
+                      if sig is not None}
         self._installed = True
         try:
             import termios
@@ -102,7 +106,17 @@ class InterruptGuard:
             self._tty = None
         if self._installed:
             signal.signal(signal.SIGINT, self._previous if callable(self._previous) else signal.default_int_handler)
+            for sig, previous in self._ends.items():
+                signal.signal(sig, previous if previous is not None else signal.SIG_DFL)
             self._installed = False
+
+    def _end(self, signum: int, frame: FrameType | None) -> None:
+        """Restore the terminal, then die of the signal as the process would have."""
+        self.uninstall()
+        import os
+
+        signal.signal(signum, signal.SIG_DFL)
+        os.kill(os.getpid(), signum)
 
     def _handle(self, signum: int, frame: FrameType | None) -> None:
         if self.depth:
