@@ -1,0 +1,195 @@
+"""Retrieval as memory grows: the LoCoMo protocol of `bench/locomo.py` with N extra messages of real English in
+each user's memory, coop's search beside exact vector search in the same run.
+
+    .venv/bin/python bench/scale.py --data ../shared/data/locomo/locomo-dev.json [--distractors 0,20000,100000]
+        [--cache DIR] [--model-path DIR] [--json]
+
+Each conversation is one user (as in bench/locomo.py); after its turns, N distractor messages are stored through
+coop's own writes (`add_message`, `embed_pending`): sessions of real text said by the conversation's two speakers
+(`"<speaker>: <text>"`, speaker A as the user), dated evenly across the conversation's own span (first to last
+session), so that they compete on words, meaning and dates. The text comes from `bench/distractors.py` (the other
+conversations of the file, Debian's fortunes, WordNet's example sentences; install the two packages with
+`apt-get install fortunes wordnet-base`). Every question is searched twice: with coop's defaults (the sign-bit
+pre-selection and exact re-rank), and with the vector leg's exact search (`nearest(exact=True)`), so a loss can be
+told apart as ranking or as the approximate index. Search p50/p95 are coop's.
+
+Embedding 100,000 texts takes minutes: vectors are cached by text in `--cache` (default
+`~/.cache/coop-bench/vectors.sqlite`), so only the first run pays. The observation and summary fields of the data
+are never read.
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import hashlib
+import json
+import sqlite3
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import distractors
+import locomo
+from common import BenchError, load_embedder, machine, median
+
+DEFAULT_SIZES = (0, 20_000, 100_000)
+
+
+class CachedEmbedder:
+    """The real embedder, with each text's vector kept on disk (keyed by embedder id and text), so a rerun embeds
+    nothing it has embedded before. Same id and vectors as the embedder it wraps."""
+
+    def __init__(self, inner, path: Path) -> None:
+        self.inner, self.id, self.dims = inner, inner.id, inner.dims
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self.db = sqlite3.connect(str(path))
+        self.db.execute("CREATE TABLE IF NOT EXISTS v (key TEXT PRIMARY KEY, vec BLOB)")
+        self.computed = 0
+
+    def _key(self, text: str) -> str:
+        return hashlib.sha1(f"{self.id}\n{text}".encode()).hexdigest()
+
+    def embed(self, texts):
+        import numpy as np
+
+        keys = [self._key(t) for t in texts]
+        found: dict[str, bytes] = {}
+        for start in range(0, len(keys), 500):
+            chunk = keys[start:start + 500]
+            rows = self.db.execute(f"SELECT key, vec FROM v WHERE key IN ({','.join('?' * len(chunk))})", chunk)
+            found.update(rows.fetchall())
+        missing = [i for i, k in enumerate(keys) if k not in found]
+        if missing:
+            vectors = self.inner.embed([texts[i] for i in missing])
+            self.db.executemany("INSERT OR REPLACE INTO v VALUES (?, ?)",
+                                [(keys[i], vectors[j].astype("float32").tobytes()) for j, i in enumerate(missing)])
+            self.db.commit()
+            found.update({keys[i]: vectors[j].astype("float32").tobytes() for j, i in enumerate(missing)})
+            self.computed += len(missing)
+        return np.stack([np.frombuffer(found[k], dtype=np.float32) for k in keys]) if keys else \
+            np.zeros((0, self.dims), dtype=np.float32)
+
+    def embed_query(self, text: str):
+        return self.inner.embed_query(text)
+
+
+def add_distractors(memory, conv, sessions: list, embedder) -> int:
+    """Store the distractor sessions in this user's memory, dated across the conversation's span; embed them."""
+    from coop.config import ImportanceConfig
+    from coop.memory.growth.embedding import embed_pending
+    from coop.memory.growth.importance import message_importance
+
+    dates = [s.date for s in conv.sessions if s.date is not None]
+    first, last = (min(dates), max(dates)) if dates else (0.0, 86400.0 * 30)
+    weights = ImportanceConfig()
+    names = (conv.speaker_a, conv.speaker_b)
+    added = 0
+    for number, session in enumerate(sessions):
+        started = first + (last - first) * (number + 0.5) / len(sessions)
+        with memory.db.atomic():
+            session_id = memory.start_session(f"extra {number}", started_at=started)
+            for offset, (who, utterance) in enumerate(session):
+                role = "user" if who == 0 else "assistant"
+                text = f"{names[who]}: {utterance}"
+                memory.add_message(session_id, role, text, created_at=started + 30 * offset,
+                                   importance=message_importance(role, text, weights))
+                added += 1
+    embed_pending(memory, embedder, batch_size=128)
+    return added
+
+
+def run(conversations: list, embedder, n: int, pool: list) -> dict:
+    """One database with every conversation plus `n` distractors each; every question searched both ways."""
+    from coop.config import MemoryConfig
+    from coop.memory.retrieval import search as search_module
+    from coop.memory.retrieval.settings import RetrievalSettings
+    from coop.memory.storage import vectors
+    from coop.memory.storage.database import open_database
+    from coop.memory.storage.store import MemoryStore
+
+    settings = RetrievalSettings.from_config(MemoryConfig())
+    rows: dict[str, list[dict]] = {"coop": [], "exact": []}
+    latencies: list[float] = []
+    with tempfile.TemporaryDirectory() as tmp:
+        db = open_database(str(Path(tmp) / "scale.db"))
+        store = MemoryStore(db)
+        for index, conv in enumerate(conversations):
+            memory, ids = locomo.ingest(store, conv, embedder, 128)
+            if n:
+                add_distractors(memory, conv, distractors.take(pool[index], n, conv.sample_id), embedder)
+            for mode in ("coop", "exact"):
+                approx = search_module.nearest
+                if mode == "exact":
+                    search_module.nearest = functools.partial(vectors.nearest, exact=True)  # type: ignore[assignment]
+                try:
+                    for question in conv.questions:
+                        started = time.perf_counter()
+                        result = search_module.search(memory, question.text, embedder=embedder,
+                                                      limit=max(locomo.KS), settings=settings)
+                        if mode == "coop":
+                            latencies.append((time.perf_counter() - started) * 1000)
+                        ranked = [ids.get(h.item.item_id) if h.kind == "message" else None for h in result.hits]
+                        rows[mode].append({"hits": {k: sorted(question.evidence & set(ranked[:k]))
+                                                    for k in locomo.KS}, "evidence": sorted(question.evidence)})
+                finally:
+                    search_module.nearest = approx
+        db.close()
+    ordered = sorted(latencies)
+    return {"distractors_per_user": n, "questions": len(rows["coop"]),
+            "coop": locomo.recall(rows["coop"]), "exact": locomo.recall(rows["exact"]),
+            "search_ms_p50": round(median(latencies), 1),
+            "search_ms_p95": round(ordered[int(0.95 * (len(ordered) - 1))], 1) if ordered else 0.0}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--data", required=True, type=Path, help="a LoCoMo-shaped JSON file")
+    parser.add_argument("--distractors", default=",".join(map(str, DEFAULT_SIZES)),
+                        help="comma-separated extra messages per user (default 0,20000,100000)")
+    parser.add_argument("--cache", type=Path, default=Path.home() / ".cache" / "coop-bench" / "vectors.sqlite",
+                        help="where the vectors of the texts are kept between runs")
+    parser.add_argument("--model-path", default=None, help="local all-MiniLM-L6-v2 model directory")
+    parser.add_argument("--limit-conversations", type=int, default=None, help="only the first N conversations")
+    parser.add_argument("--json", action="store_true", help="print the figures as JSON on stdout")
+    args = parser.parse_args(argv)
+    try:
+        sizes = [int(s) for s in args.distractors.split(",") if s.strip()]
+    except ValueError:
+        raise BenchError(f"--distractors {args.distractors!r}: give numbers, e.g. 0,20000") from None
+    conversations = locomo.load(args.data)[:args.limit_conversations]
+    if max(sizes) and not (distractors.FORTUNES.is_dir() or distractors.WORDNET.is_dir()):
+        raise BenchError("the distractor text is not installed: apt-get install fortunes wordnet-base")
+    embedder = CachedEmbedder(load_embedder("fastembed", args.model_path), args.cache)
+    pools = [distractors.pool([c for j, c in enumerate(conversations) if j != i]) for i in range(len(conversations))]
+    results = []
+    for n in sizes:
+        started = time.perf_counter()
+        result = run(conversations, embedder, n, pools)
+        result["seconds"] = round(time.perf_counter() - started, 1)
+        results.append(result)
+        if not args.json:
+            print_row(result, embedder.computed)
+    figures = {"data": str(args.data), "embedder": embedder.id, "pool": distractors.pool_report(pools[0]),
+               "results": results, "machine": machine()}
+    if args.json:
+        print(json.dumps(figures, indent=2))
+    else:
+        print(f"  pool for the first user: {figures['pool']}; {machine()}")
+    return 0
+
+
+def print_row(result: dict, computed: int) -> None:
+    metrics = ("R_any@5", "R_all@5", "R_any@10", "R_all@10")
+    print(f"N = {result['distractors_per_user']:>7,} extra messages per user, {result['questions']} questions "
+          f"({result['seconds']} s; {computed:,} texts embedded so far, the rest from the cache)")
+    for mode in ("coop", "exact"):
+        print(f"  {mode:<6}" + "".join(f"  {m} {result[mode][m]:.3f}" for m in metrics))
+    print(f"  search p50 {result['search_ms_p50']} ms, p95 {result['search_ms_p95']} ms")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
