@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 from typing import Annotated
 
@@ -37,8 +38,9 @@ def serve(
     app_state = state(ctx)
     config = app_state.config()
     services = app_state.services()
-    log_messages: list[str] = []
-    services.warn = lambda message, hint: log_messages.append(message)  # never onto stdout, the protocol's
+    log = logging.getLogger("coop.mcp")
+    # never onto stdout, the protocol's: a failed embedder load (it loads with the first search) goes to coop.log
+    services.warn = lambda message, hint: log.warning("%s (%s)", message, hint)
     memory = services.memory(user)
     db_path = resolve_db_path(config)
     worker = services.worker(db_path) if allow_writes and db_path != ":memory:" else None
@@ -50,16 +52,11 @@ def serve(
     secrets = [value for name, value in os.environ.items() if name.endswith("_API_KEY")]
     try:
         with logging_to_file(coop_home(), secrets=secrets, debug=app_state.debug):
-            import logging
-
-            log = logging.getLogger("coop.mcp")
             log.info("serving %s's memory over stdio (%s)", memory.user_id,
                      "read and write" if allow_writes else "read-only")
             if worker is not None and jobs.complete is not None and memory.pending_jobs(1):
                 worker.submit("finish earlier extractions", jobs.pending(memory.user_id))
             anyio.run(build_server(core).run_stdio_async)
-            for message in log_messages:
-                log.warning("%s", message)
     finally:
         if worker is not None:
             jobs.stopping.set()
