@@ -78,3 +78,18 @@ def machine() -> str:
     except OSError:
         pass
     return f"{os.cpu_count()} cores, {cpu}, Python {platform.python_version()}"
+
+
+def peak_rss_mb() -> float:
+    """This process's peak resident memory in MB. Linux's `ru_maxrss` carries the parent's peak across fork and
+    exec (a child measured from a benchmark holding a million vectors would report the parent's size), so
+    /proc's VmHWM, which starts afresh with the new program, is read where there is one."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    import resource
+
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024

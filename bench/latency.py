@@ -30,7 +30,6 @@ import argparse
 import json
 import os
 import re
-import resource
 import subprocess
 import sys
 import tempfile
@@ -39,7 +38,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from common import BenchError, load_embedder, machine, median, percentile
+from common import BenchError, load_embedder, machine, median, peak_rss_mb, percentile
 
 MAIN_USER = "me"
 OTHER_USERS = 4
@@ -252,7 +251,7 @@ def measure(path: str, queries: int, model_path: str | None, seed: int) -> dict:
         chat.prepare(query)
         turn_ms.append((time.perf_counter() - started) * 1000)
     # The high-water mark of a process serving queries, before the exact searches below read every vector.
-    peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    peak_mb = peak_rss_mb()
     load = (load_before, os.getloadavg()[0])  # other programs' work on the machine skews every figure
     overlap, approx_ms, exact_ms = [], [], []
     rows = int(db.scalar("SELECT count(*) FROM messages WHERE user_id = ?", (MAIN_USER,)))

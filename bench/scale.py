@@ -73,6 +73,14 @@ class CachedEmbedder:
         return np.stack([np.frombuffer(found[k], dtype=np.float32) for k in keys]) if keys else \
             np.zeros((0, self.dims), dtype=np.float32)
 
+    def prefetch(self, texts: list[str], batch: int = 64) -> None:
+        """Embed whichever of `texts` are not cached yet, shortest first: the model pads a batch to its longest
+        text, so batches of like lengths waste far less work than the order the texts come in."""
+        todo = sorted(set(texts), key=len)
+        for start in range(0, len(todo), batch * 16):
+            chunk = todo[start:start + batch * 16]
+            self.embed(chunk)
+
     def embed_query(self, text: str):
         return self.inner.embed_query(text)
 
@@ -88,6 +96,8 @@ def add_distractors(memory, conv, sessions: list, embedder) -> int:
     weights = ImportanceConfig()
     names = (conv.speaker_a, conv.speaker_b)
     added = 0
+    if hasattr(embedder, "prefetch"):
+        embedder.prefetch([f"{names[who]}: {text}" for session in sessions for who, text in session])
     for number, session in enumerate(sessions):
         started = first + (last - first) * (number + 0.5) / len(sessions)
         with memory.db.atomic():

@@ -90,3 +90,12 @@ def test_fastembed_real_model_loads_from_a_local_directory(real_model_dir):
 def test_fastembed_dimension_mismatch_is_reported(real_model_dir):
     status = load_embedder(EmbedderConfig(provider="fastembed", model_path=real_model_dir, dims=768))
     assert status.embedder is None and "384" in status.error and "dims = 384" in status.hint
+
+
+def test_a_batch_of_mixed_lengths_comes_back_in_the_callers_order(real_embedder):
+    """Texts are embedded shortest first (less padding); each row must still be its own text's vector."""
+    texts = ["a long message about the mountain trail we walked last summer with the dog and two friends",
+             "hi", "my sister lives in Lisbon", "ok then", "the meeting moved to Thursday afternoon at three"]
+    together = real_embedder.embed(texts)
+    alone = np.stack([real_embedder.embed([t])[0] for t in texts])
+    assert np.allclose(together, alone, atol=1e-4)

@@ -181,12 +181,18 @@ class FastEmbedEmbedder:
 
         if not texts:
             return np.zeros((0, self.dims), dtype=np.float32)
+        # Shortest first: a batch is padded to its longest text, so batches of like lengths waste less work
+        # (a backlog of mixed messages embeds markedly faster); the rows are put back in the callers' order.
+        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
         try:
-            rows = list(self._model.embed(list(texts), batch_size=self.batch_size))
+            rows = list(self._model.embed([texts[i] for i in order], batch_size=self.batch_size))
         except Exception as exc:
             raise EmbedderError(f"embedding failed: {type(exc).__name__}: {str(exc)[:200]}",
                                 hint="run `coop check`") from None
-        return _normalise(_check_shape(np.asarray(rows), len(texts), self.dims, "fastembed"))
+        matrix = _check_shape(np.asarray(rows), len(texts), self.dims, "fastembed")
+        restored = np.empty_like(matrix)
+        restored[order] = matrix
+        return _normalise(restored)
 
     def embed_query(self, text: str) -> "np.ndarray":
         row: np.ndarray = self.embed([text])[0]

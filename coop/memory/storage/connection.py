@@ -20,6 +20,7 @@ from typing import Any, NoReturn
 import apsw
 
 from coop.errors import StoreError, UsageError
+from coop.memory.storage.sign_bits import sign_bits_blob
 from coop.memory.text import fts_text
 
 
@@ -32,6 +33,7 @@ class Database:
     vec_version: str | None = None
     vec_error: str | None = None
     read_only: bool = False  # opened from a place nobody here can write: reads work, writes are StoreErrors
+    caches: dict[str, Any] = field(default_factory=dict, repr=False)  # derived, checked copies (bit_index)
     _depth: int = field(default=0, repr=False)
 
     @property
@@ -244,6 +246,8 @@ def connect(path: str, *, busy_timeout_ms: int = 5000) -> Database:
         # The ignore: apsw's stub types every scalar function as variadic (*SQLiteValue), so a one-argument
         # function (numargs=1) cannot match it.
         conn.create_scalar_function("coop_fts", fts_text, 1, deterministic=True)  # type: ignore[arg-type]
+        conn.create_scalar_function("coop_sign_bits", sign_bits_blob, 1,  # type: ignore[arg-type]
+                                    deterministic=True)
     except apsw.NotADBError:
         raise not_a_database(path) from None
     except apsw.CantOpenError:

@@ -1,0 +1,147 @@
+"""The vector leg's pre-selection in a large memory: the sign bits of every vector of a user, held in memory and
+scanned whole by Hamming distance.
+
+Why not sqlite-vec's own `bit[]` KNN (`vectors.py` uses it for small memories): it keeps a sorted list of its `k`
+best, so its cost grows with vectors x candidates (a million vectors: 35 ms for 10 candidates, about a second
+for 1,000). Recall against exact search needs many candidates as memory grows (`bench/vectorleg.py`: about 1,000
+at 100,000 vectors), and a numpy scan costs the same for any number of them: XOR and popcount over the packed
+bits (48 bytes a vector for 384 dimensions), then a counting selection of the nearest. The float vectors of those
+candidates are then re-ranked exactly by `vectors.nearest`.
+
+The truth stays in `embeddings`: each row keeps its bits in `embeddings.bits` (written with the vector, m008),
+and the covering index `embeddings_bits` lets a process load a user's bits without reading a float vector. A
+loaded copy belongs to one connection (`Database.caches`) and is never trusted blindly: before each use it is
+checked against `embedding_counts.changes`, which triggers bump on every insert and delete. Unchanged: used as it
+is. Only inserts since: the rows above the loaded largest id are added. Anything else (a forget, a re-embed): the
+id list is compared and the copy patched when the difference explains every change, else it is loaded again.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from coop.memory.kinds import KINDS
+from coop.memory.storage.sign_bits import sign_bits
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from coop.memory.storage.connection import Database
+
+_KIND_CODES = {kind: code for code, kind in enumerate(KINDS)}
+
+
+@dataclass
+class LoadedBits:
+    """One user's bits from one embedder: ids ascending, each row's kind code, and the bits as uint64 columns
+    (`words[j]` is word j of every row: each scan step runs over one contiguous array)."""
+
+    ids: "np.ndarray"
+    kinds: "np.ndarray"
+    words: "np.ndarray"
+    count: int
+    changes: int
+
+    def nearest(self, query: "np.ndarray", want: int, kinds: Sequence[str]) -> list[int]:
+        """The embedding ids of the `want` rows nearest `query` by Hamming distance among `kinds`."""
+        import numpy as np
+
+        packed = np.zeros(self.words.shape[0] * 8, dtype=np.uint8)
+        bits = sign_bits(np.asarray(query, dtype=np.float32).reshape(-1))
+        packed[:len(bits)] = bits
+        q = packed.view(np.uint64)
+        distance = np.bitwise_count(self.words[0] ^ q[0]).astype(np.uint16)
+        for j in range(1, self.words.shape[0]):
+            distance += np.bitwise_count(self.words[j] ^ q[j])
+        if set(kinds) < set(KINDS):
+            allowed = np.isin(self.kinds, [_KIND_CODES[k] for k in kinds if k in _KIND_CODES])
+            distance[~allowed] = np.iinfo(np.uint16).max
+            rows = int(allowed.sum())
+        else:
+            rows = len(distance)
+        want = min(want, rows)
+        if want <= 0:
+            return []
+        chosen = np.argpartition(distance, want - 1)[:want] if want < len(distance) else np.arange(len(distance))
+        return [int(i) for i in self.ids[chosen]]
+
+
+def _rows(db: "Database", user_id: str, embedder_id: str, *, after_id: int = 0,
+          ids: Sequence[int] | None = None) -> tuple["np.ndarray", "np.ndarray", "np.ndarray"]:
+    """(ids, kind codes, words) of this user's rows from this embedder: those above `after_id`, or exactly `ids`."""
+    import numpy as np
+
+    if ids is None:
+        cursor = db.execute("SELECT id, kind, bits FROM embeddings INDEXED BY embeddings_bits WHERE user_id = ? "
+                            "AND embedder = ? AND id > ? ORDER BY id", (user_id, embedder_id, after_id))
+        rows = list(cursor)
+    else:
+        rows = []
+        for start in range(0, len(ids), 500):
+            chunk = list(ids[start:start + 500])
+            rows += list(db.execute(f"SELECT id, kind, coalesce(bits, coop_sign_bits(vector)) FROM embeddings "
+                                    f"WHERE id IN ({','.join('?' * len(chunk))})", chunk))
+        rows.sort()
+    if any(row[2] is None for row in rows):  # written without bits (not by coop's writes): computed, not trusted
+        rows = [row if row[2] is not None else (row[0], row[1], db.scalar(
+            "SELECT coop_sign_bits(vector) FROM embeddings WHERE id = ?", (row[0],))) for row in rows]
+    width = len(rows[0][2]) if rows else 0
+    words = max(1, -(-width // 8))
+    packed = np.zeros((len(rows), words * 8), dtype=np.uint8)
+    if rows:
+        packed[:, :width] = np.frombuffer(b"".join(row[2] for row in rows), dtype=np.uint8).reshape(len(rows), width)
+    return (np.fromiter((row[0] for row in rows), dtype=np.int64, count=len(rows)),
+            np.fromiter((_KIND_CODES.get(row[1], 255) for row in rows), dtype=np.uint8, count=len(rows)),
+            np.ascontiguousarray(packed.view(np.uint64).T))
+
+
+def _state(db: "Database", user_id: str, embedder_id: str) -> tuple[int, int]:
+    row = db.one("SELECT count, changes FROM embedding_counts WHERE user_id = ? AND embedder = ?",
+                 (user_id, embedder_id))
+    return (int(row[0]), int(row[1])) if row else (0, 0)
+
+
+def _refreshed(db: "Database", old: LoadedBits | None, user_id: str, embedder_id: str) -> LoadedBits:
+    import numpy as np
+
+    count, changes = _state(db, user_id, embedder_id)
+    if old is not None and old.changes == changes:
+        return old
+    if old is not None and len(old.ids) and count - old.count == changes - old.changes:
+        # Only inserts since: each new row has an id above every row that was already there.
+        ids, kinds, words = _rows(db, user_id, embedder_id, after_id=int(old.ids[-1]))
+        return LoadedBits(np.concatenate([old.ids, ids]), np.concatenate([old.kinds, kinds]),
+                          np.concatenate([old.words, words], axis=1), count, changes)
+    if old is not None and len(old.ids):
+        now = np.fromiter((row[0] for row in db.execute(
+            "SELECT id FROM embeddings INDEXED BY embeddings_bits WHERE user_id = ? AND embedder = ? ORDER BY id",
+            (user_id, embedder_id))), dtype=np.int64)
+        keep = np.isin(old.ids, now)
+        added = now[~np.isin(now, old.ids)]
+        # A delete and an insert that reused its id leave no trace in the id lists: then the counts differ.
+        if int((~keep).sum()) + len(added) == changes - old.changes and len(added) <= 10_000:
+            ids, kinds, words = _rows(db, user_id, embedder_id, ids=added.tolist())
+            merged_ids = np.concatenate([old.ids[keep], ids])
+            order = np.argsort(merged_ids, kind="stable")
+            return LoadedBits(merged_ids[order], np.concatenate([old.kinds[keep], kinds])[order],
+                              np.concatenate([old.words[:, keep], words], axis=1)[:, order], count, changes)
+    ids, kinds, words = _rows(db, user_id, embedder_id)
+    return LoadedBits(ids, kinds, words, count, changes)
+
+
+def loaded_bits(db: "Database", user_id: str, embedder_id: str) -> LoadedBits:
+    """This user's bits from this embedder, up to date with the database (see the module's docstring)."""
+    key = f"bits:{user_id}\x00{embedder_id}"
+    old = db.caches.get(key)
+    if db.conn.in_transaction:
+        # Inside a write that may yet roll back: read what this transaction sees, keep nothing of it.
+        return _refreshed(db, old, user_id, embedder_id)
+    db.execute("BEGIN")  # one read snapshot for the counters and the rows
+    try:
+        fresh = _refreshed(db, old, user_id, embedder_id)
+    finally:
+        db.execute("COMMIT")
+    db.caches[key] = fresh
+    return fresh
