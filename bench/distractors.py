@@ -4,13 +4,16 @@ Sources, in this order (each deduplicated; a source is used only when the earlie
 1. the other conversations of the data file, session by session: coherent dialogue, re-attributed to this
    conversation's two speakers (speaker A's turns to A, B's to B);
 2. Debian's `fortunes` (`apt-get install fortunes`: /usr/share/games/fortunes, about 15,000 quotations, jokes and
-   short dialogues), split into sentences; consecutive fortunes form a session, the sentences alternating between
-   the two speakers;
+   short dialogues), split into sentences (27,600 of them); consecutive fortunes form a session, the sentences
+   alternating between the two speakers;
 3. WordNet's example sentences (`apt-get install wordnet-base`: /usr/share/wordnet, about 31,000 sentences such as
    "she was a good dancer"), in sessions of 20, alternating;
-4. WordNet's glosses (117,000 definitions): only for sizes the first three cannot fill (beyond about 70,000).
-A pool smaller than N repeats (and `pool_report` says so). Each user gets the pool in its own seeded order, so the
-users' memories differ. Nothing of it is stored in the repository.
+4. WordNet's glosses (97,500 distinct definitions): only for sizes the first three cannot fill (beyond about
+   61,000). Definitions are the least like conversation and the hardest on search: "A serious or devastating
+   setback." is a near match, in words and meaning, for any question about a setback.
+With the dev file, 20,000 extra messages are the other conversations (2,300) and fortunes; 100,000 add all the
+example sentences and 39,000 glosses. A pool smaller than N repeats. Each user takes the sessions of each source in
+an order of its own (seeded), so the users' memories differ. Nothing of it is stored in the repository.
 """
 
 from __future__ import annotations
@@ -81,25 +84,32 @@ def _grouped(texts: Iterator[str]) -> Iterator[list[tuple[int, str]]]:
         yield [(i % 2, t) for i, t in enumerate(batch)]
 
 
-def pool(others: list) -> list[list[tuple[int, str]]]:
-    """Every distractor session, deduplicated by text across sources, in source order."""
+def pool(others: list) -> list[list[list[tuple[int, str]]]]:
+    """The distractor sessions of each source, in source order, each utterance once across all sources."""
     seen: set[str] = set()
-    sessions = []
+    sources = []
     for source in (conversation_sessions(others), fortune_sessions(), _grouped(_wordnet("examples")),
                    _grouped(_wordnet("glosses"))):
+        sessions = []
         for session in source:
             kept = [(who, text) for who, text in session if text not in seen]
             seen.update(text for _, text in kept)
             if kept:
                 sessions.append(kept)
-    return sessions
+        sources.append(sessions)
+    return sources
 
 
-def take(sessions: list[list[tuple[int, str]]], n: int, seed: str) -> list[list[tuple[int, str]]]:
-    """Sessions adding up to `n` utterances: the conversation sessions and the rest shuffled by `seed`, the pool
-    repeated when it is smaller than `n`."""
-    order = list(sessions)
-    random.Random(seed).shuffle(order)
+def take(sources: list[list[list[tuple[int, str]]]], n: int, seed: str) -> list[list[tuple[int, str]]]:
+    """Sessions adding up to `n` utterances: the sources in order (a later one only once the earlier are used
+    up), the sessions of each in an order of their own for this `seed`; all of them again when `n` is larger
+    than the pool."""
+    rng = random.Random(seed)
+    order = []
+    for sessions in sources:
+        shuffled = list(sessions)
+        rng.shuffle(shuffled)
+        order += shuffled
     out: list[list[tuple[int, str]]] = []
     count = 0
     while count < n and order:
@@ -112,7 +122,8 @@ def take(sessions: list[list[tuple[int, str]]], n: int, seed: str) -> list[list[
     return out
 
 
-def pool_report(sessions: list[list[tuple[int, str]]]) -> str:
-    texts = sum(len(s) for s in sessions)
-    have = [name for name, there in (("fortunes", FORTUNES.is_dir()), ("wordnet", WORDNET.is_dir())) if there]
-    return f"{texts:,} distinct utterances in {len(sessions):,} sessions (sources: conversations, {', '.join(have)})"
+def pool_report(sources: list[list[list[tuple[int, str]]]]) -> str:
+    names = ("conversations", "fortunes", "wordnet examples", "wordnet glosses")
+    counts = [sum(len(s) for s in sessions) for sessions in sources]
+    parts = ", ".join(f"{name} {count:,}" for name, count in zip(names, counts))
+    return f"{sum(counts):,} distinct utterances ({parts})"

@@ -6,8 +6,10 @@ For each size, one user ("me") has that many messages (sessions of 40, ten minut
 hold `--others` (default 20%) as many again, so every query runs beside rows it must never see. Texts are
 synthetic English: 6-29 words drawn with a Zipf law from the embedding model's own word list (a realistic
 spread of common and rare words for the full-text leg). Vectors come from the real all-MiniLM-L6-v2 model for
-sizes below `--random-from` (default 1,000,000); the 1M memory uses random unit vectors (embedding a million
-texts takes over an hour on two cores), said so in the output; queries are always embedded by the real model.
+sizes below `--blend-from` (default 1,000,000); the 1M memory's vectors are blends of them, each the normalised
+`0.7 x + 0.3 y` of two of the pool's real-model vectors drawn at random (embedding a million texts takes over an
+hour on two cores; `bench/vectorleg.py` says why blends behave like real vectors where random unit vectors do
+not), said so in the output; queries are always embedded by the real model.
 
 The databases are filled with the rows coop writes (bulk inserts into `messages`, whose triggers keep both
 full-text indexes in step; vectors through `vectors.store_vectors`, which also fills the sqlite-vec index).
@@ -44,7 +46,7 @@ MAIN_USER = "me"
 OTHER_USERS = 4
 SESSION_MESSAGES = 40
 TURN_TARGET_MS = {100_000: 50.0, 1_000_000: 150.0}
-# "Needles": real-model messages spread through the main user's memory (also among the random vectors at 1M); a
+# "Needles": real-model messages spread through the main user's memory (also among the blends at 1M); a
 # query that rewords one should find it, as a person searching for something they said would.
 NEEDLES = 100
 NEEDLE_SEED = 4242
@@ -122,7 +124,7 @@ class _VectorsOf:
         self.id, self.dims = embedder_id, dims
 
 
-def build(path: str, size: int, others: float, pool: list[str], vectors, embedder, random_vectors: bool,
+def build(path: str, size: int, others: float, pool: list[str], vectors, embedder, blended: bool,
           texts: Texts) -> dict:
     """A database with `size` messages of the main user and `others * size` of four other users."""
     import numpy as np
@@ -150,7 +152,7 @@ def build(path: str, size: int, others: float, pool: list[str], vectors, embedde
         chunk = 20_000
         for start in range(0, count, chunk):
             n = min(chunk, count - start)
-            if random_vectors:  # fresh texts for every message: no pool of a million embedded texts to draw on
+            if blended:  # fresh texts for every message: no pool of a million embedded texts to draw on
                 batch_texts = texts.make(n)
             else:  # the main user's messages are the pool in order; other users' are drawn from it
                 order = [(start + j) % len(pool) if user_id == MAIN_USER else int(rng.integers(len(pool)))
@@ -172,8 +174,9 @@ def build(path: str, size: int, others: float, pool: list[str], vectors, embedde
                 db.conn.executemany("INSERT INTO messages (user_id, session_id, role, content, created_at, "
                                     "importance, token_count) VALUES (?,?,?,?,?,?,?)", rows)
                 ids = list(range(first, first + n))
-                if random_vectors:
-                    matrix = rng.standard_normal((n, embedder.dims)).astype(np.float32)
+                if blended:
+                    matrix = (0.7 * vectors[rng.integers(len(vectors), size=n)]
+                              + 0.3 * vectors[rng.integers(len(vectors), size=n)]).astype(np.float32)
                     matrix /= np.linalg.norm(matrix, axis=1, keepdims=True)
                 else:
                     matrix = vectors[order]
@@ -350,8 +353,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sizes", default="10000,100000,1000000", help="the main user's message counts")
     parser.add_argument("--others", type=float, default=0.2, help="other users' rows, as a share of the size")
     parser.add_argument("--queries", type=int, default=200, help="timed queries per size (default 200)")
-    parser.add_argument("--random-from", type=int, default=1_000_000,
-                        help="sizes from this up get random unit vectors instead of the model's (default 1M)")
+    parser.add_argument("--blend-from", type=int, default=1_000_000,
+                        help="sizes from this up get blends of the model's vectors (default 1M)")
     parser.add_argument("--keep", default=None, help="keep (and reuse) the built databases and embedded texts here")
     parser.add_argument("--ingest", type=int, default=1000, help="messages per ingest round (3 rounds; 0: skip)")
     parser.add_argument("--model-path", default=None, help="local all-MiniLM-L6-v2 model directory "
@@ -377,31 +380,31 @@ def main(argv: list[str] | None = None) -> int:
     where = keep or Path(tmp.name)
     where.mkdir(parents=True, exist_ok=True)
     texts = Texts(model_dir)
-    real_sizes = [s for s in sizes if s < args.random_from]
-    pool_size = max(real_sizes, default=0)
+    real_sizes = [s for s in sizes if s < args.blend_from]
+    pool_size = max(real_sizes, default=100_000 if sizes else 0)  # blends need real vectors to blend
     pool, vectors = text_pool(texts, embedder, pool_size, keep) if pool_size else ([], None)
     results = []
     try:
         for size in sizes:
-            random_vectors = size >= args.random_from
-            path = str(where / f"latency-{size}-{'random' if random_vectors else 'model'}.db")
+            blended = size >= args.blend_from
+            path = str(where / f"latency-{size}-{'blend' if blended else 'model'}.db")
             built: dict = {"build_seconds": "reused"}
             if not (keep and os.path.exists(path)):
-                print(f"building {size:,} messages ({'random unit' if random_vectors else 'real-model'} vectors)",
+                print(f"building {size:,} messages ({'blended' if blended else 'real-model'} vectors)",
                       file=sys.stderr)
                 for stale in (path, path + "-wal", path + "-shm"):
                     if os.path.exists(stale):
                         os.remove(stale)
-                built = build(path, size, args.others, pool, vectors, embedder, random_vectors, texts)
+                built = build(path, size, args.others, pool, vectors, embedder, blended, texts)
             print(f"measuring {size:,}", file=sys.stderr)
             figures = measure_in_child(path, args.queries, args.model_path, args.seed)
             results.append({"size": size, "other_users_rows": int(size * args.others),
-                            "vectors": "random unit vectors" if random_vectors else "real model", **built,
+                            "vectors": "blends of real-model vectors" if blended else "real model", **built,
                             **figures, "db": db_size(path), "turn_target_p95_ms": TURN_TARGET_MS.get(size)})
         ingest_figures = None
         if args.ingest and sizes:
             at = min(sizes, key=lambda s: abs(s - 100_000))
-            path = str(where / f"latency-{at}-{'random' if at >= args.random_from else 'model'}.db")
+            path = str(where / f"latency-{at}-{'blend' if at >= args.blend_from else 'model'}.db")
             if keep:  # do not grow a kept database: ingest into a copy
                 import shutil
 
@@ -430,7 +433,7 @@ def print_report(report: dict) -> None:
     for row in report["sizes"]:
         target = row["turn_target_p95_ms"]
         mark = "" if target is None else ("ok" if row["turn_ms"]["p95"] <= target else "MISS")
-        print(f"  {row['size']:>10,} {'model' if row['vectors'] == 'real model' else 'random':>8} "
+        print(f"  {row['size']:>10,} {'model' if row['vectors'] == 'real model' else 'blend':>8} "
               f"{row['search_ms']['p50']:>7.1f}/{row['search_ms']['p95']:<6.1f}ms "
               f"{row['turn_ms']['p50']:>7.1f}/{row['turn_ms']['p95']:<6.1f}ms "
               f"{(f'{target:.0f} ' + mark) if target else '-':>7} {row['vector_recall_at_10']:>9.3f} "
