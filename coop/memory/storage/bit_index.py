@@ -31,6 +31,9 @@ if TYPE_CHECKING:
     from coop.memory.storage.connection import Database
 
 _KIND_CODES = {kind: code for code, kind in enumerate(KINDS)}
+_KIND_CODE_SQL = "CASE kind " + " ".join(f"WHEN '{kind}' THEN {code}" for kind, code in _KIND_CODES.items()) + \
+    " ELSE 255 END"
+_CHUNK = 65_536  # rows read into numpy at a time
 
 
 @dataclass
@@ -70,30 +73,42 @@ class LoadedBits:
 
 def _rows(db: "Database", user_id: str, embedder_id: str, *, after_id: int = 0,
           ids: Sequence[int] | None = None) -> tuple["np.ndarray", "np.ndarray", "np.ndarray"]:
-    """(ids, kind codes, words) of this user's rows from this embedder: those above `after_id`, or exactly `ids`."""
+    """(ids, kind codes, words) of this user's rows from this embedder: those above `after_id`, or exactly `ids`.
+    Read in chunks into numpy, so a million rows never exist as Python objects at once."""
     import numpy as np
 
     if ids is None:
-        cursor = db.execute("SELECT id, kind, bits FROM embeddings INDEXED BY embeddings_bits WHERE user_id = ? "
-                            "AND embedder = ? AND id > ? ORDER BY id", (user_id, embedder_id, after_id))
-        rows = list(cursor)
+        cursors = [db.execute(f"SELECT id, {_KIND_CODE_SQL}, bits FROM embeddings INDEXED BY embeddings_bits "
+                              "WHERE user_id = ? AND embedder = ? AND id > ? ORDER BY id",
+                              (user_id, embedder_id, after_id))]
     else:
-        rows = []
-        for start in range(0, len(ids), 500):
-            chunk = list(ids[start:start + 500])
-            rows += list(db.execute(f"SELECT id, kind, coalesce(bits, coop_sign_bits(vector)) FROM embeddings "
-                                    f"WHERE id IN ({','.join('?' * len(chunk))})", chunk))
-        rows.sort()
-    if any(row[2] is None for row in rows):  # written without bits (not by coop's writes): computed, not trusted
-        rows = [row if row[2] is not None else (row[0], row[1], db.scalar(
-            "SELECT coop_sign_bits(vector) FROM embeddings WHERE id = ?", (row[0],))) for row in rows]
-    width = len(rows[0][2]) if rows else 0
+        cursors = [db.execute(f"SELECT id, {_KIND_CODE_SQL}, coalesce(bits, coop_sign_bits(vector)) FROM embeddings "
+                              f"WHERE id "
+                              f"IN ({','.join('?' * len(chunk))}) ORDER BY id", chunk)
+                   for chunk in (list(ids[start:start + 500]) for start in range(0, len(ids), 500))]
+    parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+    width = 0
+    for cursor in cursors:
+        while True:
+            rows = [row for _, row in zip(range(_CHUNK), cursor)]
+            if not rows:
+                break
+            if any(row[2] is None for row in rows):  # written without bits (not by coop): computed, not trusted
+                rows = [row if row[2] is not None else (row[0], row[1], db.scalar(
+                    "SELECT coop_sign_bits(vector) FROM embeddings WHERE id = ?", (row[0],))) for row in rows]
+            width = width or len(rows[0][2])
+            parts.append((np.array([row[0] for row in rows], dtype=np.int64),
+                          np.array([row[1] for row in rows], dtype=np.uint8),
+                          np.frombuffer(b"".join(row[2] for row in rows), dtype=np.uint8).reshape(len(rows), width)))
     words = max(1, -(-width // 8))
-    packed = np.zeros((len(rows), words * 8), dtype=np.uint8)
-    if rows:
-        packed[:, :width] = np.frombuffer(b"".join(row[2] for row in rows), dtype=np.uint8).reshape(len(rows), width)
-    return (np.fromiter((row[0] for row in rows), dtype=np.int64, count=len(rows)),
-            np.fromiter((_KIND_CODES.get(row[1], 255) for row in rows), dtype=np.uint8, count=len(rows)),
+    packed = np.zeros((sum(len(p[0]) for p in parts), words * 8), dtype=np.uint8)
+    at = 0
+    for _, _, bits in parts:
+        packed[at:at + len(bits), :width] = bits
+        at += len(bits)
+    empty = np.zeros(0, dtype=np.int64)
+    return (np.concatenate([p[0] for p in parts]) if parts else empty,
+            np.concatenate([p[1] for p in parts]) if parts else empty.astype(np.uint8),
             np.ascontiguousarray(packed.view(np.uint64).T))
 
 

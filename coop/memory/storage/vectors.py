@@ -50,9 +50,7 @@ _NS_PER_VECTOR, _NS_PER_VECTOR_AND_CANDIDATE = 27.0, 0.95
 # From this many vectors of a user on, the pre-selection is the in-memory bit scan of `bit_index.py` instead: it
 # costs the same for any number of candidates, where sqlite-vec's grows with them (see there).
 BIT_INDEX_FROM = 20_000
-BIT_CANDIDATES_PER_RESULT = 100
-BIT_CANDIDATES_SHARE = 250   # one candidate per this many vectors...
-BIT_CANDIDATES_MAX = 4000    # ...up to this many
+BIT_CANDIDATES, BIT_CANDIDATES_PER_RESULT = 1000, 50
 
 
 @dataclass(frozen=True)
@@ -309,10 +307,10 @@ def preselect_size(k: int, vectors: int) -> int:
 
 
 def bit_candidates(k: int, vectors: int) -> int:
-    """Candidates the in-memory bit scan keeps for `k` results among `vectors` (at least BIT_INDEX_FROM): enough
-    for recall@10 against exact search of 0.95 at 100,000 real vectors and 0.90 at a million
-    (`bench/vectorleg.py`), each costing one float vector read and a dot product in the re-rank."""
-    return max(k * BIT_CANDIDATES_PER_RESULT, min(BIT_CANDIDATES_MAX, vectors // BIT_CANDIDATES_SHARE))
+    """Candidates the in-memory bit scan keeps for `k` results among `vectors` (at least BIT_INDEX_FROM). Each
+    costs one float vector read in the re-rank (about 30 us at a million), so no more than recall needs: 1,000
+    hold 0.998 of the exact top 10 among 100,000 real vectors and 0.978 at a million (`bench/vectorleg.py`)."""
+    return max(BIT_CANDIDATES, k * BIT_CANDIDATES_PER_RESULT)
 
 
 def _prefilter(memory: UserScope, name: str, query: "np.ndarray", k: int, kinds: Sequence[str],
