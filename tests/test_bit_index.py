@@ -24,9 +24,8 @@ def unit(rows: np.ndarray) -> np.ndarray:
 
 @pytest.fixture
 def small_threshold(monkeypatch):
-    """The bit index for every partition of 40 vectors or more, keeping every vector as a candidate below 400
-    (the re-rank is then exact), so answers can be compared with exact search."""
-    monkeypatch.setattr(vectors, "BIT_INDEX_FROM", 40)
+    """Every vector a candidate below 400 (the re-rank is then exact), so answers can be compared with exact
+    search."""
     monkeypatch.setattr(vectors, "bit_candidates", lambda k, size: 400)
 
 
@@ -61,7 +60,6 @@ def test_bit_scan_finds_what_exact_search_finds(memory, small_threshold):
 def test_bit_scan_ranks_by_hamming_distance(memory, monkeypatch):
     """With few candidates, the ones kept are the nearest by sign bits: a vector with the query's signs is kept
     over any vector with other signs."""
-    monkeypatch.setattr(vectors, "BIT_INDEX_FROM", 40)
     monkeypatch.setattr(vectors, "bit_candidates", lambda k, size: 1)
     ids, matrix = fill(memory, 100)
     query = matrix[37]
@@ -139,7 +137,6 @@ def test_upgrading_fills_the_bits_of_existing_vectors(coop_home):
 
 def test_a_re_embedded_vector_s_new_bits_are_used(memory, monkeypatch):
     """One candidate only: the scan itself must see the new bits of a vector whose row id was reused."""
-    monkeypatch.setattr(vectors, "BIT_INDEX_FROM", 40)
     monkeypatch.setattr(vectors, "bit_candidates", lambda k, size: 1)
     ids, matrix = fill(memory, 60)
     probe = unit(np.ones((1, DIMS)))[0]

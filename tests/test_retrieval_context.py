@@ -139,8 +139,9 @@ def test_score_fusion_lets_meaning_reorder_word_matches_below_the_floor(memory):
     assert _texts(score)[0] == "tennis elbow again" and by_words[0] != "tennis elbow again"
     assert "a racket sport" not in _texts(score)  # cosine 0.5 and no shared word: below the floor, left out
     top = score.hits[0]
-    assert top.score == pytest.approx(top.legs["fts"].score / max(h.legs["fts"].score for h in score.hits) + 0.6,
-                                      abs=1e-5)
+    weight = RetrievalSettings.defaults().vector_weight
+    assert top.score == pytest.approx(top.legs["fts"].score / max(h.legs["fts"].score for h in score.hits)
+                                      + weight * 0.6, abs=1e-5)
 
 
 def test_score_fusion_formula():
@@ -173,7 +174,8 @@ def test_engine_defaults_are_the_config_defaults_and_reach_search():
     assert RetrievalSettings.defaults().as_dict() == {
         "floor": config.similarity_floor, "rrf_k": config.rrf_k, "fusion": config.fusion,
         "vector_weight": config.vector_weight, "context_weight": config.context_weight,
-        "word_floor": config.word_similarity_floor, "bm25_floor": config.bm25_floor}
+        "word_floor": config.word_similarity_floor, "bm25_floor": config.bm25_floor,
+        "session_weight": config.session_weight}
     assert RetrievalSettings.from_config(config) == RetrievalSettings.defaults()
 
 
@@ -291,14 +293,14 @@ def test_vector_counts_follow_every_insert_and_delete(store, hash_embedder):
     assert partition_size(ana, "some/other/384") == 0
 
 
-def test_the_pre_selection_shrinks_in_a_large_memory_but_never_below_the_results_asked_for():
-    from coop.memory.storage.vectors import MIN_CANDIDATES, preselect_size
+def test_the_bit_scan_keeps_enough_candidates_and_a_bounded_number():
+    from coop.memory.storage.vectors import BIT_CANDIDATES_MAX, BIT_CANDIDATES_MIN, bit_candidates
 
-    assert preselect_size(10, 150) == MIN_CANDIDATES  # a small memory: every vector is a candidate
-    assert preselect_size(10, 100_000) < MIN_CANDIDATES
-    assert preselect_size(20, 10_000_000) == 20
-    sizes = [preselect_size(20, n) for n in (1_000, 10_000, 50_000, 100_000, 300_000, 1_000_000)]
-    assert sizes == sorted(sizes, reverse=True)
+    assert bit_candidates(10, 150) == BIT_CANDIDATES_MIN  # a small memory: every vector is a candidate
+    assert bit_candidates(10, 10_000_000) == BIT_CANDIDATES_MAX  # a large one: bounded, whatever its size
+    assert bit_candidates(100, 1_000) >= 100 * 10  # many results asked for: several candidates each
+    sizes = [bit_candidates(10, n) for n in (1_000, 10_000, 50_000, 100_000, 300_000, 1_000_000)]
+    assert sizes == sorted(sizes)
 
 
 def test_another_users_better_matches_never_crowd_out_this_users(store):

@@ -76,7 +76,7 @@ def test_floor_drops_weak_matches(memory, hash_embedder):
     assert all(h.similarity >= 0.5 for h in hits)
 
 
-def test_numpy_path_without_sqlite_vec_matches_the_index(coop_home, monkeypatch, hash_embedder):
+def test_search_without_sqlite_vec_gives_the_same_answers(coop_home, monkeypatch, hash_embedder):
     path = str(coop_home / "coop.db")
     with_vec = open_database(path)
     memory = MemoryStore(with_vec).user("ana")
@@ -97,7 +97,8 @@ def test_numpy_path_without_sqlite_vec_matches_the_index(coop_home, monkeypatch,
     plain = MemoryStore(without).user("ana")
     assert [h.item_id for h in nearest(plain, hash_embedder.id, hash_embedder.dims, query, k=10)] == \
         [h.item_id for h in exact]
-    # A write without sqlite-vec marks the index dirty; the next connection with it rebuilds before searching.
+    # A write without sqlite-vec marks the vec0 index dirty; search (which does not read it) finds the new
+    # vector at once, and the next connection with sqlite-vec that writes vectors rebuilds the index.
     plain.add_fact("tea mountain piano lesson")
     embed_pending(plain, hash_embedder)
     assert index_status(without)[0]["dirty"]
@@ -107,6 +108,8 @@ def test_numpy_path_without_sqlite_vec_matches_the_index(coop_home, monkeypatch,
     fresh = MemoryStore(again).user("ana")
     top = nearest(fresh, hash_embedder.id, hash_embedder.dims, query, k=1)
     assert fresh.get("fact", top[0].item_id).text == "tea mountain piano lesson"
+    fresh.add_fact("river bread")
+    embed_pending(fresh, hash_embedder)
     [status] = index_status(again)
     assert status["stored"] == status["indexed"] and not status["dirty"]
     again.close()

@@ -8,6 +8,7 @@ a duplicate for the importer too, and the words search ignores are the words ded
 from __future__ import annotations
 
 import hashlib
+import itertools
 import re
 import unicodedata
 from datetime import UTC, datetime
@@ -92,3 +93,26 @@ def iso_time(ts: float | None) -> str | None:
 def plural(count: int, noun: str, many: str | None = None) -> str:
     """`1 fact`, `2 facts`, `1,204 messages`: the count with the noun in the right number."""
     return f"{count:,} {noun if count == 1 else (many or noun + 's')}"
+
+
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z\"'(])")
+_LABEL = re.compile(r"^([A-Z][\w'.-]*(?: [A-Z][\w'.-]*)?): ")
+MAX_PARTS = 8
+
+
+def sentence_parts(text: str) -> list[str]:
+    """The sentences of a text of two or more (each of three words or more), to embed one by one beside the
+    whole: a long message's vector is an average of its subjects, and a question about one of them finds the
+    sentence that says it where the whole is too diluted. A text of one sentence gets none (its whole is that
+    sentence). More than MAX_PARTS sentences are grouped, consecutive ones together, into MAX_PARTS parts. A
+    leading speaker label ("Ana: ...", as in a transcript) is kept on every part: it says who said it."""
+    label = _LABEL.match(text)
+    body = text[label.end():] if label else text
+    sentences = [s for s in _SENTENCE_END.split(" ".join(body.split())) if len(s.split()) >= 3]
+    if len(sentences) < 2:
+        return []
+    if len(sentences) > MAX_PARTS:
+        cuts = [round(i * len(sentences) / MAX_PARTS) for i in range(MAX_PARTS + 1)]
+        sentences = [" ".join(sentences[a:b]) for a, b in itertools.pairwise(cuts)]
+    prefix = label.group(0) if label else ""
+    return [prefix + s for s in sentences]

@@ -14,6 +14,7 @@ from coop.memory.embedder import Embedder
 from coop.memory.kinds import KINDS
 from coop.memory.storage import vectors
 from coop.memory.storage.scope import UserScope
+from coop.memory.text import sentence_parts
 
 log = logging.getLogger(__name__)
 
@@ -40,8 +41,11 @@ def embed_pending(memory: UserScope, embedder: Embedder, *, batch_size: int = 64
 
 
 def _embed_batch(memory: UserScope, kind: str, rows: list[tuple[int, str]], embedder: Embedder) -> int:
+    """Each item's whole text and, for a text of several sentences, each sentence, in one call to the model."""
+    texts = [text or "" for _, text in rows]
+    split = [sentence_parts(text) for text in texts]
     try:
-        matrix = embedder.embed([text or "" for _, text in rows])
+        matrix = embedder.embed(texts + [part for parts in split for part in parts])
     except Exception as exc:  # fall back to one at a time so a single bad row is isolated
         if len(rows) == 1:
             message = f"{type(exc).__name__}: {exc}"[:500]
@@ -49,7 +53,11 @@ def _embed_batch(memory: UserScope, kind: str, rows: list[tuple[int, str]], embe
             vectors.record_embedding_error(memory, kind, rows[0][0], message)
             return 0
         return sum(_embed_batch(memory, kind, [row], embedder) for row in rows)
-    vectors.store_vectors(memory, kind, [item_id for item_id, _ in rows], embedder.id, matrix)
+    wholes, at, parts = matrix[:len(rows)], len(rows), []
+    for sentences in split:
+        parts.append(matrix[at:at + len(sentences)] if sentences else None)
+        at += len(sentences)
+    vectors.store_vectors(memory, kind, [item_id for item_id, _ in rows], embedder.id, wholes, parts)
     return len(rows)
 
 

@@ -51,6 +51,9 @@ if TYPE_CHECKING:
     import numpy as np
 
 _DEFAULTS = RetrievalSettings.defaults()
+# Full-text candidates per query (at least): enough that a message matching a few of the question's words, not its
+# rarest, is still among them when thousands of messages share some word with it (`bench/scale.py`).
+FULL_TEXT_CANDIDATES = 200
 
 
 @dataclass(frozen=True)
@@ -196,7 +199,7 @@ def search(memory: UserMemory, query: str, *, embedder: Embedder | None = None, 
             raise UsageError(f"unknown kind {kind!r}", hint="use fact, message or summary")
     if settings.fusion not in FUSIONS:
         raise UsageError(f"unknown fusion {settings.fusion!r}", hint="use " + " or ".join(FUSIONS))
-    per_leg = candidates or max(limit * 5, 50)
+    per_leg = candidates or max(limit * 10, FULL_TEXT_CANDIDATES)
     timings: dict[str, float] = {}
     legs: dict[str, list[tuple[str, int, float]]] = {}
     if not query.strip():
@@ -230,6 +233,8 @@ def search(memory: UserMemory, query: str, *, embedder: Embedder | None = None, 
     fused = {key: value for key, value in fused.items()
              if "vector" in value[1] or _words_are_enough(value[1], cosines.get(key), settings,
                                                          rare_word.get(key[0], 0.0))}
+    if settings.fusion == "score" and settings.session_weight > 0:
+        fused = with_session_evidence(memory, fused, settings.session_weight)
     ranked = sorted(fused.items(), key=lambda kv: kv[1][0], reverse=True)[:limit]
     by_kind: dict[str, list[int]] = {}
     for (kind, item_id), _ in ranked:
@@ -243,6 +248,44 @@ def search(memory: UserMemory, query: str, *, embedder: Embedder | None = None, 
 
 
 MIN_ROWS_FOR_BM25_FLOOR = 200
+
+
+def with_session_evidence(memory: UserMemory, fused: dict[tuple[str, int], tuple[float, dict[str, LegScore]]],
+                          weight: float) -> dict[tuple[str, int], tuple[float, dict[str, LegScore]]]:
+    """Each message candidate's score plus `weight` times the mean score of the two best other candidates of its
+    session (missing ones count 0): a passage whose messages match the query together outranks a lone match.
+
+    A memory that grows is mostly messages unrelated to any one question, and among thousands of them some match
+    its words or meaning as well as the message that answers it; what they lack is company: the answer sits in a
+    conversation about the question's subject, the stray match among talk of other things. On LoCoMo with 20,000
+    extra messages per user (`bench/scale.py`) this lifts R_any@10 by about 0.04, and it helps without them too.
+    Facts and summaries have no session: their scores are unchanged."""
+    messages = [item_id for kind, item_id in fused if kind == "message"]
+    if not messages:
+        return fused
+    session_of: dict[int, int] = {}
+    for start in range(0, len(messages), 500):
+        chunk = messages[start:start + 500]
+        session_of.update(memory.db.execute(
+            f"SELECT id, session_id FROM messages WHERE user_id = ? AND id IN ({','.join('?' * len(chunk))})",
+            (memory.user_id, *chunk)))
+    best: dict[int, list[float]] = {}
+    for (kind, item_id), (score, _) in fused.items():
+        if kind == "message" and session_of.get(item_id) is not None:
+            best.setdefault(session_of[item_id], []).append(score)
+    for scores in best.values():
+        scores.sort(reverse=True)
+        del scores[3:]
+    out = dict(fused)
+    for (kind, item_id), (score, detail) in fused.items():
+        session = session_of.get(item_id) if kind == "message" else None
+        if session is None:
+            continue
+        others = list(best[session])
+        if score in others:
+            others.remove(score)
+        out[(kind, item_id)] = (score + weight * sum(others[:2]) / 2, detail)
+    return out
 
 
 def _rare_word_scores(memory: UserMemory, kinds: set[str]) -> dict[str, float]:

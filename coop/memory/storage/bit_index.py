@@ -38,8 +38,9 @@ _CHUNK = 65_536  # rows read into numpy at a time
 
 @dataclass
 class LoadedBits:
-    """One user's bits from one embedder: ids ascending, each row's kind code, and the bits as uint64 columns
-    (`words[j]` is word j of every row: each scan step runs over one contiguous array)."""
+    """One user's bits from one embedder, a row per vector: an item's whole vector and each of its parts (its
+    sentences' vectors) are rows of the same embedding id. `ids` ascending, each row's kind code, and the bits as
+    uint64 columns (`words[j]` is word j of every row: each scan step runs over one contiguous array)."""
 
     ids: "np.ndarray"
     kinds: "np.ndarray"
@@ -48,9 +49,12 @@ class LoadedBits:
     changes: int
 
     def nearest(self, query: "np.ndarray", want: int, kinds: Sequence[str]) -> list[int]:
-        """The embedding ids of the `want` rows nearest `query` by Hamming distance among `kinds`."""
+        """The embedding ids of the `want` rows nearest `query` by Hamming distance among `kinds` (fewer ids
+        when several of an item's rows are among them)."""
         import numpy as np
 
+        if not len(self.ids):
+            return []
         packed = np.zeros(self.words.shape[0] * 8, dtype=np.uint8)
         bits = sign_bits(np.asarray(query, dtype=np.float32).reshape(-1))
         packed[:len(bits)] = bits
@@ -68,7 +72,7 @@ class LoadedBits:
         if want <= 0:
             return []
         chosen = np.argpartition(distance, want - 1)[:want] if want < len(distance) else np.arange(len(distance))
-        return [int(i) for i in self.ids[chosen]]
+        return [int(i) for i in np.unique(self.ids[chosen])]
 
 
 def _rows(db: "Database", user_id: str, embedder_id: str, *, after_id: int = 0,
@@ -78,11 +82,13 @@ def _rows(db: "Database", user_id: str, embedder_id: str, *, after_id: int = 0,
     import numpy as np
 
     if ids is None:
-        cursors = [db.execute(f"SELECT id, {_KIND_CODE_SQL}, bits FROM embeddings INDEXED BY embeddings_bits "
+        cursors = [db.execute(f"SELECT id, {_KIND_CODE_SQL}, bits, parts_bits FROM embeddings "
+                              "INDEXED BY embeddings_bits "
                               "WHERE user_id = ? AND embedder = ? AND id > ? ORDER BY id",
                               (user_id, embedder_id, after_id))]
     else:
-        cursors = [db.execute(f"SELECT id, {_KIND_CODE_SQL}, coalesce(bits, coop_sign_bits(vector)) FROM embeddings "
+        cursors = [db.execute(f"SELECT id, {_KIND_CODE_SQL}, coalesce(bits, coop_sign_bits(vector)), parts_bits "
+                              f"FROM embeddings "
                               f"WHERE id "
                               f"IN ({','.join('?' * len(chunk))}) ORDER BY id", chunk)
                    for chunk in (list(ids[start:start + 500]) for start in range(0, len(ids), 500))]
@@ -95,8 +101,11 @@ def _rows(db: "Database", user_id: str, embedder_id: str, *, after_id: int = 0,
                 break
             if any(row[2] is None for row in rows):  # written without bits (not by coop): computed, not trusted
                 rows = [row if row[2] is not None else (row[0], row[1], db.scalar(
-                    "SELECT coop_sign_bits(vector) FROM embeddings WHERE id = ?", (row[0],))) for row in rows]
+                    "SELECT coop_sign_bits(vector) FROM embeddings WHERE id = ?", (row[0],)), row[3]) for row in rows]
             width = width or len(rows[0][2])
+            if any(row[3] for row in rows):  # an item's parts follow its whole vector, as rows of the same id
+                rows = [(row[0], row[1], bits) for row in rows
+                        for bits in [row[2]] + [row[3][at:at + width] for at in range(0, len(row[3] or b""), width)]]
             parts.append((np.array([row[0] for row in rows], dtype=np.int64),
                           np.array([row[1] for row in rows], dtype=np.uint8),
                           np.frombuffer(b"".join(row[2] for row in rows), dtype=np.uint8).reshape(len(rows), width)))
@@ -133,10 +142,11 @@ def _refreshed(db: "Database", old: LoadedBits | None, user_id: str, embedder_id
         now = np.fromiter((row[0] for row in db.execute(
             "SELECT id FROM embeddings INDEXED BY embeddings_bits WHERE user_id = ? AND embedder = ? ORDER BY id",
             (user_id, embedder_id))), dtype=np.int64)
-        keep = np.isin(old.ids, now)
-        added = now[~np.isin(now, old.ids)]
+        removed = np.setdiff1d(old.ids, now)
+        added = np.setdiff1d(now, old.ids)
         # A delete and an insert that reused its id leave no trace in the id lists: then the counts differ.
-        if int((~keep).sum()) + len(added) == changes - old.changes and len(added) <= 10_000:
+        if len(removed) + len(added) == changes - old.changes and len(added) <= 10_000:
+            keep = ~np.isin(old.ids, removed)
             ids, kinds, words = _rows(db, user_id, embedder_id, ids=added.tolist())
             merged_ids = np.concatenate([old.ids[keep], ids])
             order = np.argsort(merged_ids, kind="stable")

@@ -360,15 +360,18 @@ END;
 """)
 
 
-M008_SIGN_BITS = Migration("m008_sign_bits", why="""\
-The vector leg pre-selects candidates by the sign bits of each vector (`bit_index.py`), held in memory for a large
-memory. `embeddings.bits` keeps them (48 bytes for 384 dimensions) beside the float vector, and the covering index
-`embeddings_bits` lets a process load a user's bits without reading the float vectors (1.5 KB each: 1.5 GB at a
+M008_SIGN_BITS = Migration("m008_sign_bits_and_parts", why="""\
+The vector leg pre-selects candidates by the sign bits of each vector (`bit_index.py`), held in memory. `bits`
+keeps them (48 bytes for 384 dimensions) beside the float vector; `parts` holds the float16 vectors of an item's
+sentences when it has two or more (`text.sentence_parts`), `parts_bits` their sign bits. The covering index
+`embeddings_bits` lets a process load a user's bits without reading a float vector (1.5 KB each: 1.5 GB at a
 million). `embedding_counts.changes` counts every insert and delete, so a loaded copy knows when it is stale.
 `coop_sign_bits()` (`sign_bits.sign_bits_blob`) is registered on every connection.""", sql="""
 ALTER TABLE embeddings ADD COLUMN bits BLOB;
+ALTER TABLE embeddings ADD COLUMN parts BLOB;
+ALTER TABLE embeddings ADD COLUMN parts_bits BLOB;
 UPDATE embeddings SET bits = coop_sign_bits(vector);
-CREATE INDEX embeddings_bits ON embeddings(user_id, embedder, id, kind, bits);
+CREATE INDEX embeddings_bits ON embeddings(user_id, embedder, id, kind, bits, parts_bits);
 ALTER TABLE embedding_counts ADD COLUMN changes INTEGER NOT NULL DEFAULT 0;
 DROP TRIGGER embeddings_count_ai;
 DROP TRIGGER embeddings_count_ad;

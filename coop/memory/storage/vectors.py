@@ -1,18 +1,15 @@
 """Vector storage and nearest-neighbour search for one user's items.
 
-Two layers, so that vector search works with or without sqlite-vec:
-- `embeddings` (a plain table) holds every vector as float32 bytes, with the embedder's id. It is the truth,
-  readable by any SQLite, and what exact re-ranking reads.
-- one sqlite-vec `vec0` table per embedder holds the sign bits of each vector (`bit[dims]`), partitioned by
-  user, with the item kind as a metadata column. A Hamming KNN inside the user's partition pre-selects
-  candidates (the user filter is applied inside the KNN, before its k is cut, so no match silently vanishes),
-  and the float vectors of those candidates are then re-ranked by exact cosine. At 100k rows that is several
-  times faster than a float KNN; `bench/latency.py` reports its recall against exact search. How many
-  candidates are kept depends on the size of the user's partition (`preselect_size`), so the time stays bounded.
-
-Without sqlite-vec, search reads the user's float vectors and ranks them with numpy: slower, same answers. A
-connection without sqlite-vec cannot touch a vec0 table, so when it changes vectors it marks the index dirty,
-and the next connection that has sqlite-vec rebuilds it from `embeddings` before searching.
+- `embeddings` (a plain table) holds every vector as float32 bytes, with the embedder's id, its sign bits, and
+  for an item of several sentences the float16 vectors of each (`parts`, see `text.sentence_parts`). It is the
+  truth, readable by any SQLite, and what exact re-ranking reads.
+- Search pre-selects candidates by Hamming distance on the sign bits of every vector and part of the user, held
+  in memory (`bit_index.py`: loaded once per connection, checked against a change counter before each use), and
+  re-ranks them by exact cosine; an item scores as its whole vector or its nearest part, whichever is nearer.
+  `bench/vectorleg.py` reports recall against exact search (0.998 at 100,000 vectors) and the time.
+- one sqlite-vec `vec0` table per embedder still holds the sign bits of each whole vector, partitioned by user,
+  kept in step with `embeddings` (and rebuilt when a connection without sqlite-vec marked it dirty). Search no
+  longer reads it: its KNN keeps a sorted list of its k best, too slow for the candidates recall needs at scale.
 """
 
 from __future__ import annotations
@@ -21,7 +18,7 @@ import hashlib
 import logging
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from coop.errors import EmbedderError
 from coop.memory.kinds import KINDS, REGISTRY, active_fact
@@ -36,21 +33,10 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-# How many Hamming-nearest candidates are re-ranked exactly, per requested result (and at least this many)...
-OVERFETCH_FACTOR = 5
-MIN_CANDIDATES = 200
-# ...within a time budget. sqlite-vec's Hamming KNN reads every vector of the user's partition and keeps a sorted
-# list of the best k, so its cost grows with both: about 27 ns per vector plus 0.95 ns per vector and candidate
-# kept, measured on these 2-core machines (100k vectors: 3 ms for 10 candidates, 11 ms for 100; 1M: 35 and
-# 110 ms). A large memory therefore gets fewer candidates (never fewer than the results asked for): recall against
-# exact search drops a little there, and the time stays bounded; `bench/latency.py` reports both.
-PRESELECT_BUDGET_MS = 10.0
-SQLITE_VEC_MAX_K = 4096  # sqlite-vec refuses a KNN query with a larger k
-_NS_PER_VECTOR, _NS_PER_VECTOR_AND_CANDIDATE = 27.0, 0.95
-# From this many vectors of a user on, the pre-selection is the in-memory bit scan of `bit_index.py` instead: it
-# costs the same for any number of candidates, where sqlite-vec's grows with them (see there).
-BIT_INDEX_FROM = 20_000
-BIT_CANDIDATES, BIT_CANDIDATES_PER_RESULT = 1000, 50
+# Candidates of the in-memory bit scan (`bit_index.py`) re-ranked exactly: one per BIT_CANDIDATES_SHARE vectors,
+# within these bounds. sqlite-vec's own Hamming KNN is not used for it: it keeps a sorted list of its k best, so its
+# cost grows with vectors x candidates (a million vectors: 35 ms for 10 candidates, about a second for 1,000).
+BIT_CANDIDATES_MIN, BIT_CANDIDATES_MAX, BIT_CANDIDATES_SHARE, BIT_CANDIDATES_PER_RESULT = 200, 1000, 20, 20
 
 
 @dataclass(frozen=True)
@@ -126,12 +112,17 @@ def _index_rows_changed(db: Database, embedder_ids: Iterable[str], deleted_ids: 
 
 
 def store_vectors(memory: UserScope, kind: str, item_ids: Sequence[int], embedder_id: str,
-                  matrix: "np.ndarray") -> None:
-    """Write one vector per item (replacing that embedder's old one) and mark the items as embedded by it."""
+                  matrix: "np.ndarray", parts: "Sequence[np.ndarray | None] | None" = None) -> None:
+    """Write one vector per item (replacing that embedder's old one) and mark the items as embedded by it.
+    `parts`: per item, the vectors of its sentences (`text.sentence_parts`), or None; kept as float16 (the
+    re-rank needs no more precision: cosines move by about 0.001)."""
     import numpy as np
 
-    if len(item_ids) != len(matrix):
+    if len(item_ids) != len(matrix) or (parts is not None and len(parts) != len(item_ids)):
         raise EmbedderError(f"{len(matrix)} vectors for {len(item_ids)} items", hint="report this as a bug")
+    part_blobs = [(None, None) if p is None or not len(p) else
+                  (np.asarray(p, dtype=np.float16).tobytes(), sign_bits(np.asarray(p, dtype=np.float32)).tobytes())
+                  for p in (parts if parts is not None else [None] * len(item_ids))]
     db = memory.db
     matrix = np.ascontiguousarray(matrix, dtype=np.float32)
     table = REGISTRY[kind].table
@@ -143,11 +134,12 @@ def store_vectors(memory: UserScope, kind: str, item_ids: Sequence[int], embedde
         if old:
             db.execute(f"DELETE FROM embeddings WHERE id IN ({','.join('?' * len(old))})", old)
         added = []
-        for item_id, vector, bits in zip(item_ids, matrix, sign_bits(matrix)):
+        for item_id, vector, bits, (part_vectors, part_bits) in zip(item_ids, matrix, sign_bits(matrix), part_blobs):
             blob = vector.tobytes()
-            embedding_id = db.scalar("INSERT INTO embeddings (user_id, kind, item_id, embedder, vector, bits) "
-                                      "VALUES (?,?,?,?,?,?) RETURNING id",
-                                      (memory.user_id, kind, item_id, embedder_id, blob, bits.tobytes()))
+            embedding_id = db.scalar("INSERT INTO embeddings (user_id, kind, item_id, embedder, vector, bits, parts, "
+                                      "parts_bits) VALUES (?,?,?,?,?,?,?,?) RETURNING id",
+                                      (memory.user_id, kind, item_id, embedder_id, blob, bits.tobytes(),
+                                       part_vectors, part_bits))
             added.append((embedding_id, memory.user_id, kind, blob))
         _index_rows_changed(db, [embedder_id], old, added)
         db.conn.executemany(f"UPDATE {table} SET embedder = ?, embedding_error = NULL WHERE id = ? AND user_id = ?",
@@ -229,34 +221,44 @@ def nearest(memory: UserScope, embedder_id: str, dims: int, query: "np.ndarray",
     active = "" if include_inactive else (
         f" AND NOT (kind = 'fact' AND item_id IN (SELECT f.id FROM facts f WHERE f.user_id = ?1 "
         f"AND NOT ({active_fact('f')})))")
-    size = 0 if exact else partition_size(memory, embedder_id)
-    candidates: list[int] | None = None
-    if size >= BIT_INDEX_FROM and k <= size // 4:
-        candidates = loaded_bits(memory.db, memory.user_id, embedder_id).nearest(query, bit_candidates(k, size),
-                                                                                  kinds)
-    elif not exact and k <= SQLITE_VEC_MAX_K:
-        # sqlite-vec answers at most SQLITE_VEC_MAX_K nearest; a larger request is served exactly, with numpy.
-        name = index_table(memory.db, embedder_id, dims, create=False)
-        if name is not None:
-            candidates = _prefilter(memory, name, query, k, kinds, embedder_id)
+    candidates = None
+    if not exact:
+        bits = loaded_bits(memory.db, memory.user_id, embedder_id)
+        candidates = bits.nearest(query, bit_candidates(k, len(bits.ids)), kinds)
+        if not candidates:
+            return []
+    rows = []
     if candidates is not None:
-        rows = []
         for start in range(0, len(candidates), 2000):
             chunk = candidates[start:start + 2000]
             rows += list(memory.db.execute(
-                f"SELECT kind, item_id, vector FROM embeddings WHERE user_id = ?1 AND embedder = ?2 "
+                f"SELECT kind, item_id, vector, parts FROM embeddings WHERE user_id = ?1 AND embedder = ?2 "
                 f"AND id IN ({','.join('?' * len(chunk))}){active}", (memory.user_id, embedder_id, *chunk)))
     else:
-        sql = (f"SELECT kind, item_id, vector FROM embeddings WHERE user_id = ?1 AND embedder = ?2 "
-               f"AND kind IN ({','.join('?' * len(kinds))}){active}")
-        rows = list(memory.db.execute(sql, (memory.user_id, embedder_id, *kinds)))
+        rows = list(memory.db.execute(
+            f"SELECT kind, item_id, vector, parts FROM embeddings WHERE user_id = ?1 AND embedder = ?2 "
+            f"AND kind IN ({','.join('?' * len(kinds))}){active}", (memory.user_id, embedder_id, *kinds)))
     if not rows:
         return []
-    matrix = np.frombuffer(b"".join(row[2] for row in rows), dtype=np.float32).reshape(len(rows), dims)
-    scores = matrix @ query
+    scores = _best_cosines(rows, query, dims)
     order = np.argsort(-scores)[:k] if len(rows) > k else np.argsort(-scores)
     hits = [VectorHit(rows[i][0], rows[i][1], float(scores[i])) for i in order]
     return [h for h in hits if floor is None or h.similarity >= floor]
+
+
+def _best_cosines(rows: Sequence[tuple[Any, ...]], query: "np.ndarray", dims: int) -> "np.ndarray":
+    """Per row (`..., vector, parts`), the cosine of the query with the whole vector or the best of its parts
+    (float16 sentence vectors, when the item has them): an item is as near as its nearest sentence."""
+    import numpy as np
+
+    scores: np.ndarray = np.frombuffer(b"".join(row[2] for row in rows),
+                                       dtype=np.float32).reshape(len(rows), dims) @ query
+    with_parts = [(i, row[3]) for i, row in enumerate(rows) if row[3]]
+    if with_parts:
+        parts = np.frombuffer(b"".join(blob for _, blob in with_parts), dtype=np.float16).reshape(-1, dims)
+        owners = np.repeat([i for i, _ in with_parts], [len(blob) // (2 * dims) for _, blob in with_parts])
+        np.maximum.at(scores, owners, parts.astype(np.float32) @ query)
+    return scores
 
 
 def item_vectors(memory: UserScope, embedder_id: str, dims: int,
@@ -282,12 +284,26 @@ def item_vectors(memory: UserScope, embedder_id: str, dims: int,
 
 def similarities(memory: UserScope, embedder_id: str, dims: int, query: "np.ndarray",
                  items: Sequence[tuple[str, int]]) -> dict[tuple[str, int], float]:
-    """The exact cosine between `query` and each of these items' vectors from `embedder_id` (items without one
-    are left out). Score fusion uses it to give full-text candidates their similarity too."""
+    """The exact cosine between `query` and each of these items from `embedder_id`: with its whole vector or its
+    nearest part, as `nearest` ranks them (items without a vector are left out). Score fusion uses it to give
+    full-text candidates their similarity too."""
     import numpy as np
 
     query = np.asarray(query, dtype=np.float32).reshape(-1)
-    return {ref: float(vector @ query) for ref, vector in item_vectors(memory, embedder_id, dims, items).items()}
+    out: dict[tuple[str, int], float] = {}
+    by_kind: dict[str, list[int]] = {}
+    for kind, item_id in items:
+        by_kind.setdefault(kind, []).append(item_id)
+    for kind, ids in by_kind.items():
+        for start in range(0, len(ids), 500):
+            chunk = ids[start:start + 500]
+            rows = list(memory.db.execute(
+                f"SELECT kind, item_id, vector, parts FROM embeddings WHERE kind = ? AND embedder = ? AND user_id = ? "
+                f"AND item_id IN ({','.join('?' * len(chunk))})", (kind, embedder_id, memory.user_id, *chunk)))
+            if rows:
+                out.update({(kind, row[1]): float(score)
+                            for row, score in zip(rows, _best_cosines(rows, query, dims))})
+    return out
 
 
 def partition_size(memory: UserScope, embedder_id: str) -> int:
@@ -296,37 +312,14 @@ def partition_size(memory: UserScope, embedder_id: str) -> int:
                                 (memory.user_id, embedder_id)) or 0)
 
 
-def preselect_size(k: int, vectors: int) -> int:
-    """Candidates the Hamming pre-selection keeps for `k` results among `vectors`: MIN_CANDIDATES or
-    OVERFETCH_FACTOR per result, fewer when that would exceed PRESELECT_BUDGET_MS, never fewer than `k`, and
-    never more than sqlite-vec's limit."""
-    wanted = max(MIN_CANDIDATES, k * OVERFETCH_FACTOR)
-    per_vector_ns = PRESELECT_BUDGET_MS * 1e6 / max(vectors, 1)
-    affordable = int((per_vector_ns - _NS_PER_VECTOR) / _NS_PER_VECTOR_AND_CANDIDATE)
-    return min(SQLITE_VEC_MAX_K, max(k, min(wanted, affordable)))
-
-
-def bit_candidates(k: int, vectors: int) -> int:
-    """Candidates the in-memory bit scan keeps for `k` results among `vectors` (at least BIT_INDEX_FROM). Each
-    costs one float vector read in the re-rank (about 30 us at a million), so no more than recall needs: 1,000
-    hold 0.998 of the exact top 10 among 100,000 real vectors and 0.978 at a million (`bench/vectorleg.py`)."""
-    return max(BIT_CANDIDATES, k * BIT_CANDIDATES_PER_RESULT)
-
-
-def _prefilter(memory: UserScope, name: str, query: "np.ndarray", k: int, kinds: Sequence[str],
-               embedder_id: str) -> list[int]:
-    want = preselect_size(k, partition_size(memory, embedder_id))
-    blob = query.tobytes()
-    if set(kinds) >= set(KINDS):
-        rows = memory.db.execute(f"SELECT embedding_id FROM {name} WHERE embedding MATCH vec_quantize_binary(?) "
-                                 "AND k = ? AND user_id = ?", (blob, want, memory.user_id))
-        return [row[0] for row in rows]
-    ids: list[int] = []
-    for kind in kinds:
-        rows = memory.db.execute(f"SELECT embedding_id FROM {name} WHERE embedding MATCH vec_quantize_binary(?) "
-                                 "AND k = ? AND user_id = ? AND kind = ?", (blob, want, memory.user_id, kind))
-        ids += [row[0] for row in rows]
-    return ids
+def bit_candidates(k: int, rows: int) -> int:
+    """Candidates the bit scan keeps for `k` results among `rows` vectors (wholes and parts): one in
+    BIT_CANDIDATES_SHARE, within BIT_CANDIDATES_MIN and BIT_CANDIDATES_MAX, and never fewer than
+    BIT_CANDIDATES_PER_RESULT per result. Each costs a float read in the re-rank (about 30 us at a million), so no
+    more than recall needs: 1,000 hold 0.998 of the exact top 10 among 100,000 real vectors and 0.978 at a million
+    (`bench/vectorleg.py`)."""
+    return max(k * BIT_CANDIDATES_PER_RESULT, min(BIT_CANDIDATES_MAX, max(BIT_CANDIDATES_MIN,
+                                                                          rows // BIT_CANDIDATES_SHARE)))
 
 
 def index_status(db: Database) -> list[dict[str, object]]:

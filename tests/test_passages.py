@@ -1,0 +1,86 @@
+"""What keeps search good as memory grows (issue 17): a long message is found by the one sentence that answers
+the question (its sentences are embedded beside the whole), and a message among others of its session that
+match the question outranks a lone match of the same strength."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from coop.memory.growth.embedding import embed_pending
+from coop.memory.retrieval.search import search
+from coop.memory.retrieval.settings import RetrievalSettings
+from coop.memory.storage.vectors import nearest, similarities
+from coop.memory.text import MAX_PARTS, sentence_parts
+
+
+class TableEmbedder:
+    """Each text maps to a unit vector chosen by the test (others to a fixed one); records what it embedded."""
+
+    dims, id = 4, "table/test/4"
+
+    def __init__(self, table: dict[str, list[float]]) -> None:
+        self.table, self.seen = table, []
+
+    def _vector(self, text: str) -> np.ndarray:
+        v = np.asarray(self.table.get(text, [0, 0, 0, 1]), dtype=np.float32)
+        return v / np.linalg.norm(v)
+
+    def embed(self, texts):
+        self.seen += list(texts)
+        return np.stack([self._vector(t) for t in texts]) if texts else np.zeros((0, 4), np.float32)
+
+    def embed_query(self, text):
+        return self._vector(text)
+
+
+def test_sentences_of_a_text_are_its_parts():
+    assert sentence_parts("We hiked for hours. The view from the top was worth every step!") == [
+        "We hiked for hours.", "The view from the top was worth every step!"]
+    assert sentence_parts("One sentence only, however long it may be.") == []
+    assert sentence_parts("Hi! Fine thanks. See you.") == []  # no sentence of three words or more: nothing to add
+    # A transcript's speaker label stays on every part: it says who said it.
+    assert sentence_parts("Ana: I moved to Lisbon. My sister lives there.") == [
+        "Ana: I moved to Lisbon.", "Ana: My sister lives there."]
+    many = " ".join(f"This is sentence number {i}." for i in range(20))
+    parts = sentence_parts(many)
+    assert len(parts) == MAX_PARTS and " ".join(parts) == many  # grouped, nothing lost
+
+
+def test_a_long_message_is_found_by_its_nearest_sentence(memory):
+    text = "We hiked for hours in the rain. My sister Sara got engaged to Tom last week."
+    embedder = TableEmbedder({text: [0, 0, 1, 0], "We hiked for hours in the rain.": [0, 0, 1, 0],
+                              "My sister Sara got engaged to Tom last week.": [1, 0, 0, 0],
+                              "who did Sara get engaged to": [1, 0, 0, 0]})
+    session = memory.start_session()
+    message = memory.add_message(session, "user", text)
+    other = memory.add_message(session, "user", "Nothing to see here at all")
+    embed_pending(memory, embedder)
+    assert "My sister Sara got engaged to Tom last week." in embedder.seen  # parts embedded with the whole
+    query = embedder.embed_query("who did Sara get engaged to")
+    for exact in (False, True):
+        hits = nearest(memory, embedder.id, embedder.dims, query, k=2, exact=exact)
+        assert [h.item_id for h in hits][0] == message
+        assert hits[0].similarity == pytest.approx(1.0, abs=1e-3)  # the sentence's cosine, not the whole's 0
+    assert similarities(memory, embedder.id, embedder.dims, query, [("message", message), ("message", other)]) == {
+        ("message", message): pytest.approx(1.0, abs=1e-3), ("message", other): pytest.approx(0.0, abs=1e-3)}
+
+
+def test_a_message_in_a_session_about_the_question_outranks_a_lone_match(memory):
+    """Two messages say the same; one is followed by more talk of the subject, the other by talk of other things.
+    With the session's evidence the first ranks first; without it they tie."""
+    lone_session, alone = memory.start_session(), None
+    alone = memory.add_message(lone_session, "user", "the quokka photo came out well")
+    memory.add_message(lone_session, "assistant", "shall we book the dentist then")
+    memory.add_message(lone_session, "user", "and the car needs new tyres")
+    company_session = memory.start_session()
+    accompanied = memory.add_message(company_session, "user", "the quokka photo came out well")
+    memory.add_message(company_session, "assistant", "a quokka smiling at the camera on Rottnest")
+    memory.add_message(company_session, "user", "quokka families everywhere on the island")
+    with_sessions = search(memory, "quokka photo", settings=RetrievalSettings.defaults().but(bm25_floor=0.0))
+    scores = {hit.item.item_id: hit.score for hit in with_sessions.hits}
+    assert scores[accompanied] > scores[alone]
+    without = search(memory, "quokka photo", settings=RetrievalSettings.defaults().but(bm25_floor=0.0,
+                                                                                       session_weight=0.0))
+    flat = {hit.item.item_id: hit.score for hit in without.hits}
+    assert flat[accompanied] == pytest.approx(flat[alone])
