@@ -129,7 +129,7 @@ def store_vectors(memory: UserScope, kind: str, item_ids: Sequence[int], embedde
     index_table(db, embedder_id, int(matrix.shape[1]))  # create this embedder's index on its first vectors
     with db.atomic():
         old = [row[0] for row in db.execute(
-            f"SELECT id FROM embeddings WHERE kind = ? AND embedder = ? AND user_id = ? "
+            f"SELECT id FROM embeddings WHERE kind = ? AND embedder = ? AND +user_id = ? "
             f"AND item_id IN ({','.join('?' * len(item_ids))})", (kind, embedder_id, memory.user_id, *item_ids))]
         if old:
             db.execute(f"DELETE FROM embeddings WHERE id IN ({','.join('?' * len(old))})", old)
@@ -272,7 +272,7 @@ def item_vectors(memory: UserScope, embedder_id: str, dims: int,
         by_kind.setdefault(kind, []).append(item_id)
     for kind, ids in by_kind.items():
         rows = list(memory.db.execute(
-            f"SELECT item_id, vector FROM embeddings WHERE kind = ? AND embedder = ? AND user_id = ? "
+            f"SELECT item_id, vector FROM embeddings WHERE kind = ? AND embedder = ? AND +user_id = ? "
             f"AND item_id IN ({','.join('?' * len(ids))})", (kind, embedder_id, memory.user_id, *ids)))
         if not rows:
             continue
@@ -298,7 +298,7 @@ def similarities(memory: UserScope, embedder_id: str, dims: int, query: "np.ndar
         for start in range(0, len(ids), 500):
             chunk = ids[start:start + 500]
             rows = list(memory.db.execute(
-                f"SELECT kind, item_id, vector, parts FROM embeddings WHERE kind = ? AND embedder = ? AND user_id = ? "
+                f"SELECT kind, item_id, vector, parts FROM embeddings WHERE kind = ? AND embedder = ? AND +user_id = ? "
                 f"AND item_id IN ({','.join('?' * len(chunk))})", (kind, embedder_id, memory.user_id, *chunk)))
             if rows:
                 out.update({(kind, row[1]): float(score)
