@@ -14,8 +14,8 @@ from coop.memory.storage.migrations import MIGRATIONS, apply_migrations
 from coop.memory.storage.store import MemoryStore
 from coop.memory.storage.vectors import nearest, store_vectors
 
-DIMS = 64
-EMBEDDER = "test:random:64"
+DIMS = 384  # six 64-bit words, as the real model's vectors
+EMBEDDER = "test:random:384"
 
 
 def unit(rows: np.ndarray) -> np.ndarray:

@@ -88,9 +88,7 @@ def _rows(db: "Database", user_id: str, embedder_id: str, *, after_id: int = 0,
                               (user_id, embedder_id, after_id))]
     else:
         cursors = [db.execute(f"SELECT id, {_KIND_CODE_SQL}, coalesce(bits, coop_sign_bits(vector)), parts_bits "
-                              f"FROM embeddings "
-                              f"WHERE id "
-                              f"IN ({','.join('?' * len(chunk))}) ORDER BY id", chunk)
+                              f"FROM embeddings WHERE id IN ({','.join('?' * len(chunk))}) ORDER BY id", chunk)
                    for chunk in (list(ids[start:start + 500]) for start in range(0, len(ids), 500))]
     parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
     width = 0
@@ -135,9 +133,8 @@ def _refreshed(db: "Database", old: LoadedBits | None, user_id: str, embedder_id
         return old
     if old is not None and len(old.ids) and count - old.count == changes - old.changes:
         # Only inserts since: each new row has an id above every row that was already there.
-        ids, kinds, words = _rows(db, user_id, embedder_id, after_id=int(old.ids[-1]))
-        return LoadedBits(np.concatenate([old.ids, ids]), np.concatenate([old.kinds, kinds]),
-                          np.concatenate([old.words, words], axis=1), count, changes)
+        return _merged(old, np.ones(len(old.ids), dtype=bool),
+                       _rows(db, user_id, embedder_id, after_id=int(old.ids[-1])), count, changes)
     if old is not None and len(old.ids):
         now = np.fromiter((row[0] for row in db.execute(
             "SELECT id FROM embeddings INDEXED BY embeddings_bits WHERE user_id = ? AND embedder = ? ORDER BY id",
@@ -146,14 +143,25 @@ def _refreshed(db: "Database", old: LoadedBits | None, user_id: str, embedder_id
         added = np.setdiff1d(now, old.ids)
         # A delete and an insert that reused its id leave no trace in the id lists: then the counts differ.
         if len(removed) + len(added) == changes - old.changes and len(added) <= 10_000:
-            keep = ~np.isin(old.ids, removed)
-            ids, kinds, words = _rows(db, user_id, embedder_id, ids=added.tolist())
-            merged_ids = np.concatenate([old.ids[keep], ids])
-            order = np.argsort(merged_ids, kind="stable")
-            return LoadedBits(merged_ids[order], np.concatenate([old.kinds[keep], kinds])[order],
-                              np.concatenate([old.words[:, keep], words], axis=1)[:, order], count, changes)
+            return _merged(old, ~np.isin(old.ids, removed), _rows(db, user_id, embedder_id, ids=added.tolist()),
+                           count, changes)
     ids, kinds, words = _rows(db, user_id, embedder_id)
     return LoadedBits(ids, kinds, words, count, changes)
+
+
+def _merged(old: LoadedBits, keep: "np.ndarray", new: tuple["np.ndarray", "np.ndarray", "np.ndarray"],
+            count: int, changes: int) -> LoadedBits:
+    """`old`'s rows where `keep`, with the `new` rows (ids, kinds, words), in id order."""
+    import numpy as np
+
+    ids, kinds, words = new
+    if not len(ids):
+        return LoadedBits(old.ids[keep], old.kinds[keep], np.ascontiguousarray(old.words[:, keep]), count, changes)
+    merged = np.concatenate([old.ids[keep], ids])
+    order = np.argsort(merged, kind="stable")
+    return LoadedBits(merged[order], np.concatenate([old.kinds[keep], kinds])[order],
+                      np.ascontiguousarray(np.concatenate([old.words[:, keep], words], axis=1)[:, order]),
+                      count, changes)
 
 
 def loaded_bits(db: "Database", user_id: str, embedder_id: str) -> LoadedBits:
