@@ -258,7 +258,8 @@ def with_session_evidence(memory: UserMemory, fused: dict[tuple[str, int], tuple
     A memory that grows is mostly messages unrelated to any one question, and among thousands of them some match
     its words or meaning as well as the message that answers it; what they lack is company: the answer sits in a
     conversation about the question's subject, the stray match among talk of other things. On LoCoMo with 20,000
-    extra messages per user (`bench/scale.py`) this lifts R_any@10 by about 0.04, and it helps without them too.
+    extra messages per user (`bench/scale.py`, replayed offline on the same candidates) it lifts R_any@5 from
+    0.636 to 0.658 and R_any@10 from 0.729 to 0.750; without the extra messages, R_any@10 by about 0.01.
     Facts and summaries have no session: their scores are unchanged."""
     messages = [item_id for kind, item_id in fused if kind == "message"]
     if not messages:
