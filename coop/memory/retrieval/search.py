@@ -265,10 +265,10 @@ def with_session_evidence(memory: UserMemory, fused: dict[tuple[str, int], tuple
     if not messages:
         return fused
     session_of: dict[int, int] = {}
-    for start in range(0, len(messages), 500):
+    for start in range(0, len(messages), 500):  # `+user_id`: each row by its id, not a scan of the user's index
         chunk = messages[start:start + 500]
         session_of.update(memory.db.execute(
-            f"SELECT id, session_id FROM messages WHERE user_id = ? AND id IN ({','.join('?' * len(chunk))})",
+            f"SELECT id, session_id FROM messages WHERE +user_id = ? AND id IN ({','.join('?' * len(chunk))})",
             (memory.user_id, *chunk)))
     best: dict[int, list[float]] = {}
     for (kind, item_id), (score, _) in fused.items():
