@@ -316,7 +316,7 @@ def bit_candidates(k: int, rows: int) -> int:
     """Candidates the bit scan keeps for `k` results among `rows` vectors (wholes and parts): one in
     BIT_CANDIDATES_SHARE, within BIT_CANDIDATES_MIN and BIT_CANDIDATES_MAX, and never fewer than
     BIT_CANDIDATES_PER_RESULT per result. Each costs a float read in the re-rank (about 30 us at a million), so no
-    more than recall needs: 1,000 hold 0.998 of the exact top 10 among 100,000 real vectors and 0.978 at a million
+    more than recall needs: 1,000 hold 0.998 of the exact top 10 among 100,000 real vectors and 0.990 at a million
     (`bench/vectorleg.py`)."""
     return max(k * BIT_CANDIDATES_PER_RESULT, min(BIT_CANDIDATES_MAX, max(BIT_CANDIDATES_MIN,
                                                                           rows // BIT_CANDIDATES_SHARE)))
