@@ -41,6 +41,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from common import BenchError, load_embedder, machine, median, peak_rss_mb, percentile
+from vectorleg import blends
 
 MAIN_USER = "me"
 OTHER_USERS = 4
@@ -175,9 +176,7 @@ def build(path: str, size: int, others: float, pool: list[str], vectors, embedde
                                     "importance, token_count) VALUES (?,?,?,?,?,?,?)", rows)
                 ids = list(range(first, first + n))
                 if blended:
-                    matrix = (0.7 * vectors[rng.integers(len(vectors), size=n)]
-                              + 0.3 * vectors[rng.integers(len(vectors), size=n)]).astype(np.float32)
-                    matrix /= np.linalg.norm(matrix, axis=1, keepdims=True)
+                    matrix = blends(vectors, n, seed=size + start)
                 else:
                     matrix = vectors[order]
                 for j, which in planted:

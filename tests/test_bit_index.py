@@ -144,3 +144,15 @@ def test_a_re_embedded_vector_s_new_bits_are_used(memory, monkeypatch):
     store_vectors(memory, "message", [ids[-1]], EMBEDDER, probe[None, :])
     assert memory.db.scalar("SELECT max(id) FROM embeddings") == 60  # the id was reused
     assert top(memory, probe, k=1) == [ids[-1]]
+
+
+def test_an_item_is_pre_selected_by_the_bits_of_one_of_its_sentences(memory, monkeypatch):
+    """One candidate only: an item whose whole vector is far from the query but one of its sentence vectors is
+    the query must be the one kept; its parts' bits are rows of the scan."""
+    monkeypatch.setattr(vectors, "bit_candidates", lambda k, size: 1)
+    ids, matrix = fill(memory, 60)
+    probe = unit(np.random.default_rng(7).standard_normal((1, DIMS)))[0]
+    [long_one], _ = fill(memory, 1, seed=8)
+    store_vectors(memory, "message", [long_one], EMBEDDER, unit(-probe[None, :]),
+                  parts=[unit(np.stack([matrix[5], probe]))])
+    assert top(memory, probe, k=1) == [long_one]

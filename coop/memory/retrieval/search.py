@@ -264,15 +264,10 @@ def with_session_evidence(memory: UserMemory, fused: dict[tuple[str, int], tuple
     messages = [item_id for kind, item_id in fused if kind == "message"]
     if not messages:
         return fused
-    session_of: dict[int, int] = {}
-    for start in range(0, len(messages), 500):  # `+user_id`: each row by its id, not a scan of the user's index
-        chunk = messages[start:start + 500]
-        session_of.update(memory.db.execute(
-            f"SELECT id, session_id FROM messages WHERE +user_id = ? AND id IN ({','.join('?' * len(chunk))})",
-            (memory.user_id, *chunk)))
+    session_of = memory.session_ids(messages)
     best: dict[int, list[float]] = {}
     for (kind, item_id), (score, _) in fused.items():
-        if kind == "message" and session_of.get(item_id) is not None:
+        if kind == "message" and item_id in session_of:
             best.setdefault(session_of[item_id], []).append(score)
     for scores in best.values():
         scores.sort(reverse=True)

@@ -87,7 +87,7 @@ def _rows(db: "Database", user_id: str, embedder_id: str, *, after_id: int = 0,
                               "WHERE user_id = ? AND embedder = ? AND id > ? ORDER BY id",
                               (user_id, embedder_id, after_id))]
     else:
-        cursors = [db.execute(f"SELECT id, {_KIND_CODE_SQL}, coalesce(bits, coop_sign_bits(vector)), parts_bits "
+        cursors = [db.execute(f"SELECT id, {_KIND_CODE_SQL}, bits, parts_bits "
                               f"FROM embeddings WHERE id IN ({','.join('?' * len(chunk))}) ORDER BY id", chunk)
                    for chunk in (list(ids[start:start + 500]) for start in range(0, len(ids), 500))]
     parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
@@ -97,9 +97,6 @@ def _rows(db: "Database", user_id: str, embedder_id: str, *, after_id: int = 0,
             rows = [row for _, row in zip(range(_CHUNK), cursor)]
             if not rows:
                 break
-            if any(row[2] is None for row in rows):  # written without bits (not by coop): computed, not trusted
-                rows = [row if row[2] is not None else (row[0], row[1], db.scalar(
-                    "SELECT coop_sign_bits(vector) FROM embeddings WHERE id = ?", (row[0],)), row[3]) for row in rows]
             width = width or len(rows[0][2])
             if any(row[3] for row in rows):  # an item's parts follow its whole vector, as rows of the same id
                 rows = [(row[0], row[1], bits) for row in rows

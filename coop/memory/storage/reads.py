@@ -53,6 +53,19 @@ class Reads(UserScope):
         build = BUILDERS[kind]
         return {row[0]: build(row) for row in rows}
 
+    def session_ids(self, message_ids: Iterable[int]) -> dict[int, int]:
+        """The session of each of these messages of this user's (messages without one are left out)."""
+        wanted = list(dict.fromkeys(message_ids))
+        out: dict[int, int] = {}
+        for start in range(0, len(wanted), 500):
+            chunk = wanted[start:start + 500]
+            # `+user_id`: each row by its id; on `user_id` the planner would scan the user's covering
+            # (user_id, session_id) index instead.
+            out.update((row[0], row[1]) for row in self.db.execute(
+                f"SELECT id, session_id FROM messages WHERE +user_id = ? AND id IN ({','.join('?' * len(chunk))}) "
+                "AND session_id IS NOT NULL", (self.user_id, *chunk)))
+        return out
+
     def is_active_fact(self, fact_id: int) -> bool:
         return self.db.scalar(f"SELECT 1 FROM facts WHERE id = ? AND user_id = ? AND {ACTIVE_FACT}",
                               (fact_id, self.user_id)) is not None

@@ -261,25 +261,33 @@ def _best_cosines(rows: Sequence[tuple[Any, ...]], query: "np.ndarray", dims: in
     return scores
 
 
-def item_vectors(memory: UserScope, embedder_id: str, dims: int,
-                 items: Sequence[tuple[str, int]]) -> dict[tuple[str, int], "np.ndarray"]:
-    """The stored vectors from `embedder_id` of these items (items without one are left out)."""
-    import numpy as np
-
-    out: dict[tuple[str, int], np.ndarray] = {}
+def _item_rows(memory: UserScope, embedder_id: str, items: Sequence[tuple[str, int]]) -> list[tuple[Any, ...]]:
+    """(kind, item_id, vector, parts) of these items' vectors from `embedder_id` (items without one are left out),
+    each looked up by (kind, item_id, embedder): `+user_id` keeps the planner off `embeddings_user`, which would
+    scan every vector of the user."""
     by_kind: dict[str, list[int]] = {}
     for kind, item_id in items:
         by_kind.setdefault(kind, []).append(item_id)
+    rows: list[tuple[Any, ...]] = []
     for kind, ids in by_kind.items():
-        rows = list(memory.db.execute(
-            f"SELECT item_id, vector FROM embeddings WHERE kind = ? AND embedder = ? AND +user_id = ? "
-            f"AND item_id IN ({','.join('?' * len(ids))})", (kind, embedder_id, memory.user_id, *ids)))
-        if not rows:
-            continue
-        matrix = np.frombuffer(b"".join(row[1] for row in rows), dtype=np.float32).reshape(len(rows), dims)
-        for (item_id, _), vector in zip(rows, matrix):
-            out[(kind, item_id)] = vector
-    return out
+        for start in range(0, len(ids), 500):
+            chunk = ids[start:start + 500]
+            rows += memory.db.execute(
+                f"SELECT kind, item_id, vector, parts FROM embeddings WHERE kind = ? AND embedder = ? AND +user_id = ? "
+                f"AND item_id IN ({','.join('?' * len(chunk))})", (kind, embedder_id, memory.user_id, *chunk))
+    return rows
+
+
+def item_vectors(memory: UserScope, embedder_id: str, dims: int,
+                 items: Sequence[tuple[str, int]]) -> dict[tuple[str, int], "np.ndarray"]:
+    """The stored (whole) vectors from `embedder_id` of these items (items without one are left out)."""
+    import numpy as np
+
+    rows = _item_rows(memory, embedder_id, items)
+    if not rows:
+        return {}
+    matrix = np.frombuffer(b"".join(row[2] for row in rows), dtype=np.float32).reshape(len(rows), dims)
+    return {(row[0], row[1]): vector for row, vector in zip(rows, matrix)}
 
 
 def similarities(memory: UserScope, embedder_id: str, dims: int, query: "np.ndarray",
@@ -289,21 +297,11 @@ def similarities(memory: UserScope, embedder_id: str, dims: int, query: "np.ndar
     full-text candidates their similarity too."""
     import numpy as np
 
-    query = np.asarray(query, dtype=np.float32).reshape(-1)
-    out: dict[tuple[str, int], float] = {}
-    by_kind: dict[str, list[int]] = {}
-    for kind, item_id in items:
-        by_kind.setdefault(kind, []).append(item_id)
-    for kind, ids in by_kind.items():
-        for start in range(0, len(ids), 500):
-            chunk = ids[start:start + 500]
-            rows = list(memory.db.execute(
-                f"SELECT kind, item_id, vector, parts FROM embeddings WHERE kind = ? AND embedder = ? AND +user_id = ? "
-                f"AND item_id IN ({','.join('?' * len(chunk))})", (kind, embedder_id, memory.user_id, *chunk)))
-            if rows:
-                out.update({(kind, row[1]): float(score)
-                            for row, score in zip(rows, _best_cosines(rows, query, dims))})
-    return out
+    rows = _item_rows(memory, embedder_id, items)
+    if not rows:
+        return {}
+    scores = _best_cosines(rows, np.asarray(query, dtype=np.float32).reshape(-1), dims)
+    return {(row[0], row[1]): float(score) for row, score in zip(rows, scores)}
 
 
 def partition_size(memory: UserScope, embedder_id: str) -> int:
