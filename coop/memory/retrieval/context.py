@@ -4,7 +4,7 @@ Order (DESIGN.md): system preamble with standing instructions -> "Known about th
 where the previous conversation left off (a session's first turn) -> relevant past (dated, with session) ->
 history -> the new message. History is chosen first, newest first, from what the budget leaves beside the memory
 budget (`memory_budget_fraction` of `context_budget`), and reaches further back into whatever memory leaves
-unused; the session's first user message (the anchor) is kept when it fits. In the memory budget, facts come
+unused; the session's first user message (the anchor) keeps its room when it fits. In the memory budget, facts come
 first (short and durable), then past items by score; whatever does not fit is left out whole (a past message may
 be shortened, a fact never is), and a past message the history shows is not recalled again.
 
@@ -99,8 +99,20 @@ def past_line(entry: Recalled) -> str:
 
 def _history(history: Sequence[HistoryMessage], anchor: HistoryMessage | None,
              budget: int) -> list[HistoryMessage]:
-    """The newest messages that fit `budget`, whole, in order; the session's first user message (the anchor)
-    when it still fits; never a tool result without the call before it."""
+    """The newest messages that fit `budget`, whole, in order, and the session's first user message (the anchor)
+    whenever it fits the budget at all: its room is kept before the newest messages fill the rest, so a long
+    session keeps what it set out to do. Never a tool result without the call before it."""
+    newest = _newest(history, budget)
+    if anchor is None or anchor in newest:
+        return newest
+    cost = estimate_tokens(anchor.content) + 4
+    if cost > budget:
+        return newest
+    return [anchor] + [m for m in _newest(history, budget - cost) if m is not anchor]
+
+
+def _newest(history: Sequence[HistoryMessage], budget: int) -> list[HistoryMessage]:
+    """The newest messages that fit `budget`, whole, in order, not starting with a tool result."""
     chosen: list[HistoryMessage] = []
     used = 0
     for message in reversed(history):
@@ -111,10 +123,7 @@ def _history(history: Sequence[HistoryMessage], anchor: HistoryMessage | None,
         used += cost
     chosen.reverse()
     while chosen and chosen[0].role == "tool":  # a tool result must follow the assistant message that asked
-        used -= estimate_tokens(chosen[0].content) + 4
         chosen.pop(0)
-    if anchor is not None and anchor not in chosen and used + estimate_tokens(anchor.content) + 4 <= budget:
-        chosen.insert(0, anchor)
     return chosen
 
 
