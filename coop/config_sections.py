@@ -116,6 +116,8 @@ class MemoryConfig:
                      choices=("score", "rrf"))
     vector_weight: float = _f(1.5, "weight of the cosine against the best full-text match (= 1) in score fusion",
                               min=0.0, max=10.0)
+    agreement_weight: float = _f(1.0, "in score fusion, weight of normalised BM25 x cosine: a match that words and "
+                                       "meaning both support outranks one that only either does", min=0.0, max=10.0)
     session_weight: float = _f(0.2, "in score fusion, weight of the two best other matches in a message's session: "
                                      "a passage whose messages match together outranks a lone match", min=0.0,
                                max=5.0)

@@ -139,9 +139,10 @@ def test_score_fusion_lets_meaning_reorder_word_matches_below_the_floor(memory):
     assert _texts(score)[0] == "tennis elbow again" and by_words[0] != "tennis elbow again"
     assert "a racket sport" not in _texts(score)  # cosine 0.5 and no shared word: below the floor, left out
     top = score.hits[0]
-    weight = RetrievalSettings.defaults().vector_weight
-    assert top.score == pytest.approx(top.legs["fts"].score / max(h.legs["fts"].score for h in score.hits)
-                                      + weight * 0.6, abs=1e-5)
+    defaults = RetrievalSettings.defaults()
+    words = top.legs["fts"].score / max(h.legs["fts"].score for h in score.hits)
+    assert top.score == pytest.approx(words + defaults.vector_weight * 0.6 + defaults.agreement_weight * words * 0.6,
+                                      abs=1e-5)
 
 
 def test_score_fusion_formula():
@@ -154,6 +155,25 @@ def test_score_fusion_formula():
     assert set(fused[("fact", 2)][1]) == {"fts", "vector"} and fused[("fact", 2)][1]["fts"].score == 5.0
     # no vector at all: words alone
     assert score_fusion({"fts": legs["fts"]}, {}, 1.0)[("fact", 2)][0] == pytest.approx(0.5)
+    # agreement: words x cosine on top of the sum; a negative cosine adds nothing, it does not subtract twice
+    agreeing = score_fusion(legs, {**cosines, ("fact", 1): -0.5}, vector_weight=2.0, agreement_weight=3.0)
+    assert agreeing[("fact", 2)][0] == pytest.approx(0.5 + 1.4 + 3.0 * 0.5 * 0.7)
+    assert agreeing[("fact", 1)][0] == pytest.approx(1.0 - 1.0)
+    assert agreeing[("fact", 3)][0] == pytest.approx(1.6)  # no words: nothing to agree with
+
+
+def test_a_match_of_words_and_meaning_outranks_a_stronger_match_of_either_alone():
+    """The sum alone ranks the one-sided matches first; the default agreement weight puts the balanced one on top."""
+    legs = {"fts": [("message", 1, -10.0), ("message", 2, -5.0), ("message", 3, -0.5)]}
+    cosines = {("message", 1): 0.15, ("message", 2): 0.45, ("message", 3): 0.8}
+    weights = RetrievalSettings.defaults()
+
+    def order(agreement):
+        fused = score_fusion(legs, cosines, weights.vector_weight, agreement)
+        return [key[1] for key, _ in sorted(fused.items(), key=lambda kv: -kv[1][0])]
+
+    assert order(0.0) == [3, 1, 2]  # the sum: meaning alone first, words alone next, the balanced one last
+    assert order(weights.agreement_weight)[0] == 2
 
 
 def test_similarities_are_exact_and_stay_within_the_user(store):
@@ -175,7 +195,7 @@ def test_engine_defaults_are_the_config_defaults_and_reach_search():
         "floor": config.similarity_floor, "rrf_k": config.rrf_k, "fusion": config.fusion,
         "vector_weight": config.vector_weight, "context_weight": config.context_weight,
         "word_floor": config.word_similarity_floor, "bm25_floor": config.bm25_floor,
-        "session_weight": config.session_weight}
+        "session_weight": config.session_weight, "agreement_weight": config.agreement_weight}
     assert RetrievalSettings.from_config(config) == RetrievalSettings.defaults()
 
 

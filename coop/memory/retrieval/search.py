@@ -15,7 +15,8 @@
   re-weighted to a weaker length normalisation than FTS5's (`lengths.py`): a long message that answers is not
   buried under one-liners that share a word with the question.
 - Fusion (`fusion = "score"`, the default): every candidate of either leg gets
-  `bm25 / best bm25 of the query` (0..1; 0 when the words did not match) `+ vector_weight * cosine`, where the
+  `bm25 / best bm25 of the query` (0..1; 0 when the words did not match) `+ vector_weight * cosine` `+
+  agreement_weight * (bm25 / best) * cosine` (words and meaning together count more), where the
   cosine is computed exactly for every candidate, including those only the full-text leg found. Unlike
   reciprocal ranks it keeps how *much* better one match is than the next, and lets meaning re-order the word
   matches. A candidate only the vector leg found must still clear the floor. `fusion = "rrf"` is reciprocal
@@ -174,8 +175,16 @@ def rrf(legs: dict[str, list[tuple[str, int, float]]],
 
 
 def score_fusion(legs: dict[str, list[tuple[str, int, float]]], cosines: dict[tuple[str, int], float],
-                 vector_weight: float) -> dict[tuple[str, int], tuple[float, dict[str, LegScore]]]:
-    """Score-aware fusion: normalised BM25 (the query's best match = 1) plus `vector_weight` times the cosine.
+                 vector_weight: float, agreement_weight: float = 0.0
+                 ) -> dict[tuple[str, int], tuple[float, dict[str, LegScore]]]:
+    """Score-aware fusion: normalised BM25 (the query's best match = 1) plus `vector_weight` times the cosine,
+    plus `agreement_weight` times their product (a negative cosine counts 0).
+
+    The product rewards agreement: among thousands of messages, many match a question's words without its
+    meaning (a quotation sharing a word) or its meaning without its words (talk of the same subject), and the
+    answer is usually the one that does both moderately well. A sum ranks a strong match on one leg alone
+    above it; the product does not. On LoCoMo with 20,000 extra messages per user (`bench/scale.py`) it lifts
+    R_any@10 from 0.775 to 0.782, at 100,000 from 0.629 to 0.639, and at 0 changes it by +0.002.
 
     `cosines` holds the exact cosine of every candidate that has a vector (from either leg); a candidate
     without one (not embedded yet, or no embedder) is ranked on its words alone."""
@@ -189,7 +198,8 @@ def score_fusion(legs: dict[str, list[tuple[str, int, float]]], cosines: dict[tu
             fused[(kind, item_id)] = (0.0, {**detail, leg: LegScore(rank, raw if leg != "fts" else -raw)})
     for key, (_, detail) in fused.items():
         words = detail["fts"].score / scale if "fts" in detail else 0.0
-        fused[key] = (words + vector_weight * cosines.get(key, 0.0), detail)
+        cosine = cosines.get(key, 0.0)
+        fused[key] = (words + vector_weight * cosine + agreement_weight * words * max(cosine, 0.0), detail)
     return fused
 
 
@@ -234,7 +244,7 @@ def search(memory: UserMemory, query: str, *, embedder: Embedder | None = None, 
             cosines = {(kind, item_id): cos for kind, item_id, cos in legs["vector"]}
             missing = [(kind, item_id) for kind, item_id, _ in legs["fts"] if (kind, item_id) not in cosines]
             cosines.update(similarities(memory, embedder.id, embedder.dims, vector, missing))
-        fused = score_fusion(legs, cosines, settings.vector_weight)
+        fused = score_fusion(legs, cosines, settings.vector_weight, settings.agreement_weight)
     rare_word = _rare_word_scores(memory, {kind for kind, _ in fused}) if settings.bm25_floor > 0 else {}
     fused = {key: value for key, value in fused.items()
              if "vector" in value[1] or _words_are_enough(value[1], cosines.get(key), settings,

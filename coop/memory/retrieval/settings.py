@@ -21,13 +21,14 @@ class RetrievalSettings:
     word_floor: float = -1.0  # cosine a candidate found by words alone still needs (when it has a vector)
     bm25_floor: float = 0.0   # BM25 (higher is better) a candidate found by words alone needs
     session_weight: float = 0.0  # weight of the mean of the two best other candidates in a message's session
+    agreement_weight: float = 0.0  # weight of (normalised BM25 x cosine) in score fusion
 
     @classmethod
     def from_config(cls, config: MemoryConfig) -> "RetrievalSettings":
         return cls(floor=config.similarity_floor, fusion=config.fusion, vector_weight=config.vector_weight,
                    context_weight=config.context_weight, rrf_k=config.rrf_k,
                    word_floor=config.word_similarity_floor, bm25_floor=config.bm25_floor,
-                   session_weight=config.session_weight)
+                   session_weight=config.session_weight, agreement_weight=config.agreement_weight)
 
     @classmethod
     def defaults(cls) -> "RetrievalSettings":
