@@ -84,3 +84,46 @@ def test_a_message_in_a_session_about_the_question_outranks_a_lone_match(memory)
                                                                                        session_weight=0.0))
     flat = {hit.item.item_id: hit.score for hit in without.hits}
     assert flat[accompanied] == pytest.approx(flat[alone])
+
+
+def test_items_embedded_before_sentence_parts_are_embedded_again_on_upgrade(coop_home):
+    """m009: a multi-sentence item whose vector has no parts goes back to the backlog; its old vector still finds
+    it until the new one (with parts) replaces it. One-sentence items and items that have parts are left alone."""
+    from coop.memory.storage.database import open_database
+    from coop.memory.storage.migrations import MIGRATIONS, apply_migrations
+    from coop.memory.storage.store import MemoryStore
+    from coop.memory.storage.vectors import store_vectors
+
+    story = "We hiked for hours in the rain. The view from the top was worth every step."
+    path = str(coop_home / "m008.db")
+    old = open_database(path, migrate=False)
+    apply_migrations(old, MIGRATIONS[:8])  # schema 8: parts exist, but these vectors were made without them
+    memory = MemoryStore(old).user("ana")
+    session = memory.start_session()
+    long_id = memory.add_message(session, "user", story)
+    short_id = memory.add_message(session, "user", "Just one short sentence here.")
+    with_parts = memory.add_message(session, "user", "I moved to Lyon last year. The flat is near the river.")
+    embedder = TableEmbedder({story: [1, 0, 0, 0], "hike view": [1, 0.2, 0, 0]})
+    store_vectors(memory, "message", [long_id, short_id], embedder.id, embedder.embed([story, "x"]))
+    embed_pending(memory, embedder)  # with_parts: the current path, parts included
+    summary = memory.add_summary("They hiked up the hill. They talked about the view at length.", session_id=session)
+    store_vectors(memory, "summary", [summary], embedder.id, embedder.embed(["s"]))
+    old.close()
+
+    upgraded = open_database(path)
+    memory = MemoryStore(upgraded).user("ana")
+    pending = {(kind, row[0]) for kind in ("message", "summary")
+               for row in upgraded.execute(f"SELECT id FROM {'messages' if kind == 'message' else 'summaries'} "
+                                           "WHERE user_id = 'ana' AND embedder IS NULL")}
+    assert ("message", long_id) in pending and ("message", short_id) not in pending
+    assert ("message", with_parts) not in pending and ("summary", summary) in pending
+    # still found by its old vector while it waits
+    assert [h.item_id for h in nearest(memory, embedder.id, 4, embedder.embed_query("hike view"), k=1,
+                                       kinds=("message",))] == [long_id]
+    embedder.seen.clear()
+    assert embed_pending(memory, embedder) == 2
+    assert story in embedder.seen and "We hiked for hours in the rain." in embedder.seen
+    assert upgraded.scalar("SELECT parts IS NOT NULL FROM embeddings WHERE kind = 'message' AND item_id = ?",
+                           (long_id,)) == 1
+    assert upgraded.scalar("SELECT count(*) FROM embeddings WHERE kind = 'message' AND item_id = ?", (long_id,)) == 1
+    upgraded.close()

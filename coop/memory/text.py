@@ -116,3 +116,9 @@ def sentence_parts(text: str) -> list[str]:
         sentences = [" ".join(sentences[a:b]) for a, b in itertools.pairwise(cuts)]
     prefix = label.group(0) if label else ""
     return [prefix + s for s in sentences]
+
+
+def sentence_part_count(text: str | None) -> int:
+    """How many parts `sentence_parts` makes of a text (0 for one sentence). Registered as the SQL function
+    `coop_sentence_parts` on every connection (migration m009 asks it which items to embed again)."""
+    return len(sentence_parts(text)) if text else 0

@@ -21,7 +21,7 @@ import apsw
 
 from coop.errors import StoreError, UsageError
 from coop.memory.storage.sign_bits import sign_bits_blob
-from coop.memory.text import fts_text
+from coop.memory.text import fts_text, sentence_part_count
 
 
 @dataclass
@@ -247,6 +247,8 @@ def connect(path: str, *, busy_timeout_ms: int = 5000) -> Database:
         # function (numargs=1) cannot match it.
         conn.create_scalar_function("coop_fts", fts_text, 1, deterministic=True)  # type: ignore[arg-type]
         conn.create_scalar_function("coop_sign_bits", sign_bits_blob, 1,  # type: ignore[arg-type]
+                                    deterministic=True)
+        conn.create_scalar_function("coop_sentence_parts", sentence_part_count, 1,  # type: ignore[arg-type]
                                     deterministic=True)
     except apsw.NotADBError:
         raise not_a_database(path) from None

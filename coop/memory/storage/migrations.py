@@ -4,7 +4,8 @@
 A migration is never edited once released (a database made by an older coop ran the old text; editing it would
 make new databases differ from upgraded ones); a change is a new migration appended to `MIGRATIONS`. Each runs
 in one transaction with its record in `_migrations`. The SQL calls `coop_fts()`, which `database.py` registers
-on every connection (`text.fts_text`), and `coop_sign_bits()` (`sign_bits.sign_bits_blob`).
+on every connection (`text.fts_text`), `coop_sign_bits()` (`sign_bits.sign_bits_blob`) and
+`coop_sentence_parts()` (the number of `text.sentence_parts`).
 """
 
 from __future__ import annotations
@@ -22,12 +23,13 @@ from coop.memory.storage.migration_texts import (
     M006_PRIVATE_FULLTEXT,
     M007_PROVENANCE_AND_JOBS,
     M008_SIGN_BITS,
+    M009_REEMBED_FOR_PARTS,
     Migration,
 )
 
 MIGRATIONS: tuple[Migration, ...] = (M001_INITIAL, M002_MESSAGE_CONTEXT_FTS, M003_EMBEDDING_COUNTS,
                                   M004_DROP_MESSAGES_FTS, M005_FORGOTTEN_IDS_INDEX, M006_PRIVATE_FULLTEXT,
-                                  M007_PROVENANCE_AND_JOBS, M008_SIGN_BITS)
+                                  M007_PROVENANCE_AND_JOBS, M008_SIGN_BITS, M009_REEMBED_FOR_PARTS)
 SCHEMA_VERSION = len(MIGRATIONS)
 
 
