@@ -9,6 +9,7 @@ import pytest
 
 from coop.memory.storage import sign_bits as bit_index
 from coop.memory.storage import vectors
+from coop.memory.storage.connection import Database
 from coop.memory.storage.database import open_database
 from coop.memory.storage.migrations import MIGRATIONS, apply_migrations
 from coop.memory.storage.store import MemoryStore
@@ -156,3 +157,40 @@ def test_an_item_is_pre_selected_by_the_bits_of_one_of_its_sentences(memory, mon
     store_vectors(memory, "message", [long_one], EMBEDDER, unit(-probe[None, :]),
                   parts=[unit(np.stack([matrix[5], probe]))])
     assert top(memory, probe, k=1) == [long_one]
+
+
+def test_bits_loaded_beside_are_used_by_the_first_search_and_checked_first(memory, monkeypatch):
+    """`load_beside` (the chat runs it in the embedder's loading thread) loads on a connection of its own and hands
+    the copy over: the first search on the chat's connection reads no rows, and a vector added after the copy was
+    made is still found (the copy is brought up to date before use)."""
+    from coop.memory.storage import bit_index as loader
+
+    ids, matrix = fill(memory, 50)
+    db = memory.db
+    used = []
+    execute, scalar = Database.execute, Database.scalar
+    monkeypatch.setattr(Database, "execute", lambda self, *a, **k: (used.append(self), execute(self, *a, **k))[1])
+    monkeypatch.setattr(Database, "scalar", lambda self, *a, **k: (used.append(self), scalar(self, *a, **k))[1])
+    assert loader.load_beside(db, memory.user_id, EMBEDDER) is True
+    assert used and all(connection is not db for connection in used)  # loaded on its own connection
+    monkeypatch.undo()
+    assert loader.load_beside(db, memory.user_id, EMBEDDER) is False  # there already
+    read = []
+    real_rows = loader._rows
+    monkeypatch.setattr(loader, "_rows", lambda *a, **k: (read.append(a), real_rows(*a, **k))[1])
+    assert top(memory, matrix[7], k=1) == [ids[7]]
+    assert read == []  # used as it was loaded
+    session = memory.start_session()
+    late = memory.add_message(session, "user", "late")
+    store_vectors(memory, "message", [late], EMBEDDER, unit(-matrix[3][None, :]))
+    assert top(memory, -matrix[3], k=1) == [late]
+
+
+def test_nothing_is_loaded_beside_a_database_in_memory():
+    from coop.memory.storage import bit_index as loader
+
+    db = open_database(":memory:")
+    try:
+        assert loader.load_beside(db, "ana", EMBEDDER) is False and db.caches == {}
+    finally:
+        db.close()

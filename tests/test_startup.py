@@ -127,3 +127,38 @@ def _status():
     from coop.memory.growth.embedders import EmbedderStatus
 
     return EmbedderStatus(HashEmbedder(16), "hash/tokens/16")
+
+
+def test_the_loading_thread_prepares_the_vector_index_after_the_embedder(monkeypatch, caplog):
+    """`then` runs in the loading thread with the loaded embedder; when it fails, the failure is logged and the
+    embedder is still there (the first search would do the same work itself)."""
+    monkeypatch.setattr("coop.services.load_embedder", lambda config: _status())
+    seen: list[tuple[str, str]] = []
+    loader = EmbedderLoader(Config(), then=lambda e: seen.append((e.id, threading.current_thread().name)))
+    loader.start()
+    embedder = loader()
+    assert embedder is not None and seen == [(embedder.id, "coop-embedder-load")]
+
+    def broken(embedder):
+        raise RuntimeError("disk gone")
+
+    failing = EmbedderLoader(Config(), then=broken)
+    failing.start()
+    with caplog.at_level("WARNING"):
+        assert failing() is not None
+    assert "preparing the vector index failed" in caplog.text and "disk gone" in caplog.text
+
+
+def test_coop_chat_loads_the_users_vector_bits_beside_the_repl(openai_server, coop_home, run_cli, monkeypatch):
+    """`coop chat` hands the loading thread a job that loads this user's sign bits on a connection of its own."""
+    from coop.memory.storage import bit_index
+
+    calls: list[tuple[str, str, str]] = []
+    real = bit_index.load_beside
+    monkeypatch.setattr(bit_index, "load_beside",
+                        lambda db, user, embedder_id: (calls.append((db.path, user, embedder_id)),
+                                                       real(db, user, embedder_id))[1])
+    env = {"COOP_MODEL_NAME": "openai/test-model", "COOP_MODEL_API_BASE": openai_server.api_base}
+    result = run_cli("chat", "--user", "sam", input="hello there\n", env=env)
+    assert result.exit_code == 0, result.stderr
+    assert calls and calls[0][1] == "sam" and calls[0][2].startswith("hash/") and calls[0][0].endswith(".db")

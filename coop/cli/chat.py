@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import sys
 import threading
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Annotated
 
 import typer
@@ -19,6 +21,8 @@ if TYPE_CHECKING:
     from coop.memory.growth.embedders import EmbedderStatus
     from coop.memory.growth.worker import BackgroundWorker, Timer
 
+log = logging.getLogger(__name__)
+
 
 class EmbedderLoader:
     """Loads the embedder in a background thread (it takes a second or so), started once the prompt is up so
@@ -27,8 +31,8 @@ class EmbedderLoader:
 
     START_GRACE_SECONDS = 3.0
 
-    def __init__(self, config: "Config") -> None:
-        self.config = config
+    def __init__(self, config: "Config", then: "Callable[[Embedder], object] | None" = None) -> None:
+        self.config, self.then = config, then
         self.status: "EmbedderStatus | None" = None
         self._thread = threading.Thread(target=self._load, name="coop-embedder-load", daemon=True)
         self._lock = threading.Lock()
@@ -38,6 +42,12 @@ class EmbedderLoader:
         from coop.services import load_embedder
 
         self.status = load_embedder(self.config)
+        embedder = self.status.embedder if self.status is not None else None
+        if embedder is not None and self.then is not None:
+            try:
+                self.then(embedder)
+            except Exception:  # a head start only: the first search does the same work itself
+                log.warning("preparing the vector index failed", exc_info=True)
 
     def start(self) -> None:
         with self._lock:
@@ -120,6 +130,7 @@ def chat(
     from coop.config import apply_overrides, coop_home, resolve_db_path
     from coop.logs import logging_to_file
     from coop.memory.growth.embedders import missing_model
+    from coop.memory.storage.bit_index import load_beside
     from coop.memory.text import plural
     from coop.services import chat_model
     from coop.trace import NO_TRACE, Tracer
@@ -143,7 +154,7 @@ def chat(
 
         services.use_database(open_database(db_path, busy_timeout_ms=config.memory.busy_timeout_ms))
     memory = services.memory(user)
-    loader = EmbedderLoader(config)
+    loader = EmbedderLoader(config, then=lambda embedder: load_beside(memory.db, memory.user_id, embedder.id))
     worker = None if incognito or db_path == ":memory:" else services.worker(db_path)
     tracer = Tracer(config.trace.file) if config.trace.file and not incognito else NO_TRACE
     try:

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from coop.memory.kinds import KINDS
+from coop.memory.storage.connection import connect
 from coop.memory.storage.sign_bits import sign_bits
 
 if TYPE_CHECKING:
@@ -161,9 +162,31 @@ def _merged(old: LoadedBits, keep: "np.ndarray", new: tuple["np.ndarray", "np.nd
                       count, changes)
 
 
+def _key(user_id: str, embedder_id: str) -> str:
+    return f"bits:{user_id}\x00{embedder_id}"
+
+
+def load_beside(target: "Database", user_id: str, embedder_id: str) -> bool:
+    """Load this user's bits on a connection of its own and give the copy to `target`'s cache, so that the first
+    search on `target` does not pay for loading them (0.1 s at 100,000 vectors, 0.9 s at a million). Meant for
+    another thread than `target`'s: `target`'s connection is never used (it may be in the middle of a write),
+    and the copy is checked against the database before its first use, like any other. False when there was
+    nothing to do: a copy is there already, or the database lives in memory (no second connection sees it)."""
+    key = _key(user_id, embedder_id)
+    if key in target.caches or target.path == ":memory:":
+        return False
+    source = connect(target.path)
+    try:
+        copy = loaded_bits(source, user_id, embedder_id)
+    finally:
+        source.close()
+    target.caches.setdefault(key, copy)
+    return True
+
+
 def loaded_bits(db: "Database", user_id: str, embedder_id: str) -> LoadedBits:
     """This user's bits from this embedder, up to date with the database (see the module's docstring)."""
-    key = f"bits:{user_id}\x00{embedder_id}"
+    key = _key(user_id, embedder_id)
     old = db.caches.get(key)
     if db.conn.in_transaction:
         # Inside a write that may yet roll back: read what this transaction sees, keep nothing of it.
