@@ -37,7 +37,7 @@ def test_a_reply_is_found_by_the_words_of_the_question_before_it(memory):
     _conversation(memory, ["How was the hike up Mount Rainier?", "Exhausting, but the glaciers were worth it",
                            "Did you camp?", "Yes, two nights by a lake", "What did you eat?"])
     found = _texts(search(memory, "Rainier", embedder=None, kinds=("message",)))
-    # the question itself first (its own words weigh most), then the two turns after it; not the fourth
+    # the question itself first (its own, shorter column matches), then the two turns after it; not the fourth
     assert found == ["How was the hike up Mount Rainier?", "Exhausting, but the glaciers were worth it",
                      "Did you camp?"]
 
