@@ -108,7 +108,7 @@ def _history(history: Sequence[HistoryMessage], anchor: HistoryMessage | None,
     cost = estimate_tokens(anchor.content) + 4
     if cost > budget:
         return newest
-    return [anchor] + [m for m in _newest(history, budget - cost) if m is not anchor]
+    return [anchor] + _newest(history, budget - cost)  # not among the newest at the full budget: not here
 
 
 def _newest(history: Sequence[HistoryMessage], budget: int) -> list[HistoryMessage]:

@@ -10,8 +10,8 @@
   their session and the day they were written, in a column of their own weighed at `context_weight` (1.0; the
   context column is longer, so BM25's length normalisation still puts a message's own match first). A reply is
   then found by the words of the question it answers (1.0 rather than 0.5: R_any@5 on `bench/scale.py` 0.792 ->
-  0.801 at 0 and 0.697 -> 0.708 at 20,000 extra messages). Only earlier messages are context, so an entry never changes
-  when later messages arrive; forgetting a message re-indexes the two after it. In a large memory, a query's
+  0.801 at 0 and 0.697 -> 0.708 at 20,000 extra messages). Only earlier messages are context, so an entry never
+  changes when later messages arrive; forgetting a message re-indexes the two after it. In a large memory, a query's
   most common words are left out of the match when matching them all would read more than `POSTINGS_BUDGET`
   postings (`affordable_terms`): they weigh little in BM25 and cost the most. Messages' scores are then
   re-weighted to a weaker length normalisation than FTS5's (`lengths.py`): a long message that answers is not

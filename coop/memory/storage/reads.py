@@ -55,26 +55,22 @@ class Reads(UserScope):
 
     def session_ids(self, message_ids: Iterable[int]) -> dict[int, int]:
         """The session of each of these messages of this user's (messages without one are left out)."""
-        wanted = list(dict.fromkeys(message_ids))
-        out: dict[int, int] = {}
-        for start in range(0, len(wanted), 500):
-            chunk = wanted[start:start + 500]
-            # `+user_id`: each row by its id; on `user_id` the planner would scan the user's covering
-            # (user_id, session_id) index instead.
-            out.update((row[0], row[1]) for row in self.db.execute(
-                f"SELECT id, session_id FROM messages WHERE +user_id = ? AND id IN ({','.join('?' * len(chunk))}) "
-                "AND session_id IS NOT NULL", (self.user_id, *chunk)))
-        return out
+        return self._message_column("session_id", message_ids, "AND session_id IS NOT NULL")
 
     def message_lengths(self, message_ids: Iterable[int]) -> dict[int, int]:
         """The length in characters of each of these messages of this user's (as stored: masked)."""
+        return self._message_column("length(content)", message_ids)
+
+    def _message_column(self, expression: str, message_ids: Iterable[int], condition: str = "") -> dict[int, Any]:
+        """`expression` for each of these messages of this user's, by id, in chunks of 500. `+user_id`: each row
+        is found by its id; on `user_id` the planner would scan the user's covering (user_id, session_id) index."""
         wanted = list(dict.fromkeys(message_ids))
-        out: dict[int, int] = {}
+        out: dict[int, Any] = {}
         for start in range(0, len(wanted), 500):
             chunk = wanted[start:start + 500]
             out.update((row[0], row[1]) for row in self.db.execute(
-                f"SELECT id, length(content) FROM messages WHERE +user_id = ? AND id IN ({','.join('?' * len(chunk))})",
-                (self.user_id, *chunk)))
+                f"SELECT id, {expression} FROM messages WHERE +user_id = ? AND id IN ({','.join('?' * len(chunk))}) "
+                f"{condition}", (self.user_id, *chunk)))
         return out
 
     def is_active_fact(self, fact_id: int) -> bool:
