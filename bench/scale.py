@@ -2,20 +2,24 @@
 each user's memory, coop's search beside exact vector search in the same run.
 
     .venv/bin/python bench/scale.py --data ../shared/data/locomo/locomo-dev.json [--distractors 0,20000,100000]
-        [--cache DIR] [--model-path DIR] [--json]
+        [--cache DIR] [--keep DIR] [--set KEY=VALUE] [--no-exact] [--model-path DIR] [--json]
 
-Each conversation is one user (as in bench/locomo.py); after its turns, N distractor messages are stored through
-coop's own writes (`add_message`, `embed_pending`): sessions of real text said by the conversation's two speakers
-(`"<speaker>: <text>"`, speaker A as the user), dated evenly across the conversation's own span (first to last
-session), so that they compete on words, meaning and dates. The text comes from `bench/distractors.py` (the other
-conversations of the file, Debian's fortunes, WordNet's example sentences; install the two packages with
-`apt-get install fortunes wordnet-base`). Every question is searched twice: with coop's defaults (the sign-bit
-pre-selection and exact re-rank), and with the vector leg's exact search (`nearest(exact=True)`), so a loss can be
-told apart as ranking or as the approximate index. Search p50/p95 are coop's.
+Each conversation is one user (as in bench/locomo.py) with a database of its own, as a person's coop keeps one
+memory in its file: the full-text index's statistics (IDF, and the postings budget that leaves out a query's most
+common words) are then that user's, not those of five users' memories together. After its turns, N distractor
+messages are stored through coop's own writes (`add_message`, `embed_pending`): sessions of real text said by the
+conversation's two speakers (`"<speaker>: <text>"`, speaker A as the user), dated evenly across the conversation's
+own span (first to last session), so that they compete on words, meaning and dates. The text comes from
+`bench/distractors.py` (the other conversations of the file, Debian's fortunes, WordNet's example sentences; install
+the two packages with `apt-get install fortunes wordnet-base`). Every question is searched twice: with coop's
+defaults (the sign-bit pre-selection and exact re-rank), and with the vector leg's exact search
+(`nearest(exact=True)`), so a loss can be told apart as ranking or as the approximate index. Search p50/p95 are
+coop's.
 
 Embedding 100,000 texts takes minutes: vectors are cached by text in `--cache` (default
-`~/.cache/coop-bench/vectors.sqlite`), so only the first run pays. The observation and summary fields of the data
-are never read.
+`~/.cache/coop-bench/vectors.sqlite`), so only the first run pays. `--keep DIR` keeps the databases built for
+each size and searches them again on the next run (a minute or two instead of a quarter of an hour; delete DIR
+after changing how messages are stored). The observation and summary fields of the data are never read.
 """
 
 from __future__ import annotations
@@ -112,8 +116,12 @@ def add_distractors(memory, conv, sessions: list, embedder) -> int:
     return added
 
 
-def run(conversations: list, embedder, n: int, pool: list) -> dict:
-    """One database with every conversation plus `n` distractors each; every question searched both ways."""
+def run(conversations: list, embedder, n: int, pool: list, *, keep: Path | None = None,
+        settings: dict | None = None, exact: bool = True) -> dict:
+    """Every conversation in a database of its own (one person's memory, as coop keeps it) plus `n` distractors;
+    every question searched with coop's defaults and, unless `exact` is off, with exact vector search.
+    `keep`: the databases are kept there as `scale-<n>-<conversation>.db` and reused by the next run with the
+    same `n` (searching kept ones takes a minute or two, building them many)."""
     from coop.config import MemoryConfig
     from coop.memory.retrieval import search as search_module
     from coop.memory.retrieval.settings import RetrievalSettings
@@ -121,17 +129,31 @@ def run(conversations: list, embedder, n: int, pool: list) -> dict:
     from coop.memory.storage.database import open_database
     from coop.memory.storage.store import MemoryStore
 
-    settings = RetrievalSettings.from_config(MemoryConfig())
+    retrieval = RetrievalSettings.from_config(MemoryConfig()).but(**(settings or {}))
     rows: dict[str, list[dict]] = {"coop": [], "exact": []}
     latencies: list[float] = []
     with tempfile.TemporaryDirectory() as tmp:
-        db = open_database(str(Path(tmp) / "scale.db"))
-        store = MemoryStore(db)
         for index, conv in enumerate(conversations):
-            memory, ids = locomo.ingest(store, conv, embedder, 128)
-            if n:
-                add_distractors(memory, conv, distractors.take(pool[index], n, conv.sample_id), embedder)
-            for mode in ("coop", "exact"):
+            path = (keep or Path(tmp)) / f"scale-{n}-{conv.sample_id}.db"
+            done = Path(f"{path}.done")
+            reuse = keep is not None and path.exists() and done.exists()
+            if keep is not None and not reuse:
+                keep.mkdir(parents=True, exist_ok=True)
+                for stale in (path, Path(f"{path}-wal"), Path(f"{path}-shm")):
+                    stale.unlink(missing_ok=True)
+            db = open_database(str(path))
+            store = MemoryStore(db)
+            if reuse:
+                memory = store.user(conv.sample_id)
+                ids = dict(memory.db.execute("SELECT id, external_id FROM messages WHERE user_id = ? "
+                                             "AND external_id IS NOT NULL", (memory.user_id,)))
+            else:
+                memory, ids = locomo.ingest(store, conv, embedder, 128)
+                if n:
+                    add_distractors(memory, conv, distractors.take(pool[index], n, conv.sample_id), embedder)
+                if keep is not None:
+                    done.touch()
+            for mode in ("coop", "exact") if exact else ("coop",):
                 approx = search_module.nearest
                 if mode == "exact":
                     search_module.nearest = functools.partial(vectors.nearest, exact=True)  # type: ignore[assignment]
@@ -139,7 +161,7 @@ def run(conversations: list, embedder, n: int, pool: list) -> dict:
                     for question in conv.questions:
                         started = time.perf_counter()
                         result = search_module.search(memory, question.text, embedder=embedder,
-                                                      limit=max(locomo.KS), settings=settings)
+                                                      limit=max(locomo.KS), settings=retrieval)
                         if mode == "coop":
                             latencies.append((time.perf_counter() - started) * 1000)
                         ranked = [ids.get(h.item.item_id) if h.kind == "message" else None for h in result.hits]
@@ -147,10 +169,10 @@ def run(conversations: list, embedder, n: int, pool: list) -> dict:
                                                     for k in locomo.KS}, "evidence": sorted(question.evidence)})
                 finally:
                     search_module.nearest = approx
-        db.close()
+            db.close()
     ordered = sorted(latencies)
     return {"distractors_per_user": n, "questions": len(rows["coop"]),
-            "coop": locomo.recall(rows["coop"]), "exact": locomo.recall(rows["exact"]),
+            "coop": locomo.recall(rows["coop"]), "exact": locomo.recall(rows["exact"]) if exact else None,
             "search_ms_p50": round(median(latencies), 1),
             "search_ms_p95": round(ordered[int(0.95 * (len(ordered) - 1))], 1) if ordered else 0.0}
 
@@ -164,8 +186,16 @@ def main(argv: list[str] | None = None) -> int:
                         help="where the vectors of the texts are kept between runs")
     parser.add_argument("--model-path", default=None, help="local all-MiniLM-L6-v2 model directory")
     parser.add_argument("--limit-conversations", type=int, default=None, help="only the first N conversations")
+    parser.add_argument("--keep", type=Path, default=None, metavar="DIR",
+                        help="keep each size's database in DIR and reuse it on the next run (no ingest)")
+    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                        help="override one retrieval setting of [memory], as in bench/locomo.py (the figures of "
+                             "record use the defaults)")
+    parser.add_argument("--no-exact", action="store_true",
+                        help="skip the exact-vector pass (faster; the figures of record keep it)")
     parser.add_argument("--json", action="store_true", help="print the figures as JSON on stdout")
     args = parser.parse_args(argv)
+    settings = locomo._overrides(args.set)
     try:
         sizes = [int(s) for s in args.distractors.split(",") if s.strip()]
     except ValueError:
@@ -178,7 +208,8 @@ def main(argv: list[str] | None = None) -> int:
     results = []
     for n in sizes:
         started = time.perf_counter()
-        result = run(conversations, embedder, n, pools)
+        result = run(conversations, embedder, n, pools, keep=args.keep, settings=settings,
+                     exact=not args.no_exact)
         result["seconds"] = round(time.perf_counter() - started, 1)
         results.append(result)
         if not args.json:
@@ -196,7 +227,7 @@ def print_row(result: dict, computed: int) -> None:
     metrics = ("R_any@5", "R_all@5", "R_any@10", "R_all@10")
     print(f"N = {result['distractors_per_user']:>7,} extra messages per user, {result['questions']} questions "
           f"({result['seconds']} s; {computed:,} texts embedded so far, the rest from the cache)")
-    for mode in ("coop", "exact"):
+    for mode in ("coop", "exact") if result["exact"] else ("coop",):
         print(f"  {mode:<6}" + "".join(f"  {m} {result[mode][m]:.3f}" for m in metrics))
     print(f"  search p50 {result['search_ms_p50']} ms, p95 {result['search_ms_p95']} ms")
 

@@ -121,6 +121,9 @@ class MemoryConfig:
     session_weight: float = _f(0.2, "in score fusion, weight of the two best other matches in a message's session: "
                                      "a passage whose messages match together outranks a lone match", min=0.0,
                                max=5.0)
+    neighbour_weight: float = _f(0.5, "in score fusion, weight of the nearer in meaning of the messages just before "
+                                       "and after a message: an answer inside talk of the question's subject outranks "
+                                       "a stray match", min=0.0, max=5.0)
     context_weight: float = _f(1.0, "weight of a message's two preceding messages and its date, against its own "
                                     "words (= 1), in full-text search", min=0.0, max=1.0)
     search_limit: int = _f(10, "default number of results of a search", min=1, max=1000)

@@ -25,8 +25,8 @@ def test_the_factor_keeps_the_average_and_favours_longer_messages_less_than_bm25
     assert length_factor(100, 100) == pytest.approx(1.0)
     assert length_factor(30, 100) < 1.0 < length_factor(300, 100)
     assert length_factor(30, 100, b=FTS5_B) == pytest.approx(1.0)  # FTS5's own b changes nothing
-    # never wild: a one-word message keeps 70% of its score, a very long one gains at most FTS5_B / MESSAGE_B
-    assert length_factor(1, 100) > 0.7
+    # never wild: a one-word message keeps 60% of its score, a very long one gains at most FTS5_B / MESSAGE_B
+    assert length_factor(1, 100) > 0.6
     assert length_factor(10_000, 100) < FTS5_B / MESSAGE_B
 
 
@@ -56,3 +56,27 @@ def test_facts_keep_their_scores_and_unknown_ids_are_left_alone(memory):
     assert ("fact", 7, -3.0) in adjusted and ("message", 10_000_000, -2.0) in adjusted
     assert [score for _, _, score in adjusted] == sorted(score for _, _, score in adjusted)
     assert with_message_lengths(memory, foreign[:1]) == foreign[:1]
+
+
+def test_the_full_text_cut_is_made_after_re_weighting(memory, monkeypatch):
+    """FTS5 ranks the story below every one-liner; the leg reads FULL_TEXT_POOL_FACTOR times the candidates it
+    keeps, so the story is re-weighted and kept instead of being cut before its length is weighed."""
+    from coop.memory.retrieval import search as search_module
+
+    for i in range(30):
+        memory.add_message(memory.start_session(), "user", f"talking about the weather and gardening, day {i}")
+    shorts = ["That must hurt a bit.", "Ouch, does it hurt?", "It can hurt, be careful.", "Did that hurt much?"]
+    story = ("Last month I had a setback at the trail race: I hurt my ankle on the rocks near the end of the course, "
+             "and it hurt for weeks while I went to physical therapy twice a week and slowly got back to running.")
+    for text in [*shorts, story]:
+        memory.add_message(memory.start_session(), "user", text)
+    raw = [memory.get("message", i).text for _, i, _ in fts_leg(memory, "hurt", kinds=("message",), limit=10)]
+    assert raw.index(story) == len(shorts)  # FTS5 alone: behind every one-liner
+
+    def kept() -> list[str]:
+        hits = search(memory, "hurt", embedder=None, kinds=("message",), limit=2, candidates=2).hits
+        return [hit.item.text for hit in hits]
+
+    assert story in kept()
+    monkeypatch.setattr(search_module, "FULL_TEXT_POOL_FACTOR", 1.0)  # cut first, then re-weight
+    assert story not in kept()

@@ -1,6 +1,6 @@
 """What keeps search good as memory grows (issue 17): a long message is found by the one sentence that answers
 the question (its sentences are embedded beside the whole), and a message among others of its session that
-match the question outranks a lone match of the same strength."""
+match the question, or next to a turn near it in meaning, outranks a lone match of the same strength."""
 
 from __future__ import annotations
 
@@ -84,6 +84,41 @@ def test_a_message_in_a_session_about_the_question_outranks_a_lone_match(memory)
                                                                                        session_weight=0.0))
     flat = {hit.item.item_id: hit.score for hit in without.hits}
     assert flat[accompanied] == pytest.approx(flat[alone])
+
+
+def test_a_message_next_to_talk_of_the_question_outranks_a_lone_match(memory):
+    """Two messages say the same; the turn before one of them is near the question in meaning (though it shares
+    no word with it, so it is no candidate itself), the turn before the other is not. The first gains
+    `neighbour_weight` x its neighbour's cosine, the other nothing."""
+    query, said = "quokka photo", "the quokka photo came out well"
+    embedder = TableEmbedder({query: [1, 0, 0, 0], said: [1, 0, 0, 0],
+                              "we spent a whole day on Rottnest island": [0.8, 0.6, 0, 0]})
+    near_session, lone_session = memory.start_session(), memory.start_session()
+    memory.add_message(near_session, "user", "we spent a whole day on Rottnest island")
+    beside = memory.add_message(near_session, "user", said)
+    memory.add_message(lone_session, "user", "the car needs new tyres")
+    alone = memory.add_message(lone_session, "user", said)
+    embed_pending(memory, embedder)
+    settings = RetrievalSettings.defaults().but(bm25_floor=0.0, session_weight=0.0)
+    scores = {hit.item.item_id: hit.score for hit in search(memory, query, embedder=embedder, settings=settings).hits}
+    flat = {hit.item.item_id: hit.score
+            for hit in search(memory, query, embedder=embedder, settings=settings.but(neighbour_weight=0.0)).hits}
+    assert settings.neighbour_weight > 0 and scores[beside] > scores[alone]
+    # the gain is the neighbour's cosine, weighed; the lone match's neighbour (cosine 0) adds nothing
+    assert scores[beside] - flat[beside] == pytest.approx(settings.neighbour_weight * 0.8, abs=1e-3)
+    assert scores[alone] == pytest.approx(flat[alone])
+
+
+def test_neighbours_are_the_messages_just_before_and_after_in_the_same_session(store):
+    ana, bob = store.user("ana"), store.user("bob")
+    first, second = ana.start_session(), ana.start_session()
+    a1 = ana.add_message(first, "user", "one")
+    b1 = ana.add_message(second, "user", "other session")
+    a2 = ana.add_message(first, "assistant", "two")
+    bob.add_message(bob.start_session(), "user", "bob's own")
+    a3 = ana.add_message(first, "user", "three")
+    assert ana.neighbour_ids([a1, a2, a3, b1]) == {a1: (None, a2), a2: (a1, a3), a3: (a2, None), b1: (None, None)}
+    assert bob.neighbour_ids([a2]) == {}  # another user's message is not found at all
 
 
 def test_items_embedded_before_sentence_parts_are_embedded_again_on_upgrade(coop_home):

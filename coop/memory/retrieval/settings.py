@@ -22,13 +22,15 @@ class RetrievalSettings:
     bm25_floor: float = 0.0   # BM25 (higher is better) a candidate found by words alone needs
     session_weight: float = 0.0  # weight of the mean of the two best other candidates in a message's session
     agreement_weight: float = 0.0  # weight of (normalised BM25 x cosine) in score fusion
+    neighbour_weight: float = 0.0  # weight of the best cosine of the messages just before and after a message
 
     @classmethod
     def from_config(cls, config: MemoryConfig) -> "RetrievalSettings":
         return cls(floor=config.similarity_floor, fusion=config.fusion, vector_weight=config.vector_weight,
                    context_weight=config.context_weight, rrf_k=config.rrf_k,
                    word_floor=config.word_similarity_floor, bm25_floor=config.bm25_floor,
-                   session_weight=config.session_weight, agreement_weight=config.agreement_weight)
+                   session_weight=config.session_weight, agreement_weight=config.agreement_weight,
+                   neighbour_weight=config.neighbour_weight)
 
     @classmethod
     def defaults(cls) -> "RetrievalSettings":

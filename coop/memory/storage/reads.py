@@ -57,6 +57,20 @@ class Reads(UserScope):
         """The session of each of these messages of this user's (messages without one are left out)."""
         return self._message_column("session_id", message_ids, "AND session_id IS NOT NULL")
 
+    def neighbour_ids(self, message_ids: Iterable[int]) -> dict[int, tuple[int | None, int | None]]:
+        """For each of these messages of this user's, the messages just before and after it in its session (None
+        at a session's edge, or for a message without a session). Each is one step on `messages_user_session`."""
+        wanted = list(dict.fromkeys(message_ids))
+        out: dict[int, tuple[int | None, int | None]] = {}
+        for start in range(0, len(wanted), 500):
+            chunk = wanted[start:start + 500]
+            out.update((row[0], (row[1], row[2])) for row in self.db.execute(
+                "SELECT m.id, (SELECT p.id FROM messages p WHERE p.user_id = ?1 AND p.session_id = m.session_id "
+                "AND p.id < m.id ORDER BY p.id DESC LIMIT 1), (SELECT n.id FROM messages n WHERE n.user_id = ?1 "
+                "AND n.session_id = m.session_id AND n.id > m.id ORDER BY n.id LIMIT 1) FROM messages m "
+                f"WHERE +m.user_id = ?1 AND m.id IN ({','.join('?' * len(chunk))})", (self.user_id, *chunk)))
+        return out
+
     def message_lengths(self, message_ids: Iterable[int]) -> dict[int, int]:
         """The length in characters of each of these messages of this user's (as stored: masked)."""
         return self._message_column("length(content)", message_ids)
