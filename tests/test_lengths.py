@@ -80,3 +80,12 @@ def test_the_full_text_cut_is_made_after_re_weighting(memory, monkeypatch):
     assert story in kept()
     monkeypatch.setattr(search_module, "FULL_TEXT_POOL_FACTOR", 1.0)  # cut first, then re-weight
     assert story not in kept()
+
+
+def test_lengths_read_with_the_matches_are_the_stored_lengths(memory):
+    _fill(memory)
+    lengths: dict[int, int] = {}
+    matches = fts_leg(memory, "hurt weather", kinds=("message",), lengths=lengths)
+    ids = [item_id for _, item_id, _ in matches]
+    assert len(ids) == 32 and lengths == memory.message_lengths(ids)
+    assert with_message_lengths(memory, matches, lengths=lengths) == with_message_lengths(memory, matches)

@@ -14,7 +14,7 @@ import pytest
 
 from coop.config import MemoryConfig
 from coop.memory.growth.embedding import embed_pending
-from coop.memory.retrieval.search import score_fusion, search
+from coop.memory.retrieval.search import fts_leg, score_fusion, search
 from coop.memory.retrieval.settings import RetrievalSettings
 from coop.memory.storage import migrations as dbmod
 from coop.memory.storage.database import open_database
@@ -338,3 +338,8 @@ def test_another_users_better_matches_never_crowd_out_this_users(store):
     assert _texts(found) == ["a long note that mentions one quokka among many other words"]
     assert [hit.item.text for hit in search(bob, "quokka", embedder=None, limit=3, settings=unfloored).hits][0] \
         .startswith("quokka")
+    # the leg itself with a small limit: bob's 300 matches fill the over-fetched set (2 x 5 + 100), so the
+    # user-first query must run and still find ana's one message
+    matched = fts_leg(ana, "quokka", kinds=("message",), limit=5)
+    assert [ana.get("message", item_id).text for _, item_id, _ in matched] == [
+        "a long note that mentions one quokka among many other words"]

@@ -32,14 +32,18 @@ def length_factor(length: float, average: float, b: float = MESSAGE_B) -> float:
     return (1 + FTS5_K1 * (1 - FTS5_B + FTS5_B * ratio)) / (1 + FTS5_K1 * (1 - b + b * ratio))
 
 
-def with_message_lengths(memory: UserMemory, matches: list[tuple[str, int, float]],
-                         b: float = MESSAGE_B) -> list[tuple[str, int, float]]:
+def with_message_lengths(memory: UserMemory, matches: list[tuple[str, int, float]], b: float = MESSAGE_B, *,
+                         lengths: dict[int, int] | None = None) -> list[tuple[str, int, float]]:
     """The full-text leg (`(kind, id, bm25)`, bm25 negative, best first) with each message's bm25 re-weighted
-    to length normalisation `b`, re-sorted. Facts and summaries are left as they are."""
+    to length normalisation `b`, re-sorted. Facts and summaries are left as they are. `lengths`: the messages'
+    lengths when the caller already has them (else they are read)."""
     messages = [item_id for kind, item_id, _ in matches if kind == "message"]
     if not messages or b == FTS5_B:
         return matches
-    lengths = memory.message_lengths(messages)
+    if lengths is None or any(item_id not in lengths for item_id in messages):
+        lengths = memory.message_lengths(messages)
+    else:
+        lengths = {item_id: lengths[item_id] for item_id in messages}
     if not lengths:
         return matches
     average = sum(lengths.values()) / len(lengths)

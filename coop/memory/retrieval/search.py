@@ -25,10 +25,9 @@
   matches. A candidate only the vector leg found must still clear the floor. `fusion = "rrf"` is reciprocal
   rank (score = sum of 1 / (rrf_k + rank)). On LoCoMo (bench/locomo.py) the context column and score fusion
   together lift R_any@5 from 0.60 to 0.75; see the README's Benchmarks section.
-- Passage evidence (score fusion): a message gains from the nearer in meaning of the messages just before and
-  after it (`with_neighbour_evidence`, `neighbour_weight`) and from the other candidates of its session
-  (`with_session_evidence`, `session_weight`): the answer sits in talk of the question's subject, a stray match
-  among talk of other things.
+- Passage evidence (score fusion, `passages.py`): a message gains from the nearer in meaning of the messages just
+  before and after it (`neighbour_weight`) and from the other candidates of its session (`session_weight`): the
+  answer sits in talk of the question's subject, a stray match among talk of other things.
 
 Vectors are made from a message's own text only (not its neighbours'), so embedding stays one model call per
 message, and no vector has to be redone when a later message arrives or an earlier one is forgotten.
@@ -44,7 +43,7 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -52,6 +51,7 @@ from coop.errors import ModelError, UsageError
 from coop.memory.embedder import Embedder
 from coop.memory.kinds import KINDS, REGISTRY, active_fact
 from coop.memory.retrieval.lengths import with_message_lengths
+from coop.memory.retrieval.passages import with_neighbour_evidence, with_session_evidence
 from coop.memory.retrieval.settings import FUSIONS, RetrievalSettings
 from coop.memory.retrieval.terms import affordable_terms, check_query, match_expression, query_terms, unspaced_phrases
 from coop.memory.storage.items import Item
@@ -82,6 +82,10 @@ class LegScore:
     score: float
 
 
+# Candidates after fusion: (kind, id) -> (score, the legs that found it).
+Fused = dict[tuple[str, int], tuple[float, dict[str, LegScore]]]
+
+
 @dataclass(frozen=True)
 class Hit:
     item: Item
@@ -107,10 +111,11 @@ class SearchResult:
 
 
 def fts_leg(memory: UserMemory, query: str, *, kinds: Sequence[str] = KINDS, limit: int = 50,
-            include_inactive: bool = False, context_weight: float = _DEFAULTS.context_weight
-            ) -> list[tuple[str, int, float]]:
+            include_inactive: bool = False, context_weight: float = _DEFAULTS.context_weight,
+            lengths: dict[int, int] | None = None) -> list[tuple[str, int, float]]:
     """(kind, id, bm25) for the best full-text matches of each kind, best (lowest bm25) first. A message's
-    neighbours' words count `context_weight` of its own."""
+    neighbours' words count `context_weight` of its own. `lengths`, when given, receives each matched message's
+    length in characters, read with it (the length re-weighting then needs no second lookup)."""
     phrases, terms = unspaced_phrases(query), query_terms(query)
     match = match_expression(phrases + terms)
     if match is None:
@@ -119,8 +124,11 @@ def fts_leg(memory: UserMemory, query: str, *, kinds: Sequence[str] = KINDS, lim
     for kind in kinds:
         params: tuple[object, ...] = (match, memory.user_id, limit)
         if kind == "message":
-            found += _message_matches(memory, match_expression(phrases + affordable_terms(memory, terms)),
-                                      context_weight, limit)
+            matches = _message_matches(memory, match_expression(phrases + affordable_terms(memory, terms)),
+                                       context_weight, limit)
+            found += [("message", item_id, bm25) for item_id, bm25, _ in matches]
+            if lengths is not None:
+                lengths.update((item_id, length) for item_id, _, length in matches)
             continue
         if kind == "fact":
             active = "" if include_inactive else f"AND {active_fact('f')}"
@@ -135,31 +143,32 @@ def fts_leg(memory: UserMemory, query: str, *, kinds: Sequence[str] = KINDS, lim
 
 
 def _message_matches(memory: UserMemory, match: str | None, context_weight: float,
-                     limit: int) -> list[tuple[str, int, float]]:
-    """The user's best `limit` messages for `match`, best first.
+                     limit: int) -> list[tuple[int, float, int]]:
+    """The user's best `limit` messages for `match` as (id, bm25, length in characters), best first.
 
     The index holds every user's messages, so the user filter needs a join. Joining every match before sorting
-    costs a lookup per match; instead the best `4 * limit + 100` matches of all users are taken first and then
+    costs a lookup per match; instead the best `2 * limit + 100` matches of all users are taken first and then
     filtered. When at least `limit` of them are this user's, they are exactly the user's best `limit` (any of
-    the user's messages outside that set scores below all of them); otherwise (others' messages crowd the top)
-    the query runs again with the join before the cut, so nothing of this user's ever goes missing."""
+    the user's messages outside that set scores below all of them); otherwise (others' messages crowd the top:
+    the user holds less than about half of what matches) the query runs again with the join before the cut, so
+    nothing of this user's ever goes missing."""
     if match is None:
         return []
     weight = float(context_weight)
-    overfetch = 4 * limit + 100
+    overfetch = 2 * limit + 100
     rows = list(memory.db.execute(
-        "SELECT f.id, f.s FROM (SELECT rowid AS id, bm25(message_context_fts, 1.0, ?) AS s FROM message_context_fts "
-        "WHERE message_context_fts MATCH ? ORDER BY s LIMIT ?) f JOIN messages m ON m.id = f.id "
-        "WHERE m.user_id = ? ORDER BY f.s", (weight, match, overfetch, memory.user_id)))
+        "SELECT f.id, f.s, length(m.content) FROM (SELECT rowid AS id, bm25(message_context_fts, 1.0, ?) AS s "
+        "FROM message_context_fts WHERE message_context_fts MATCH ? ORDER BY s LIMIT ?) f "
+        "JOIN messages m ON m.id = f.id WHERE m.user_id = ? ORDER BY f.s", (weight, match, overfetch, memory.user_id)))
     if len(rows) < limit and memory.db.scalar(
             "SELECT count(*) FROM (SELECT 1 FROM message_context_fts WHERE message_context_fts MATCH ? LIMIT ?)",
             (match, overfetch)) >= overfetch:
         rows = list(memory.db.execute(
-            "SELECT m.id, bm25(message_context_fts, 1.0, ?) AS s FROM message_context_fts "
+            "SELECT m.id, bm25(message_context_fts, 1.0, ?) AS s, length(m.content) FROM message_context_fts "
             "JOIN messages m ON m.id = message_context_fts.rowid "
             "WHERE message_context_fts MATCH ? AND m.user_id = ? ORDER BY s LIMIT ?",
             (weight, match, memory.user_id, limit)))
-    return [("message", row[0], row[1]) for row in rows[:limit]]
+    return [(row[0], row[1], row[2]) for row in rows[:limit]]
 
 
 def vector_leg(memory: UserMemory, embedder: Embedder, query: str, *, kinds: Sequence[str] = KINDS,
@@ -174,10 +183,9 @@ def vector_leg(memory: UserMemory, embedder: Embedder, query: str, *, kinds: Seq
     return [(h.kind, h.item_id, h.similarity) for h in hits]
 
 
-def rrf(legs: dict[str, list[tuple[str, int, float]]],
-        k: int) -> dict[tuple[str, int], tuple[float, dict[str, LegScore]]]:
+def rrf(legs: dict[str, list[tuple[str, int, float]]], k: int) -> Fused:
     """Reciprocal-rank fusion: each leg adds 1 / (k + rank) for every item it ranked."""
-    fused: dict[tuple[str, int], tuple[float, dict[str, LegScore]]] = {}
+    fused: Fused = {}
     for leg, ranked in legs.items():
         for rank, (kind, item_id, raw) in enumerate(ranked, start=1):
             score, detail = fused.get((kind, item_id), (0.0, {}))
@@ -187,8 +195,7 @@ def rrf(legs: dict[str, list[tuple[str, int, float]]],
 
 
 def score_fusion(legs: dict[str, list[tuple[str, int, float]]], cosines: dict[tuple[str, int], float],
-                 vector_weight: float, agreement_weight: float = 0.0
-                 ) -> dict[tuple[str, int], tuple[float, dict[str, LegScore]]]:
+                 vector_weight: float, agreement_weight: float = 0.0) -> Fused:
     """Score-aware fusion: normalised BM25 (the query's best match = 1) plus `vector_weight` times the cosine,
     plus `agreement_weight` times their product (a negative cosine counts 0).
 
@@ -203,7 +210,7 @@ def score_fusion(legs: dict[str, list[tuple[str, int, float]]], cosines: dict[tu
     fts = legs.get("fts", [])
     best = max((-raw for _, _, raw in fts), default=0.0)
     scale = best if best > 0 else 1.0
-    fused: dict[tuple[str, int], tuple[float, dict[str, LegScore]]] = {}
+    fused: Fused = {}
     for leg, ranked in legs.items():
         for rank, (kind, item_id, raw) in enumerate(ranked, start=1):
             _, detail = fused.get((kind, item_id), (0.0, {}))
@@ -243,9 +250,10 @@ def search(memory: UserMemory, query: str, *, embedder: Embedder | None = None, 
                                     floor=settings.floor, include_inactive=include_inactive, vector=vector)
         timings["vector"] = (time.perf_counter() - mark) * 1000
     mark = time.perf_counter()
+    lengths: dict[int, int] = {}
     matches = fts_leg(memory, query, kinds=kinds, limit=round(per_leg * FULL_TEXT_POOL_FACTOR),
-                      include_inactive=include_inactive, context_weight=settings.context_weight)
-    legs["fts"] = with_message_lengths(memory, matches)[:per_leg]
+                      include_inactive=include_inactive, context_weight=settings.context_weight, lengths=lengths)
+    legs["fts"] = with_message_lengths(memory, matches, lengths=lengths)[:per_leg]
     timings["fts"] = (time.perf_counter() - mark) * 1000
     mark = time.perf_counter()
     cosines: dict[tuple[str, int], float] = {}
@@ -279,76 +287,6 @@ def search(memory: UserMemory, query: str, *, embedder: Embedder | None = None, 
 
 
 MIN_ROWS_FOR_BM25_FLOOR = 200
-# The best message candidates that look at their neighbours: enough to reach well below the top 10, few enough
-# that their neighbours' vectors cost a millisecond or two.
-NEIGHBOUR_CANDIDATES = 100
-
-Fused = dict[tuple[str, int], tuple[float, dict[str, LegScore]]]
-
-
-def with_neighbour_evidence(memory: UserMemory, fused: Fused, cosines: dict[tuple[str, int], float], weight: float,
-                            cosines_of: Callable[[list[tuple[str, int]]], dict[tuple[str, int], float]]) -> Fused:
-    """Each of the best `NEIGHBOUR_CANDIDATES` message candidates' score plus `weight` times the better cosine (a
-    negative one counts 0) of the messages just before and after it in its session, whether or not they are
-    candidates themselves: a message inside talk of the question's subject outranks a stray match.
-
-    A large memory holds many texts that match a question on their own, in words and meaning: a dictionary
-    definition of its subject, a quotation, a line of another conversation. The message that answers is part of
-    a conversation, and the turn before it (the question it answers) or after it (the reply) is usually about
-    the same thing. Session evidence (`with_session_evidence`) sees only candidates; this reads the neighbours'
-    own vectors. On LoCoMo with 100,000 extra messages per user (`bench/scale.py`, replayed offline on the same
-    candidates) it lifts R_any@10 from 0.722 to 0.732, with 20,000 from 0.795 to 0.799, and at 0 from 0.858 to
-    0.863. `cosines_of` gives the exact cosines of items the search has not scored yet."""
-    top = [key for key, _ in sorted(fused.items(), key=lambda kv: kv[1][0], reverse=True)
-           if key[0] == "message"][:NEIGHBOUR_CANDIDATES]
-    if not top:
-        return fused
-    neighbours = memory.neighbour_ids(item_id for _, item_id in top)
-    wanted = {("message", n) for pair in neighbours.values() for n in pair if n is not None}
-    near = {key: cosines[key] for key in wanted if key in cosines}
-    near.update(cosines_of(sorted(wanted - near.keys())))
-    out = dict(fused)
-    for key in top:
-        pair = neighbours.get(key[1], (None, None))
-        best = max((max(near.get(("message", n), 0.0), 0.0) for n in pair if n is not None), default=0.0)
-        score, detail = fused[key]
-        out[key] = (score + weight * best, detail)
-    return out
-
-
-def with_session_evidence(memory: UserMemory, fused: dict[tuple[str, int], tuple[float, dict[str, LegScore]]],
-                          weight: float) -> dict[tuple[str, int], tuple[float, dict[str, LegScore]]]:
-    """Each message candidate's score plus `weight` times the mean score of the two best other candidates of its
-    session (missing ones count 0): a passage whose messages match the query together outranks a lone match.
-
-    A memory that grows is mostly messages unrelated to any one question, and among thousands of them some match
-    its words or meaning as well as the message that answers it; what they lack is company: the answer sits in a
-    conversation about the question's subject, the stray match among talk of other things. On LoCoMo with 20,000
-    extra messages per user (`bench/scale.py`, replayed offline on the same candidates) it lifts R_any@5 from
-    0.636 to 0.658 and R_any@10 from 0.729 to 0.750; without the extra messages, R_any@10 by about 0.01.
-    Facts and summaries have no session: their scores are unchanged."""
-    messages = [item_id for kind, item_id in fused if kind == "message"]
-    if not messages:
-        return fused
-    session_of = memory.session_ids(messages)
-    best: dict[int, list[float]] = {}
-    for (kind, item_id), (score, _) in fused.items():
-        if kind == "message" and item_id in session_of:
-            best.setdefault(session_of[item_id], []).append(score)
-    for scores in best.values():
-        scores.sort(reverse=True)
-        del scores[3:]
-    out = dict(fused)
-    for (kind, item_id), (score, detail) in fused.items():
-        session = session_of.get(item_id) if kind == "message" else None
-        if session is None:
-            continue
-        others = list(best[session])
-        if score in others:
-            others.remove(score)
-        out[(kind, item_id)] = (score + weight * sum(others[:2]) / 2, detail)
-    return out
-
 
 def _rare_word_scores(memory: UserMemory, kinds: set[str]) -> dict[str, float]:
     """Per kind, about what BM25 gives one match of a word found in a single row: its IDF, ln(N / 1.5 + 1) for
