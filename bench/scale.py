@@ -116,12 +116,13 @@ def add_distractors(memory, conv, sessions: list, embedder) -> int:
     return added
 
 
-def run(conversations: list, embedder, n: int, pool: list, *, keep: Path | None = None,
+def run(conversations: list, embedder, n: int, pool: list, *, keep: Path | None = None, tag: str = "",
         settings: dict | None = None, exact: bool = True) -> dict:
     """Every conversation in a database of its own (one person's memory, as coop keeps it) plus `n` distractors;
     every question searched with coop's defaults and, unless `exact` is off, with exact vector search.
-    `keep`: the databases are kept there as `scale-<n>-<conversation>.db` and reused by the next run with the
-    same `n` (searching kept ones takes a minute or two, building them many)."""
+    `keep`: the databases are kept there as `scale-<tag>-<n>-<conversation>.db` and reused by the next run with
+    the same `n` and `tag` (which names the data file and the conversations taken, so a kept database is never
+    reused with other distractors); searching kept ones takes a minute or two, building them many."""
     from coop.config import MemoryConfig
     from coop.memory.retrieval import search as search_module
     from coop.memory.retrieval.settings import RetrievalSettings
@@ -134,7 +135,7 @@ def run(conversations: list, embedder, n: int, pool: list, *, keep: Path | None 
     latencies: list[float] = []
     with tempfile.TemporaryDirectory() as tmp:
         for index, conv in enumerate(conversations):
-            path = (keep or Path(tmp)) / f"scale-{n}-{conv.sample_id}.db"
+            path = (keep or Path(tmp)) / f"scale-{tag}-{n}-{conv.sample_id}.db"
             done = Path(f"{path}.done")
             reuse = keep is not None and path.exists() and done.exists()
             if keep is not None and not reuse:
@@ -209,7 +210,7 @@ def main(argv: list[str] | None = None) -> int:
     for n in sizes:
         started = time.perf_counter()
         result = run(conversations, embedder, n, pools, keep=args.keep, settings=settings,
-                     exact=not args.no_exact)
+                     tag=f"{args.data.stem}-{len(conversations)}", exact=not args.no_exact)
         result["seconds"] = round(time.perf_counter() - started, 1)
         results.append(result)
         if not args.json:
