@@ -70,7 +70,8 @@ FULL_TEXT_CANDIDATES = 400
 # normalisation, which `lengths.py` weakens, so the cut is made after re-weighting: in a large memory, a long
 # message that answers can sit at FTS5's rank 600 behind hundreds of one-liners and still be among the 400 best
 # once lengths are weighed fairly. Reading the extra matches costs little (FTS5 scores every match before it
-# sorts anyway; the extra cost is their lengths), and only the 400 kept get an exact cosine.
+# sorts anyway; the extra cost is joining them to their rows for user and length: 12-13 ms instead of 8-10 for
+# the leg at 100,000 messages), and only the 400 kept get an exact cosine.
 FULL_TEXT_POOL_FACTOR = 2.5
 
 
