@@ -186,6 +186,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--cache", type=Path, default=Path.home() / ".cache" / "coop-bench" / "vectors.sqlite",
                         help="where the vectors of the texts are kept between runs")
     parser.add_argument("--model-path", default=None, help="local all-MiniLM-L6-v2 model directory")
+    parser.add_argument("--embedder", choices=("fastembed", "hash"), default="fastembed",
+                        help="hash: coop's test embedder (no meaning; for checking the benchmark itself)")
     parser.add_argument("--limit-conversations", type=int, default=None, help="only the first N conversations")
     parser.add_argument("--keep", type=Path, default=None, metavar="DIR",
                         help="keep each size's database in DIR and reuse it on the next run (no ingest)")
@@ -204,8 +206,9 @@ def main(argv: list[str] | None = None) -> int:
     conversations = locomo.load(args.data)[:args.limit_conversations]
     if max(sizes) and not (distractors.FORTUNES.is_dir() or distractors.WORDNET.is_dir()):
         raise BenchError("the distractor text is not installed: apt-get install fortunes wordnet-base")
-    embedder = CachedEmbedder(load_embedder("fastembed", args.model_path), args.cache)
-    pools = [distractors.pool([c for j, c in enumerate(conversations) if j != i]) for i in range(len(conversations))]
+    embedder = CachedEmbedder(load_embedder(args.embedder, args.model_path), args.cache)
+    pools = [distractors.pool([c for j, c in enumerate(conversations) if j != i]) if max(sizes) else []
+             for i in range(len(conversations))]
     results = []
     for n in sizes:
         started = time.perf_counter()
@@ -215,8 +218,8 @@ def main(argv: list[str] | None = None) -> int:
         results.append(result)
         if not args.json:
             print_row(result, embedder.computed)
-    figures = {"data": str(args.data), "embedder": embedder.id, "pool": distractors.pool_report(pools[0]),
-               "results": results, "machine": machine()}
+    pool = distractors.pool_report(pools[0]) if pools[0] else "none"
+    figures = {"data": str(args.data), "embedder": embedder.id, "pool": pool, "results": results, "machine": machine()}
     if args.json:
         print(json.dumps(figures, indent=2))
     else:

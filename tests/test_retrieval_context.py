@@ -265,6 +265,30 @@ def test_the_locomo_benchmark_runs_on_a_tiny_file(tmp_path):
     assert set(result["categories"]) == {"1 multi-hop", "4 single-hop"}
 
 
+def test_the_scale_benchmark_keeps_a_database_per_user_and_searches_it_again(tmp_path):
+    """bench/scale.py at N = 0 on the tiny file: one database per conversation under --keep, and a second run
+    searches the kept one (same figures, the file left as it was) instead of building it again."""
+    data, keep = tmp_path / "tiny.json", tmp_path / "kept"
+    _tiny_locomo(data)
+
+    def run() -> dict:
+        done = subprocess.run([sys.executable, str(REPO / "bench" / "scale.py"), "--data", str(data), "--json",
+                               "--embedder", "hash", "--distractors", "0", "--keep", str(keep), "--cache",
+                               str(tmp_path / "vectors.sqlite"), "--set", "word_similarity_floor=-1"],
+                              capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0, done.stderr
+        return json.loads(done.stdout)
+
+    first = run()
+    kept = keep / "scale-tiny-1-0-conv-x.db"
+    assert sorted(p.name for p in keep.glob("*.db")) == [kept.name]
+    built = kept.stat().st_mtime_ns
+    second = run()
+    assert kept.stat().st_mtime_ns == built
+    assert first["results"][0]["coop"] == second["results"][0]["coop"]
+    assert first["results"][0]["coop"]["R_any@5"] == 1.0 and first["results"][0]["questions"] == 2
+
+
 def test_the_locomo_benchmark_says_clearly_when_the_model_is_missing(tmp_path):
     data = tmp_path / "tiny.json"
     _tiny_locomo(data)

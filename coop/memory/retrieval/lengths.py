@@ -40,10 +40,8 @@ def with_message_lengths(memory: UserMemory, matches: list[tuple[str, int, float
     messages = [item_id for kind, item_id, _ in matches if kind == "message"]
     if not messages or b == FTS5_B:
         return matches
-    if lengths is None or any(item_id not in lengths for item_id in messages):
-        lengths = memory.message_lengths(messages)
-    else:
-        lengths = {item_id: lengths[item_id] for item_id in messages}
+    known = memory.message_lengths(messages) if lengths is None else lengths
+    lengths = {item_id: known[item_id] for item_id in messages if item_id in known}
     if not lengths:
         return matches
     average = sum(lengths.values()) / len(lengths)

@@ -33,9 +33,9 @@ def with_neighbour_evidence(memory: UserMemory, fused: Scored[D], cosines: dict[
     candidates themselves: the turn before the answer (the question it answers) or after it (the reply) is
     usually about the same thing. Session evidence sees only candidates; this reads the neighbours' own vectors
     (the messages just around a candidate are rarely candidates when they share no word with the question). On
-    LoCoMo with 100,000 extra messages per user (`bench/scale.py`, replayed offline on the same
-    candidates) it lifts R_any@10 from 0.722 to 0.732, with 20,000 from 0.795 to 0.799, and at 0 from 0.858 to
-    0.863. `cosines_of` gives the exact cosines of items the search has not scored yet."""
+    LoCoMo with 100,000 extra messages per user (`bench/scale.py`, replayed offline on the same candidates) it
+    lifts R_any@10 from 0.722 to 0.732, with 20,000 from 0.795 to 0.799, and at 0 from 0.858 to 0.863.
+    `cosines` holds the exact cosines the search already has; `cosines_of` gives those of other items."""
     top = [key for key, _ in sorted(fused.items(), key=lambda kv: kv[1][0], reverse=True)
            if key[0] == "message"][:NEIGHBOUR_CANDIDATES]
     if not top:
@@ -55,11 +55,10 @@ def with_neighbour_evidence(memory: UserMemory, fused: Scored[D], cosines: dict[
 
 def with_session_evidence(memory: UserMemory, fused: Scored[D], weight: float) -> Scored[D]:
     """Each message candidate's score plus `weight` times the mean score of the two best other candidates of its
-    session (missing ones count 0): a passage whose messages match the query together outranks a lone match.
-    On LoCoMo with 20,000
-    extra messages per user (`bench/scale.py`, replayed offline on the same candidates) it lifts R_any@5 from
-    0.636 to 0.658 and R_any@10 from 0.729 to 0.750; without the extra messages, R_any@10 by about 0.01.
-    Facts and summaries have no session: their scores are unchanged."""
+    session (missing ones count 0): a passage whose messages match the query together outranks a lone match. On
+    LoCoMo with 20,000 extra messages per user (`bench/scale.py`, replayed offline on the same candidates) it lifts
+    R_any@5 from 0.636 to 0.658 and R_any@10 from 0.729 to 0.750; without the extra messages, R_any@10 by about
+    0.01. Facts and summaries have no session: their scores are unchanged."""
     messages = [item_id for kind, item_id in fused if kind == "message"]
     if not messages:
         return fused

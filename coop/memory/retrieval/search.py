@@ -51,7 +51,7 @@ from coop.errors import ModelError, UsageError
 from coop.memory.embedder import Embedder
 from coop.memory.kinds import KINDS, REGISTRY, active_fact
 from coop.memory.retrieval.lengths import with_message_lengths
-from coop.memory.retrieval.passages import with_neighbour_evidence, with_session_evidence
+from coop.memory.retrieval.passages import Scored, with_neighbour_evidence, with_session_evidence
 from coop.memory.retrieval.settings import FUSIONS, RetrievalSettings
 from coop.memory.retrieval.terms import affordable_terms, check_query, match_expression, query_terms, unspaced_phrases
 from coop.memory.storage.items import Item
@@ -84,7 +84,7 @@ class LegScore:
 
 
 # Candidates after fusion: (kind, id) -> (score, the legs that found it).
-Fused = dict[tuple[str, int], tuple[float, dict[str, LegScore]]]
+Fused = Scored[dict[str, LegScore]]
 
 
 @dataclass(frozen=True)
