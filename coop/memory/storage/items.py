@@ -9,7 +9,7 @@ from typing import Any
 
 from coop.memory.kinds import make_ref
 
-FACT_SOURCES = ("user", "model", "extraction", "consolidation", "import")
+FACT_SOURCES = ("user", "model", "extraction", "consolidation", "import", "host")
 ROLES = ("user", "assistant", "system", "tool")
 HISTORY_ACTIONS = ("ADD", "UPDATE", "SUPERSEDE", "MERGE", "FORGET", "ARCHIVE", "RESTORE")
 MAX_FACT_CHARS = 10_000

@@ -15,8 +15,23 @@ from dataclasses import dataclass
 
 from coop.memory.storage.facts import FactRecords
 from coop.memory.storage.items import Item
+from coop.secrets import mask
 
+MAX_QUOTE_CHARS = 1000
 MAX_JOB_ATTEMPTS = 3  # a job that failed this often is dropped (logged), so a poisoned row never blocks start-up
+
+
+@dataclass(frozen=True)
+class Provenance:
+    """One message a fact was learned from, with the user's words the fact quoted from it."""
+
+    message_id: int
+    session_id: int | None
+    role: str
+    text: str
+    created_at: float
+    origin: str | None
+    quote: str | None
 
 
 @dataclass(frozen=True)
@@ -32,12 +47,43 @@ class PendingJob:
 class Links(FactRecords):
     """Provenance links and the durable job queue of one user."""
 
-    def link_sources(self, fact_id: int, message_ids: Iterable[int]) -> None:
-        """Record that fact `fact_id` rests on these messages (ids of other users' messages are ignored)."""
+    def link_sources(self, fact_id: int, message_ids: Iterable[int], quote: str | None = None) -> None:
+        """Record that fact `fact_id` rests on these messages (ids of other users' messages are ignored), with
+        the user's words it quoted as evidence (kept on the first link; a later mention does not replace it)."""
+        quote = mask(quote[:MAX_QUOTE_CHARS]) if quote else None
         for message_id in set(message_ids):
-            self.db.execute("INSERT OR IGNORE INTO fact_sources (user_id, fact_id, message_id) SELECT ?, ?, id "
-                            "FROM messages WHERE id = ? AND user_id = ?", (self.user_id, fact_id, message_id,
-                                                                          self.user_id))
+            self.db.execute("INSERT INTO fact_sources (user_id, fact_id, message_id, quote) SELECT ?, ?, id, ? "
+                            "FROM messages WHERE id = ? AND user_id = ? ON CONFLICT (fact_id, message_id) DO UPDATE "
+                            "SET quote = coalesce(fact_sources.quote, excluded.quote)",
+                            (self.user_id, fact_id, quote, message_id, self.user_id))
+
+    def provenance(self, fact_id: int) -> list[Provenance]:
+        """The messages a fact was learned from, oldest first, each with the quote it rested on."""
+        return [Provenance(int(r[0]), r[1], r[2], r[3], float(r[4]), r[5], r[6]) for r in self.db.execute(
+            "SELECT m.id, m.session_id, m.role, m.content, m.created_at, m.origin, s.quote FROM fact_sources s "
+            "JOIN messages m ON m.id = s.message_id AND m.user_id = s.user_id "
+            "WHERE s.user_id = ? AND s.fact_id = ? ORDER BY m.id", (self.user_id, fact_id))]
+
+    def quotes_of(self, fact_ids: Iterable[int]) -> dict[int, list[tuple[int, str | None]]]:
+        """Fact id -> (message id, quote) of each source link: what an export carries."""
+        ids = sorted(set(fact_ids))
+        found: dict[int, list[tuple[int, str | None]]] = {}
+        for start in range(0, len(ids), 500):
+            chunk = ids[start:start + 500]
+            for fact_id, message_id, quote in self.db.execute(
+                    f"SELECT fact_id, message_id, quote FROM fact_sources WHERE user_id = ? AND fact_id IN "
+                    f"({','.join('?' * len(chunk))}) ORDER BY fact_id, message_id", (self.user_id, *chunk)):
+                found.setdefault(int(fact_id), []).append((int(message_id), quote))
+        return found
+
+    def host_messages(self, message_ids: Iterable[int]) -> set[int]:
+        """Those of `message_ids` that an MCP host recorded (`origin` host)."""
+        ids = sorted(set(message_ids))
+        if not ids:
+            return set()
+        return {int(r[0]) for r in self.db.execute(
+            f"SELECT id FROM messages WHERE user_id = ? AND origin = 'host' AND id IN ({','.join('?' * len(ids))})",
+            (self.user_id, *ids))}
 
     def sources_of(self, fact_ids: Iterable[int]) -> dict[int, set[int]]:
         """Fact id -> the ids of the messages it was extracted from."""

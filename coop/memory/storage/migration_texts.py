@@ -397,3 +397,4 @@ UPDATE facts SET embedder = NULL WHERE embedder IS NOT NULL AND coop_sentence_pa
 UPDATE summaries SET embedder = NULL WHERE embedder IS NOT NULL AND coop_sentence_parts(text) >= 2 AND EXISTS
   (SELECT 1 FROM embeddings e WHERE e.kind = 'summary' AND e.item_id = summaries.id AND e.parts IS NULL);
 """)
+

@@ -26,10 +26,12 @@ from coop.memory.storage.migration_texts import (
     M009_REEMBED_FOR_PARTS,
     Migration,
 )
+from coop.memory.storage.migration_texts_m010 import M010_PROVENANCE
 
 MIGRATIONS: tuple[Migration, ...] = (M001_INITIAL, M002_MESSAGE_CONTEXT_FTS, M003_EMBEDDING_COUNTS,
                                   M004_DROP_MESSAGES_FTS, M005_FORGOTTEN_IDS_INDEX, M006_PRIVATE_FULLTEXT,
-                                  M007_PROVENANCE_AND_JOBS, M008_SIGN_BITS, M009_REEMBED_FOR_PARTS)
+                                  M007_PROVENANCE_AND_JOBS, M008_SIGN_BITS, M009_REEMBED_FOR_PARTS,
+                                  M010_PROVENANCE)
 SCHEMA_VERSION = len(MIGRATIONS)
 
 

@@ -119,10 +119,13 @@ class UserMemory(Links):
     def add_message(self, session_id: int | None, role: str, content: str, *, created_at: float | None = None,
                     importance: float = 0.5, external_id: str | None = None, tool_name: str | None = None,
                     tool_call_id: str | None = None, tool_calls: str | None = None,
-                    consolidated_at: float | None = None) -> int | None:
-        """Store one message; returns its id, or None when `external_id` was already imported."""
+                    consolidated_at: float | None = None, origin: str | None = None) -> int | None:
+        """Store one message; returns its id, or None when `external_id` was already imported. `origin` "host"
+        marks an exchange an MCP host recorded (facts learned from it have the source "host")."""
         if role not in ROLES:
             raise UsageError(f"unknown message role {role!r}", hint="use one of: " + ", ".join(ROLES))
+        if origin not in (None, "host"):
+            raise UsageError(f"unknown message origin {origin!r}", hint="use none or host")
         if role != "tool" and not tool_calls:  # a tool result, or a call without text, may be empty
             check_text(content, "message", MAX_MESSAGE_CHARS)
         content, tool_calls = mask(content), mask_optional(tool_calls)
@@ -134,11 +137,11 @@ class UserMemory(Links):
                                     hint="list sessions with `coop memory stats`")
             row = self.db.one(
                 "INSERT INTO messages (id, user_id, session_id, role, content, tool_name, tool_call_id, tool_calls, "
-                "created_at, importance, token_count, consolidated_at, external_id) "
-                f"VALUES ({fresh_id_sql('message')}, ?,?,?,?,?,?,?,?,?,?,?,?) "
+                "created_at, importance, token_count, consolidated_at, external_id, origin) "
+                f"VALUES ({fresh_id_sql('message')}, ?,?,?,?,?,?,?,?,?,?,?,?,?) "
                 "ON CONFLICT (user_id, external_id) DO NOTHING RETURNING id",
                 (self.user_id, session_id, role, content, tool_name, tool_call_id, tool_calls, now,
-                 importance, estimate_tokens(content), consolidated_at, external_id))
+                 importance, estimate_tokens(content), consolidated_at, external_id, origin))
             if row is None:
                 return None
             if session_id is not None:
