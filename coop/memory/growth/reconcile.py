@@ -59,6 +59,8 @@ class Candidate:
     importance: float = 0.5
     source: str = "extraction"
     evidence: str | None = None  # the user's own words it rests on (machine sources: checked, see evidence.py)
+    replaces: int | None = None  # a user's own write naming the fact it replaces (`coop memory add --replaces f12`)
+    stance: str = "asserted"     # what the extractor says the user did: asserted, plan, question, joke, ...
 
 
 @dataclass(frozen=True)
