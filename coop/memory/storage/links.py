@@ -5,6 +5,9 @@ its source message once (the fact wins), and forgetting a fact reaches the messa
 records the extraction of an exchange before it runs; the job deletes its row when it is done, so a process
 that exits first (Ctrl-D while the fast model is thinking) leaves a row that the next start finishes. Rows hold
 ids, never text: a job reads its messages when it runs, so a message forgotten in between is never extracted.
+
+The review mark (`users.reviewed_at`) lives here too: it says which facts a person has already looked over, so
+`coop memory review` shows only what memory learned since, with where each fact came from.
 """
 
 from __future__ import annotations
@@ -13,8 +16,9 @@ import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from coop.memory.kinds import active_fact
 from coop.memory.storage.facts import FactRecords
-from coop.memory.storage.items import Item
+from coop.memory.storage.items import FACT_COLUMNS, Item, fact_item
 from coop.secrets import mask
 
 MAX_QUOTE_CHARS = 1000
@@ -35,6 +39,17 @@ class Provenance:
 
 
 @dataclass(frozen=True)
+class Learned:
+    """An active fact as a review sees it: when its text last changed (its latest ADD or UPDATE in the history)
+    and how ("ADD": a new row in that time, which includes one that superseded an older fact; "UPDATE": an
+    older row rewritten in place)."""
+
+    item: Item
+    changed_at: float
+    change: str
+
+
+@dataclass(frozen=True)
 class PendingJob:
     job_id: int
     kind: str
@@ -45,7 +60,7 @@ class PendingJob:
 
 
 class Links(FactRecords):
-    """Provenance links and the durable job queue of one user."""
+    """Provenance links, the review mark and the durable job queue of one user."""
 
     def link_sources(self, fact_id: int, message_ids: Iterable[int], quote: str | None = None) -> None:
         """Record that fact `fact_id` rests on these messages (ids of other users' messages are ignored), with
@@ -111,6 +126,47 @@ class Links(FactRecords):
             if int(fact_id) in facts:
                 found.setdefault(int(message_id), []).append(facts[int(fact_id)])
         return found
+
+    def replaced_facts(self, fact_id: int) -> list[Item]:
+        """The facts that `fact_id` superseded (kept, marked superseded by it), oldest first."""
+        return [fact_item(r) for r in self.db.execute(
+            f"SELECT {FACT_COLUMNS} FROM facts WHERE user_id = ? AND superseded_by = ? AND superseded_at IS NOT NULL "
+            "ORDER BY id", (self.user_id, fact_id))]
+
+    # -- review -------------------------------------------------------------------------------------------
+
+    def reviewed_at(self) -> float | None:
+        """When the user's last review (`coop memory review`) reached; None before the first."""
+        found = self.db.scalar("SELECT reviewed_at FROM users WHERE id = ?", (self.user_id,))
+        return None if found is None else float(found)
+
+    def mark_reviewed(self, at: float) -> None:
+        """Record that the user has reviewed what memory learned up to `at`. Never moves the mark back (two
+        reviews at once, or one that stopped early, cannot bring back what another one settled)."""
+        with self.db.atomic():
+            self.ensure_user()
+            self.db.execute("UPDATE users SET reviewed_at = max(coalesce(reviewed_at, ?1), ?1) WHERE id = ?2",
+                            (at, self.user_id))
+
+    def learned_since(self, since: float | None, sources: Iterable[str] | None, *,
+                      limit: int = 10_000) -> list[Learned]:
+        """Active facts whose text changed (ADD or UPDATE in their history) after `since`, oldest change first.
+        Only facts with one of `sources`, except that a fact rewritten in place counts whatever its source (the
+        fact pipeline may refine a fact the user stated). `since` None: every active fact (`sources` None: any
+        source), each dated by its latest change, or its creation when it has no history."""
+        wanted = tuple(sorted(set(sources))) if sources is not None else None
+        after = "AND created_at > ?" if since is not None else ""
+        join = "JOIN" if since is not None else "LEFT JOIN"
+        of_source = "" if wanted is None else \
+            f"AND (f.source IN ({','.join('?' * len(wanted))}) OR coalesce(h.updated, 0))"
+        params = (self.user_id, *(() if since is None else (since,)), self.user_id, *(wanted or ()), limit)
+        rows = self.db.execute(
+            f"SELECT {FACT_COLUMNS}, coalesce(h.at, f.created_at), coalesce(h.updated, 0), coalesce(h.added, 1) "
+            f"FROM facts f {join} (SELECT fact_id, max(created_at) AS at, max(action = 'UPDATE') AS updated, "
+            "max(action = 'ADD') AS added FROM fact_history "
+            f"WHERE user_id = ? AND action IN ('ADD', 'UPDATE') {after} GROUP BY fact_id) h ON h.fact_id = f.id "
+            f"WHERE f.user_id = ? AND {active_fact('f')} {of_source} ORDER BY 16, f.id LIMIT ?", params)
+        return [Learned(fact_item(r[:15]), float(r[15]), "UPDATE" if r[16] and not r[17] else "ADD") for r in rows]
 
     # -- durable jobs -------------------------------------------------------------------------------------
 
