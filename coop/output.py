@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from coop.errors import CoopError
     from coop.memory.retrieval.search import Hit
     from coop.memory.storage.items import HistoryEntry, Item
+    from coop.memory.storage.links import Provenance
 
 _stdout: Console | None = None
 _stderr: Console | None = None
@@ -143,6 +144,13 @@ def history_json(entry: "HistoryEntry") -> dict[str, Any]:
     return {"action": entry.action, "old_value": entry.old_value, "new_value": entry.new_value,
             "reason": entry.reason, "created_at": iso(entry.created_at),
             "related_id": None if entry.related_fact_id is None else f"f{entry.related_fact_id}"}
+
+
+def source_json(source: "Provenance") -> dict[str, Any]:
+    """One message a fact was learned from, with the user's words it quoted (`coop memory why --json`)."""
+    return {"message_id": f"m{source.message_id}", "session_id": source.session_id, "role": source.role,
+            "created_at": iso(source.created_at), "origin": source.origin, "quote": source.quote,
+            "text": source.text}
 
 
 def one_line(text: str, width: int = 90) -> str:

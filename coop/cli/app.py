@@ -123,7 +123,19 @@ def root(
 
 
 def _register() -> None:
-    from coop.cli import chat, check, embedder, init, mcp, memory, memory_transfer  # noqa: F401 (memory_transfer registers commands)
+    # memory_edit, memory_review, memory_transfer and memory_why register their commands on memory.app
+    from coop.cli import (  # noqa: F401
+        chat,
+        check,
+        embedder,
+        init,
+        mcp,
+        memory,
+        memory_edit,
+        memory_review,
+        memory_transfer,
+        memory_why,
+    )
 
     app.command("chat")(chat.chat)
     memory.app.add_typer(embedder.app, name="embedder")

@@ -14,8 +14,13 @@ from coop.memory.text import plural
 
 if TYPE_CHECKING:
     from rich.console import RenderableType
+    from rich.table import Table
 
-app = typer.Typer(no_args_is_help=True, help="Inspect and correct memory: search, list, show, add, forget.")
+    from coop.memory.storage.items import HistoryEntry, Item
+    from coop.memory.storage.store import UserMemory
+
+app = typer.Typer(no_args_is_help=True,
+                  help="Inspect and correct memory: search, list, show, why, add, edit, review, forget.")
 
 
 def _nonempty_user(value: str | None) -> str | None:
@@ -42,6 +47,38 @@ def _kinds(kind: str | None, *, allow_instruction: bool = False) -> tuple[str, .
     return (kind,)
 
 
+def fact_ref(ref: str, doing: str) -> int:
+    """The number of a fact id (`f12`); any other id is a usage error saying what `doing` takes."""
+    from coop.memory.kinds import parse_ref
+
+    kind, number = parse_ref(ref)
+    if kind != "fact":
+        raise UsageError(f"{ref.strip()} is a {kind}; {doing} takes a fact", hint="give a fact id such as f12 "
+                                                                                 "(`coop memory list --kind fact`)")
+    return number
+
+
+def current_fact(memory: UserMemory, fact_id: int, doing: str) -> Item:
+    """Fact `fact_id` when it is active. Not there: NotFoundError (exit 3). Superseded or archived: a usage
+    error (exit 2) naming the fact that is current now, since only that one can be changed."""
+    item = memory.get("fact", fact_id)
+    if item.superseded_at is None and item.archived_at is None:
+        return item
+    if item.archived_at is not None and item.superseded_at is None:
+        raise UsageError(f"{item.ref} is archived, not current; {doing} takes a current fact",
+                         hint="remember it again with `coop memory add TEXT`")
+    successor, seen = item, {item.item_id}
+    while successor.superseded_by is not None and successor.superseded_by not in seen \
+            and memory.exists("fact", successor.superseded_by):
+        successor = memory.get("fact", successor.superseded_by)
+        seen.add(successor.item_id)
+    if successor.superseded_at is None and successor.archived_at is None:
+        raise UsageError(f"{item.ref} was superseded; {successor.ref} is current now",
+                         hint=f"{doing} {successor.ref} instead (`coop memory why {successor.ref}`)")
+    raise UsageError(f"{item.ref} was superseded and nothing that replaced it is current",
+                     hint=f"see `coop memory history {item.ref}`; remember it again with `coop memory add TEXT`")
+
+
 @app.command()
 def add(
     ctx: typer.Context,
@@ -50,22 +87,29 @@ def add(
     key: Annotated[str | None, typer.Option(help="a name for the slot this fact fills; a new value for the same "
                                                     "category and key supersedes the old one")] = None,
     importance: Annotated[float, typer.Option(min=0.0, max=1.0, help="0..1; 0.85 and above is always recalled")] = 0.9,
+    replaces: Annotated[str | None, typer.Option("--replaces", metavar="ID",
+                                                 help="the fact this one replaces (f12): it is superseded, kept in "
+                                                      "its history, whatever its category and key")] = None,
     user: UserOption = None,
     json_: JsonOption = False,
 ) -> None:
     """Remember a fact (stated by you, so important by default). Use --category instruction for a standing
-    instruction to the assistant ("answer briefly")."""
+    instruction to the assistant ("answer briefly"), --replaces f12 when it corrects another fact."""
     from coop.memory.growth.embedding import embed_pending
     from coop.memory.growth.reconcile import Candidate
     from coop.memory.storage.items import MAX_FACT_CHARS
     from coop.memory.text import check_text
 
     check_text(text, "fact", MAX_FACT_CHARS)  # before the database is opened: bad input touches nothing
+    replaced = None if replaces is None else fact_ref(replaces, "--replaces")
     app_state = state(ctx)
     memory = app_state.memory(user)
+    if replaced is not None:
+        current_fact(memory, replaced, "--replaces")
     embedder = app_state.embedder()
     writer = app_state.services().writer(memory)
-    result = writer.write(Candidate(text, category=category, key=key, importance=importance, source="user"))
+    result = writer.write(Candidate(text, category=category, key=key, importance=importance, source="user",
+                                    replaces=replaced))
     if result is None:
         raise UsageError("not stored: a request to drop a safety behaviour is not kept as an instruction",
                          hint="store it with another --category if it is a fact about you")
@@ -267,6 +311,11 @@ def history(
     if json_:
         output.print_json([output.history_json(entry) for entry in entries])
         return
+    output.out().print(history_table(entries))
+
+
+def history_table(entries: list[HistoryEntry]) -> Table:
+    """A fact's changes for people: when, what, the change itself (with the other fact it involved), why."""
     from rich.table import Table
 
     table = Table(box=None, pad_edge=False)
@@ -281,7 +330,7 @@ def history(
             change += f" (f{entry.related_fact_id})"
         table.add_row(output.local_time(entry.created_at), entry.action, output.cell(change),
                       output.cell(entry.reason or ""))
-    output.out().print(table)
+    return table
 
 
 @app.command()

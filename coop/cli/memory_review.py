@@ -1,0 +1,234 @@
+"""`coop memory review`: look over what memory learned by itself since you last looked, one fact at a time.
+
+What is shown: active facts whose text changed (added, superseded into, rewritten in place) after the review
+mark (`users.reviewed_at`), from machine sources (extraction, consolidation, the assistant's tool, an MCP host,
+an import), oldest first, each with the words it quoted and the facts it replaced. Facts you stated yourself
+(`add`, /remember, `edit`) are not shown unless rewritten in place since, which only the fact pipeline (or an
+`undo`) does. An imported fact is dated by its own history, so what was learned long ago elsewhere is not new.
+`--all` shows every active fact, whatever its source.
+
+On a terminal, each fact waits for a decision: keep (it is right; nothing changes), pin (importance at least 0.9,
+so it is always recalled; counted as one more mention, as `coop memory add` of the same text does), edit (a new
+text supersedes it: `memory_edit.py`), forget (with the messages that said it, after a confirmation that lists
+them), skip (not now: it comes back next time) or quit. The mark then moves to the review's start when every fact
+was decided; otherwise to just before the first fact skipped or not reached, so those come back at the next
+review (with any decided after them, which are shown again unchanged). `--json`, or no terminal, lists the facts
+and changes nothing. Each listed fact carries `flags`, the one place new markers go ("out_of_date" is planned).
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+import time
+from collections import Counter
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+
+from coop import output
+from coop.cli.context import AppContext, state
+from coop.cli.memory import JsonOption, UserOption, app
+from coop.cli.memory_edit import edit_fact, embed_new_facts
+from coop.cli.memory_why import HOST_WORDS
+from coop.errors import ExitCode, UsageError
+from coop.memory.text import plural
+
+if TYPE_CHECKING:
+    from coop.memory.storage.links import Learned
+    from coop.memory.storage.store import UserMemory
+
+REVIEWED_SOURCES = ("extraction", "consolidation", "model", "host", "import")
+PIN_IMPORTANCE = 0.9
+ACTIONS = ("keep", "pin", "edit", "forget", "skip", "quit")
+DECIDED = ("keep", "pin", "edit", "forget")
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One fact to review, with what it rests on and what it replaced."""
+
+    learned: Learned
+    quotes: list[tuple[int, str | None]]
+    supersedes: list[str]
+    flags: tuple[str, ...]
+
+    @property
+    def quote(self) -> str | None:
+        return next((quote for _, quote in self.quotes if quote), None)
+
+
+def on_terminal() -> bool:
+    """Whether the review can ask: a person is at stdin (the questions go to stderr)."""
+    return bool(sys.stdin) and sys.stdin.isatty()
+
+
+def entries_of(memory: UserMemory, learned: list[Learned], pinned_at: float) -> list[Entry]:
+    """Each fact with its quotes, the facts it replaced and its flags: pinned (always recalled), updated (an
+    older fact rewritten in place), replaces (it superseded another), from_host (learned from what an MCP host
+    recorded), unquoted (written by a machine with no quote of the user linked)."""
+    quotes = memory.quotes_of(entry.item.item_id for entry in learned)
+    hosts = memory.host_messages(m for links in quotes.values() for m, _ in links)
+    found = []
+    for entry in learned:
+        item, links = entry.item, quotes.get(entry.item.item_id, [])
+        supersedes = [fact.ref for fact in memory.replaced_facts(item.item_id)]
+        flags = [flag for flag, present in (
+            ("pinned", (item.importance or 0) >= pinned_at),
+            ("updated", entry.change == "UPDATE"),
+            ("replaces", bool(supersedes)),
+            ("from_host", item.source == "host" or any(m in hosts for m, _ in links)),
+            ("unquoted", item.source != "user" and not any(quote for _, quote in links)),
+        ) if present]
+        found.append(Entry(entry, links, supersedes, tuple(flags)))
+    return found
+
+
+def entry_json(entry: Entry) -> dict[str, Any]:
+    change = "updated" if entry.learned.change == "UPDATE" else "added"
+    return {**output.item_json(entry.learned.item), "change": change,
+            "changed_at": output.iso(entry.learned.changed_at), "quote": entry.quote,
+            "sources": [f"m{m}" for m, _ in entry.quotes], "supersedes": entry.supersedes, "flags": list(entry.flags)}
+
+
+@app.command()
+def review(
+    ctx: typer.Context,
+    all_: Annotated[bool, typer.Option("--all", help="every active fact, whatever its source or age")] = False,
+    user: UserOption = None,
+    json_: JsonOption = False,
+) -> None:
+    """Look over the facts memory learned by itself since your last review: keep, pin, edit or forget each.
+    Off a terminal, or with --json, list them and change nothing."""
+    app_state = state(ctx)
+    memory = app_state.memory(user)
+    started = time.time()  # what changes during the review is for the next one
+    since = None if all_ else memory.reviewed_at()
+    learned = memory.learned_since(since, None if all_ else REVIEWED_SOURCES)
+    entries = entries_of(memory, learned, app_state.config().memory.salience_threshold)
+    if json_:
+        output.print_json([entry_json(entry) for entry in entries])
+        return
+    if not entries:
+        output.info("nothing new to review" + (f" since {output.local_time(since)}" if since else ""))
+        return
+    if not on_terminal():
+        _print_list(entries)
+        output.info(f"{plural(len(entries), 'fact')} to review; nothing was changed. Run `coop memory review` in a "
+                    "terminal to keep, pin, edit or forget each (`coop memory review --json` lists them for scripts)")
+        return
+    _walk(app_state, memory, entries, started)
+
+
+def _print_list(entries: list[Entry]) -> None:
+    from rich.table import Table
+
+    table = Table(box=None, pad_edge=False)
+    for column in ("id", "when", "source", "text"):
+        table.add_column(column, overflow="fold" if column == "text" else "ellipsis", no_wrap=column != "text")
+    for entry in entries:
+        item = entry.learned.item
+        text = output.one_line(item.text, 200) + (f"\n  “{output.one_line(entry.quote, 200)}”" if entry.quote else "")
+        table.add_row(item.ref, output.local_time(entry.learned.changed_at), item.source or "",
+                      output.cell(text + "".join(f"  [{flag}]" for flag in entry.flags)))
+    output.out().print(table)
+
+
+def _show(entry: Entry, index: int, total: int) -> None:
+    item = entry.learned.item
+    slot = (item.category or "general") + (f"/{item.key}" if item.key else "")
+    change = "rewritten" if entry.learned.change == "UPDATE" else "learned"
+    lines = [f"[{index}/{total}] {item.ref}  {slot}  {change} {output.local_time(entry.learned.changed_at)} "
+             f"by {item.source}" + ("  (pinned)" if "pinned" in entry.flags else ""),
+             f"  {item.text}"]
+    if entry.quote:
+        lines.append(f"  you said: “{output.one_line(entry.quote, 300)}”")
+    elif "unquoted" in entry.flags:
+        lines.append("  (no words of yours are linked to it)")
+    if entry.supersedes:
+        lines.append(f"  replaces {', '.join(entry.supersedes)} (`coop memory why {item.ref}`)")
+    if "from_host" in entry.flags:
+        lines.append(f"  from a conversation {HOST_WORDS}")
+    console = output.out()
+    console.print()
+    for line in lines:
+        console.print(output.printable(line), markup=False, highlight=False)
+
+
+def _ask() -> str:
+    """One of ACTIONS, by name or first letter; asked again until it is one."""
+    while True:
+        answer = typer.prompt("keep, pin, edit, forget, skip or quit? [k/p/e/f/s/q]", err=True,
+                              default="", show_default=False).strip().lower()
+        found = [action for action in ACTIONS if answer and action.startswith(answer)]
+        if len(found) == 1:
+            return found[0]
+        output.info("answer keep, pin, edit, forget, skip or quit (or the first letter)")
+
+
+def _decide(memory: UserMemory, entry: Entry, action: str) -> bool:
+    """Carry out one decision; False when it did not happen (a refused edit, a forget not confirmed)."""
+    from coop.memory.growth.forgetting import forget_with_traces, traces
+
+    item = entry.learned.item
+    if action == "pin":
+        memory.bump_fact(item.item_id, importance=PIN_IMPORTANCE, reason="pinned by the user (review)")
+        output.out().print(f"pinned {item.ref}", highlight=False)
+    elif action == "edit":
+        text = typer.prompt("new text", err=True)
+        try:
+            _, result = edit_fact(memory, item.item_id, text)
+        except UsageError as exc:  # nothing was written: ask again
+            output.error(exc)
+            return False
+        output.out().print(f"{item.ref} unchanged (the same text)" if result is None else
+                           f"f{result.fact_id} replaces {item.ref}", highlight=False)
+    elif action == "forget":
+        with_it = traces(memory, item)
+        for trace in with_it:
+            output.err().print(f"  with {trace.ref}: {output.one_line(trace.text, 64)}", markup=False)
+        if with_it and not typer.confirm(f"Forget {item.ref} and {plural(len(with_it), 'item')} that said it?",
+                                         default=False, err=True):
+            return False
+        gone = forget_with_traces(memory, "fact", item.item_id, reason="forgotten by the user (review)")
+        output.out().print(gone.describe(), highlight=False)
+    return True
+
+
+def _walk(app_state: AppContext, memory: UserMemory, entries: list[Entry], started: float) -> None:
+    """Ask about each fact in turn; then move the review mark as the module docstring says."""
+    tally: Counter[str] = Counter()
+    first_open: Entry | None = None  # the first fact skipped or not reached
+    interrupted = False
+    position = 0
+    while position < len(entries):
+        entry = entries[position]
+        if not memory.is_active_fact(entry.learned.item.item_id):  # changed since the list was read: next time
+            position += 1
+            continue
+        _show(entry, position + 1, len(entries))
+        try:
+            action = _ask()
+            if action in DECIDED and not _decide(memory, entry, action):
+                continue  # the same fact again
+        except typer.Abort:  # Ctrl-C or end of input at a question: stop as quit does
+            action, interrupted = "quit", True
+        if action == "quit":
+            first_open = first_open or entry
+            break
+        if action == "skip" and first_open is None:
+            first_open = entry
+        tally[action] += 1
+        position += 1
+    if tally["edit"]:
+        embed_new_facts(app_state, memory)
+    memory.mark_reviewed(started if first_open is None else math.nextafter(first_open.learned.changed_at, -math.inf))
+    counts = ", ".join(f"{tally[action]} {word}" for action, word in (
+        ("keep", "kept"), ("pin", "pinned"), ("edit", "edited"), ("forget", "forgotten"), ("skip", "skipped"))
+        if tally[action])
+    left = len(entries) - position  # the one at a quit included
+    output.info(f"reviewed: {counts or 'nothing decided'}" + (f"; {plural(left, 'fact')} not reached" if left else "")
+                + ("; skipped and unreached facts come back at the next review" if first_open else ""))
+    if interrupted:
+        raise typer.Exit(int(ExitCode.INTERRUPTED))
