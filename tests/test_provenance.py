@@ -1,5 +1,5 @@
 """Memory you can trust: where a fact came from (`coop memory why`), correcting it (`edit`, `add --replaces`),
-and looking over what memory learned by itself (`review`).
+looking over what memory learned by itself (`review`), and provenance that survives an export and an import.
 
 The `memory` fixture (user "ana") writes what the CLI cannot: messages, facts from machine sources, their source
 links and quotes; the commands run in-process through `run_cli` on the same database. The review's questions are
@@ -332,3 +332,75 @@ def test_a_fact_rewritten_in_place_is_reviewed_whatever_its_source(memory, run_c
     [item] = ok_json(run_cli("memory", "review", "--user", "ana", "--json"))
     assert (item["id"], item["change"], item["source"]) == (f"f{own}", "updated", "user")
     assert "updated" in item["flags"]
+
+
+# --- provenance travels ------------------------------------------------------------------------------------
+
+
+def test_export_and_import_keep_sources_quotes_and_origin(tmp_path, memory, run_cli, coop_home):
+    city, said = learned(memory, "Lives in Lyon", said="I moved to Lyon last spring", quote="moved to Lyon",
+                         category="location", key="city")
+    tea, hosted = learned(memory, "Likes tea", said="she said she likes tea", source="host", origin="host")
+    exported = tmp_path / "ana.jsonl"
+    assert run_cli("memory", "export", "--user", "ana", "-o", str(exported)).exit_code == 0
+    records = [json.loads(line) for line in exported.read_text(encoding="utf-8").splitlines()[1:]]
+    facts = {r["id"]: r for r in records if r["type"] == "fact"}
+    assert facts[city]["sources"] == [{"message_id": said, "quote": "moved to Lyon"}]
+    assert facts[tea]["sources"] == [{"message_id": hosted, "quote": None}]
+    assert {r["id"]: r["origin"] for r in records if r["type"] == "message"} == {said: None, hosted: "host"}
+
+    other = tmp_path / "other.toml"
+    other.write_text(f'[memory]\ndb_path = "{tmp_path / "restored.db"}"\n', encoding="utf-8")
+    from coop.memory.storage.database import open_database
+    from coop.memory.storage.store import MemoryStore
+
+    restored = MemoryStore(open_database(str(tmp_path / "restored.db"))).user("ana")
+    restored.add_message(restored.start_session("earlier"), "user", "an earlier message: ids move")
+    for _ in range(2):  # twice: the second import adds nothing and doubles no link
+        report = ok_json(run_cli("--config", str(other), "memory", "import", str(exported), "--user", "ana",
+                                 "--json"))
+        assert report["problems"] == []
+    lyon = restored.find_by_key("location", "city")
+    assert lyon is not None
+    [source] = restored.provenance(lyon.item_id)
+    assert (source.text, source.quote, source.origin) == ("I moved to Lyon last spring", "moved to Lyon", None)
+    assert source.message_id != said, "linked to the imported message under its new id"
+    [tea_fact] = [item for item in restored.active_facts() if item.text == "Likes tea"]
+    [host_source] = restored.provenance(tea_fact.item_id)
+    assert (host_source.text, host_source.origin, tea_fact.source) == ("she said she likes tea", "host", "host")
+    why = ok_json(run_cli("--config", str(other), "memory", "why", lyon.ref, "--user", "ana", "--json"))
+    assert [s["quote"] for s in why["sources"]] == ["moved to Lyon"]
+
+    markdown = run_cli("memory", "export", "--user", "ana", "--format", "markdown").stdout
+    assert "- Lives in Lyon (city) (f" in markdown and "  > you said: “moved to Lyon”" in markdown
+
+
+def test_old_exports_import_and_bad_provenance_is_a_problem(tmp_path, memory, run_cli):
+    from coop.secrets import MARKER
+
+    lines = [
+        {"format": "coop", "version": 1, "user": "x", "exported_at": 0, "records": 6},
+        {"type": "session", "id": 1, "title": "t", "started_at": 10.0, "ended_at": None, "last_activity_at": 10.0},
+        {"type": "message", "id": 1, "session_id": 1, "role": "user", "content": "I keep bees", "created_at": 11.0},
+        {"type": "message", "id": 2, "session_id": 1, "role": "user", "content": "odd origin", "created_at": 12.0,
+         "origin": "carrier-pigeon"},
+        {"type": "fact", "id": 1, "category": "hobby", "value": "Keeps bees", "source": "extraction",
+         "created_at": 13.0},
+        {"type": "fact", "id": 2, "category": "general", "value": "Has a key", "source": "extraction",
+         "created_at": 14.0, "sources": [{"message_id": 1, "quote": "my key sk-Ab3dEf5hIj7lMn9pQr1tUv3xYz5bCd7f"},
+                                         {"message_id": 77, "quote": "a message not in the file"}]},
+        {"type": "fact", "id": 3, "category": "general", "value": "Bad sources", "source": "extraction",
+         "created_at": 15.0, "sources": "m1"},
+    ]
+    export = tmp_path / "old.jsonl"
+    export.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
+    report = ok_json(run_cli("memory", "import", str(export), "--user", "ana", "--json"))
+    assert [(p["where"], p["reason"]) for p in report["problems"]] == \
+        [("line 7", "sources is not a list of objects: skipped")]
+    assert (report["messages_added"], report["facts_added"]) == (2, 2)
+    by_text = {item.text: item for item in memory.active_facts()}
+    assert memory.provenance(by_text["Keeps bees"].item_id) == [], "an export from before provenance: no links"
+    [link] = memory.provenance(by_text["Has a key"].item_id)
+    assert link.text == "I keep bees" and link.quote == f"my key {MARKER}", "quotes are masked as all text is"
+    odd = [m for m in memory.list_items("message") if m.text == "odd origin"]
+    assert len(odd) == 1 and memory.host_messages([odd[0].item_id]) == set(), "an unknown origin is dropped"

@@ -8,10 +8,11 @@ a round trip is exact):
      "external_id": null}
     {"type": "message", "id": 17, "session_id": 3, "role": "user", "content": "...", "created_at": ...,
      "importance": 0.5, "tool_name": null, "tool_call_id": null, "tool_calls": null, "consolidated_at": null,
-     "external_id": null}
+     "external_id": null, "origin": null}
     {"type": "fact", "id": 5, "category": "location", "key": "city", "value": "Lyon", "source": "extraction",
      "importance": 0.7, "mention_count": 2, "created_at": ..., "updated_at": ..., "last_recalled_at": null,
-     "superseded_by": null, "superseded_at": null, "archived_at": null}
+     "superseded_by": null, "superseded_at": null, "archived_at": null,
+     "sources": [{"message_id": 17, "quote": "I moved to Lyon"}]}
     {"type": "fact_history", "fact_id": 5, "action": "ADD", "old_value": null, "new_value": "Lyon",
      "related_fact_id": null, "reason": "...", "created_at": ...}
     {"type": "summary", "id": 2, "session_id": 3, "span_start_id": 10, "span_end_id": 40, "text": "...",
@@ -19,7 +20,13 @@ a round trip is exact):
     {"type": "forgotten", "kind": "fact", "content_hash": "...", "forgotten_at": ...}
 
 Ids are the exporting database's; an import gives rows new ids and maps every reference (a message's session,
-a summary's span, a fact's `superseded_by`, its history). Vectors are not exported: they belong to one embedder,
+a summary's span, a fact's `superseded_by`, its history, its `sources`).
+
+Provenance travels with the memory: a fact's `sources` are the messages it was learned from, each with the user's
+words it quoted (null when none was kept), and a message's `origin` is "host" when an MCP host recorded it. Both
+fields came later (exports only grow): a record without them imports as before, with no links and no origin. A
+source whose message is not in the file (forgotten before the export) is left out; an origin this coop does not
+know is dropped and the message kept. Vectors are not exported: they belong to one embedder,
 and the importing side embeds the text with its own. Records land in the user the import is run for, whatever
 user the export came from.
 
@@ -52,6 +59,7 @@ from coop.memory.transfer.report import ImportProgress, ImportReport, ProgressCa
 from coop.secrets import mask, mask_optional
 
 EXPORT_VERSION = 1
+ORIGINS = ("host",)  # a message's `origin` values this coop knows
 
 
 def _coop_records(source: Source, report: ImportReport) -> Iterator[tuple[int, dict[str, Any]]]:
@@ -226,6 +234,7 @@ class _CoopImport:
         tool_call_id = _str(record, "tool_call_id", optional=True, limit=500)
         tool_calls = _str(record, "tool_calls", optional=True)
         consolidated = _time(record, "consolidated_at", optional=True)
+        origin = _str(record, "origin", optional=True, limit=20)
         known = (self._known_message(session, role, created, content)
                  if _unsourced(own) and session not in self.new_sessions else None)
         if known is not None:
@@ -234,7 +243,8 @@ class _CoopImport:
             return
         new_id = self.memory.add_message(
             session, role, content, created_at=created, importance=importance, external_id=external,
-            tool_name=tool_name, tool_call_id=tool_call_id, tool_calls=tool_calls, consolidated_at=consolidated)
+            tool_name=tool_name, tool_call_id=tool_call_id, tool_calls=tool_calls, consolidated_at=consolidated,
+            origin=origin if origin in ORIGINS else None)
         if new_id is None:
             self.messages[old_id] = self.memory.message_by_external_id(external) or 0
             self.report.messages_skipped += 1
@@ -256,6 +266,7 @@ class _CoopImport:
                                     importance=0.5 if importance is None else min(max(importance, 0.0), 1.0),
                                     source=source)
         created = _time(record, "created_at")
+        sources = self._sources(record)
         restored = RestoredFact(fields, _int(record, "mention_count", optional=True) or 1, created,
                                 _time(record, "updated_at", optional=True) or created,
                                 _time(record, "last_recalled_at", optional=True),
@@ -265,14 +276,37 @@ class _CoopImport:
         if same is not None:  # already here (this file imported before, or the same fact known already)
             self.facts[old_id] = same
             self.report.facts_skipped += 1
+            self._link(same, sources)  # (a file from before provenance was exported left it without them)
             return
         new_id = self.memory.restore_fact(restored, reason="import: the newer value for this key wins")
+        self._link(new_id, sources)
         self.facts[old_id] = new_id
         self.new_facts.add(new_id)
         self.report.facts_added += 1
         superseded_by = _int(record, "superseded_by", optional=True)
         if superseded_by is not None:
             self.supersede_links.append((new_id, superseded_by))
+
+    @staticmethod
+    def _sources(record: dict[str, Any]) -> list[tuple[int, str | None]]:
+        """A fact record's `sources` as (message id in the file, quote); absent in exports from before them."""
+        sources = record.get("sources")
+        if sources is None:
+            return []
+        if not isinstance(sources, list) or not all(isinstance(link, dict) for link in sources):
+            raise _Invalid("sources is not a list of objects")
+        try:
+            return [(_int(link, "message_id"), _str(link, "quote", optional=True)) for link in sources]
+        except _Invalid as exc:
+            raise _Invalid(f"sources: {exc}") from None
+
+    def _link(self, fact_id: int, sources: list[tuple[int, str | None]]) -> None:
+        """Link a fact to the imported messages it was learned from, with its quotes (masked and cut to length as
+        every quote is, by `link_sources`)."""
+        for old_message, quote in sources:
+            message_id = self.messages.get(old_message)
+            if message_id:
+                self.memory.link_sources(fact_id, [message_id], quote)
 
     def _known(self, fields: FactFields, created: float, active: bool) -> int | None:
         """The fact of this user that a record is: the same text and creation time, or (for an active record)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Iterator
+from itertools import islice
 from pathlib import Path
 from typing import IO, Any
 
@@ -20,7 +21,7 @@ from coop.memory.transfer.coop_format import EXPORT_VERSION
 
 _SESSION = ("id", "title", "started_at", "ended_at", "last_activity_at", "external_id")
 _MESSAGE = ("id", "session_id", "role", "content", "created_at", "importance", "tool_name", "tool_call_id",
-            "tool_calls", "consolidated_at", "external_id")
+            "tool_calls", "consolidated_at", "external_id", "origin")
 _FACT = ("id", "category", "key", "value", "source", "importance", "mention_count", "created_at", "updated_at",
          "last_recalled_at", "superseded_by", "superseded_at", "archived_at")
 _HISTORY = ("fact_id", "action", "old_value", "new_value", "related_fact_id", "reason", "created_at")
@@ -49,12 +50,23 @@ def export_records(memory: UserMemory) -> Iterator[dict[str, Any]]:
                "records": total}
         for kind, columns, table in _QUERIES:
             cursor = db.conn.cursor()
-            for row in cursor.execute(f"SELECT {', '.join(columns)} FROM {table} WHERE user_id = ? ORDER BY id",
-                                      (memory.user_id,)):
-                yield {"type": kind, **dict(zip(columns, row))}
+            records = ({"type": kind, **dict(zip(columns, row))} for row in cursor.execute(
+                f"SELECT {', '.join(columns)} FROM {table} WHERE user_id = ? ORDER BY id", (memory.user_id,)))
+            yield from (_with_sources(memory, records) if kind == "fact" else records)
     finally:
         if own and db.conn.in_transaction:
             db.execute("COMMIT")
+
+
+def _with_sources(memory: UserMemory, facts: Iterator[dict[str, Any]]) -> Iterator[dict[str, Any]]:
+    """Each fact record with `sources`: the messages it was learned from (this export's ids) and the user's words
+    it quoted from each, read 500 facts at a time."""
+    while chunk := list(islice(facts, 500)):
+        links = memory.quotes_of(record["id"] for record in chunk)
+        for record in chunk:
+            record["sources"] = [{"message_id": message_id, "quote": quote}
+                                 for message_id, quote in links.get(record["id"], [])]
+            yield record
 
 
 def write_coop(memory: UserMemory, out: IO[str]) -> int:
@@ -86,6 +98,8 @@ def write_markdown(memory: UserMemory, out: IO[str]) -> int:
             key = f" ({fact['key']})" if fact["key"] else ""
             seen = f", mentioned {fact['mention_count']} times" if fact["mention_count"] > 1 else ""
             out.write(f"- {_md_line(fact['value'])}{key} (f{fact['id']}, {day(fact['created_at'])}{seen})\n")
+            for quote in dict.fromkeys(link["quote"] for link in fact["sources"] if link["quote"]):
+                out.write(f"  > you said: “{_md_line(quote)}”\n")
         out.write("\n")
     if not active:
         out.write("None.\n\n")
