@@ -26,9 +26,11 @@ def _object(properties: dict[str, Any], required: list[str]) -> dict[str, Any]:
     return {"type": "object", "properties": properties, "required": required, "additionalProperties": False}
 
 
+STANCES = ["asserted", "plan", "question", "hypothetical", "reported", "negated", "joke"]
 _FACT = _object({"category": {"type": "string"}, "key": {"type": ["string", "null"]}, "value": {"type": "string"},
-                 "importance": {"type": "number"}, "evidence": {"type": "string"}},
-                ["category", "key", "value", "importance", "evidence"])
+                 "importance": {"type": "number"}, "evidence": {"type": "string"},
+                 "stance": {"type": "string", "enum": STANCES}},
+                ["category", "key", "value", "importance", "evidence", "stance"])
 FACTS: Schema = {"name": "facts", "schema": _object({"facts": {"type": "array", "items": _FACT}}, ["facts"])}
 DECISION: Schema = {"name": "decision", "schema": _object(
     {"action": {"type": "string", "enum": ["ADD", "UPDATE", "SUPERSEDE", "NONE"]},

@@ -131,7 +131,7 @@ def test_kill_9_in_the_middle_of_consolidation_leaves_nothing_half_written(coop_
     openai_server.background_default = json.dumps({"summary": "Kyoto trip.", "facts": [
         {"category": "travel", "key": None, "value": "Plans a trip to Kyoto", "importance": 0.7,
          "evidence": "I am going to Kyoto"},
-        {"category": "people", "key": None, "value": "Travels with Mia", "importance": 0.5,
+        {"category": "people", "key": None, "value": "Travels with friend Mia", "importance": 0.5,
          "evidence": "With my friend Mia"}]})
     ready = tmp_path / "inside-transaction"
     child = textwrap.dedent(f"""
@@ -174,7 +174,7 @@ def test_kill_9_in_the_middle_of_consolidation_leaves_nothing_half_written(coop_
     report = run_consolidation(memory, make_config(openai_server))  # the span is redone
     assert report.spans == 1 and len(memory.list_items("summary")) == 1
     assert sorted(f.text for f in memory.list_items("fact")) == [
-        "Has a friend called Mia", "Plans a trip to Kyoto", "Travels with Mia"]
+        "Has a friend called Mia", "Plans a trip to Kyoto", "Travels with friend Mia"]
     database.close()
 
 

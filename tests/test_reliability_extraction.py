@@ -62,13 +62,16 @@ def test_a_correction_in_the_users_words_is_applied_shown_and_can_be_undone(memo
     ]
     chat = make_session(memory, openai_server)
     chat.turn("Good news: the test showed I'm not allergic to penicillin after all")
-    assert memory.get("fact", allergy).text == "Is not allergic to penicillin"
+    # The model said UPDATE, but the new value denies the old one: applied as a supersede, the old kept as history.
+    current = memory.find_by_key("health", "allergy")
+    assert current.text == "Is not allergic to penicillin" and current.item_id != allergy
+    assert memory.get("fact", allergy).superseded_by == current.item_id
     [notice] = chat.take_notices()
-    assert notice == (f"memory: f{allergy} updated: “Is not allergic to penicillin” "
-                      f"(undo: coop memory undo f{allergy})")
-    undone = run_cli("memory", "undo", f"f{allergy}", "--user", "ana")
+    assert notice == (f"memory: f{current.item_id} replaces f{allergy}: “Is not allergic to penicillin” "
+                      f"(undo: coop memory undo f{current.item_id})")
+    undone = run_cli("memory", "undo", f"f{current.item_id}", "--user", "ana")
     assert undone.exit_code == 0, undone.stderr
-    assert memory.get("fact", allergy).text == "I am allergic to penicillin"
+    assert memory.find_by_key("health", "allergy").text == "I am allergic to penicillin"
 
 
 def test_a_fact_quoting_only_the_assistant_is_dropped(memory, openai_server):

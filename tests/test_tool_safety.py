@@ -161,7 +161,7 @@ def test_confirmation_can_be_switched_off_in_the_config(memory, openai_server):
     assert not remaining(memory) & set(refs)
 
 
-def test_rewriting_a_fact_needs_confirmation_and_a_new_fact_does_not(memory, openai_server):
+def test_every_write_of_the_model_needs_confirmation_and_a_mention_does_not(memory, openai_server):
     city = memory.add_fact("Lives in Lyon", category="location", key="city", importance=0.9)
     decision = json.dumps({"action": "SUPERSEDE", "target": city.fact_id, "confidence": 0.95, "reason": "moved"})
     openai_server.background_default = decision  # the fast model's reconciliation verdict
@@ -173,8 +173,14 @@ def test_rewriting_a_fact_needs_confirmation_and_a_new_fact_does_not(memory, ope
     assert out["error"] == "the user declined; memory was not changed"
     assert answers and "replace f" in answers[0] and "Lives in Lyon" in answers[0] and "Lives in Paris" in answers[0]
     assert memory.find_by_key("location", "city").item_id == city.fact_id
-    out = json.loads(session.tools.run("memory_write", json.dumps({"text": "Has a cat named Mitsi"})))
-    assert out["action"] == "ADD" and len(answers) == 1  # a plain addition is not asked about
+    # a new fact on the model's word alone ("Has a criminal record for fraud") is asked about too
+    out = json.loads(session.tools.run("memory_write", json.dumps({"text": "Has a criminal record for fraud"})))
+    assert out["error"] == "the user declined; memory was not changed"
+    assert answers[-1] == 'remember "Has a criminal record for fraud"'
+    assert [f.text for f in memory.active_facts()] == ["Lives in Lyon"]
+    out = json.loads(session.tools.run("memory_write", json.dumps({"text": "Lives in Lyon", "category": "location",
+                                                                   "key": "city"})))
+    assert out["action"] == "MERGE" and len(answers) == 2  # a mention of a known fact is not asked about
     session.tools.confirm = lambda question: True
     out = json.loads(session.tools.run("memory_write", json.dumps({"text": "Lives in Paris", "category": "location",
                                                                    "key": "city"})))
@@ -227,7 +233,9 @@ def test_memory_changes_per_turn_are_bounded(memory, openai_server):
     calls = [{"name": "memory_write", "arguments": json.dumps({"text": f"fact number {i} about birds"})}
              for i in range(MAX_CALLS_PER_ROUND)]
     openai_server.replies = [{"tool_calls": calls}, "done"]
-    result = make_session(memory, openai_server).turn("remember many things")
+    session = make_session(memory, openai_server)
+    session.tools.confirm = lambda question: True  # the user says yes to each
+    result = session.turn("remember many things")
     outputs = tool_results(result)
     assert sum(1 for out in outputs if out.get("action") == "ADD") == MAX_CHANGES_PER_TURN
     assert all("at most" in out["error"] for out in outputs[MAX_CHANGES_PER_TURN:])

@@ -270,7 +270,9 @@ class Repl:
                                            hint="send text"))
                 continue
             self.handle(line.rstrip("\r\n"), interactive=False)
-        self.close()
+            self.show_notices()
+        self.close()  # waits a little for the last exchange's extraction
+        self.show_notices()
         if self.model_errors:
             return int(ExitCode.MODEL)
         return int(ExitCode.STORE) if self.store_errors else 0
@@ -300,8 +302,7 @@ class Repl:
         dim = (lambda text: f"[dim]{text}[/]") if interactive else (lambda text: text)
         last_interrupt = 0.0
         while self.running:
-            for notice in self.session.take_notices():
-                self.console.print(dim(escape(mask(notice))))
+            self.show_notices(dim=interactive)
             try:
                 line = read("› ")
             except KeyboardInterrupt:
@@ -343,6 +344,13 @@ class Repl:
         if self.on_start is not None:
             self.on_start()
             self.on_start = None
+
+    def show_notices(self, *, dim: bool = False) -> None:
+        """What memory did in the background since the last prompt, each change once with its undo (in pipe mode
+        on stderr, where the console writes: stdout is the replies')."""
+        for notice in self.session.take_notices():
+            text = escape(mask(notice))
+            self.console.print(f"[dim]{text}[/]" if dim else text)
 
     def close(self) -> None:
         if self.on_exit is not None:

@@ -155,7 +155,10 @@ class MemoryTools:
     writer: Callable[[], "FactWriter"]  # the one fact write pipeline
     settings: RetrievalSettings = field(default_factory=RetrievalSettings.defaults)  # as the turn retrieves
     read_only: bool = False  # incognito: the model may read memory but not write it
-    confirm_changes: bool = True  # chat.confirm_memory_changes: forgetting and rewriting need the user's yes
+    confirm_changes: bool = True  # chat.confirm_memory_changes: every write and forget needs the user's yes
+    # Who a write comes from: "model" in chat (the model's own call: the user confirms it), "user" over MCP (the
+    # host asked its user before the call, and `memory_remember` is the user's own write, with the user's rules).
+    write_source: str = "model"
     # Asks the user (the REPL sets it on a terminal); None means nobody can be asked, so such changes are refused.
     confirm: Callable[[str], bool] | None = None
     changes: int = 0  # writes and forgets this turn
@@ -222,9 +225,12 @@ class MemoryTools:
 
         writer = self.writer()
         plan = writer.plan(Candidate(args["text"][:1000], category=(args.get("category") or "general")[:60],
-                                     key=(args.get("key") or "")[:60] or None, importance=0.7, source="model"))
+                                     key=(args.get("key") or "")[:60] or None, importance=0.7,
+                                     source=self.write_source))
         if plan.action == "SKIP":
             return {"error": "not stored (the user forgot this, or it is not allowed as an instruction)"}
+        # Nothing the model says about the user is kept on its word alone ("Has a criminal record"): a new fact,
+        # a change and an instruction all need the user's yes; only a mention of a known fact does not.
         question = None
         if plan.action in ("UPDATE", "SUPERSEDE") and plan.target_id is not None:
             old = self.memory.get("fact", plan.target_id)
@@ -232,6 +238,8 @@ class MemoryTools:
             question = f"{verb} {old.ref} {_quote(old.text)} with {_quote(plan.candidate.value)}"
         elif plan.candidate.category == INSTRUCTION and plan.action != "MERGE":
             question = f"add a standing instruction {_quote(plan.candidate.value)}"
+        elif plan.action != "MERGE":
+            question = f"remember {_quote(plan.candidate.value)}"
         if question is not None:
             refused = self._confirmed(question)
             if refused:

@@ -47,7 +47,7 @@ def serve(
     jobs = services.jobs()
     tools = MemoryTools(memory, services.embedder, lambda: jobs.writer(memory),
                         settings=RetrievalSettings.from_config(config.memory), read_only=not allow_writes,
-                        confirm_changes=False)  # the host asks its user before a tool runs
+                        confirm_changes=False, write_source="user")  # the host asks its user before a tool runs
     core = MemoryServer(memory, tools, jobs, services.embedder, allow_writes=allow_writes, worker=worker)
     secrets = [value for name, value in os.environ.items() if name.endswith("_API_KEY")]
     try:

@@ -151,9 +151,11 @@ class MemoryServer:
         importance = self.jobs.config.memory.importance
         if self.session_id is None or not self.memory.session_exists(self.session_id):
             self.session_id = self.memory.start_session(" ".join(texts["user_message"].split())[:80])
-        user_id = self.memory.add_message(self.session_id, "user", texts["user_message"],
+        # The host's account of its conversation, not words typed into coop: marked, and facts learned from it
+        # have the source "host" (`coop memory why` says so).
+        user_id = self.memory.add_message(self.session_id, "user", texts["user_message"], origin="host",
                                           importance=message_importance("user", texts["user_message"], importance))
-        reply_id = self.memory.add_message(self.session_id, "assistant", texts["assistant_reply"],
+        reply_id = self.memory.add_message(self.session_id, "assistant", texts["assistant_reply"], origin="host",
                                            importance=message_importance("assistant", texts["assistant_reply"],
                                                                          importance))
         learning = self.jobs.complete is not None and self.jobs.config.memory.extraction.enabled

@@ -22,8 +22,9 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from coop.jsonreply import SUMMARY, ModelReplyError, ask, parse_json_reply
-from coop.memory.growth.evidence import quoted_in
-from coop.memory.growth.extract import Complete, facts_from, quoting_the_user
+from coop.memory.growth.admission import admit
+from coop.memory.growth.evidence import find_quote
+from coop.memory.growth.extract import Complete, facts_from
 from coop.memory.growth.reconcile import INSTRUCTION, FactWriter
 from coop.memory.storage.items import Item
 from coop.memory.storage.store import UserMemory
@@ -106,8 +107,8 @@ def consolidate_span(memory: UserMemory, span: list[Item], complete: Complete, w
     if summary is not None and not isinstance(summary, str):
         raise ModelReplyError("the summary is not text")
     user_messages = [item for item in span if item.role == "user"]
-    candidates = quoting_the_user(facts_from(data.get("facts") or [], max_facts, source="consolidation"),
-                                  [m.text for m in user_messages])
+    candidates = admit(facts_from(data.get("facts") or [], max_facts, source="consolidation"),
+                       [m.text for m in user_messages])
     plans = [writer.plan(c) for c in candidates]  # reads and model calls, before the transaction
     ids = [item.item_id for item in span]
     summary_id = None
@@ -122,7 +123,8 @@ def consolidate_span(memory: UserMemory, span: list[Item], complete: Complete, w
                 written += 1
                 said = plan.candidate
                 memory.link_sources(result.fact_id, [m.item_id for m in user_messages
-                                                     if quoted_in(said.evidence, [m.text], said.value)])
+                                                     if find_quote(said.evidence, [m.text]) is not None],
+                                    quote=said.evidence)
         memory.mark_consolidated(ids)
     return summary_id, written
 

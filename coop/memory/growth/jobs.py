@@ -19,7 +19,7 @@ from coop.memory.embedder import Embedder
 from coop.memory.growth.consolidate import consolidate
 from coop.memory.growth.embedding import embed_pending
 from coop.memory.growth.extract import Complete, ExtractionContext, extract_facts, model_decider
-from coop.memory.growth.reconcile import FactWriter
+from coop.memory.growth.reconcile import INSTRUCTION, FactWriter
 from coop.memory.storage import vectors
 from coop.memory.storage.connection import Database
 from coop.memory.storage.items import FactWrite, Item
@@ -106,7 +106,8 @@ class MemoryJobs:
                                     earlier=earlier_turns(memory, job.message_id),
                                     known=related_facts(memory, self.embedder(), user_text))
         settings = self.config.memory.extraction
-        candidates = extract_facts(self.complete, user_text, reply, settings.max_facts_per_turn, context)
+        source = "host" if memory.host_messages([job.message_id]) else "extraction"  # an MCP host's account
+        candidates = extract_facts(self.complete, user_text, reply, settings.max_facts_per_turn, context, source)
         writer = self.writer(memory)
         done: list[str] = []
         changes = 0
@@ -119,7 +120,7 @@ class MemoryJobs:
             result = writer.apply(plan)
             if result is None:
                 continue
-            memory.link_sources(result.fact_id, [job.message_id])
+            memory.link_sources(result.fact_id, [job.message_id], quote=candidate.evidence)
             if result.action == "MERGE":
                 continue
             changes += result.action in CHANGES
@@ -180,10 +181,17 @@ def related_facts(memory: UserMemory, embedder: Embedder | None, text: str) -> l
 
 
 def describe_change(memory: UserMemory, result: FactWrite) -> str:
-    """One change for the user to see at the next prompt, with how to take it back."""
-    text = memory.get("fact", result.fact_id).text
+    """One change for the user to see at the next prompt, with how to take it back. A standing instruction that
+    replaces another says so in words, old and new: it changes every later reply."""
+    fact = memory.get("fact", result.fact_id)
+    text = fact.text
     shown = text if len(text) <= 80 else text[:79] + "…"
     ref = f"f{result.fact_id}"
+    if fact.category == INSTRUCTION and result.action in CHANGES:
+        old = memory.history(result.fact_id)[-1].old_value if result.action == "UPDATE" else \
+            memory.get("fact", result.previous_id).text if result.previous_id is not None else None
+        was = f"“{old if len(old or '') <= 80 else (old or '')[:79] + '…'}” -> " if old else ""
+        return f"standing instruction changed: {was}“{shown}” ({ref}; undo: coop memory undo {ref})"
     what = {"ADD": f"{ref} added", "UPDATE": f"{ref} updated",
             "SUPERSEDE": f"{ref} replaces f{result.previous_id}"}.get(result.action, f"{ref} {result.action.lower()}")
     return f"{what}: “{shown}” (undo: coop memory undo {ref})"

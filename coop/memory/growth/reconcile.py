@@ -30,8 +30,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
+from coop.errors import UsageError
 from coop.memory.embedder import Embedder
 from coop.memory.growth.evidence import content_words, negations, supports_change
+from coop.memory.growth.instructions import widens
+from coop.memory.growth.refusals import refuse
+from coop.memory.growth.sameness import refines, same_thing, says_nothing_new
 from coop.memory.storage import vectors
 from coop.memory.storage.facts import FactFields
 from coop.memory.storage.items import FactWrite, Item
@@ -45,9 +49,9 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 INSTRUCTION = "instruction"
-MACHINE_SOURCES = ("extraction", "consolidation", "model", "import")
+MACHINE_SOURCES = ("extraction", "consolidation", "model", "import", "host")
 # Sources whose proposals must quote the user (the model's own tool calls are confirmed by the user instead).
-QUOTING_SOURCES = ("extraction", "consolidation")
+QUOTING_SOURCES = ("extraction", "consolidation", "host")
 SAME_SUBJECT_LIMIT = 5  # facts of the same category shown to the reconciler beside the near ones
 
 
@@ -119,6 +123,8 @@ class FactWriter:
                 and plan.candidate.source in QUOTING_SOURCES:
             old = self.memory.get("fact", plan.target_id).text
             if not supports_change(plan.candidate.evidence, old, plan.candidate.value):
+                refuse("change", f"a change to f{plan.target_id} that the user's words do not carry",
+                       category=plan.candidate.category, text=plan.candidate.value)
                 return Plan("SKIP", plan.candidate, f"a change to f{plan.target_id} that the user's words do not "
                                                     f"carry ({plan.reason}): memory kept as it was")
         return plan
@@ -128,10 +134,11 @@ class FactWriter:
                             key=candidate.key.strip().lower() if candidate.key and candidate.key.strip() else None,
                             value=" ".join(candidate.value.split()),
                             importance=min(1.0, max(0.0, float(candidate.importance))))
-        if candidate.category == INSTRUCTION and is_unsafe_instruction(candidate.value):
-            return Plan("SKIP", candidate, "a request to drop a safety behaviour is not kept as an instruction")
-        if candidate.source in MACHINE_SOURCES and self.memory.was_forgotten(candidate.value):
-            return Plan("SKIP", candidate, "the user forgot this fact; it is not re-created")
+        refused = self._refused(candidate)
+        if refused is not None:
+            return refused
+        if candidate.source == "user" and candidate.replaces is not None:
+            return self._replacing(candidate)
         exact = self.memory.find_exact(candidate.value, candidate.category)
         if exact is not None and (candidate.key is None or exact.key in (None, candidate.key)):
             return Plan("MERGE", candidate, "exact duplicate: mention counted", exact.item_id)
@@ -145,20 +152,49 @@ class FactWriter:
                 return Plan("MERGE", candidate, f"near duplicate of f{item.item_id} (cosine {similarity:.2f})",
                             item.item_id, vector)
         same_key = self.memory.find_by_key(candidate.category, candidate.key) if candidate.key else None
-        related = [item for item, similarity in neighbours if similarity >= self.settings.related_threshold
-                   and (same_key is None or item.item_id != same_key.item_id)]
-        existing = ([same_key] if same_key is not None else []) + related
-        if self.decide is not None:  # one subject, one category: the model judges it whatever the cosine
-            taken = {item.item_id for item in existing}
-            existing += [item for item in self._same_subject(candidate, neighbours) if item.item_id not in taken]
-        if not existing:
-            return Plan("ADD", candidate, "new fact", vector=vector)
-        if self.decide is None:
+        if candidate.stance == "plan":  # a plan still weighed never takes a slot or changes a fact
+            return self._keep_both(candidate, same_key, vector, "a plan the user is weighing: added beside")
+        if candidate.source == "user" or self.decide is None:
+            # The user's own write (and any write without a model) replaces only the fact of its category and key.
             if same_key is not None:
                 return Plan("SUPERSEDE", candidate, f"new value for {candidate.category}/{candidate.key}",
                             same_key.item_id, vector)
-            return Plan("ADD", candidate, "new fact (related facts kept)", vector=vector)
+            return Plan("ADD", candidate, "new fact", vector=vector)
+        related = [item for item, similarity in neighbours if similarity >= self.settings.related_threshold
+                   and (same_key is None or item.item_id != same_key.item_id)]
+        existing = ([same_key] if same_key is not None else []) + related
+        taken = {item.item_id for item in existing}  # one subject, one category: judged whatever the cosine
+        existing += [item for item in self._same_subject(candidate, neighbours) if item.item_id not in taken]
+        if not existing:
+            return Plan("ADD", candidate, "new fact", vector=vector)
         return self._decided(candidate, existing, same_key, vector)
+
+    def _refused(self, candidate: Candidate) -> Plan | None:
+        """A SKIP for what is never written: an unsafe instruction; a widening one from a machine; what the user
+        forgot, proposed again by a machine."""
+        if candidate.category == INSTRUCTION and is_unsafe_instruction(candidate.value):
+            refuse("unsafe", "a request to drop a safety behaviour", category=INSTRUCTION, text=candidate.value)
+            return Plan("SKIP", candidate, "a request to drop a safety behaviour is not kept as an instruction")
+        if candidate.category == INSTRUCTION and candidate.source in MACHINE_SOURCES and widens(candidate.value):
+            refuse("widening", "an instruction that widens what the assistant may reveal or do",
+                   category=INSTRUCTION, text=candidate.value)
+            return Plan("SKIP", candidate, "an instruction that widens what the assistant may reveal or do is "
+                                           "written only by the user (coop memory add)")
+        if candidate.source in MACHINE_SOURCES and self.memory.was_forgotten(candidate.value):
+            refuse("forgotten", "the user forgot this fact; it is not re-created", category=candidate.category)
+            return Plan("SKIP", candidate, "the user forgot this fact; it is not re-created")
+        return None
+
+    def _replacing(self, candidate: Candidate) -> Plan:
+        """The user named the fact their new one replaces (`coop memory add --replaces f12`)."""
+        assert candidate.replaces is not None
+        target = self.memory.get("fact", candidate.replaces)  # NotFoundError: not this user's, or no such fact
+        if target.superseded_at is not None or target.archived_at is not None:
+            current = f"; f{target.superseded_by} is current" if target.superseded_by else ""
+            raise UsageError(f"{target.ref} is no longer current{current}",
+                             hint="name the fact that holds now (coop memory history ID shows the chain)")
+        vector, _ = self._neighbours(candidate)
+        return Plan("SUPERSEDE", candidate, f"replaces {target.ref}, as the user said", target.item_id, vector)
 
     def _same_subject(self, candidate: Candidate, neighbours: list[tuple[Item, float]]) -> list[Item]:
         """Active facts of the candidate's category (not "general"), nearest first: "Moved to Berlin"
@@ -184,25 +220,41 @@ class FactWriter:
         return vector, [(items[h.item_id], h.similarity) for h in hits if h.item_id in items]
 
     def _decided(self, candidate: Candidate, existing: list[Item], same_key: Item | None, vector: Any) -> Plan:
+        """The model proposes; coop decides (`sameness.py`): a change applies only to a fact about the same
+        thing, an UPDATE only refines, a NONE merges only what adds nothing. Anything else keeps both."""
         try:
             decision = self.decide(candidate, existing) if self.decide else Decision("ADD")
         except Exception as exc:  # any failure keeps both
             log.warning("reconciliation failed, keeping both: %s", exc)
             return self._keep_both(candidate, same_key, vector, f"reconciliation failed ({type(exc).__name__})")
-        ids = {item.item_id for item in existing}
-        if decision.action in ("UPDATE", "SUPERSEDE", "NONE") and decision.target_id not in ids:
+        shown = {item.item_id: item for item in existing}
+        if decision.action in ("UPDATE", "SUPERSEDE", "NONE") and decision.target_id not in shown:
+            refuse("target", f"the reconciler named f{decision.target_id}, not a fact it was shown",
+                   category=candidate.category)
             return self._keep_both(candidate, same_key, vector, "reconciliation named no known fact")
         if decision.confidence < self.settings.min_confidence:
             return self._keep_both(candidate, same_key, vector,
                                    f"low confidence ({decision.confidence:.2f}): both kept")
         reason = decision.reason or decision.action.lower()
+        if decision.action == "ADD":
+            return self._keep_both(candidate, same_key, vector, reason)
+        target = shown[decision.target_id]  # type: ignore[index]
         if decision.action == "NONE":
-            return Plan("MERGE", candidate, f"already known: {reason}", decision.target_id, vector)
-        if decision.action == "UPDATE":
-            return Plan("UPDATE", candidate, reason, decision.target_id, vector)
-        if decision.action == "SUPERSEDE":
-            return Plan("SUPERSEDE", candidate, reason, decision.target_id, vector)
-        return self._keep_both(candidate, same_key, vector, reason)
+            if says_nothing_new(candidate.value, target.text):
+                return Plan("MERGE", candidate, f"already known: {reason}", target.item_id, vector)
+            refuse("change", f"a duplicate claim of {target.ref} that the new fact adds to",
+                   category=candidate.category)
+            return self._keep_both(candidate, same_key, vector, f"not a duplicate of {target.ref}: both kept")
+        if not same_thing(candidate.category, candidate.key, candidate.value, target.category, target.key,
+                          target.text):
+            refuse("change", f"{decision.action} of {target.ref}, which is about another thing",
+                   category=candidate.category)
+            return self._keep_both(candidate, same_key, vector,
+                                   f"the model's {decision.action} of {target.ref} is about another thing: both kept")
+        if decision.action == "UPDATE" and not refines(target.text, candidate.value):
+            return Plan("SUPERSEDE", candidate, f"{reason} (a new value, so the old one is kept as history)",
+                        target.item_id, vector)
+        return Plan(decision.action, candidate, reason, target.item_id, vector)
 
     @staticmethod
     def _keep_both(candidate: Candidate, same_key: Item | None, vector: Any, reason: str) -> Plan:

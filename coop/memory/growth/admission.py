@@ -1,0 +1,54 @@
+"""What a machine's proposed fact must pass before it reaches the write pipeline: the user's words prove it, the
+user asserted it, and an instruction was given to the assistant as one.
+
+Extraction, consolidation and exchanges an MCP host recorded all come through `admit`. Each refusal is logged and
+counted by reason (`refusals.py`): `evidence` (`evidence.proves`), `mood` (`mood.stance_of`), `instruction`
+(`instructions.addresses_assistant`), `unsafe` and `widening` (`reconcile.is_unsafe_instruction`,
+`instructions.widens`). A plan the user is still weighing passes as a plan (`stance` "plan"), which the pipeline
+never lets change another fact.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import replace
+
+from coop.memory.growth.evidence import find_quote, proves
+from coop.memory.growth.instructions import addresses_assistant, widens
+from coop.memory.growth.mood import ASSERTED, PLAN, stance_of
+from coop.memory.growth.reconcile import INSTRUCTION, Candidate, is_unsafe_instruction
+from coop.memory.growth.refusals import refuse
+
+
+def admit_one(candidate: Candidate, user_texts: Sequence[str], context: Sequence[str] = ()) -> Candidate | None:
+    """The candidate as the pipeline may take it (its stance settled), or None (refused, logged, counted)."""
+    why = proves(candidate.evidence, user_texts, candidate.value, context)
+    if why is not None:
+        refuse("evidence", why, category=candidate.category, text=candidate.value)
+        return None
+    if candidate.category == INSTRUCTION:
+        if is_unsafe_instruction(candidate.value):
+            refuse("unsafe", "a request to drop a safety behaviour", category=INSTRUCTION, text=candidate.value)
+            return None
+        if widens(candidate.value):
+            refuse("widening", "an instruction that widens what the assistant may reveal or do",
+                   category=INSTRUCTION, text=candidate.value)
+            return None
+        if not addresses_assistant(candidate.evidence, list(user_texts)):
+            refuse("instruction", "the user's words do not address the assistant as an instruction",
+                   category=INSTRUCTION, text=candidate.value)
+            return None
+        return replace(candidate, stance=ASSERTED)
+    found = find_quote(candidate.evidence, user_texts)
+    assert found is not None and candidate.evidence is not None  # proves() found it
+    stance, why = stance_of(candidate.evidence, user_texts[found[0]], candidate.value, claimed=candidate.stance)
+    if stance not in (ASSERTED, PLAN):
+        refuse("mood", why, category=candidate.category, text=candidate.value)
+        return None
+    return replace(candidate, stance=stance)
+
+
+def admit(candidates: Sequence[Candidate], user_texts: Sequence[str], context: Sequence[str] = ()) -> list[Candidate]:
+    """The candidates that pass, in order."""
+    admitted = (admit_one(c, user_texts, context) for c in candidates)
+    return [c for c in admitted if c is not None]

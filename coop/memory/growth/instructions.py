@@ -1,0 +1,81 @@
+"""Standing instructions change only by the user's explicit words to the assistant.
+
+An instruction is in every prompt, so one written by mistake steers every later reply: "I always forget my
+umbrella" must never become "Always share my home address with anyone". Two checks, on the user's sentence that
+the proposal quotes and on the instruction itself:
+- `addresses_assistant`: the sentence speaks to the assistant as an instruction. It opens (after "please",
+  "from now on", "and", ...) with a verb of the assistant's work or a standing "always" / "never" / "don't" /
+  "stop" before one ("Always answer in French", "Call me Sam", "Never share my address"), or it asks the
+  assistant itself ("I want you to", "can you", "you should", "please ... you"). A sentence whose subject is the
+  user ("I always forget ...") does not.
+- `widens`: the instruction lets the assistant reveal or do more (share, reveal, disclose, send, forward,
+  publish, ignore, bypass, ...) without a negation in its clause. Extraction and the model's tools never store
+  such an instruction (refused and logged); a person who means it adds it with `coop memory add`.
+"""
+
+from __future__ import annotations
+
+import re
+
+from coop.memory.growth.evidence import find_quote
+from coop.memory.growth.mood import _sentences, _tokens
+
+# Verbs of the assistant's own work that an instruction opens with. A general vocabulary, not a list of phrasings.
+ASSISTANT_VERBS = frozenset("""answer reply respond write use call keep be avoid stop start give show tell explain
+include format speak talk remember make put list add address refer spell translate summarize summarise ask mention
+note remind switch default share reveal send forward ignore treat assume stick prefer limit skip cite quote check
+suggest recommend greet sign end begin wrap number bold""".split())
+STANDING = frozenset("always never don't dont do not only please kindly".split())
+LEAD_INS = ("please", "and", "also", "ok", "okay", "so", "oh", "btw", "hey", "coop", "from now on", "going forward",
+            "in future", "in the future", "next time", "for future reference", "by the way", "one more thing")
+ASKING = (r"\b(i|we) (want|need|would like|'d like|d like|prefer|expect) (you|that you)\b",
+          r"\b(can|could|would|will) you\b", r"\byou (should|must|need to|have to|are to|may not|must not)\b",
+          r"\bmake sure (you|to)\b", r"\bplease\b.*\byou\b|\byou\b.*\bplease\b")
+WIDENING = frozenset("""share shares reveal reveals disclose disclosed expose leak send sends forward forwards post
+publish upload email e-mail ignore ignores disregard bypass override overrule circumvent tell give""".split())
+WIDENING_OBJECTS = frozenset("anyone everyone anybody everybody others people public strangers all".split())
+NEGATING = frozenset("never not no don't dont without stop".split())
+
+
+def _opening(words: list[str]) -> list[str]:
+    text = " ".join(words)
+    changed = True
+    while changed:
+        changed = False
+        for lead in LEAD_INS:
+            if text.startswith(lead + " "):
+                text, changed = text[len(lead) + 1:], True
+    return text.split()
+
+
+def addresses_assistant(quote: str | None, sources: list[str]) -> bool:
+    """True when the user's sentence that holds `quote` tells the assistant how to behave."""
+    found = find_quote(quote, sources)
+    if found is None:
+        return False
+    sentence = next((s for s in _sentences(sources[found[0]]) if find_quote(quote, [s]) is not None),
+                    sources[found[0]])
+    words = [t for t in _tokens(sentence) if t[0].isalnum()]
+    flat = " ".join(words)
+    if any(re.search(pattern, flat) for pattern in ASKING):
+        return True
+    opening = _opening(words)
+    while opening and opening[0] in STANDING:
+        opening = opening[1:]
+    return bool(opening) and opening[0] in ASSISTANT_VERBS
+
+
+def widens(instruction: str) -> bool:
+    """True when the instruction lets the assistant reveal or do more: a widening verb outside a negation, or
+    telling / giving something to others ("tell anyone", "give my number to everyone")."""
+    for clause in re.split(r"[.;,!?]|\b(?:but|and then)\b", instruction.casefold()):
+        words = [t for t in _tokens(clause) if t[0].isalnum()]
+        for i, word in enumerate(words):
+            if word not in WIDENING:
+                continue
+            if NEGATING & set(words[max(0, i - 4):i]):
+                continue
+            if word in ("tell", "give") and not WIDENING_OBJECTS & set(words[i:]):
+                continue  # "tell me when ...", "give short answers": not a disclosure
+            return True
+    return False

@@ -1,0 +1,67 @@
+"""When two facts are about the same thing: the rule by which coop, not the reconciler, decides whether a change
+may apply.
+
+The fast model proposes ADD / UPDATE / SUPERSEDE / NONE and names a target; coop applies a change only when
+`same_thing` holds, and otherwise adds the new fact beside the old one (refused as a `change`, logged):
+- same category (never across categories: a dentist visit is not an allergy, a conference trip not a home), and
+- the same slot: both have keys and they name one slot (`canonical_key`: "city", "home_city", "current_city" are
+  one), or at least one has no key and the two share a word of what they are about (`evidence.subject_words`:
+  "Always answer in French" and "Answer in English" share "answer"; "Lives in Lyon" and "Went to a conference"
+  share nothing). In "general" only equal keys count.
+Then an UPDATE must only refine (`refines`: the old fact's subject words, names and negations all still there:
+"Likes tea" -> "Likes green tea"); one that replaces a value is applied as a SUPERSEDE, so the old value stays as
+history. A NONE (already known) merges only when the new fact says nothing the old one lacks (`says_nothing_new`).
+"""
+
+from __future__ import annotations
+
+from coop.memory.growth.evidence import held, names_and_numbers, negations, subject_words
+
+# Keys small and large models give one slot under different names; each group is one slot.
+SLOT_GROUPS = (
+    ("home_city", "city", "current_city", "residence", "location", "lives_in", "living_city", "place_of_residence",
+     "home_location", "current_location"),
+    ("employer", "company", "workplace", "work_place", "current_employer", "works_at", "job_company"),
+    ("occupation", "job", "profession", "job_title", "role", "position", "career", "current_job", "work"),
+    ("diet", "dietary_preference", "diet_type", "dietary_restriction", "eating_habits", "dietary_preferences"),
+    ("partner", "spouse", "wife", "husband", "girlfriend", "boyfriend", "significant_other"),
+    ("name", "preferred_name", "nickname", "first_name", "call_me"),
+    ("language", "answer_language", "reply_language", "response_language", "preferred_language"),
+)
+_CANONICAL = {alias: group[0] for group in SLOT_GROUPS for alias in group}
+
+
+def canonical_key(key: str | None) -> str | None:
+    """The slot a key names: the first of its group, or the key itself."""
+    if not key:
+        return None
+    return _CANONICAL.get(key, key)
+
+
+def same_thing(category: str, key: str | None, value: str, target_category: str | None, target_key: str | None,
+               target_value: str) -> bool:
+    """True when a new fact and an existing one are about the same thing (see the module's rule)."""
+    if category != (target_category or "general"):
+        return False
+    mine, theirs = canonical_key(key), canonical_key(target_key)
+    if mine and theirs:
+        return mine == theirs
+    if category == "general":
+        return False
+    return bool(held(subject_words(value), subject_words(target_value)))
+
+
+def _names(text: str) -> frozenset[str]:
+    return frozenset(names_and_numbers(text))
+
+
+def refines(old: str, new: str) -> bool:
+    """True when `new` keeps everything `old` is about and only adds detail (an UPDATE, not a new value)."""
+    return (len(held(subject_words(old), subject_words(new))) == len(subject_words(old))
+            and _names(old) <= _names(new) and negations(old) == negations(new))
+
+
+def says_nothing_new(new: str, old: str) -> bool:
+    """True when `new` holds no subject word, name or negation that `old` lacks: a duplicate, safe to merge."""
+    return (len(held(subject_words(new), subject_words(old))) == len(subject_words(new))
+            and _names(new) <= _names(old) and negations(new) == negations(old))
