@@ -316,6 +316,13 @@ def test_skipped_and_unreached_facts_come_back_at_the_next_review(memory, run_cl
     assert memory.get("fact", first).superseded_at is None
 
 
+def test_a_review_cut_at_its_limit_leaves_the_rest_for_the_next(memory, run_cli, terminal, monkeypatch):
+    monkeypatch.setattr("coop.cli.memory_review.MAX_REVIEWED", 2)
+    *_, third = (learned(memory, text, said=text, quote=text)[0] for text in ("Likes tea", "Plays chess", "Keeps bees"))
+    assert run_cli("memory", "review", "--user", "ana", input="k\nk\n").exit_code == 0
+    assert review_ids(run_cli) == [f"f{third}"]
+
+
 def test_an_interrupted_review_keeps_what_was_decided(memory, run_cli, terminal):
     first, second = (learned(memory, text, said=text, quote=text)[0] for text in ("Likes tea", "Plays chess"))
     result = run_cli("memory", "review", "--user", "ana", input="p\n")  # then the input ends at a question

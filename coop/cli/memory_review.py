@@ -42,6 +42,7 @@ if TYPE_CHECKING:
 REVIEWED_SOURCES = ("extraction", "consolidation", "model", "host", "import")
 PIN_IMPORTANCE = 0.9
 ACTIONS = ("keep", "pin", "edit", "forget", "skip", "quit")
+MAX_REVIEWED = 10_000  # facts read for one review; the rest wait for the next
 DECIDED = ("keep", "pin", "edit", "forget")
 
 
@@ -105,7 +106,7 @@ def review(
     memory = app_state.memory(user)
     started = time.time()  # what changes during the review is for the next one
     since = None if all_ else memory.reviewed_at()
-    learned = memory.learned_since(since, None if all_ else REVIEWED_SOURCES)
+    learned = memory.learned_since(since, None if all_ else REVIEWED_SOURCES, limit=MAX_REVIEWED)
     entries = entries_of(memory, learned, app_state.config().memory.salience_threshold)
     if json_:
         output.print_json([entry_json(entry) for entry in entries])
@@ -118,7 +119,8 @@ def review(
         output.info(f"{plural(len(entries), 'fact')} to review; nothing was changed. Run `coop memory review` in a "
                     "terminal to keep, pin, edit or forget each (`coop memory review --json` lists them for scripts)")
         return
-    _walk(app_state, memory, entries, started)
+    # a list cut at the limit: a review that decides all of it reaches its last fact, not its start
+    _walk(app_state, memory, entries, started if len(entries) < MAX_REVIEWED else entries[-1].learned.changed_at)
 
 
 def _print_list(entries: list[Entry]) -> None:
@@ -196,8 +198,9 @@ def _decide(memory: UserMemory, entry: Entry, action: str) -> bool:
     return True
 
 
-def _walk(app_state: AppContext, memory: UserMemory, entries: list[Entry], started: float) -> None:
-    """Ask about each fact in turn; then move the review mark as the module docstring says."""
+def _walk(app_state: AppContext, memory: UserMemory, entries: list[Entry], reached: float) -> None:
+    """Ask about each fact in turn; then move the review mark as the module docstring says: to `reached` (the
+    review's start) when every fact was decided."""
     tally: Counter[str] = Counter()
     first_open: Entry | None = None  # the first fact skipped or not reached
     interrupted = False
@@ -223,7 +226,7 @@ def _walk(app_state: AppContext, memory: UserMemory, entries: list[Entry], start
         position += 1
     if tally["edit"]:
         embed_new_facts(app_state, memory)
-    memory.mark_reviewed(started if first_open is None else math.nextafter(first_open.learned.changed_at, -math.inf))
+    memory.mark_reviewed(reached if first_open is None else math.nextafter(first_open.learned.changed_at, -math.inf))
     counts = ", ".join(f"{tally[action]} {word}" for action, word in (
         ("keep", "kept"), ("pin", "pinned"), ("edit", "edited"), ("forget", "forgotten"), ("skip", "skipped"))
         if tally[action])
