@@ -26,7 +26,7 @@ def make_server(memory, *, allow_writes: bool = False, complete=None, worker=Non
     jobs = MemoryJobs(config, complete, lambda: EMBEDDER)
     tools = MemoryTools(memory, lambda: EMBEDDER, lambda: jobs.writer(memory),
                         settings=RetrievalSettings.from_config(config.memory), read_only=not allow_writes,
-                        confirm_changes=False)
+                        confirm_changes=False, write_source="user")  # as coop/cli/mcp.py wires it
     core = MemoryServer(memory, tools, jobs, lambda: EMBEDDER, allow_writes=allow_writes, worker=worker)
     return build_server(core), core
 
@@ -195,7 +195,12 @@ def test_record_stores_the_exchange_and_extraction_learns_from_it(db, memory):
     assert len(result["recorded"]) == 2 and result["session_id"] == core.session_id
     assert [m.text for m in memory.recent_messages(core.session_id, 5)] == [
         "Please note: I am allergic to peanuts.", "Noted, I will avoid peanuts in recipes."]
-    assert [f.text for f in memory.active_facts()] == ["Is allergic to peanuts"]
+    [learned] = memory.active_facts()
+    assert learned.text == "Is allergic to peanuts"
+    # the host's account of its conversation, not words typed into coop: the fact carries that source
+    assert learned.source == "host"
+    [source] = memory.provenance(learned.item_id)
+    assert source.origin == "host" and source.quote == "I am allergic to peanuts"
     assert memory.pending_jobs() == []
     empty = call(server, "memory_record", {"user_message": " ", "assistant_reply": "x"})
     assert empty.is_error and "user_message" in text(empty)

@@ -124,6 +124,9 @@ def same_word(a: str, b: str) -> bool:
         return True
     if len(a) >= SHARED_START and len(b) >= SHARED_START and a[:SHARED_START] == b[:SHARED_START]:
         return True
+    short, long = sorted((a, b), key=len)
+    if len(short) >= 4 and long.startswith(short):  # a stem cut shorter than its word ("smok", "smoke")
+        return True
     return bool(_GROUPS_OF.get(a, set()) & _GROUPS_OF.get(b, set()))
 
 
