@@ -103,3 +103,33 @@ def test_an_empty_user_id_is_refused_before_anything_is_sent(openai_server, chat
     assert "the user id is empty" in result.stderr.decode()
     assert openai_server.requests == []
     assert not (coop_home / "coop.db").exists()
+
+
+@pytest.mark.slow  # runs `coop chat` as a process, which imports litellm: seconds each
+def test_a_reversed_instruction_and_each_change_are_shown_on_stderr_with_their_undo(openai_server, chat_env,
+                                                                                    run_cli):
+    added = run_cli("memory", "add", "Always answer in French", "--category", "instruction", "--user", "sam",
+                    "--json")
+    assert added.exit_code == 0, added.stderr
+    old = added.json()["id"]
+    extraction = {"facts": [
+        {"category": "instruction", "key": None, "value": "Answer in English", "importance": 0.9,
+         "evidence": "answer in English", "stance": "asserted"},
+        {"category": "pets", "key": "cat", "value": "Has a cat named Mochi", "importance": 0.6,
+         "evidence": "my cat Mochi", "stance": "asserted"}]}
+    openai_server.background_replies = [json.dumps(extraction), json.dumps(
+        {"action": "SUPERSEDE", "target": int(old[1:]), "confidence": 0.95, "reason": "the user asked"}),
+        json.dumps({"action": "ADD", "target": None, "confidence": 0.9, "reason": "new"})]
+    openai_server.replies = ["Sure."]
+    result = run_chat(["--user", "sam"], "From now on, answer in English please, and say hi to my cat Mochi.\n",
+                      chat_env)
+    assert result.returncode == 0, result.stderr.decode()
+    assert result.stdout.decode().strip() == "Sure."  # stdout holds the replies only
+    notices = result.stderr.decode()
+    listed = run_cli("memory", "list", "--kind", "fact", "--user", "sam", "--json").json()
+    english = next(f["id"] for f in listed if f["text"] == "Answer in English")
+    cat = next(f["id"] for f in listed if f["text"] == "Has a cat named Mochi")
+    assert (f"standing instruction changed: “Always answer in French” -> “Answer in English” ({english}; "
+            f"undo: coop memory undo {english})") in notices
+    assert f"{cat} added: “Has a cat named Mochi” (undo: coop memory undo {cat})" in notices
+    assert notices.count("standing instruction changed") == 1  # each change once

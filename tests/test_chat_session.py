@@ -249,8 +249,11 @@ def test_memory_tools_search_get_timeline_write(memory, openai_server):
         "You like genmaicha.",
     ]
     session = make_session(memory, openai_server)
+    asked: list[str] = []
+    session.tools.confirm = lambda question: asked.append(question) or True  # the user says yes
     result = session.turn("what tea do I like?")
     assert result.reply == "You like genmaicha."
+    assert asked == ['remember "drinks tea every morning"']
     second_call = openai_server.chat_requests()[1]["messages"]
     tool_messages = [m for m in second_call if m["role"] == "tool"]
     assert len(tool_messages) == 2

@@ -350,7 +350,7 @@ class Repl:
         on stderr, where the console writes: stdout is the replies')."""
         for notice in self.session.take_notices():
             text = escape(mask(notice))
-            self.console.print(f"[dim]{text}[/]" if dim else text)
+            self.console.print(f"[dim]{text}[/]" if dim else text, soft_wrap=True)  # whole, never cut
 
     def close(self) -> None:
         if self.on_exit is not None:

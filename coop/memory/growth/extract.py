@@ -25,6 +25,7 @@ from coop.jsonreply import DECISION, FACTS, ModelReplyError, ask, parse_json_rep
 from coop.memory.growth.admission import admit
 from coop.memory.growth.reconcile import INSTRUCTION, Candidate, Decision
 from coop.memory.text import check_text
+from coop.secrets import mask
 
 if TYPE_CHECKING:
     from coop.memory.storage.items import Item
@@ -124,9 +125,10 @@ def facts_from(items: Any, limit: int, source: str = "extraction") -> list[Candi
         category = re.sub(r"\W+", "_", category.strip().lower()).strip("_")[:40] or "general"
         evidence = raw.get("evidence")
         stance = raw.get("stance")
-        facts.append(Candidate(value=value.strip(), category=category, key=_clean_key(raw.get("key")),
+        # masked as the stored messages are, so a key the model repeats is compared (and kept) as "[secret]"
+        facts.append(Candidate(value=mask(value.strip()), category=category, key=_clean_key(raw.get("key")),
                                importance=min(1.0, max(0.0, float(importance))), source=source,
-                               evidence=evidence[:MAX_FACT_CHARS] if isinstance(evidence, str) else None,
+                               evidence=mask(evidence[:MAX_FACT_CHARS]) if isinstance(evidence, str) else None,
                                stance=stance.strip().lower() if isinstance(stance, str) else "asserted"))
     return facts
 

@@ -135,13 +135,14 @@ class UserMemory(Links):
             if session_id is not None and not self.session_exists(session_id):
                 raise NotFoundError(f"no session {session_id} for user {self.user_id}",
                                     hint="list sessions with `coop memory stats`")
+            # origin only when there is one: an older schema (a test's, a migration's) has no such column
             row = self.db.one(
                 "INSERT INTO messages (id, user_id, session_id, role, content, tool_name, tool_call_id, tool_calls, "
-                "created_at, importance, token_count, consolidated_at, external_id, origin) "
-                f"VALUES ({fresh_id_sql('message')}, ?,?,?,?,?,?,?,?,?,?,?,?,?) "
+                f"created_at, importance, token_count, consolidated_at, external_id{', origin' if origin else ''}) "
+                f"VALUES ({fresh_id_sql('message')}, ?,?,?,?,?,?,?,?,?,?,?,?{',?' if origin else ''}) "
                 "ON CONFLICT (user_id, external_id) DO NOTHING RETURNING id",
                 (self.user_id, session_id, role, content, tool_name, tool_call_id, tool_calls, now,
-                 importance, estimate_tokens(content), consolidated_at, external_id, origin))
+                 importance, estimate_tokens(content), consolidated_at, external_id, *([origin] if origin else [])))
             if row is None:
                 return None
             if session_id is not None:
