@@ -192,12 +192,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--summaries", action="store_true", help="add a scripted summary per session first")
     parser.add_argument("--limit-conversations", type=int, default=None, help="only the first N conversations")
     parser.add_argument("--recency-weight", type=float, default=None,
-                        help="tune the turn's recency prior (coop.chat.recall.RECENCY_WEIGHT) for this run")
+                        help="tune the turn's recency prior (coop.memory.retrieval.recall.RECENCY_WEIGHT) for this run")
     args = parser.parse_args(argv)
     if args.recency_weight is not None:
-        import coop.chat.recall
+        import coop.memory.retrieval.recall
 
-        coop.chat.recall.RECENCY_WEIGHT = args.recency_weight
+        coop.memory.retrieval.recall.RECENCY_WEIGHT = args.recency_weight
     conversations = load(args.data)[:args.limit_conversations]
     if not any(c.questions for c in conversations):
         raise BenchError(f"{args.data} has no question of categories 1-4 with valid evidence")

@@ -99,6 +99,8 @@ class MemoryConfig:
     busy_timeout_ms: int = _f(5000, "how long a write waits for another process's lock", min=0, max=600_000)
     context_budget: int = _f(8000, "tokens for the whole prompt's memory part and history", min=256, max=2_000_000)
     memory_budget_fraction: float = _f(0.1, "share of context_budget for recalled memory", min=0.01, max=0.9)
+    profile_share: float = _f(0.5, "share of the recalled memory budget for the profile: the facts that describe "
+                                   "you, in every prompt", min=0.0, max=1.0)
     recency_messages: int = _f(10, "last messages of this session always in the prompt", min=0, max=500)
     salience_threshold: float = _f(0.85, "importance at or above which an item is always a candidate",
                                    min=0.0, max=1.0)

@@ -26,6 +26,7 @@ if TYPE_CHECKING:
 
     from coop.errors import CoopError
     from coop.memory.retrieval.search import Hit
+    from coop.memory.retrieval.turn import TurnContext
     from coop.memory.storage.items import HistoryEntry, Item
     from coop.memory.storage.links import Provenance
 
@@ -156,3 +157,24 @@ def source_json(source: "Provenance") -> dict[str, Any]:
 def one_line(text: str, width: int = 90) -> str:
     flat = " ".join(printable(text).split())
     return flat if len(flat) <= width else flat[: width - 1] + "…"
+
+
+SECTIONS = {"profile": "profile", "relevance": "facts", "history": "former", "continuity": "previous"}
+
+
+def recall_json(question: str, context: "TurnContext") -> dict[str, Any]:
+    """What a prompt for `question` would hold (`coop memory recall --json`, MCP `memory_context`): each item with
+    its section and why it is there, the memory text as the model reads it, and what did not fit."""
+    from coop.memory.retrieval.context import explain
+
+    prompt = context.prompt
+    items = []
+    for entry in prompt.recalled:
+        section = SECTIONS.get(entry.reason, "past")
+        if section == "past" and entry.item.kind == "fact":
+            section = "facts"
+        items.append({**item_json(entry.item), "section": section, "reason": entry.reason, "why": explain(entry),
+                      "score": round(entry.score, 6)})
+    return {"question": question, "memory": prompt.messages[0]["content"].strip(), "items": items,
+            "left_out": len(prompt.left_out), "tokens": {"memory": prompt.tokens["memory"],
+                                                         "memory_budget": prompt.tokens["memory_budget"]}}

@@ -64,8 +64,10 @@ def test_the_host_sees_every_tool_with_guidance_and_writes_marked_read_only(memo
             return await client.list_tools()
 
     tools = {tool.name: tool for tool in anyio.run(go).tools}
-    assert set(tools) == {"memory_search", "memory_get", "memory_timeline", "memory_profile", "memory_remember",
-                          "memory_forget", "memory_record"}
+    assert set(tools) == {"memory_search", "memory_get", "memory_timeline", "memory_profile", "memory_context",
+                          "memory_remember", "memory_forget", "memory_record"}
+    assert tools["memory_context"].input_schema["required"] == ["question"]
+    assert not tools["memory_context"].description.startswith("This server is read-only")
     assert "before answering" in tools["memory_search"].description.lower()
     for name in WRITE_TOOLS:
         assert tools[name].description.startswith("This server is read-only")

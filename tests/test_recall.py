@@ -9,11 +9,11 @@ import time
 import numpy as np
 from typer.testing import CliRunner
 
-from coop.chat.recall import is_conversation, newer_first, without_repeats
 from coop.cli.app import app
 from coop.memory.growth.evidence import adds_to, states
 from coop.memory.growth.forgetting import forget_with_traces, traces
 from coop.memory.retrieval.context import Recalled, build_prompt, fact_line
+from coop.memory.retrieval.recall import is_conversation, newer_first, without_repeats
 from coop.memory.storage import vectors
 
 

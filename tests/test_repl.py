@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import io
 import os
+import re
 import stat
 import threading
+import time
 
 import pytest
 from prompt_toolkit.input import create_pipe_input
@@ -74,7 +76,7 @@ def test_slash_commands(repl_factory, openai_server, memory):
     shown = screen.getvalue()
     assert "remembered as f1" in shown
     assert "/remember needs the fact" in shown
-    assert "salience" in shown and "I play the oboe" in shown  # /memory shows the last recall and why
+    assert "profile: general, importance 0.90" in shown and "I play the oboe" in shown  # /memory: the last recall, why
     assert "user: tell me about music" in shown  # /history
     assert "model: openai/other" in shown
     assert "new session" in shown and "/remember" in shown  # /new and /help
@@ -82,6 +84,23 @@ def test_slash_commands(repl_factory, openai_server, memory):
     assert [b["messages"][-1]["content"] for b in bodies] == ["tell me about music", "/etc is a folder"]
     assert bodies[-1]["model"] == "other"
     assert len(memory.sessions()) == 2
+
+
+def test_memory_n_shows_what_any_earlier_reply_recalled_and_why(repl_factory, openai_server, memory):
+    memory.add_fact("Lives in Porto", category="location", key="home_city", importance=0.7)
+    two_days_ago = time.time() - 2 * 86400  # no continuity into today's session
+    past = memory.start_session(started_at=two_days_ago, last_activity_at=two_days_ago)
+    memory.add_message(past, "user", "My sourdough starter is called Bubbles and lives on the counter",
+                       created_at=two_days_ago)
+    repl, screen = repl_factory()
+    openai_server.default_reply = "ok"
+    drive(repl, "hello there\rhow is my sourdough starter Bubbles doing\r/memory 1\r/memory 2\r/memory 9\r\x04")
+    shown = screen.getvalue()
+    _, first, second = re.split(r"\bid +why +score +text", shown.split("no reply 9")[0])
+    assert "profile: location" in first and "Lives in Porto" in first
+    assert "Bubbles" not in first  # reply 1 ("hello there") recalled the profile only
+    assert "profile: location" in second and "relevant:" in second and "Bubbles" in second
+    assert "no reply 9 in this session" in shown and "/memory 1 to 2" in shown
 
 
 def test_forget_from_the_repl(repl_factory, memory):

@@ -211,9 +211,9 @@ def test_the_chat_turn_uses_the_configured_fusion(memory, monkeypatch):
     """`recall` passes `[memory]`'s retrieval settings to search: a config with fusion = rrf reaches it."""
     import dataclasses
 
-    from coop.chat import recall as recall_module
     from coop.chat import session as session_module
     from coop.config import Config
+    from coop.memory.retrieval import recall as recall_module
 
     seen = {}
 
@@ -225,7 +225,7 @@ def test_the_chat_turn_uses_the_configured_fusion(memory, monkeypatch):
     config = Config()
     config = dataclasses.replace(config, memory=dataclasses.replace(config.memory, fusion="rrf", context_weight=0.2))
     chat = session_module.ChatSession(memory, config, embedder=lambda: None, incognito=True)
-    chat.recall("anything")
+    chat.prepare("anything")
     assert seen["fusion"] == "rrf" and seen["context_weight"] == 0.2
 
 

@@ -271,3 +271,78 @@ def test_small_talk_recalls_nothing(memory, openai_server):
     session(memory, openai_server, "Hello!", "How's it going?")
     for index in (-2, -1):
         assert "Relevant past conversation" not in openai_server.system_prompt(index)
+
+
+# -- what coop knows about you reaches every turn that needs it ----------------------------------------------
+
+
+def moved_to_porto(memory, server):
+    """Lisbon, then Porto, each stated by the user and learned through extraction and reconciliation."""
+    lisbon = fact("location", "home_city", "Lives in Lisbon", "I moved to Lisbon")
+    commute = fact("work", "commute", "Commutes to the Lisbon office by tram", "take the tram to the Lisbon office")
+    porto = fact("location", "home_city", "Lives in Porto", "I moved to Porto")
+    server.background_default = fast_model(
+        {"I moved to Lisbon last week and I take the tram to the Lisbon office": [lisbon, commute],
+         "Actually I moved to Porto": [porto]}, replaces={"Lives in Porto": "Lives in Lisbon"})
+    server.default_reply = "ok"
+    session(memory, server, "I moved to Lisbon last week and I take the tram to the Lisbon office")
+    session(memory, server, "Actually I moved to Porto")
+
+
+def test_a_paraphrased_question_after_a_move_gets_the_current_city(memory, openai_server):
+    moved_to_porto(memory, openai_server)
+    session(memory, openai_server, "Any good restaurants near where I live?")
+    known = facts_section(openai_server)
+    assert "Lives in Porto" in known  # shares no word with the question: the profile brings it
+    assert "Lives in Lisbon" not in prompt_text(openai_server)  # never shown as current, nor as history here
+
+
+def test_a_question_about_a_former_value_shows_it_dated_as_former(memory, openai_server):
+    moved_to_porto(memory, openai_server)
+    session(memory, openai_server, "Where did I live before?")
+    system = openai_server.system_prompt()
+    earlier = system.split("Earlier values (former: no longer true, for questions about the past):\n", 1)[1]
+    porto = memory.find_by_key("location", "home_city")
+    assert re.search(rf"- f\d+ \(since [\d-]+, former, until [\d-]+; now f{porto.item_id}\): Lives in Lisbon", earlier)
+    assert "Lives in Lisbon" not in facts_section(openai_server) and "Lives in Porto" in facts_section(openai_server)
+
+
+def test_a_fact_that_depended_on_a_replaced_one_is_marked_until_settled(memory, openai_server, run_cli):
+    moved_to_porto(memory, openai_server)
+    session(memory, openai_server, "How long will my commute take tomorrow?")
+    line = next(x for x in facts_section(openai_server).splitlines() if "Commutes to the Lisbon office" in x)
+    lisbon = next(f for f in memory.list_items("fact", include_inactive=True) if f.text == "Lives in Lisbon")
+    porto = memory.find_by_key("location", "home_city")
+    assert f"may be out of date: {lisbon.ref} was replaced by {porto.ref}" in line
+    listed = run_cli("memory", "review", "--json", "--user", "ana").json()
+    commute = next(f for f in listed if f["text"] == "Commutes to the Lisbon office by tram")
+    assert "out_of_date" in commute["flags"]
+    memory.bump_fact(int(commute["id"][1:]), reason="said again")  # the user (or an extraction) states it again
+    session(memory, openai_server, "How long will my commute take tomorrow?")
+    assert "may be out of date" not in facts_section(openai_server)
+    listed = run_cli("memory", "review", "--json", "--user", "ana").json()
+    assert all("out_of_date" not in f["flags"] for f in listed)
+
+
+def test_a_correction_is_recalled_once_as_its_fact(memory, openai_server):
+    said = "Actually, I'm vegetarian now, remember that"
+    openai_server.background_default = fast_model({said: [fact("diet", "diet", "Is vegetarian", "I'm vegetarian")]})
+    openai_server.default_reply = "ok"
+    session(memory, openai_server, said)
+    [message] = [m for m in memory.list_items("message") if m.text == said]
+    assert (message.importance or 0) >= 0.85  # salient: a correction the user asked to keep
+    session(memory, openai_server, "What should I cook for dinner tonight?")
+    seen = prompt_text(openai_server)
+    assert "Is vegetarian" in facts_section(openai_server)
+    assert said not in seen and seen.count("vegetarian") == 1
+
+
+def test_the_previous_session_carries_over_only_when_the_new_turn_follows_on(memory, openai_server):
+    openai_server.default_reply = "Here is a long answer about ryokans. " * 12
+    session(memory, openai_server, "Tawaraya or Hiiragiya for our Kyoto ryokan? " * 3,
+            "And which one has the better garden for a quiet morning? " * 3)
+    openai_server.default_reply = "ok"
+    session(memory, openai_server, "How do I reverse a list in Python?", end=False)
+    assert "Where the previous conversation left off" not in openai_server.system_prompt()
+    session(memory, openai_server, "Tawaraya or Hiiragiya: which Kyoto ryokan garden is quieter?", end=False)
+    assert "Where the previous conversation left off" in openai_server.system_prompt()

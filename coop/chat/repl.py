@@ -83,32 +83,39 @@ class Repl:
                  "Ctrl-C: stop a reply · Ctrl-D: exit")
 
     def cmd_memory(self, query: str) -> None:
-        """What was recalled for the last turn, with scores and legs; or /memory QUERY to search memory."""
+        """What was recalled for the last reply and why; /memory N for the Nth reply of this session; or /memory
+        QUERY to search memory."""
+        from coop.memory.retrieval.context import explain
         from coop.memory.retrieval.search import describe, search_or_full_text
 
-        if query.strip():
+        recalls = self.session.recalls
+        if query.strip() and not query.strip().isdigit():
             result, failure = search_or_full_text(self.session.memory, query, embedder=self.session.embedder(),
                                                   limit=10, settings=self.session.retrieval)
             if failure is not None:
                 self.say(f"(the embedder failed: {failure}; full-text search only)")
-            rows = [(hit.ref, hit.kind, f"{hit.score:.4f}", describe(hit), hit.item.text) for hit in result.hits]
-            empty = "no matches"
+            rows = [(hit.ref, describe(hit), f"{hit.score:.4f}", hit.item.text) for hit in result.hits]
+            empty, left_out = "no matches", 0
         else:
-            rows = [(r.item.ref, r.reason, f"{r.score:.4f}", ", ".join(f"{k} #{v.rank} {v.score:.3f}"
-                                                                        for k, v in r.legs.items()) or "-", r.item.text)
-                    for r in self.session.last_recall]
-            empty = "nothing was recalled for the last turn"
+            number = int(query) if query.strip() else len(recalls)
+            if not 1 <= number <= len(recalls):
+                raise UsageError(f"no reply {number} in this session" if recalls else "nothing was recalled yet",
+                                 hint=f"/memory 1 to {len(recalls)}" if recalls else "ask something first")
+            recalled, left_out = recalls[number - 1]
+            rows = [(r.item.ref, explain(r), f"{r.score:.4f}", r.item.text) for r in recalled]
+            empty = f"nothing was recalled for reply {number}"
         if not rows:
             self.say(empty)
             return
         table = Table(box=None, pad_edge=False)
-        for column in ("id", "why", "score", "legs", "text"):
-            table.add_column(column, overflow="fold" if column == "text" else "ellipsis", no_wrap=column != "text")
-        for ref, why, score, legs, text in rows:
-            table.add_row(ref, why, score, legs, output.cell(" ".join(text.split())[:200]))
+        for column in ("id", "why", "score", "text"):
+            table.add_column(column, overflow="fold" if column in ("text", "why") else "ellipsis",
+                             no_wrap=column not in ("text", "why"))
+        for ref, why, score, text in rows:
+            table.add_row(ref, output.cell(why), score, output.cell(" ".join(text.split())[:200]))
         self.console.print(table)
-        if not query.strip() and self.session.last_left_out:
-            self.say(f"({len(self.session.last_left_out)} more recalled but over the memory budget)")
+        if left_out:
+            self.say(f"({left_out} more recalled but over the memory budget)")
 
     def cmd_remember(self, text: str) -> None:
         """Remember a fact: /remember I am allergic to peanuts."""

@@ -23,18 +23,17 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from coop import llm
-from coop.chat.recall import Recollection, recall
-from coop.chat.salience import SALIENCE_SHARE
 from coop.chat.tools import TOOL_SPECS, MemoryTools
 from coop.chat.working import WorkingMemory, retrieval_query
 from coop.errors import CoopError, ErrorKind, ModelError, NotFoundError, UsageError
 from coop.memory.growth.forgetting import Forgotten, forget_with_traces
 from coop.memory.growth.importance import message_importance
 from coop.memory.growth.jobs import MemoryJobs
-from coop.memory.growth.reconcile import INSTRUCTION, Candidate, FactWriter
+from coop.memory.growth.reconcile import Candidate, FactWriter
 from coop.memory.growth.worker import failure_notice
-from coop.memory.retrieval.context import HistoryMessage, Prompt, Recalled, build_prompt
+from coop.memory.retrieval.context import HistoryMessage, Prompt, Recalled
 from coop.memory.retrieval.settings import RetrievalSettings
+from coop.memory.retrieval.turn import turn_context
 from coop.memory.storage.items import MAX_MESSAGE_CHARS
 from coop.memory.text import check_text, plural
 from coop.trace import NO_TRACE, Tracer
@@ -54,6 +53,7 @@ Today is {today}."""
 
 MAX_TOOL_ROUNDS = 4
 MAX_CALLS_PER_ROUND = 8  # tool calls run from one model reply; the rest are dropped (and logged)
+MAX_RECALLS_KEPT = 500  # replies whose recall `/memory N` can show
 INTERRUPTED_MARK = " [interrupted]"
 INCOMPLETE_MARK = " [incomplete]"
 
@@ -98,6 +98,7 @@ class ChatSession:
         self.retrieval = RetrievalSettings.from_config(config.memory)
         self.working = WorkingMemory(config.chat.working_memory_cap)
         self.last_recall: list[Recalled] = []
+        self.recalls: list[tuple[list[Recalled], int]] = []  # each reply's recall this session, oldest first
         self.last_left_out: list[Recalled] = []
         self.tools_enabled = config.chat.tools
         self.tools = MemoryTools(memory, embedder, self.writer, settings=self.retrieval,
@@ -132,6 +133,7 @@ class ChatSession:
         no empty session behind)."""
         self._idle_ended = False
         self.working.clear()
+        self.recalls.clear()
         self.session_id = None
 
     @property
@@ -149,12 +151,15 @@ class ChatSession:
 
     # -- retrieval --------------------------------------------------------------------------------------------
 
-    def recall(self, text: str) -> Recollection:
-        """What memory this message brings into the prompt (see coop/chat/recall.py)."""
+    def prepare(self, text: str) -> Prompt:
+        """The turn's prompt: its memory from the engine's one recall (coop/memory/retrieval/turn.py)."""
         cfg = self.config.memory
-        found = recall(self.memory, text, retrieval_query(text), embedder=self.embedder(), cfg=cfg,
-                       settings=self.retrieval, shown=self.working.ids(cfg.recency_messages),
-                       first_turn=not self.working.messages, session_id=self.session_id, now=self.clock())
+        context = turn_context(self.memory, text, cfg=cfg, embedder=self.embedder(), query=retrieval_query(text),
+                               preamble=PREAMBLE.format(today=datetime.now().strftime("%A %d %B %Y")),
+                               settings=self.retrieval, history=list(self.working.messages),
+                               anchor=self.working.anchor, shown=self.working.ids(cfg.recency_messages),
+                               session_id=self.session_id, now=self.clock())
+        found, prompt = context.recollection, context.prompt
         if found.failure is not None:  # a remote embedder that fails: this turn recalls by words only
             self.tracer.event("embedder_failed", error=found.failure)
             if not self._embedder_failed:
@@ -168,17 +173,9 @@ class ChatSession:
                           hits=[{"id": h.ref, "score": round(h.score, 5),
                                  "legs": {k: [v.rank, round(v.score, 4)] for k, v in h.legs.items()}}
                                 for h in result.hits])
-        return found
-
-    def prepare(self, text: str) -> Prompt:
-        found = self.recall(text)
-        cfg = self.config.memory
-        prompt = build_prompt(preamble=PREAMBLE.format(today=datetime.now().strftime("%A %d %B %Y")),
-                              instructions=self.memory.active_facts(INSTRUCTION, limit=200), facts=found.facts,
-                              past=found.past, previous=found.previous, history=list(self.working.messages),
-                              anchor=self.working.anchor, new_message=text, context_budget=cfg.context_budget,
-                              memory_fraction=cfg.memory_budget_fraction, salience_share=SALIENCE_SHARE)
         self.last_recall, self.last_left_out = prompt.recalled, prompt.left_out
+        self.recalls.append((prompt.recalled, len(prompt.left_out)))  # for /memory N
+        del self.recalls[:-MAX_RECALLS_KEPT]
         self.tracer.event("prompt", tokens=prompt.tokens, recalled=[r.item.ref for r in prompt.recalled],
                           left_out=len(prompt.left_out), messages=len(prompt.messages))
         return prompt

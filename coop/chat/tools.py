@@ -221,7 +221,8 @@ class MemoryTools:
         over = self._count_change()
         if over:
             return over
-        from coop.memory.growth.reconcile import INSTRUCTION, Candidate
+        from coop.memory.growth.reconcile import Candidate
+        from coop.memory.kinds import INSTRUCTION
 
         writer = self.writer()
         plan = writer.plan(Candidate(args["text"][:1000], category=(args.get("category") or "general")[:60],

@@ -123,7 +123,7 @@ def root(
 
 
 def _register() -> None:
-    # memory_edit, memory_review, memory_transfer and memory_why register their commands on memory.app
+    # memory_edit, memory_recall, memory_review, memory_transfer and memory_why register their commands on memory.app
     from coop.cli import (  # noqa: F401
         chat,
         check,
@@ -132,6 +132,7 @@ def _register() -> None:
         mcp,
         memory,
         memory_edit,
+        memory_recall,
         memory_review,
         memory_transfer,
         memory_why,

@@ -13,7 +13,10 @@ text supersedes it: `memory_edit.py`), forget (with the messages that said it, a
 them), skip (not now: it comes back next time) or quit. The mark then moves to the review's start when every fact
 was decided; otherwise to just before the first fact skipped or not reached, so those come back at the next
 review (with any decided after them, which are shown again unchanged). `--json`, or no terminal, lists the facts
-and changes nothing. Each listed fact carries `flags`, the one place new markers go ("out_of_date" is planned).
+and changes nothing. Each listed fact carries `flags`: pinned, updated, replaces, from_host, unquoted, and
+out_of_date: a fact that may have gone stale when another was superseded (`coop/memory/retrieval/profile.py`
+`out_of_date`), listed whatever its age or source until it is settled: keep says it still holds (counted as a
+mention, which settles it), edit or forget change it, and a later extraction that states it again settles it too.
 """
 
 from __future__ import annotations
@@ -65,7 +68,8 @@ def on_terminal() -> bool:
     return bool(sys.stdin) and sys.stdin.isatty()
 
 
-def entries_of(memory: UserMemory, learned: list[Learned], pinned_at: float) -> list[Entry]:
+def entries_of(memory: UserMemory, learned: list[Learned], pinned_at: float,
+               stale: dict[int, str] | None = None) -> list[Entry]:
     """Each fact with its quotes, the facts it replaced and its flags: pinned (always recalled), updated (an
     older fact rewritten in place), replaces (it superseded another), from_host (learned from what an MCP host
     recorded), unquoted (written by a machine with no quote of the user linked)."""
@@ -81,6 +85,7 @@ def entries_of(memory: UserMemory, learned: list[Learned], pinned_at: float) -> 
             ("replaces", bool(supersedes)),
             ("from_host", item.source == "host" or any(m in hosts for m, _ in links)),
             ("unquoted", item.source != "user" and not any(quote for _, quote in links)),
+            ("out_of_date", item.item_id in (stale or {})),
         ) if present]
         found.append(Entry(entry, links, supersedes, tuple(flags)))
     return found
@@ -106,8 +111,16 @@ def review(
     memory = app_state.memory(user)
     started = time.time()  # what changes during the review is for the next one
     since = None if all_ else memory.reviewed_at()
+    from coop.memory.retrieval.profile import candidates, out_of_date
+    from coop.memory.storage.links import Learned
+
     learned = memory.learned_since(since, None if all_ else REVIEWED_SOURCES, limit=MAX_REVIEWED)
-    entries = entries_of(memory, learned, app_state.config().memory.salience_threshold)
+    stale = out_of_date(memory, candidates(memory))
+    listed = {entry.item.item_id for entry in learned}
+    learned = sorted(learned + [Learned(fact, fact.updated_at or fact.created_at, "ADD")
+                                for fact in memory.get_many("fact", list(stale)).values()
+                                if fact.item_id not in listed], key=lambda entry: entry.changed_at)
+    entries = entries_of(memory, learned, app_state.config().memory.salience_threshold, stale)
     if json_:
         output.print_json([entry_json(entry) for entry in entries])
         return
@@ -174,6 +187,9 @@ def _decide(memory: UserMemory, entry: Entry, action: str) -> bool:
     from coop.memory.growth.forgetting import forget_with_traces, traces
 
     item = entry.learned.item
+    if action == "keep" and "out_of_date" in entry.flags:
+        memory.bump_fact(item.item_id, reason="still true after a related change (confirmed in review)")
+        output.out().print(f"{item.ref} confirmed: no longer marked out of date", highlight=False)
     if action == "pin":
         memory.bump_fact(item.item_id, importance=PIN_IMPORTANCE, reason="pinned by the user (review)")
         output.out().print(f"pinned {item.ref}", highlight=False)

@@ -32,6 +32,7 @@ log = logging.getLogger(__name__)
 
 PROFILE_URI = "coop://profile"
 MAX_PROFILE_FACTS = 200
+MAX_QUESTION_CHARS = 4000
 READ_ONLY_NOTE = ("This server is read-only: the call is refused. (Start it with `coop mcp --allow-writes` to let "
                   "the assistant change memory.) ")
 INSTRUCTIONS = (
@@ -51,6 +52,10 @@ DESCRIPTIONS = {
                        "after it. Takes a message id such as m345.",
     "memory_profile": "What is known about the user: their standing instructions and active facts, each with its "
                       "id and since when it holds. Read it at the start of a conversation.",
+    "memory_context": "What coop would put in a prompt for a message now: the user's profile (the facts that "
+                      "describe them), the facts and past conversation relevant to the message, each with why it "
+                      "is there. Call it with the user's message before answering one that may depend on who they "
+                      "are or what they said before.",
     "memory_remember": "Remember one durable fact about the user, in a sentence, only when they said it or clearly "
                        "want it kept (\"remember that I'm vegetarian\"). Duplicates are merged; a new value for "
                        "the same thing (same category and key) replaces the old one, which stays in its history.",
@@ -92,6 +97,8 @@ class MemoryServer:
                 return self.profile_json()
             if name == "memory_record":
                 return self._record(arguments)
+            if name == "memory_context":
+                return self._context(arguments)
             chat_name = {"memory_remember": "memory_write"}.get(name, name)
             self.tools.start_turn()
             result = self.tools.run(chat_name, json.dumps(arguments, ensure_ascii=False))
@@ -104,15 +111,36 @@ class MemoryServer:
     # -- the profile ------------------------------------------------------------------------------------------
 
     def profile_lines(self) -> tuple[list[str], list[str]]:
-        """Standing instructions and other active facts, as the chat's prompt shows them (id, since when)."""
-        from coop.memory.growth.reconcile import INSTRUCTION
+        """Standing instructions, and the profile as the chat's prompt chooses it (`coop/memory/retrieval/
+        profile.py`: best first, marked when it may be out of date), each with its id and since when."""
+        from coop.memory.kinds import INSTRUCTION
+        from coop.memory.retrieval import profile
         from coop.memory.retrieval.context import Recalled, fact_line
 
-        facts = self.memory.active_facts(limit=MAX_PROFILE_FACTS, newest_first=True)
-        lines = {f.item_id: fact_line(Recalled(f, "profile")) for f in facts}
-        instructions = [lines[f.item_id] for f in facts if f.category == INSTRUCTION]
-        known = [lines[f.item_id] for f in facts if f.category != INSTRUCTION]
+        instructions = [fact_line(Recalled(f, "profile"))
+                        for f in self.memory.active_facts(INSTRUCTION, limit=MAX_PROFILE_FACTS, newest_first=True)]
+        facts = profile.candidates(self.memory)
+        marks = profile.out_of_date(self.memory, facts)
+        chosen = profile.choose(facts, {})[:MAX_PROFILE_FACTS]
+        known = [fact_line(Recalled(r.item, "profile", note=marks.get(r.item.item_id, ""))) for r in chosen]
         return instructions, known
+
+    def _context(self, arguments: dict[str, Any]) -> str:
+        from coop import output
+        from coop.memory.retrieval.settings import RetrievalSettings
+        from coop.memory.retrieval.turn import turn_context
+
+        unknown = sorted(set(arguments) - {"question"})
+        if unknown:
+            raise McpToolError(f"memory_context: unknown argument(s): {', '.join(unknown)}")
+        question = arguments.get("question")
+        if not isinstance(question, str) or not question.strip():
+            raise McpToolError("memory_context: question must be non-empty text")
+        question = question[:MAX_QUESTION_CHARS]
+        cfg = self.jobs.config.memory
+        context = turn_context(self.memory, question, cfg=cfg, embedder=self.embedder(),
+                               settings=RetrievalSettings.from_config(cfg))
+        return json.dumps(output.recall_json(question, context), ensure_ascii=False)
 
     def profile_json(self) -> str:
         from coop.chat.tools import MAX_RESULT_CHARS
@@ -204,6 +232,9 @@ def build_server(core: MemoryServer) -> "MCPServer":
     def memory_profile() -> str:
         return run("memory_profile", {})
 
+    def memory_context(question: str) -> str:
+        return run("memory_context", {"question": question})
+
     def memory_remember(text: str, category: str | None = None, key: str | None = None) -> str:
         return run("memory_remember", {"text": text, "category": category, "key": key})
 
@@ -213,8 +244,8 @@ def build_server(core: MemoryServer) -> "MCPServer":
     def memory_record(user_message: str, assistant_reply: str) -> str:
         return run("memory_record", {"user_message": user_message, "assistant_reply": assistant_reply})
 
-    for function in (memory_search, memory_get, memory_timeline, memory_profile, memory_remember, memory_forget,
-                     memory_record):
+    for function in (memory_search, memory_get, memory_timeline, memory_profile, memory_context, memory_remember,
+                     memory_forget, memory_record):
         server.add_tool(function, name=function.__name__, description=describe(function.__name__),
                         structured_output=False)
 

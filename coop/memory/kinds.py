@@ -33,6 +33,7 @@ _BY_PREFIX = {kind.prefix: kind for kind in REGISTRY.values()}
 
 # A fact still in use: not replaced by a newer value, not archived by retention or the user.
 ACTIVE_FACT = "superseded_at IS NULL AND archived_at IS NULL"
+INSTRUCTION = "instruction"  # the category of a standing instruction: in every preamble, never recalled as a fact
 
 
 def active_fact(alias: str) -> str:

@@ -16,8 +16,9 @@ from dataclasses import replace
 from coop.memory.growth.evidence import find_quote, proves
 from coop.memory.growth.instructions import addresses_assistant, widens
 from coop.memory.growth.mood import ASSERTED, PLAN, stance_of
-from coop.memory.growth.reconcile import INSTRUCTION, Candidate, is_unsafe_instruction
+from coop.memory.growth.reconcile import Candidate, is_unsafe_instruction
 from coop.memory.growth.refusals import refuse
+from coop.memory.kinds import INSTRUCTION
 
 
 def admit_one(candidate: Candidate, user_texts: Sequence[str], context: Sequence[str] = ()) -> Candidate | None:

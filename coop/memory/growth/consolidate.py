@@ -25,7 +25,8 @@ from coop.jsonreply import SUMMARY, ModelReplyError, ask, parse_json_reply
 from coop.memory.growth.admission import admit
 from coop.memory.growth.evidence import find_quote
 from coop.memory.growth.extract import Complete, facts_from
-from coop.memory.growth.reconcile import INSTRUCTION, FactWriter
+from coop.memory.growth.reconcile import FactWriter
+from coop.memory.kinds import INSTRUCTION
 from coop.memory.storage.items import Item
 from coop.memory.storage.store import UserMemory
 from coop.memory.text import plural

@@ -23,7 +23,8 @@ from typing import TYPE_CHECKING, Any
 from coop.errors import UsageError
 from coop.jsonreply import DECISION, FACTS, ModelReplyError, ask, parse_json_reply
 from coop.memory.growth.admission import admit
-from coop.memory.growth.reconcile import INSTRUCTION, Candidate, Decision
+from coop.memory.growth.reconcile import Candidate, Decision
+from coop.memory.kinds import INSTRUCTION
 from coop.memory.text import check_text
 from coop.secrets import mask
 

@@ -19,7 +19,8 @@ from coop.memory.embedder import Embedder
 from coop.memory.growth.consolidate import consolidate
 from coop.memory.growth.embedding import embed_pending
 from coop.memory.growth.extract import Complete, ExtractionContext, extract_facts, model_decider
-from coop.memory.growth.reconcile import INSTRUCTION, FactWriter
+from coop.memory.growth.reconcile import FactWriter
+from coop.memory.kinds import INSTRUCTION
 from coop.memory.storage import vectors
 from coop.memory.storage.connection import Database
 from coop.memory.storage.items import FactWrite, Item

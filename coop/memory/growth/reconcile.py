@@ -36,6 +36,7 @@ from coop.memory.growth.evidence import content_words, negations, supports_chang
 from coop.memory.growth.instructions import widens
 from coop.memory.growth.refusals import refuse
 from coop.memory.growth.sameness import refines, same_thing, says_nothing_new
+from coop.memory.kinds import INSTRUCTION
 from coop.memory.storage import vectors
 from coop.memory.storage.facts import FactFields
 from coop.memory.storage.items import FactWrite, Item
@@ -48,7 +49,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-INSTRUCTION = "instruction"
 MACHINE_SOURCES = ("extraction", "consolidation", "model", "import", "host")
 # Sources whose proposals must quote the user (the model's own tool calls are confirmed by the user instead).
 QUOTING_SOURCES = ("extraction", "consolidation", "host")

@@ -1,6 +1,8 @@
 """Builds the prompt of a turn from memory, within a token budget.
 
-Order (DESIGN.md): system preamble with standing instructions -> "Known about the user" facts (id, since when) ->
+Order (DESIGN.md): system preamble with standing instructions -> "Known about the user" facts (id, since when: the
+facts the turn asked for, then the profile within `profile_share` of the memory budget) -> earlier values, marked
+former, when the turn asks about the past ->
 where the previous conversation left off (a session's first turn) -> relevant past (dated, with session) ->
 history -> the new message. History is chosen first, newest first, from what the budget leaves beside the memory
 budget (`memory_budget_fraction` of `context_budget`), and reaches further back into whatever memory leaves
@@ -32,7 +34,7 @@ class Recalled:
     """One memory item chosen for the prompt, with the leg(s) that chose it."""
 
     item: Item
-    reason: str  # "salience" | "relevance" | "continuity"
+    reason: str  # "profile" | "relevance" | "salience" | "continuity" | "history" (a former value)
     score: float = 0.0
     legs: dict[str, LegScore] = field(default_factory=dict)
     note: str = ""  # shown beside it: "newer than f3"
@@ -85,11 +87,32 @@ def fact_line(entry: Recalled) -> str:
     return f"- {item.ref} ({when}): {text}"
 
 
-def past_line(entry: Recalled) -> str:
+def explain(entry: Recalled) -> str:
+    """Why an item is in the prompt, in words, for `/memory`, `coop memory recall` and MCP `memory_context`."""
     item = entry.item
-    text = " ".join(item.text.split())
+    if entry.reason == "profile":
+        why = f"profile: {item.category or 'general'}, importance {item.importance or 0:.2f}"
+    elif entry.reason == "history":
+        why = "a former value: the turn asks about the past"
+    elif entry.reason == "continuity":
+        why = "where the previous session left off"
+    elif entry.reason == "salience":
+        why = "salient: you asked to keep it, or corrected something"
+    elif entry.legs:
+        why = "relevant: " + ", ".join(f"{leg} #{score.rank}" for leg, score in entry.legs.items())
+    else:
+        why = f"relevant: near in meaning (cosine {entry.score:.2f})"
+    return f"{why}; {entry.note}" if entry.note else why
+
+
+def past_line(entry: Recalled) -> str:
+    """A past item, dated, on one line; one with code keeps its lines (code flattened onto one line is no code)."""
+    item = entry.item
+    text = item.text.strip() if "```" in item.text else " ".join(item.text.split())
     if len(text) > PAST_ITEM_MAX_CHARS:
         text = text[: PAST_ITEM_MAX_CHARS - 1] + "…"
+    if "\n" in text:
+        text = "\n" + text + ("\n```" if text.count("```") % 2 else "")  # a cut block is closed
     where = f", session {item.session_id}" if item.session_id else ""
     note = f" ({entry.note})" if entry.note else ""
     if item.kind == "summary":
@@ -146,7 +169,9 @@ def _cost(messages: Sequence[HistoryMessage]) -> int:
 def build_prompt(*, preamble: str, instructions: Sequence[Item] = (), facts: Sequence[Recalled] = (),
                  past: Sequence[Recalled] = (), previous: Sequence[Recalled] = (),
                  history: Sequence[HistoryMessage] = (), anchor: HistoryMessage | None = None, new_message: str,
-                 context_budget: int, memory_fraction: float, salience_share: float = 1.0) -> Prompt:
+                 context_budget: int, memory_fraction: float, salience_share: float = 1.0,
+                 profile: Sequence[Recalled] = (), profile_share: float = 1.0,
+                 former: Sequence[Recalled] = ()) -> Prompt:
     """The prompt. History is chosen first, from what the budget leaves beside the memory budget, and a past
     message it already shows is not recalled again; if recalled memory uses less than its budget, history
     reaches further back into the rest. Past items recalled by salience (not asked for by this turn) take at
@@ -163,11 +188,13 @@ def build_prompt(*, preamble: str, instructions: Sequence[Item] = (), facts: Seq
     chosen = _history(history, anchor, max(0, context_budget - fixed - memory_budget))
     in_history = {m.message_id for m in chosen if m.message_id is not None}
 
-    used_memory = used_salience = 0
+    profile_budget = int(memory_budget * profile_share)
+    used_memory = used_salience = used_profile = 0
     recalled: list[Recalled] = []
     left_out: list[Recalled] = []
-    lines: dict[str, list[str]] = {"previous": [], "facts": [], "past": []}
+    lines: dict[str, list[str]] = {"previous": [], "facts": [], "former": [], "past": []}
     for section, entries, render in (("previous", previous, past_line), ("facts", facts, fact_line),
+                                     ("facts", profile, fact_line), ("former", former, fact_line),
                                      ("past", past, past_line)):
         for entry in entries:
             if entry.item.kind == "message" and entry.item.item_id in in_history:
@@ -175,11 +202,14 @@ def build_prompt(*, preamble: str, instructions: Sequence[Item] = (), facts: Seq
             line = render(entry)
             cost = estimate_tokens(line)
             salient = entry.reason == "salience" and section == "past"
-            if used_memory + cost <= memory_budget and (not salient or used_salience + cost <= salience_budget):
+            in_profile = entry.reason == "profile"
+            if used_memory + cost <= memory_budget and (not salient or used_salience + cost <= salience_budget) \
+                    and (not in_profile or used_profile + cost <= profile_budget):
                 lines[section].append(line)
                 recalled.append(entry)
                 used_memory += cost
                 used_salience += cost if salient else 0
+                used_profile += cost if in_profile else 0
             else:
                 left_out.append(entry)
 
@@ -188,6 +218,9 @@ def build_prompt(*, preamble: str, instructions: Sequence[Item] = (), facts: Seq
     if lines["facts"]:
         sections.append("Known about the user (id, since when):\n"
                         + "\n".join(lines["facts"]))
+    if lines["former"]:
+        sections.append("Earlier values (former: no longer true, for questions about the past):\n"
+                        + "\n".join(lines["former"]))
     if lines["previous"]:
         sections.append("Where the previous conversation left off:\n" + "\n".join(lines["previous"]))
     if lines["past"]:

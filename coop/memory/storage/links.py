@@ -133,6 +133,13 @@ class Links(FactRecords):
             f"SELECT {FACT_COLUMNS} FROM facts WHERE user_id = ? AND superseded_by = ? AND superseded_at IS NOT NULL "
             "ORDER BY id", (self.user_id, fact_id))]
 
+    def superseded_facts(self, limit: int = 200) -> list[Item]:
+        """Facts replaced by a newer one (not archived, not forgotten), the most recently replaced first: what
+        the profile's "may be out of date" marks and "former" lines are made from."""
+        return [fact_item(r) for r in self.db.execute(
+            f"SELECT {FACT_COLUMNS} FROM facts WHERE user_id = ? AND superseded_at IS NOT NULL "
+            "AND superseded_by IS NOT NULL ORDER BY superseded_at DESC, id DESC LIMIT ?", (self.user_id, limit))]
+
     # -- review -------------------------------------------------------------------------------------------
 
     def reviewed_at(self) -> float | None:

@@ -1,7 +1,13 @@
-"""What a turn recalls from memory, and in what order (step 2 of the turn in DESIGN.md).
+"""What a turn recalls from memory, and in what order (step 2 of the turn in DESIGN.md). One recall for every
+front end: the chat's turn, MCP's `memory_context` and `coop memory recall` all come through `recall`.
 
-- Facts: the ones the user pinned (importance at or above `memory.salience_threshold`) and the relevant ones.
-  Standing instructions are not recalled here: they have their own section of the prompt.
+- The profile (`profile.py`): the facts that describe the person, in every prompt within `memory.profile_share`
+  of the memory budget, chosen by importance, category, relevance, use and recency; facts that may have gone
+  stale with a superseded one are marked; a turn that asks about the past also gets the former values, dated.
+- Facts recalled by relevance: search's fact hits, and the facts nearest the turn above `FACT_FLOOR` (a floor
+  made for facts: a short fact and the question that needs it sit lower than two messages on one subject), shown
+  before the profile. Superseded facts are never shown as current. Standing instructions are not recalled here:
+  they have their own section of the prompt.
 - Past: the relevant messages and summaries (the fused search, above its floors; a match by words alone must
   also be near in meaning, `memory.prompt_word_similarity_floor`) and the salient messages, ranked by
   `salience.rank_salient` and held to a share of the budget by `build_prompt`.
@@ -14,8 +20,12 @@
   whose fact was superseded since, and that says nothing more, is stale and left out too.
 - Recency: a past item's score is weighed by its age (`RECENCY_WEIGHT`, tuned on bench/prompt.py), and when two
   recalled items are about the same thing but say different things, the newer comes first, marked as newer.
+- Salience earns its place: a salient message (a correction, "actually ...") whose fact was extracted is not
+  recalled for itself: the fact is, in the profile.
 - Continuity: the first turn of a session that follows another within `CONTINUITY_HOURS` (an idle end mid-topic,
-  a quick restart) gets that session's summary and its last lines.
+  a quick restart) gets that session's summary and its last lines, only when the new turn is about what that
+  session was about (a cosine of `CONTINUITY_FLOOR` with one of them), or when the block is short (at most
+  `CONTINUITY_SHORT_TOKENS`) and clean (no interrupted or incomplete reply). Code in it is shown as code.
 """
 
 from __future__ import annotations
@@ -25,16 +35,17 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
-from coop.chat.salience import rank_salient
-from coop.memory.growth.evidence import adds_to, content_words, states
-from coop.memory.growth.reconcile import INSTRUCTION
+from coop.memory.kinds import INSTRUCTION
+from coop.memory.retrieval import profile
 from coop.memory.retrieval.context import Recalled
+from coop.memory.retrieval.salience import rank_salient
 from coop.memory.retrieval.search import SearchResult, search_or_full_text
 from coop.memory.retrieval.settings import RetrievalSettings
 from coop.memory.retrieval.terms import has_content
 from coop.memory.storage import vectors
 from coop.memory.storage.items import Item
-from coop.memory.text import content_hash
+from coop.memory.text import content_hash, estimate_tokens
+from coop.memory.words import adds_to, content_words, states
 
 if TYPE_CHECKING:
     import numpy as np
@@ -48,13 +59,19 @@ RECENCY_WEIGHT = 0.05        # share of a past item's score that depends on its 
 RECENCY_HALF_LIFE_DAYS = 30  # ... and how fast that share halves
 CONTINUITY_HOURS = 12        # a session that ended this recently carries over into the next one's first prompt
 CONTINUITY_TAIL = 4          # its last lines shown then
+FACT_FLOOR = 0.40            # a fact this near the turn is recalled by relevance, ahead of the profile
+CONTINUITY_FLOOR = 0.35      # the previous session's lines this near the new turn are about the same thing
+CONTINUITY_SHORT_TOKENS = 120  # a clean block this short is shown whatever the new turn is about
 FACTS_DISAGREE_COSINE = 0.45  # two facts of one category this close, with other content words: about one thing
 PAST_DISAGREE_COSINE = 0.75   # the same for two past items (longer texts share more meaning by chance)
+UNFINISHED = ("[interrupted]", "[incomplete]")  # how the chat marks a reply that stopped short
 
 
 @dataclass
 class Recollection:
-    facts: list[Recalled] = field(default_factory=list)
+    facts: list[Recalled] = field(default_factory=list)     # recalled by relevance (search, nearest facts)
+    profile: list[Recalled] = field(default_factory=list)   # every other active fact, best first
+    former: list[Recalled] = field(default_factory=list)    # earlier values, when the turn asks about the past
     past: list[Recalled] = field(default_factory=list)
     previous: list[Recalled] = field(default_factory=list)  # the session before this one (continuity)
     result: SearchResult = field(default_factory=lambda: SearchResult([], {}, {}, False))
@@ -98,10 +115,10 @@ def recall(memory: "UserMemory", text: str, query: str, *, embedder: "Embedder |
     past: dict[tuple[str, int], Recalled] = {}
     salient_messages = []
     for item in memory.salient(cfg.salience_threshold, limit=50):
-        if item.kind == "fact" and item.category != INSTRUCTION:  # pinned (/remember, `coop memory add`)
-            facts[item.item_id] = Recalled(item, "salience", item.importance or 0.0)
-        elif item.kind == "message" and item.item_id not in shown and is_conversation(item):
-            salient_messages.append(item)
+        if item.kind == "message" and item.item_id not in shown and is_conversation(item):
+            salient_messages.append(item)  # (pinned facts are in the profile, first by their importance)
+    learned = memory.facts_from_messages(m.item_id for m in salient_messages)
+    salient_messages = [m for m in salient_messages if m.item_id not in learned]  # the fact speaks for it
     for entry in rank_salient(memory, salient_messages, text, embedder, cfg.retention.half_life_days, now=now):
         past[(entry.item.kind, entry.item.item_id)] = entry
     out.salience_ms = (time.perf_counter() - started) * 1000
@@ -119,17 +136,61 @@ def recall(memory: "UserMemory", text: str, query: str, *, embedder: "Embedder |
         elif (hit.kind, hit.item.item_id) not in past:
             past[(hit.kind, hit.item.item_id)] = Recalled(hit.item, "relevance", recency_weighted(hit.score, hit.item,
                                                                                                   now), hit.legs)
+    qvec = _query_vector(embedder, query_text=text)
+    cosines = profile.nearest(memory, embedder, qvec)
+    candidates = profile.candidates(memory)
+    by_id = {f.item_id: f for f in candidates}
+    for fact_id, cosine in sorted(cosines.items(), key=lambda pair: -pair[1]):
+        if cosine >= FACT_FLOOR and fact_id in by_id:
+            facts.setdefault(fact_id, Recalled(by_id[fact_id], "relevance", cosine))
     out.facts = newer_first(memory, embedder, list(facts.values()), FACTS_DISAGREE_COSINE, same_category=True)
-    kept = without_repeats(memory, out.facts, past.values())
+    marks = profile.out_of_date(memory, candidates)
+    out.facts = [_marked(r, marks) for r in out.facts]
+    out.profile = [_marked(r, marks) for r in profile.choose([f for f in candidates if f.item_id not in facts],
+                                                             cosines, now)]
+    if profile.asks_about_past(text):
+        nearest_first = sorted(out.facts + out.profile, key=lambda r: -cosines.get(r.item.item_id, 0.0))
+        out.former = profile.former_values(memory, nearest_first[:10])
+    kept = without_repeats(memory, out.facts + out.profile, past.values())
     ordered = sorted(kept, key=lambda r: (r.reason != "salience", -r.score))
     # past items are only marked: which of them fit the budget is decided by their scores (moving a newer item
     # ahead there cost 0.012 of prompt recall on bench/prompt.py --summaries); build_prompt shows it first
     out.past = newer_first(memory, embedder, ordered, PAST_DISAGREE_COSINE, same_category=False, move=False)
     if first_turn:  # the same rules: what a fact says, or the past already shows, is not repeated
-        previous = previous_session(memory, session_id, now)
-        fresh = {r.item.ref for r in without_repeats(memory, out.facts, previous)} - {r.item.ref for r in out.past}
+        previous = continuing(memory, previous_session(memory, session_id, now), text, embedder, qvec)
+        fresh = {r.item.ref for r in without_repeats(memory, out.facts + out.profile, previous)} - {
+            r.item.ref for r in out.past}
         out.previous = [r for r in previous if r.item.ref in fresh]
     return out
+
+
+def _query_vector(embedder: "QueryOnce | None", *, query_text: str) -> "np.ndarray | None":
+    if embedder is None or not has_content(query_text):
+        return None
+    try:
+        return embedder.embed_query(query_text)
+    except Exception:  # the embedder failed: search has said so; the profile goes by the other signals
+        return None
+
+
+def _marked(entry: Recalled, marks: dict[int, str]) -> Recalled:
+    note = marks.get(entry.item.item_id)
+    return replace(entry, note=_join(entry.note, note)) if note else entry
+
+
+def continuing(memory: "UserMemory", previous: list[Recalled], text: str, embedder: "QueryOnce | None",
+               query: "np.ndarray | None") -> list[Recalled]:
+    """The previous session's lines, when this turn continues it (see the module's rule), else nothing."""
+    if not previous:
+        return []
+    clean = not any(r.item.text.rstrip().endswith(UNFINISHED) for r in previous)
+    if clean and sum(estimate_tokens(r.item.text) for r in previous) <= CONTINUITY_SHORT_TOKENS:
+        return previous
+    if embedder is None or query is None:
+        return []
+    refs = [(r.item.kind, r.item.item_id) for r in previous]
+    near = vectors.similarities(memory, embedder.id, embedder.dims, query, refs)
+    return previous if any(cosine >= CONTINUITY_FLOOR for cosine in near.values()) else []
 
 
 def recency_weighted(score: float, item: Item, now: float) -> float:

@@ -1,0 +1,163 @@
+"""The profile and the facts' floors: which facts a turn shows when there are more than fit, that a fact near the
+turn is recalled by relevance at a floor made for facts, that superseded values are never current, and that every
+front end (chat, `coop memory recall`, MCP `memory_context`) gets the one recall."""
+
+from __future__ import annotations
+
+import json
+import time
+
+import pytest
+
+from coop.config import Config, apply_overrides, load_config
+from coop.memory.growth.embedders import HashEmbedder
+from coop.memory.growth.embedding import embed_pending
+from coop.memory.retrieval import profile
+from coop.memory.retrieval.recall import FACT_FLOOR
+from coop.memory.retrieval.turn import turn_context
+
+EMBEDDER = HashEmbedder(64)
+
+
+def context(memory, text, **overrides):
+    cfg = apply_overrides(load_config(), overrides).memory if overrides else Config().memory
+    return turn_context(memory, text, cfg=cfg, embedder=EMBEDDER)
+
+
+def known(ctx) -> str:
+    system = ctx.prompt.messages[0]["content"]
+    return system.split("Known about the user (id, since when):\n", 1)[1].split("\n\n")[0] \
+        if "Known about the user" in system else ""
+
+
+def test_every_fact_is_in_the_profile_whatever_the_question_shares_with_it(memory):
+    for text, category in (("Lives in Porto", "location"), ("Has a grey cat named Mochi", "pets"),
+                           ("Is allergic to penicillin", "health")):
+        memory.add_fact(text, category=category, importance=0.7)
+    memory.add_fact("Always answer briefly", category="instruction")
+    embed_pending(memory, EMBEDDER)
+    ctx = context(memory, "What's the weather like today?")
+    assert all(text in known(ctx) for text in ("Lives in Porto", "Has a grey cat named Mochi",
+                                               "Is allergic to penicillin"))
+    assert "Always answer briefly" not in known(ctx)  # instructions keep their own section
+    assert "Standing instructions from the user" in ctx.prompt.messages[0]["content"]
+    assert {r.reason for r in ctx.prompt.recalled} == {"profile"}
+
+
+def test_with_more_facts_than_fit_the_profile_keeps_what_describes_the_person(memory):
+    now = time.time()
+    core = [memory.add_fact(text, category=category, importance=importance).fact_id for text, category, importance
+            in (("Lives in Porto", "location", 0.7), ("Works as a UX designer", "work", 0.7),
+                ("Is allergic to penicillin", "health", 0.9), ("Is vegetarian", "diet", 0.7))]
+    for i in range(300):
+        memory.add_fact(f"Watched documentary number {i} about volcanoes", category="media", importance=0.3)
+    ctx = context(memory, "hello", **{"memory.context_budget": 8000})
+    shown = {r.item.item_id for r in ctx.prompt.recalled}
+    assert set(core) <= shown
+    assert ctx.prompt.tokens["memory"] <= ctx.prompt.tokens["memory_budget"]
+    profile_tokens = sum(len(line) // 4 for line in known(ctx).splitlines())
+    assert profile_tokens <= 0.5 * ctx.prompt.tokens["memory_budget"] + 20  # within its share
+    assert len(ctx.prompt.left_out) > 0  # the rest did not fit, and say so
+    ranked = profile.choose(memory.active_facts(limit=1000), {}, now)
+    assert ranked[0].item.item_id == core[2]  # the most important first
+    assert {r.item.item_id for r in ranked[:4]} == set(core)
+
+
+def test_profile_score_weighs_importance_category_relevance_use_and_recency(memory):
+    now = time.time()
+    base = memory.add_fact("Likes jazz", category="hobbies", importance=0.5)
+    item = memory.get("fact", base.fact_id)
+    plain = profile.score(item, 0.0, now)
+    assert profile.score(item, 0.5, now) > plain  # relevance to the turn
+    from dataclasses import replace
+
+    assert profile.score(replace(item, importance=0.9), 0.0, now) > plain
+    assert profile.score(replace(item, category="health"), 0.0, now) > plain
+    assert profile.score(replace(item, last_recalled_at=now), 0.0, now) > plain
+    assert profile.score(replace(item, updated_at=now - 400 * 86400), 0.0, now) < plain
+
+
+def test_a_fact_near_the_turn_is_recalled_by_relevance_at_the_facts_floor(memory, real_embedder):
+    near = memory.add_fact("Is allergic to penicillin", category="health", importance=0.3).fact_id
+    for i in range(200):
+        memory.add_fact(f"Watched documentary number {i} about volcanoes", category="media", importance=0.5)
+    embed_pending(memory, real_embedder)
+    cfg = Config().memory
+    ctx = turn_context(memory, "Can I take penicillin for my infection?", cfg=cfg, embedder=real_embedder)
+    [entry] = [r for r in ctx.prompt.recalled if r.item.item_id == near]
+    assert entry.reason == "relevance" and entry.score >= FACT_FLOOR
+    assert known(ctx).splitlines()[0].startswith(f"- f{near} ")  # before the profile
+
+
+def test_superseded_values_are_never_current_and_former_values_come_when_asked(memory):
+    old = memory.add_fact("Lives in Lisbon", category="location", key="home_city").fact_id
+    new = memory.add_fact("Lives in Porto", category="location", key="home_city").fact_id
+    embed_pending(memory, EMBEDDER)
+    for question in ("Any good restaurants near me?", "Where do I live?"):
+        ctx = context(memory, question)
+        assert "Lives in Lisbon" not in ctx.prompt.messages[0]["content"]
+    assert profile.asks_about_past("Where did I live before?") and profile.asks_about_past("my job in 2022")
+    assert not profile.asks_about_past("Where do I live?")
+    ctx = context(memory, "Where did I live before?")
+    [former] = [r for r in ctx.prompt.recalled if r.reason == "history"]
+    assert former.item.item_id == old and f"now f{new}" in former.note and "former" in former.note
+
+
+def test_a_dependent_fact_is_marked_until_it_is_said_again(memory):
+    commute = memory.add_fact("Takes the tram to the Lisbon office", category="work").fact_id
+    unrelated = memory.add_fact("Has a grey cat named Mochi", category="pets").fact_id
+    memory.add_fact("Lives in Lisbon", category="location", key="home_city")
+    time.sleep(0.01)
+    memory.add_fact("Lives in Porto", category="location", key="home_city")
+    marks = profile.out_of_date(memory, memory.active_facts())
+    assert set(marks) == {commute} and unrelated not in marks
+    memory.bump_fact(commute, reason="said again")
+    assert profile.out_of_date(memory, memory.active_facts()) == {}
+
+
+def test_continuity_needs_a_turn_that_follows_on_or_a_short_clean_block(memory):
+    from coop.memory.retrieval.context import Recalled
+    from coop.memory.retrieval.recall import continuing
+
+    session = memory.start_session()
+    short = [Recalled(memory.get("message", memory.add_message(session, "user", "Kyoto ryokans?")), "continuity")]
+    cut = [Recalled(memory.get("message", memory.add_message(session, "assistant", "Well, the [interrupted]")),
+                    "continuity")]
+    long = [Recalled(memory.get("message", memory.add_message(session, "user", "ryokan garden " * 200)),
+                     "continuity")]
+    embed_pending(memory, EMBEDDER)
+    query = EMBEDDER.embed_query("How do I reverse a list in Python?")
+    assert continuing(memory, short, "How do I reverse a list in Python?", EMBEDDER, query) == short
+    assert continuing(memory, cut, "How do I reverse a list in Python?", EMBEDDER, query) == []
+    assert continuing(memory, long, "How do I reverse a list in Python?", EMBEDDER, query) == []
+    on_topic = EMBEDDER.embed_query("ryokan garden")
+    assert continuing(memory, long, "ryokan garden", EMBEDDER, on_topic) == long
+
+
+def test_coop_memory_recall_shows_what_a_prompt_would_hold_and_why(memory, run_cli):
+    memory.add_fact("Lives in Porto", category="location", key="home_city", importance=0.7)
+    memory.add_fact("Always answer briefly", category="instruction")
+    result = run_cli("memory", "recall", "What should I wear today?", "--user", "ana", "--json")
+    assert result.exit_code == 0, result.stderr
+    data = result.json()
+    [item] = data["items"]
+    assert item["text"] == "Lives in Porto" and item["section"] == "profile"
+    assert item["why"] == "profile: location, importance 0.70"
+    assert "Standing instructions from the user" in data["memory"] and "Lives in Porto" in data["memory"]
+    table = run_cli("memory", "recall", "What should I wear today?", "--user", "ana")
+    assert table.exit_code == 0 and "Lives in Porto" in table.stdout and "profile" in table.stdout
+    empty = run_cli("memory", "recall", "  ", "--user", "ana")
+    assert empty.exit_code == 2 and "empty" in empty.stderr
+
+
+@pytest.mark.parametrize("question", ["What should I wear today?"])
+def test_mcp_memory_context_returns_the_same_recall(memory, question, run_cli):
+    from tests.test_mcp import call, make_server, text
+
+    memory.add_fact("Lives in Porto", category="location", key="home_city", importance=0.7)
+    server, _ = make_server(memory)
+    data = json.loads(text(call(server, "memory_context", {"question": question})))
+    cli = run_cli("memory", "recall", question, "--user", "ana", "--json").json()
+    assert data["items"] == cli["items"] and data["memory"] == cli["memory"]
+    bad = call(server, "memory_context", {"question": " "})
+    assert bad.is_error and "question" in text(bad)
