@@ -14,7 +14,8 @@ defaults; no model is called). Figures:
   retrieval found, before the turn chose what to show); the target is prompt recall >= 0.9 x this;
 - items per prompt (recalled memory items), and the share of them recalled by salience;
 - off-topic: questions that need no memory (small talk, general knowledge, coding: `OFF_TOPIC`, written for this
-  benchmark) asked of every user: the mean number of relevance items injected (target <= 0.3).
+  benchmark) asked of every user: the mean number of relevance items injected (target <= 0.3); and the same for
+  `OFF_TOPIC_SECOND`, a list of other kinds of requests never tuned on.
 
 `--summaries` first adds one summary per session, written by a scripted summariser (the first sentence of each of
 the session's turns, cut at 600 characters), so that summaries compete for the budget as they do in real use.
@@ -55,6 +56,23 @@ OFF_TOPIC = [
     "What does the `static` keyword mean in C?", "Convert this to a list comprehension: for x in xs: ys.append(x*2)",
     "Why does my Python script say ModuleNotFoundError?", "What is the difference between TCP and UDP?",
     "How do I undo the last git commit?", "What is a race condition?",
+]
+# A second list, written after the profile and its floors were tuned and never tuned on: other kinds of
+# requests (practical, creative, arithmetic, translation, opinions, planning in general, tech support), so the
+# off-topic figure is not one fitted to the first list.
+OFF_TOPIC_SECOND = [
+    "Can you set a timer for ten minutes?", "Translate 'good evening' into Italian.", "What's 17 times 23?",
+    "Write a haiku about autumn leaves.", "Give me three tips for a job interview.", "Is a tomato a fruit?",
+    "What is the tallest mountain in Africa?", "How do I convert Celsius to Fahrenheit?",
+    "Recommend a classic novel for a long flight.", "What's a good stretch for a stiff neck?",
+    "Summarise the plot of Hamlet in one line.", "How does a heat pump work?", "What rhymes with orange?",
+    "Tell me a fun fact about octopuses.", "How many minutes are in a week?", "What's the plural of cactus?",
+    "Explain what an index fund is.", "How do I make a paper airplane?", "What is the Pythagorean theorem?",
+    "Draft a polite email declining a meeting.", "Which is bigger, a kilobyte or a kibibyte?",
+    "How do I remove a stripped screw?", "What does 'ad hoc' mean?", "Suggest a name for a goldfish.",
+    "Why do cats purr?", "How do I sort a dictionary by value in Python?", "What is Docker used for?",
+    "Brainstorm five ideas for a rainy afternoon.", "What's the difference between affect and effect?",
+    "How long should I boil an egg?",
 ]
 _FIRST_SENTENCE = re.compile(r"^(.+?[.!?])(\s|$)")
 
@@ -128,9 +146,9 @@ def evaluate(conversations: list[Conversation], embedder, *, summaries: bool, ba
                              "salience": sum(r.reason == "salience" for r in recalled),
                              "relevance": sum(r.reason == "relevance" for r in recalled),
                              "memory_tokens": prompt.tokens["memory"]})
-            for text in OFF_TOPIC:
+            for text, which in [(t, 1) for t in OFF_TOPIC] + [(t, 2) for t in OFF_TOPIC_SECOND]:
                 prompt = ChatSession(memory, config, embedder=lambda: embedder).prepare(text)
-                off_topic.append({"conversation": conv.sample_id, "question": text,
+                off_topic.append({"conversation": conv.sample_id, "question": text, "list": which,
                                   "relevance": sum(r.reason == "relevance" for r in prompt.recalled),
                                   "items": len(prompt.recalled)})
         db.close()
@@ -144,7 +162,9 @@ def _settings(config):
 
 
 def report(figures: dict, embedder_id: str, data: Path, summaries: bool) -> dict:
-    rows, off = figures["rows"], figures["off_topic"]
+    rows, every = figures["rows"], figures["off_topic"]
+    off = [o for o in every if o["list"] == 1]
+    second = [o for o in every if o["list"] == 2]
     n = len(rows)
     items = sum(r["items"] for r in rows)
     prompt_recall = sum(r["prompt_hit"] for r in rows) / n if n else 0.0
@@ -161,6 +181,10 @@ def report(figures: dict, embedder_id: str, data: Path, summaries: bool) -> dict
         "off_topic_questions": len(off),
         "off_topic_relevance_items": round(sum(o["relevance"] for o in off) / len(off), 3) if off else 0.0,
         "off_topic_with_any": sum(o["relevance"] > 0 for o in off),
+        "off_topic_second_questions": len(second),
+        "off_topic_second_relevance_items": round(sum(o["relevance"] for o in second) / len(second), 3)
+        if second else 0.0,
+        "off_topic_second_with_any": sum(o["relevance"] > 0 for o in second),
         "prepare_ms_median": round(figures["prepare_ms_median"], 1),
         "machine": machine(),
     }
@@ -178,6 +202,8 @@ def print_table(result: dict) -> None:
           f"{result['salience_share']:.3f}   memory tokens (median) {result['memory_tokens_median']}")
     print(f"  off-topic relevance items {result['off_topic_relevance_items']:.3f}   (target <= 0.3; "
           f"{result['off_topic_with_any']} of {result['off_topic_questions']} prompts got any)")
+    print(f"  second off-topic list    {result['off_topic_second_relevance_items']:.3f}   (target <= 0.3; "
+          f"{result['off_topic_second_with_any']} of {result['off_topic_second_questions']} prompts got any)")
     print(f"  prepare median {result['prepare_ms_median']:.1f} ms; {result['machine']}")
 
 
