@@ -27,6 +27,7 @@ from coop.memory.storage.items import Item
 from coop.memory.text import estimate_tokens
 
 PAST_ITEM_MAX_CHARS = 700
+MIN_LINE_TOKENS = 8  # no fact line is shorter (its id and date)
 
 
 @dataclass(frozen=True)
@@ -198,6 +199,9 @@ def build_prompt(*, preamble: str, instructions: Sequence[Item] = (), facts: Seq
                                      ("past", past, past_line)):
         for entry in entries:
             if entry.item.kind == "message" and entry.item.item_id in in_history:
+                continue
+            if entry.reason == "profile" and profile_budget - used_profile < MIN_LINE_TOKENS:
+                left_out.append(entry)  # the profile is full: not rendered (a memory may hold thousands)
                 continue
             line = render(entry)
             cost = estimate_tokens(line)

@@ -151,17 +151,30 @@ def recall(memory: "UserMemory", text: str, query: str, *, embedder: "Embedder |
     if profile.asks_about_past(text):
         nearest_first = sorted(out.facts + out.profile, key=lambda r: -cosines.get(r.item.item_id, 0.0))
         out.former = profile.former_values(memory, nearest_first[:10])
-    kept = without_repeats(memory, out.facts + out.profile, past.values())
+    # what the profile will show (its share of the budget), not every fact: the repeats check costs per fact
+    shown_facts = out.facts + fitting(out.profile, int(cfg.context_budget * cfg.memory_budget_fraction
+                                                       * cfg.profile_share))
+    kept = without_repeats(memory, shown_facts, past.values())
     ordered = sorted(kept, key=lambda r: (r.reason != "salience", -r.score))
     # past items are only marked: which of them fit the budget is decided by their scores (moving a newer item
     # ahead there cost 0.012 of prompt recall on bench/prompt.py --summaries); build_prompt shows it first
     out.past = newer_first(memory, embedder, ordered, PAST_DISAGREE_COSINE, same_category=False, move=False)
     if first_turn:  # the same rules: what a fact says, or the past already shows, is not repeated
         previous = continuing(memory, previous_session(memory, session_id, now), text, embedder, qvec)
-        fresh = {r.item.ref for r in without_repeats(memory, out.facts + out.profile, previous)} - {
-            r.item.ref for r in out.past}
+        fresh = {r.item.ref for r in without_repeats(memory, shown_facts, previous)} - {r.item.ref for r in out.past}
         out.previous = [r for r in previous if r.item.ref in fresh]
     return out
+
+
+def fitting(entries: list[Recalled], budget: int) -> list[Recalled]:
+    """The leading entries whose lines (estimated as `build_prompt` will render them) fit `budget` tokens."""
+    used, kept = 0, []
+    for entry in entries:
+        used += estimate_tokens(entry.item.text) + 10  # the id and date around the text
+        if used > budget:
+            break
+        kept.append(entry)
+    return kept
 
 
 def _query_vector(embedder: "QueryOnce | None", *, query_text: str) -> "np.ndarray | None":
