@@ -9,8 +9,9 @@ front end: the chat's turn, MCP's `memory_context` and `coop memory recall` all 
   before the profile. Superseded facts are never shown as current. Standing instructions are not recalled here:
   they have their own section of the prompt.
 - Past: the relevant messages and summaries (the fused search, above its floors; a match by words alone must
-  also be near in meaning, `memory.prompt_word_similarity_floor`) and the salient messages, ranked by
-  `salience.rank_salient` and held to a share of the budget by `build_prompt`.
+  also be near in meaning, `memory.prompt_word_similarity_floor`, and is taken only for a turn about the user's
+  own life, `is_personal`) and the salient messages, ranked by `salience.rank_salient` and held to a share of
+  the budget by `build_prompt`.
 - Never recalled: tool results, tool-call stubs and empty replies. They are plumbing, and a tool result only
   repeats what memory already holds.
 - Each piece of knowledge once: a past message that a recalled fact came from (`fact_sources`), or a past item
@@ -30,6 +31,7 @@ front end: the chat's turn, MCP's `memory_context` and `coop memory recall` all 
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
@@ -45,7 +47,7 @@ from coop.memory.retrieval.terms import has_content
 from coop.memory.storage import vectors
 from coop.memory.storage.items import Item
 from coop.memory.text import content_hash, estimate_tokens
-from coop.memory.words import adds_to, content_words, states
+from coop.memory.words import adds_to, content_words, names_and_numbers, states
 
 if TYPE_CHECKING:
     import numpy as np
@@ -124,11 +126,14 @@ def recall(memory: "UserMemory", text: str, query: str, *, embedder: "Embedder |
     out.salience_ms = (time.perf_counter() - started) * 1000
     if has_content(text):
         out.result, out.failure = search_or_full_text(memory, query, embedder=embedder, limit=20, settings=settings)
+    personal = is_personal(text)
     for hit in out.result.hits:
         if hit.kind == "fact" and hit.item.category == INSTRUCTION:
             continue
         if "vector" not in hit.legs and hit.cosine is not None and hit.cosine < cfg.prompt_word_similarity_floor:
             continue  # found by words alone, and not near enough in meaning to spend the model's attention on
+        if "vector" not in hit.legs and not personal and hit.kind != "fact":
+            continue  # a question about the world ("why is the sky blue?") shares words with chat, not its subject
         if hit.kind == "fact":
             facts.setdefault(hit.item.item_id, Recalled(hit.item, "relevance", hit.score, hit.legs))
         elif (hit.kind == "message" and hit.item.item_id in shown) or not is_conversation(hit.item):
@@ -164,6 +169,18 @@ def recall(memory: "UserMemory", text: str, query: str, *, embedder: "Embedder |
         fresh = {r.item.ref for r in without_repeats(memory, shown_facts, previous)} - {r.item.ref for r in out.past}
         out.previous = [r for r in previous if r.item.ref in fresh]
     return out
+
+
+_PERSONAL = re.compile(r"\b(i|i'm|i've|i'd|i'll|me|my|mine|myself|we|we're|us|our|ours|remember|remind|last|"
+                       r"ago|yesterday|earlier|before|again|told|said|mentioned)\b", re.IGNORECASE)
+
+
+def is_personal(text: str) -> bool:
+    """The turn is about the user's own life or the conversation so far: a first-person word, a name, or a
+    reference back ("last time", "I told you"). Past conversation found by its words alone is recalled only for
+    such a turn; an impersonal one ("Why is the sky blue?", "Write a haiku about autumn") needs a match in
+    meaning, since sharing a word with last year's chat is not being about it."""
+    return bool(_PERSONAL.search(text)) or any(not n.isdigit() for n in names_and_numbers(text))
 
 
 def fitting(entries: list[Recalled], budget: int) -> list[Recalled]:
