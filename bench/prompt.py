@@ -15,7 +15,8 @@ defaults; no model is called). Figures:
 - items per prompt (recalled memory items), and the share of them recalled by salience;
 - off-topic: questions that need no memory (small talk, general knowledge, coding: `OFF_TOPIC`, written for this
   benchmark) asked of every user: the mean number of relevance items injected (target <= 0.3); and the same for
-  `OFF_TOPIC_SECOND`, a list of other kinds of requests never tuned on.
+  `OFF_TOPIC_SECOND`, a list of other kinds of requests (its misses shaped `recall.is_personal`), and
+  `OFF_TOPIC_THIRD`, written after that and never tuned on.
 
 `--summaries` first adds one summary per session, written by a scripted summariser (the first sentence of each of
 the session's turns, cut at 600 characters), so that summaries compete for the budget as they do in real use.
@@ -73,6 +74,22 @@ OFF_TOPIC_SECOND = [
     "Why do cats purr?", "How do I sort a dictionary by value in Python?", "What is Docker used for?",
     "Brainstorm five ideas for a rainy afternoon.", "What's the difference between affect and effect?",
     "How long should I boil an egg?",
+]
+# A third list, written after the rule for impersonal questions (`recall.is_personal`) was made while looking at
+# the second list's misses, and measured only once: the list no rule was fitted to.
+OFF_TOPIC_THIRD = [
+    "What year did the Berlin Wall come down?", "How do magnets work?", "Write a limerick about a sleepy dog.",
+    "What's a synonym for 'happy'?", "How many ounces are in a pound?", "Explain recursion to a beginner.",
+    "Which ocean is the deepest?", "Give me a random number between 1 and 50.", "What is inflation?",
+    "How do I tie a bowline knot?", "What is the square root of 144?", "Name three primary colours.",
+    "How do noise-cancelling headphones work?", "Suggest a title for a blog post about houseplants.",
+    "What's the difference between a crocodile and an alligator?", "What is a haiku?",
+    "How do I make cold brew coffee?", "Write a SQL query that counts rows per day.", "What is a black hole?",
+    "List the planets in order from the Sun.", "What does HTTP 404 mean?", "How do bees make honey?",
+    "Translate 'thank you very much' into Japanese.", "What is the capital of Canada?",
+    "Explain the offside rule in football.", "How do I split a string in JavaScript?",
+    "What's a good warm-up before running?", "Why do leaves change colour in autumn?",
+    "What does a product manager do?", "How long does light from the Sun take to reach Earth?",
 ]
 _FIRST_SENTENCE = re.compile(r"^(.+?[.!?])(\s|$)")
 
@@ -146,7 +163,8 @@ def evaluate(conversations: list[Conversation], embedder, *, summaries: bool, ba
                              "salience": sum(r.reason == "salience" for r in recalled),
                              "relevance": sum(r.reason == "relevance" for r in recalled),
                              "memory_tokens": prompt.tokens["memory"]})
-            for text, which in [(t, 1) for t in OFF_TOPIC] + [(t, 2) for t in OFF_TOPIC_SECOND]:
+            for text, which in ([(t, 1) for t in OFF_TOPIC] + [(t, 2) for t in OFF_TOPIC_SECOND]
+                                + [(t, 3) for t in OFF_TOPIC_THIRD]):
                 prompt = ChatSession(memory, config, embedder=lambda: embedder).prepare(text)
                 off_topic.append({"conversation": conv.sample_id, "question": text, "list": which,
                                   "relevance": sum(r.reason == "relevance" for r in prompt.recalled),
@@ -165,6 +183,7 @@ def report(figures: dict, embedder_id: str, data: Path, summaries: bool) -> dict
     rows, every = figures["rows"], figures["off_topic"]
     off = [o for o in every if o["list"] == 1]
     second = [o for o in every if o["list"] == 2]
+    third = [o for o in every if o["list"] == 3]
     n = len(rows)
     items = sum(r["items"] for r in rows)
     prompt_recall = sum(r["prompt_hit"] for r in rows) / n if n else 0.0
@@ -185,6 +204,10 @@ def report(figures: dict, embedder_id: str, data: Path, summaries: bool) -> dict
         "off_topic_second_relevance_items": round(sum(o["relevance"] for o in second) / len(second), 3)
         if second else 0.0,
         "off_topic_second_with_any": sum(o["relevance"] > 0 for o in second),
+        "off_topic_third_questions": len(third),
+        "off_topic_third_relevance_items": round(sum(o["relevance"] for o in third) / len(third), 3)
+        if third else 0.0,
+        "off_topic_third_with_any": sum(o["relevance"] > 0 for o in third),
         "prepare_ms_median": round(figures["prepare_ms_median"], 1),
         "machine": machine(),
     }
@@ -204,6 +227,8 @@ def print_table(result: dict) -> None:
           f"{result['off_topic_with_any']} of {result['off_topic_questions']} prompts got any)")
     print(f"  second off-topic list    {result['off_topic_second_relevance_items']:.3f}   (target <= 0.3; "
           f"{result['off_topic_second_with_any']} of {result['off_topic_second_questions']} prompts got any)")
+    print(f"  third off-topic list     {result['off_topic_third_relevance_items']:.3f}   (target <= 0.3; "
+          f"{result['off_topic_third_with_any']} of {result['off_topic_third_questions']} prompts got any)")
     print(f"  prepare median {result['prepare_ms_median']:.1f} ms; {result['machine']}")
 
 

@@ -75,6 +75,11 @@ def test_profile_score_weighs_importance_category_relevance_use_and_recency(memo
     assert profile.score(replace(item, category="health"), 0.0, now) > plain
     assert profile.score(replace(item, last_recalled_at=now), 0.0, now) > plain
     assert profile.score(replace(item, updated_at=now - 400 * 86400), 0.0, now) < plain
+    assert profile.score(replace(item, key="music"), 0.0, now) > plain  # a slot of the person's
+    assert profile.score(replace(item, text="Went to a jazz night last weekend"), 0.0, now) < plain  # an episode
+    assert profile.is_event("Visited a seaside pier last weekend") and profile.is_event("Got a recipe from Ana")
+    assert not profile.is_event("Drives a 2012 Renault Clio") and not profile.is_event("Married to Ana")
+    assert not profile.is_event("Has been meaning to fix the gutter") and not profile.is_event("Trained as a nurse")
 
 
 def test_a_fact_near_the_turn_is_recalled_by_relevance_at_the_facts_floor(memory, real_embedder):
@@ -161,3 +166,22 @@ def test_mcp_memory_context_returns_the_same_recall(memory, question, run_cli):
     assert data["items"] == cli["items"] and data["memory"] == cli["memory"]
     bad = call(server, "memory_context", {"question": " "})
     assert bad.is_error and "question" in text(bad)
+
+
+def test_past_found_by_words_alone_is_for_a_turn_about_the_users_life(memory):
+    from coop.memory.retrieval.recall import is_personal
+
+    month_ago = time.time() - 86400 * 30
+    session = memory.start_session(started_at=month_ago, last_activity_at=month_ago)
+    memory.add_message(session, "user", "We've got a pup and a kitty, and here's our cat sleeping on the sofa!",
+                       created_at=month_ago)
+    floors = {"memory.prompt_word_similarity_floor": -1.0, "memory.word_similarity_floor": -1.0}
+    impersonal = context(memory, "Why do cats purr when they are sleeping?", **floors)
+    assert not [r for r in impersonal.prompt.recalled if r.item.kind == "message"]
+    personal = context(memory, "Is my cat still sleeping on the sofa all day?", **floors)
+    assert [r.item.kind for r in personal.prompt.recalled if r.reason == "relevance"] == ["message"]
+    assert is_personal("What did Caroline research?") and is_personal("a gift to Caroline")
+    assert is_personal("Where did I go last summer?") and is_personal("What is Melanie's favourite book?")
+    assert not is_personal("How do I make a paper airplane?") and not is_personal("What is the tallest mountain in "
+                                                                                  "Africa?")
+    assert not is_personal("Summarise the plot of Hamlet") and not is_personal("What is a SQL JOIN?")

@@ -193,9 +193,11 @@ def build_prompt(*, preamble: str, instructions: Sequence[Item] = (), facts: Seq
     used_memory = used_salience = used_profile = 0
     recalled: list[Recalled] = []
     left_out: list[Recalled] = []
-    lines: dict[str, list[str]] = {"previous": [], "facts": [], "former": [], "past": []}
-    for section, entries, render in (("previous", previous, past_line), ("facts", facts, fact_line),
-                                     ("facts", profile, fact_line), ("former", former, fact_line),
+    lines: dict[str, list[str]] = {"previous": [], "profile": [], "facts": [], "former": [], "past": []}
+    # the profile's share is spent before what the turn brings (it is the part no question's words can find);
+    # the facts the turn asked for are still shown first
+    for section, entries, render in (("previous", previous, past_line), ("profile", profile, fact_line),
+                                     ("facts", facts, fact_line), ("former", former, fact_line),
                                      ("past", past, past_line)):
         for entry in entries:
             if entry.item.kind == "message" and entry.item.item_id in in_history:
@@ -219,9 +221,9 @@ def build_prompt(*, preamble: str, instructions: Sequence[Item] = (), facts: Seq
 
     lines["past"] = _newer_before_older(lines["past"], [r for r in recalled if r in past])
     sections = list(head)
-    if lines["facts"]:
+    if lines["facts"] or lines["profile"]:
         sections.append("Known about the user (id, since when):\n"
-                        + "\n".join(lines["facts"]))
+                        + "\n".join(lines["facts"] + lines["profile"]))
     if lines["former"]:
         sections.append("Earlier values (former: no longer true, for questions about the past):\n"
                         + "\n".join(lines["former"]))

@@ -5,12 +5,16 @@ short fact and such a question at cosine 0.1-0.3, no higher than unrelated facts
 a similarity floor. Every active fact (standing instructions aside: they have their own section) is a profile
 candidate, scored by what makes it worth keeping in mind, and the best are shown until the profile's share of
 the memory budget (`memory.profile_share`) is spent:
-- importance (0.40): what the user asked to keep, corrected, or what is core biography;
-- category (0.25): where they live, work, family, health, diet, pets, languages, plans describe a person more than
+- importance (0.35): what the user asked to keep, corrected, or what is core biography;
+- category (0.20): where they live, work, family, health, diet, pets, languages, plans describe a person more than
   a film they watched (`CATEGORY_WEIGHTS`; an unknown category weighs `OTHER_CATEGORY`);
+- a slot (0.10): a fact with a key fills one of the person's slots (home city, employer, diet), which is what a
+  key is for (`extract.py` asks for one exactly then);
+- a standing trait (0.10): "Drives a Clio", "Is pescatarian", not an episode ("Visited a pier last weekend",
+  "Got a recipe from Ana", `is_event`): episodes are recalled when the turn is about them, by relevance;
 - relevance to the turn (0.15): the cosine of the nearest facts, as a tie-breaker among many, never a floor;
-- recent use (0.10): recalled into a prompt lately (halving every 30 days);
-- recency (0.10): stated or changed lately (halving every 180 days).
+- recent use (0.05): recalled into a prompt lately (halving every 30 days);
+- recency (0.05): stated or changed lately (halving every 180 days).
 With a few dozen facts all of them fit, and the score only orders them. Beside it, `out_of_date` marks the facts
 that may have gone stale when another was superseded, and `former_values` gives a fact's earlier values, dated,
 for a turn that asks about the past. Figures: docs in the README's profile benchmark.
@@ -44,8 +48,17 @@ CATEGORY_WEIGHTS = {
     "possessions": 0.5, "travel": 0.6, "general": 0.3,
 }
 OTHER_CATEGORY = 0.4
-WEIGHTS = {"importance": 0.40, "category": 0.25, "relevance": 0.15, "used": 0.10, "fresh": 0.10}
-CANDIDATES = 5000         # active facts read per turn (newest first); a memory with more keeps the newest
+WEIGHTS = {"importance": 0.35, "category": 0.20, "slot": 0.10, "trait": 0.10, "relevance": 0.15, "used": 0.05,
+           "fresh": 0.05}
+# An episode: a fact that opens with a verb in the past tense, or is dated by a time of its own.
+_EVENT = re.compile(r"^(?!(?:married|engaged|divorced|widowed|retired|employed|unemployed|self-employed|based|"
+                    r"interested|qualified|trained|certified|licensed|separated|related|located|allergic|used)\b)"
+                    r"(\w+ed|went|got|saw|took|made|bought|met|ate|ran|won|lost|found|gave|came|left|spent|read a|"
+                    r"wrote|heard|caught|did|had a|had an|threw|sent|sold|drove|flew|rode|swam|sang|began|"
+                    r"brought|taught|thought|felt)\b|\b(last (week|weekend|night|month|year|summer|winter|"
+                    r"spring|autumn)|yesterday|this morning|ago)\b", re.IGNORECASE)
+CANDIDATES = 5000         # active facts listed for review and MCP's profile (newest first)
+POOL = 120                # the best entries made into items each turn: far more than the profile's share holds
 NEAREST = 40              # facts whose cosine with the turn is looked up (the rest count as unrelated)
 USED_HALF_LIFE_DAYS = 30
 FRESH_HALF_LIFE_DAYS = 180
@@ -55,7 +68,7 @@ PAST_QUESTION = re.compile(
 
 
 def candidates(memory: "UserMemory") -> list[Item]:
-    """The active facts that may be shown, newest first."""
+    """Every active fact that may be shown (standing instructions aside), newest first."""
     return [f for f in memory.active_facts(limit=CANDIDATES, newest_first=True) if f.category != INSTRUCTION]
 
 
@@ -67,23 +80,48 @@ def nearest(memory: "UserMemory", embedder: "Embedder | None", query: "np.ndarra
     return {h.item_id: h.similarity for h in hits}
 
 
-def score(fact: Item, cosine: float, now: float) -> float:
+def is_event(text: str) -> bool:
+    """An episode rather than a standing trait ("Visited a pier last weekend"; not "Drives a Clio")."""
+    return bool(_EVENT.search(text.strip()))
+
+
+def signal_score(category: str | None, importance: float, changed: float, recalled: float | None, cosine: float,
+                 now: float, *, slot: bool = False, trait: bool = True) -> float:
     """How much a fact belongs in the profile of this turn (see the module's weights)."""
     relevance = min(1.0, max(0.0, (cosine - 0.05) / 0.45))
-    used = 0.5 ** (max(0.0, now - fact.last_recalled_at) / 86400 / USED_HALF_LIFE_DAYS) \
-        if fact.last_recalled_at else 0.0
-    changed = fact.updated_at or fact.created_at
+    used = 0.5 ** (max(0.0, now - recalled) / 86400 / USED_HALF_LIFE_DAYS) if recalled else 0.0
     fresh = 0.5 ** (max(0.0, now - changed) / 86400 / FRESH_HALF_LIFE_DAYS)
-    category = CATEGORY_WEIGHTS.get((fact.category or "general").lower(), OTHER_CATEGORY)
-    return float(WEIGHTS["importance"] * (fact.importance or 0.0) + WEIGHTS["category"] * category
-                 + WEIGHTS["relevance"] * relevance + WEIGHTS["used"] * used + WEIGHTS["fresh"] * fresh)
+    weight = CATEGORY_WEIGHTS.get((category or "general").lower(), OTHER_CATEGORY)
+    return float(WEIGHTS["importance"] * importance + WEIGHTS["category"] * weight + WEIGHTS["slot"] * slot
+                 + WEIGHTS["trait"] * trait + WEIGHTS["relevance"] * relevance + WEIGHTS["used"] * used
+                 + WEIGHTS["fresh"] * fresh)
+
+
+def score(fact: Item, cosine: float, now: float) -> float:
+    """`signal_score` of one fact."""
+    return signal_score(fact.category, fact.importance or 0.0, fact.updated_at or fact.created_at,
+                        fact.last_recalled_at, cosine, now, slot=fact.key is not None, trait=not is_event(fact.text))
 
 
 def choose(facts: Sequence[Item], cosines: dict[int, float], now: float | None = None) -> list[Recalled]:
-    """Every candidate as a profile entry, best first (the prompt shows as many as its share holds)."""
+    """Every fact given as a profile entry, best first."""
     now = time.time() if now is None else now
     ranked = [Recalled(f, "profile", score(f, cosines.get(f.item_id, 0.0), now)) for f in facts]
     return sorted(ranked, key=lambda r: -r.score)
+
+
+def best(memory: "UserMemory", cosines: dict[int, float], now: float, *, pool: int = POOL,
+         leaving_out: frozenset[int] = frozenset()) -> tuple[list[Recalled], int]:
+    """The `pool` best profile entries for this turn, best first, and how many candidates there were. The
+    scores are made from each fact's signals alone (one lean read of every active fact); only the best become
+    items, so a memory of thousands of facts costs a few milliseconds."""
+    signals = memory.fact_signals()
+    ranked = sorted(((signal_score(category, importance, changed, recalled, cosines.get(fact_id, 0.0), now,
+                                   slot=keyed, trait=not is_event(text)), fact_id)
+                     for fact_id, category, importance, changed, recalled, keyed, text in signals
+                     if fact_id not in leaving_out), reverse=True)[:pool]
+    items = memory.get_many("fact", [fact_id for _, fact_id in ranked])
+    return [Recalled(items[fact_id], "profile", value) for value, fact_id in ranked if fact_id in items], len(signals)
 
 
 def out_of_date(memory: "UserMemory", facts: Sequence[Item]) -> dict[int, str]:
@@ -96,6 +134,7 @@ def out_of_date(memory: "UserMemory", facts: Sequence[Item]) -> dict[int, str]:
     if not replaced:
         return marks
     successors = memory.get_many("fact", [f.superseded_by for f in replaced if f.superseded_by])
+    named = {fact.item_id: _names(fact.text) for fact in facts}
     for old in replaced:
         new = successors.get(old.superseded_by or 0)
         gone = _names(old.text) - (_names(new.text) if new is not None else frozenset())
@@ -104,7 +143,7 @@ def out_of_date(memory: "UserMemory", facts: Sequence[Item]) -> dict[int, str]:
         for fact in facts:
             if fact.item_id in marks or fact.item_id == old.superseded_by:
                 continue
-            if (fact.updated_at or fact.created_at) < old.superseded_at and gone & _names(fact.text):
+            if (fact.updated_at or fact.created_at) < old.superseded_at and gone & named[fact.item_id]:
                 marks[fact.item_id] = f"may be out of date: {old.ref} was replaced by f{old.superseded_by}"
     return marks
 

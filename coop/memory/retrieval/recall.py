@@ -47,7 +47,7 @@ from coop.memory.retrieval.terms import has_content
 from coop.memory.storage import vectors
 from coop.memory.storage.items import Item
 from coop.memory.text import content_hash, estimate_tokens
-from coop.memory.words import adds_to, content_words, names_and_numbers, states
+from coop.memory.words import adds_to, content_words, states
 
 if TYPE_CHECKING:
     import numpy as np
@@ -62,6 +62,7 @@ RECENCY_HALF_LIFE_DAYS = 30  # ... and how fast that share halves
 CONTINUITY_HOURS = 12        # a session that ended this recently carries over into the next one's first prompt
 CONTINUITY_TAIL = 4          # its last lines shown then
 FACT_FLOOR = 0.40            # a fact this near the turn is recalled by relevance, ahead of the profile
+MAX_RELEVANT_FACTS = 8       # ... at most this many, nearest first (the rest may still be in the profile)
 CONTINUITY_FLOOR = 0.35      # the previous session's lines this near the new turn are about the same thing
 CONTINUITY_SHORT_TOKENS = 120  # a clean block this short is shown whatever the new turn is about
 FACTS_DISAGREE_COSINE = 0.45  # two facts of one category this close, with other content words: about one thing
@@ -143,16 +144,19 @@ def recall(memory: "UserMemory", text: str, query: str, *, embedder: "Embedder |
                                                                                                   now), hit.legs)
     qvec = _query_vector(embedder, query_text=text)
     cosines = profile.nearest(memory, embedder, qvec)
-    candidates = profile.candidates(memory)
-    by_id = {f.item_id: f for f in candidates}
+    near = memory.get_many("fact", [i for i, cosine in cosines.items() if cosine >= FACT_FLOOR])
     for fact_id, cosine in sorted(cosines.items(), key=lambda pair: -pair[1]):
-        if cosine >= FACT_FLOOR and fact_id in by_id:
-            facts.setdefault(fact_id, Recalled(by_id[fact_id], "relevance", cosine))
+        fact = near.get(fact_id)
+        if fact is not None and fact.category != INSTRUCTION and fact.superseded_at is None \
+                and fact.archived_at is None:
+            facts.setdefault(fact_id, Recalled(fact, "relevance", cosine))
+    nearest_first = sorted(facts.values(), key=lambda r: -_cosine(r, cosines))[:MAX_RELEVANT_FACTS]
+    facts = {r.item.item_id: r for r in nearest_first}
     out.facts = newer_first(memory, embedder, list(facts.values()), FACTS_DISAGREE_COSINE, same_category=True)
-    marks = profile.out_of_date(memory, candidates)
+    out.profile, _ = profile.best(memory, cosines, now, leaving_out=frozenset(facts))
+    marks = profile.out_of_date(memory, [r.item for r in out.facts + out.profile])
     out.facts = [_marked(r, marks) for r in out.facts]
-    out.profile = [_marked(r, marks) for r in profile.choose([f for f in candidates if f.item_id not in facts],
-                                                             cosines, now)]
+    out.profile = [_marked(r, marks) for r in out.profile]
     if profile.asks_about_past(text):
         nearest_first = sorted(out.facts + out.profile, key=lambda r: -cosines.get(r.item.item_id, 0.0))
         out.former = profile.former_values(memory, nearest_first[:10])
@@ -171,16 +175,32 @@ def recall(memory: "UserMemory", text: str, query: str, *, embedder: "Embedder |
     return out
 
 
-_PERSONAL = re.compile(r"\b(i|i'm|i've|i'd|i'll|me|my|mine|myself|we|we're|us|our|ours|remember|remind|last|"
-                       r"ago|yesterday|earlier|before|again|told|said|mentioned)\b", re.IGNORECASE)
+_PERSONAL = re.compile(r"\b(i'm|i've|i'd|i'll|my|mine|myself|we|we're|us|our|ours|remember|remind|last|ago|"
+                       r"yesterday|earlier|before|again|told|said|mentioned)\b|(?<!\bdo )(?<!\bcan )"
+                       r"(?<!\bshould )(?<!\bcould )(?<!\bwould )(?<!\bwill )(?<!\bmay )(?<!\bmust )\bi\b",
+                       re.IGNORECASE)
+_NAME = re.compile(r"(?<![.!?]\s)(?<!^)\b([A-Z][\w'-]+)")
+_PLACE_OR_WORK = frozenset("in of at from on near into the a an".split())  # "in Africa", "the plot of Hamlet"
 
 
 def is_personal(text: str) -> bool:
-    """The turn is about the user's own life or the conversation so far: a first-person word, a name, or a
-    reference back ("last time", "I told you"). Past conversation found by its words alone is recalled only for
-    such a turn; an impersonal one ("Why is the sky blue?", "Write a haiku about autumn") needs a match in
-    meaning, since sharing a word with last year's chat is not being about it."""
-    return bool(_PERSONAL.search(text)) or any(not n.isdigit() for n in names_and_numbers(text))
+    """The turn is about the user's own life or people in it: a first-person word ("my", "we", "I went"; not
+    the "I" of a how-to such as "how do I"), a reference back ("last time", "I told you"), or a name that is
+    someone ("What did Caroline say?", "a gift to Caroline", "at Melanie's"; not one after "in", "of", "the": a
+    place or a work). Past conversation found
+    by its words alone is recalled only for such a turn; an impersonal one ("Why is the sky blue?", "Give me
+    tips for a job interview") needs a match in meaning, since sharing a word with last year's chat is not being
+    about it."""
+    if _PERSONAL.search(text):
+        return True
+    for match in _NAME.finditer(text):
+        before = text[:match.start()].split()
+        if match.group(1).isupper() or (len(before) > 1 and before[-1][:1].isupper()):
+            continue  # an acronym ("SQL", "DNA"), or the rest of a name already weighed ("Roman Empire")
+        possessive = text[match.end():match.end() + 2] in ("'s", "\u2019s") or match.group(1).endswith("'s")
+        if possessive or not before or before[-1].casefold() not in _PLACE_OR_WORK:
+            return True
+    return False
 
 
 def fitting(entries: list[Recalled], budget: int) -> list[Recalled]:
@@ -201,6 +221,14 @@ def _query_vector(embedder: "QueryOnce | None", *, query_text: str) -> "np.ndarr
         return embedder.embed_query(query_text)
     except Exception:  # the embedder failed: search has said so; the profile goes by the other signals
         return None
+
+
+def _cosine(entry: Recalled, cosines: dict[int, float]) -> float:
+    """A relevant fact's nearness to the turn: its cosine, or the one search measured for a hit by words."""
+    if entry.item.item_id in cosines:
+        return cosines[entry.item.item_id]
+    leg = entry.legs.get("vector")
+    return leg.score if leg is not None else 0.0
 
 
 def _marked(entry: Recalled, marks: dict[int, str]) -> Recalled:

@@ -109,6 +109,14 @@ class Reads(UserScope):
                           f"AND {ACTIVE_FACT}", (self.user_id, category.strip().lower(), key.strip().lower()))
         return fact_item(row) if row else None
 
+    def fact_signals(self, limit: int = 100_000) -> list[tuple[int, str, float, float, float | None, bool, str]]:
+        """(id, category, importance, last changed, last recalled, has a key, text) of every active fact but the
+        standing instructions, newest first: what the profile ranks, without building an Item per fact."""
+        return [(int(r[0]), r[1], float(r[2]), float(r[3]), r[4], bool(r[5]), r[6]) for r in self.db.execute(
+            f"SELECT id, category, importance, updated_at, last_recalled_at, key IS NOT NULL, value FROM facts "
+            f"WHERE user_id = ? AND {ACTIVE_FACT} AND category != 'instruction' ORDER BY updated_at DESC, id DESC "
+            "LIMIT ?", (self.user_id, limit))]
+
     def active_facts(self, category: str | None = None, *, limit: int = 1000, newest_first: bool = False) -> list[Item]:
         """Active facts (of one category), oldest change first, or newest first."""
         where = "AND category = ?" if category else ""
