@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 import unicodedata
 from collections.abc import Iterable
+from functools import lru_cache
 
 from coop.memory.text import STOP_WORDS, normalise_text
 
@@ -60,6 +61,7 @@ def _words(text: str) -> list[str]:
     return [_NUMBER_WORDS.get(w, w) for w in _WORD.findall(_flat(text))]
 
 
+@lru_cache(maxsize=4096)  # pure, and asked of the same facts and past items many times a turn
 def content_words(text: str) -> frozenset[str]:
     """The words that carry a text's meaning: no function words, light stemming, number words as digits.
     Names and numbers survive, which is what makes two similar-sounding facts different."""
@@ -118,6 +120,7 @@ def states(text: str, fact: str) -> bool:
     return len(wanted & have) / len(wanted) >= STATES_COVERAGE
 
 
+@lru_cache(maxsize=4096)
 def names_and_numbers(text: str) -> frozenset[str]:
     """The capitalised words (not the first of a sentence) and numbers of a text, as content words."""
     return frozenset({_stem(w) for w in _words(text) if w.isdigit()} | {
