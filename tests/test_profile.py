@@ -58,7 +58,8 @@ def test_with_more_facts_than_fit_the_profile_keeps_what_describes_the_person(me
     profile_tokens = sum(len(line) // 4 for line in known(ctx).splitlines())
     assert profile_tokens <= 0.5 * ctx.prompt.tokens["memory_budget"] + 20  # within its share
     assert len(ctx.prompt.left_out) > 0  # the rest did not fit, and say so
-    ranked = profile.choose(memory.active_facts(limit=1000), {}, now)
+    ranked, candidates = profile.best(memory, {}, now)
+    assert candidates == 304
     assert ranked[0].item.item_id == core[2]  # the most important first
     assert {r.item.item_id for r in ranked[:4]} == set(core)
 

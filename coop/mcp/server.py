@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import logging
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -119,9 +120,8 @@ class MemoryServer:
 
         instructions = [fact_line(Recalled(f, "profile"))
                         for f in self.memory.active_facts(INSTRUCTION, limit=MAX_PROFILE_FACTS, newest_first=True)]
-        facts = profile.candidates(self.memory)
-        marks = profile.out_of_date(self.memory, facts)
-        chosen = profile.choose(facts, {})[:MAX_PROFILE_FACTS]
+        chosen, _ = profile.best(self.memory, {}, time.time(), pool=MAX_PROFILE_FACTS)
+        marks = profile.out_of_date(self.memory, [r.item for r in chosen])
         known = [fact_line(Recalled(r.item, "profile", note=marks.get(r.item.item_id, ""))) for r in chosen]
         return instructions, known
 

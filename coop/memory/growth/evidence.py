@@ -36,7 +36,7 @@ from coop.memory.words import (
 )
 
 __all__ = ["NEGATIONS", "adds_to", "content_words", "find_quote", "held", "names_and_numbers", "negations",
-           "proves", "quoted_in", "same_word", "states", "subject_words", "supports_change"]
+           "proves", "same_word", "states", "subject_words", "supports_change"]
 
 MIN_QUOTE_CHARS = 3
 MIN_QUOTE_WORDS = 2
@@ -100,11 +100,6 @@ _DATE = re.compile(r"\b\d{4}-\d{1,2}-\d{1,2}\b|\b\d{1,2}[/.]\d{1,2}[/.]\d{2,4}\b
 def _date_numbers(text: str) -> frozenset[str]:
     """The numbers of the dates in a text (an ISO date's year, month and day; a year)."""
     return frozenset(n for m in _DATE.finditer(text) for n in re.findall(r"\d+", m.group()))
-
-
-def quoted_in(quote: str | None, sources: Sequence[str], fact: str, context: Sequence[str] = ()) -> bool:
-    """True when `quote` is evidence of `fact` in `sources` (see `proves`)."""
-    return proves(quote, sources, fact, context) is None
 
 
 def added_words(old: str, new: str) -> frozenset[str]:

@@ -103,13 +103,6 @@ def score(fact: Item, cosine: float, now: float) -> float:
                         fact.last_recalled_at, cosine, now, slot=fact.key is not None, trait=not is_event(fact.text))
 
 
-def choose(facts: Sequence[Item], cosines: dict[int, float], now: float | None = None) -> list[Recalled]:
-    """Every fact given as a profile entry, best first."""
-    now = time.time() if now is None else now
-    ranked = [Recalled(f, "profile", score(f, cosines.get(f.item_id, 0.0), now)) for f in facts]
-    return sorted(ranked, key=lambda r: -r.score)
-
-
 def best(memory: "UserMemory", cosines: dict[int, float], now: float, *, pool: int = POOL,
          leaving_out: frozenset[int] = frozenset()) -> tuple[list[Recalled], int]:
     """The `pool` best profile entries for this turn, best first, and how many candidates there were. The
