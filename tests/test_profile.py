@@ -186,3 +186,19 @@ def test_past_found_by_words_alone_is_for_a_turn_about_the_users_life(memory):
     assert not is_personal("How do I make a paper airplane?") and not is_personal("What is the tallest mountain in "
                                                                                   "Africa?")
     assert not is_personal("Summarise the plot of Hamlet") and not is_personal("What is a SQL JOIN?")
+
+
+def test_review_lists_a_fact_out_of_date_whatever_its_source_and_keep_settles_it(memory, run_cli, monkeypatch):
+    commute = memory.add_fact("Takes the tram to the Lisbon office", category="work", source="user").fact_id
+    memory.add_fact("Lives in Lisbon", category="location", key="home_city", source="user")
+    time.sleep(0.01)
+    memory.add_fact("Lives in Porto", category="location", key="home_city", source="user")
+    memory.mark_reviewed(time.time() + 1)  # nothing new to review, and still the stale fact is listed
+    [listed] = json.loads(run_cli("memory", "review", "--user", "ana", "--json").stdout)
+    assert listed["id"] == f"f{commute}" and "out_of_date" in listed["flags"]
+    monkeypatch.setattr("coop.cli.memory_review.on_terminal", lambda: True)
+    kept = run_cli("memory", "review", "--user", "ana", input="k\n", env={"COLUMNS": "200"})
+    assert kept.exit_code == 0, kept.stderr
+    assert f"f{commute} confirmed: no longer marked out of date" in kept.stdout
+    assert json.loads(run_cli("memory", "review", "--user", "ana", "--json").stdout) == []
+    assert profile.out_of_date(memory, memory.active_facts()) == {}
