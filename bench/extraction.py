@@ -612,6 +612,9 @@ def run(dialogues: list[Dialogue], *, config: Any, recorder: Recorder, embedder:
                 ex.calls = recorder.calls[calls:]
                 ex.proposals = sum(c.proposals for c in ex.calls)
                 ex.writes, ex.known = _events(memory, seen)
+                for write in ex.writes:  # the user's words it rests on, as coop kept them
+                    write["quote"] = next((p.quote for p in memory.provenance(write["fact"])
+                                           if p.message_id == message_id), None)
                 texts = log.texts[logged:]
                 if dialogue.scored:
                     stated += turn.facts
@@ -805,6 +808,7 @@ def main(argv: list[str] | None = None) -> int:
     if not dialogues:
         raise BenchError("nothing to run: give --gold, --profile or --data")
     embedder = load_embedder(args.embedder, args.model_path)
+    commit = _commit()  # the code measured: the checkout as the run starts
     coop_log = logging.getLogger("coop")
     coop_log.addHandler(logging.StreamHandler() if args.verbose else logging.NullHandler())
     coop_log.setLevel(logging.INFO if args.verbose else logging.WARNING)
@@ -843,7 +847,7 @@ def main(argv: list[str] | None = None) -> int:
             if server is not None:
                 server.shutdown()
     meta = {"model": args.model, "api_base": args.api_base or None, "json_mode": args.json_mode,
-            "embedder": embedder.id, "limit": args.limit, "commit": _commit(), "date": date.today().isoformat(),
+            "embedder": embedder.id, "limit": args.limit, "commit": commit, "date": date.today().isoformat(),
             "machine": machine(), "seconds": round(time.perf_counter() - started, 1),
             "gold_file": None if args.no_gold else str(args.gold),
             "profile_file": str(args.profile) if args.profile else None,
