@@ -24,6 +24,8 @@ PROVEN = [  # (the user's message, the quote, the fact)
     ("my dentist appointment is next Friday", "my dentist appointment is next Friday",
      "Dentist appointment on 2026-11-27"),
     ("I don't smoke", "I don't smoke", "Does not smoke"),
+    ("I'm Claire", "I'm Claire", "Is called Claire"),  # "called" is frame, stemmed or not
+    ("I love Tex-Mex food", "I love Tex-Mex food", "Loves Tex-Mex food"),  # a hyphenated name, by its parts
 ]
 NOT_PROVEN = [  # (the user's message, the quote, the fact, why)
     ("I will always remember my trip to Berlin.", "ill", "Is terminally ill with cancer", "word-bounded"),
@@ -70,6 +72,11 @@ def test_a_leaning_quote_may_use_the_earlier_turns_and_only_then():
     ("Honestly I'm vegetarian, but I don't mind if you cook meat", "I'm vegetarian", "Is vegetarian", "asserted"),
     ("my cat Tofu hates my oboe practice", "my oboe practice", "Plays the oboe", "asserted"),
     ("my job is at Google", "my job is at Google", "Works at Google", "asserted"),
+    ("Leo wants to be an astronaut", "Leo wants to be an astronaut", "Wants to be an astronaut", "reported"),
+    ("I have a younger brother, Rui, who lives in Geneva.", "who lives in Geneva", "Lives in Geneva", "reported"),
+    ("My Italian teacher Giulia is from Bologna", "is from Bologna", "Lives in Bologna", "reported"),
+    ("I'm a millionaire, just kidding", "I'm a millionaire", "Is a millionaire", "joke"),
+    ("Moved to Porto last week", "Moved to Porto", "Lives in Porto", "asserted"),
 ])
 def test_what_the_user_did_with_the_words(said, quote, fact, stance):
     assert stance_of(quote, said, fact)[0] == stance
@@ -81,6 +88,8 @@ def test_what_the_user_did_with_the_words(said, quote, fact, stance):
     ("Can you keep it short?", True), ("Never share my home address with anyone", True),
     ("I always forget my umbrella.", False), ("I never eat breakfast", False),
     ("I like short answers", False), ("I always answer emails in English", False),
+    ("Don't ever use emojis in your answers", True),
+    ("Would you always reply in bullet points if I asked you to?", False),
 ])
 def test_an_instruction_only_from_words_that_address_the_assistant(said, addressed):
     assert addresses_assistant(said, [said]) is addressed

@@ -72,6 +72,7 @@ def negations(text: str) -> frozenset[str]:
     return frozenset(w for w in _words(text) if w in NEGATIONS)
 
 
+_FRAME_STEMS = frozenset(_stem(w) for w in FRAME_WORDS)  # content words are stems: "called" is "call"
 _GROUPS_OF: dict[str, set[int]] = {}
 for _number, _group in enumerate(SAYING_GROUPS):
     for _word in _group.split():
@@ -98,7 +99,7 @@ def held(wanted: Iterable[str], have: frozenset[str]) -> set[str]:
 
 def subject_words(fact: str) -> frozenset[str]:
     """A fact's content words less the frame it is phrased with: what it is about."""
-    return frozenset(w for w in content_words(fact) if w not in FRAME_WORDS)
+    return frozenset(w for w in content_words(fact) if w not in FRAME_WORDS and w not in _FRAME_STEMS)
 
 
 STATES_COVERAGE = 0.75  # the share of a fact's content words a text must hold to state it
@@ -123,8 +124,9 @@ def states(text: str, fact: str) -> bool:
 @lru_cache(maxsize=4096)
 def names_and_numbers(text: str) -> frozenset[str]:
     """The capitalised words (not the first of a sentence) and numbers of a text, as content words."""
-    return frozenset({_stem(w) for w in _words(text) if w.isdigit()} | {
-        _stem(w.casefold()) for w in re.findall(r"(?<![.!?]\s)(?<!^)\b[A-Z][\w'-]+", text)})
+    named = re.findall(r"(?<![.!?]\s)(?<!^)\b[A-Z][\w'-]+", text)
+    return frozenset({_stem(w) for w in _words(text) if w.isdigit()} | {  # "Tex-Mex": "tex" and "mex", as quoted
+        _stem(part) for w in named for part in _words(w) if part.isdigit() or len(part) > 1})
 
 
 def adds_to(text: str, facts: Iterable[str], *, allowance: int = 2) -> bool:

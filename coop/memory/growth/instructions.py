@@ -7,7 +7,7 @@ the proposal quotes and on the instruction itself:
   "from now on", "and", ...) with a verb of the assistant's work or a standing "always" / "never" / "don't" /
   "stop" before one ("Always answer in French", "Call me Sam", "Never share my address"), or it asks the
   assistant itself ("I want you to", "can you", "you should", "please ... you"). A sentence whose subject is the
-  user ("I always forget ...") does not.
+  user ("I always forget ...") does not, nor does a question that supposes ("would you ..., if I asked?").
 - `widens`: the instruction lets the assistant reveal or do more (share, reveal, disclose, send, forward,
   publish, ignore, bypass, ...) without a negation in its clause. Extraction and the model's tools never store
   such an instruction (refused and logged); a person who means it adds it with `coop memory add`.
@@ -25,7 +25,7 @@ ASSISTANT_VERBS = frozenset("""answer reply respond write use call keep be avoid
 include format speak talk remember make put list add address refer spell translate summarize summarise ask mention
 note remind switch default share reveal send forward ignore treat assume stick prefer limit skip cite quote check
 suggest recommend greet sign end begin wrap number bold""".split())
-STANDING = frozenset("always never don't dont do not only please kindly".split())
+STANDING = frozenset("always never don't dont do not only please kindly ever just also".split())
 LEAD_INS = ("please", "and", "also", "ok", "okay", "so", "oh", "btw", "hey", "coop", "from now on", "going forward",
             "in future", "in the future", "next time", "for future reference", "by the way", "one more thing")
 ASKING = (r"\b(i|we) (want|need|would like|'d like|d like|prefer|expect) (you|that you)\b",
@@ -56,6 +56,8 @@ def addresses_assistant(quote: str | None, sources: list[str]) -> bool:
     sentence = next((s for s in _sentences(sources[found[0]]) if find_quote(quote, [s]) is not None),
                     sources[found[0]])
     words = [t for t in _tokens(sentence) if t[0].isalnum()]
+    if sentence.rstrip().endswith("?") and {"if", "unless", "suppose", "imagine"} & set(words):
+        return False  # "Would you always reply in bullets if I asked you to?" asks; it does not instruct
     flat = " ".join(words)
     if any(re.search(pattern, flat) for pattern in ASKING):
         return True

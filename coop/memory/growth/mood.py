@@ -33,6 +33,7 @@ how which who whom whose may""".split())
 CONDITIONALS = frozenset("if unless suppose supposing imagine imagining hypothetically hypothetical pretend wish "
                          "wished assuming".split())
 CONDITIONAL_PHRASES = (("what", "if"), ("in", "case"), ("let", "s", "say"), ("say", "that"))
+JOKING = frozenset("jk kidding joking".split())  # said outright; a "lol" alone may laugh at something true
 CONSIDERING = frozenset("thinking considering consider might maybe perhaps possibly wondering debating tempted "
                         "toying undecided unsure weighing".split())
 CONSIDERING_PHRASES = (("not", "sure"), ("no", "idea"), ("haven", "t", "decided"), ("have", "not", "decided"))
@@ -41,11 +42,13 @@ PLAN_WORDS = frozenset("consider considering thinking might may maybe plan plans
 REPORTING = frozenset("said says told tells claims claimed reckons thinks thought believes believed heard "
                       "according".split())
 FIRST_PERSON = frozenset("i me we us i'm i've i'd i'll".split())
-THIRD_PERSON = frozenset("he she they his her their".split())
+THIRD_PERSON = frozenset("he she they his her their who whose".split())  # "a brother, Rui, who lives in ..."
 RELATIONS = frozenset("""mother mom mum father dad parent parents sister brother sibling wife husband partner
 spouse friend friends son daughter child children kid kids boss colleague coworker cousin aunt uncle grandmother
 grandma grandfather grandpa neighbour neighbor roommate flatmate girlfriend boyfriend fiance fiancee niece nephew
 family teacher doctor""".split())
+THIRD_VERBS = frozenset("is was has wants lives works says thinks likes loves hates plays goes studies "
+                        "moved started got".split())
 LEADING = frozenset("and but so also well oh ok okay actually btw now anyway yeah yes no then plus".split())
 _TOKEN = re.compile(r"\w+|[,;:()\u2013\u2014]|(?<!\w)-(?!\w)")
 _CLAUSE_WORDS = frozenset("but and because although though while whereas so since".split())
@@ -114,12 +117,16 @@ def _someone_else(before: list[str], quote: list[str], sentence: str) -> tuple[b
     if not words or words[0] in FIRST_PERSON or FIRST_PERSON & set(words[1:4]):  # "Ana and I moved": the user too
         return False, None
     head = words[0]
-    if head in ("my", "our") and len(words) > 1:  # "my friend", "our neighbour"; never "my cat", "my job"
-        return (True, words[1]) if words[1] in RELATIONS else (False, None)
+    if head in ("my", "our") and len(words) > 1:  # "my friend", "my Italian teacher"; never "my cat", "my job"
+        relation = next((w for w in words[1:4] if w in RELATIONS), None)
+        return (True, relation) if relation is not None else (False, None)
     if head in THIRD_PERSON:
         return True, None
     if head in {w.casefold() for w in names_and_numbers(sentence)}:  # a name, not first in its sentence
         return True, head
+    if len(words) > 1 and words[1] in THIRD_VERBS and head not in QUESTION_STARTS | LEADING \
+            and re.search(rf"\b{re.escape(head.capitalize())}\b", sentence):
+        return True, head  # a name (or a thing) and its verb: "Leo wants to be an astronaut", "Work is busy"
     return False, None
 
 
@@ -148,6 +155,8 @@ def stance_of(quote: str, source: str, fact: str, *, claimed: str = ASSERTED) ->
     other, relation = _someone_else(before, clause[len(before):], sentence)
     if other and not _names_someone_else(fact, relation, clause):
         return "reported", "the user spoke of someone else"
+    if JOKING & set(segment) or _has_phrase(segment, (("just", "kidding"), ("only", "joking"))):
+        return "joke", "the user was joking"
     if CONSIDERING & set(words) or _has_phrase(words, CONSIDERING_PHRASES) or claimed == PLAN:
         if PLAN_WORDS & {w for w in _tokens(fact)}:
             return PLAN, "a plan still being weighed: kept as a plan"
