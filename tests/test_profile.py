@@ -202,3 +202,20 @@ def test_review_lists_a_fact_out_of_date_whatever_its_source_and_keep_settles_it
     assert f"f{commute} confirmed: no longer marked out of date" in kept.stdout
     assert json.loads(run_cli("memory", "review", "--user", "ana", "--json").stdout) == []
     assert profile.out_of_date(memory, memory.active_facts()) == {}
+
+
+def test_a_past_item_with_code_keeps_its_lines_and_a_cut_block_is_closed(memory):
+    from dataclasses import replace
+
+    from coop.memory.retrieval.context import PAST_ITEM_MAX_CHARS, Recalled, past_line
+
+    session = memory.start_session()
+    code = "Here you go:\n```python\ndef add(a, b):\n    return a + b\n```"
+    item = memory.get("message", memory.add_message(session, "assistant", code))
+    line = past_line(Recalled(item, "continuity"))
+    assert "```python\ndef add(a, b):\n    return a + b\n```" in line  # code stays code, not one flattened line
+    long = replace(item, text="```\n" + "x = 1\n" * PAST_ITEM_MAX_CHARS)
+    cut = past_line(Recalled(long, "continuity"))
+    assert cut.count("```") == 2 and cut.endswith("```")
+    plain = replace(item, text="one\ntwo   three")
+    assert past_line(Recalled(plain, "continuity")).endswith("one two three")
