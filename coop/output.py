@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from rich.text import Text
 
     from coop.errors import CoopError
+    from coop.memory.retrieval.context import Recalled
     from coop.memory.retrieval.search import Hit
     from coop.memory.retrieval.turn import TurnContext
     from coop.memory.storage.items import HistoryEntry, Item
@@ -162,6 +163,12 @@ def one_line(text: str, width: int = 90) -> str:
 SECTIONS = {"profile": "profile", "relevance": "facts", "history": "former", "continuity": "previous"}
 
 
+def section_of(entry: "Recalled") -> str:
+    """Which part of the prompt a recalled item is in: profile, facts, former, previous or past."""
+    section = SECTIONS.get(entry.reason, "past")
+    return "facts" if section == "past" and entry.item.kind == "fact" else section
+
+
 def recall_json(question: str, context: "TurnContext") -> dict[str, Any]:
     """What a prompt for `question` would hold (`coop memory recall --json`, MCP `memory_context`): each item with
     its section and why it is there, the memory text as the model reads it, and what did not fit."""
@@ -170,11 +177,8 @@ def recall_json(question: str, context: "TurnContext") -> dict[str, Any]:
     prompt = context.prompt
     items = []
     for entry in prompt.recalled:
-        section = SECTIONS.get(entry.reason, "past")
-        if section == "past" and entry.item.kind == "fact":
-            section = "facts"
-        items.append({**item_json(entry.item), "section": section, "reason": entry.reason, "why": explain(entry),
-                      "score": round(entry.score, 6)})
+        items.append({**item_json(entry.item), "section": section_of(entry), "reason": entry.reason,
+                      "why": explain(entry), "score": round(entry.score, 6)})
     return {"question": question, "memory": prompt.messages[0]["content"].strip(), "items": items,
             "left_out": len(prompt.left_out), "tokens": {"memory": prompt.tokens["memory"],
                                                          "memory_budget": prompt.tokens["memory_budget"]}}

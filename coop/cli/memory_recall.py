@@ -48,8 +48,7 @@ def recall(
     for column in ("id", "section", "why", "text"):
         table.add_column(column, overflow="fold")
     for entry in prompt.recalled:
-        section = output.SECTIONS.get(entry.reason, "facts" if entry.item.kind == "fact" else "past")
-        table.add_row(entry.item.ref, section, output.cell(explain(entry)),
+        table.add_row(entry.item.ref, output.section_of(entry), output.cell(explain(entry)),
                       output.cell(output.one_line(entry.item.text, 160)))
     output.out().print(table)
     tokens = prompt.tokens

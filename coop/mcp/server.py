@@ -127,7 +127,6 @@ class MemoryServer:
 
     def _context(self, arguments: dict[str, Any]) -> str:
         from coop import output
-        from coop.memory.retrieval.settings import RetrievalSettings
         from coop.memory.retrieval.turn import turn_context
 
         unknown = sorted(set(arguments) - {"question"})
@@ -137,9 +136,7 @@ class MemoryServer:
         if not isinstance(question, str) or not question.strip():
             raise McpToolError("memory_context: question must be non-empty text")
         question = question[:MAX_QUESTION_CHARS]
-        cfg = self.jobs.config.memory
-        context = turn_context(self.memory, question, cfg=cfg, embedder=self.embedder(),
-                               settings=RetrievalSettings.from_config(cfg))
+        context = turn_context(self.memory, question, cfg=self.jobs.config.memory, embedder=self.embedder())
         return json.dumps(output.recall_json(question, context), ensure_ascii=False)
 
     def profile_json(self) -> str:

@@ -3,8 +3,8 @@ user asserted it, and an instruction was given to the assistant as one.
 
 Extraction, consolidation and exchanges an MCP host recorded all come through `admit`. Each refusal is logged and
 counted by reason (`refusals.py`): `evidence` (`evidence.proves`), `mood` (`mood.stance_of`), `instruction`
-(`instructions.addresses_assistant`), `unsafe` and `widening` (`reconcile.is_unsafe_instruction`,
-`instructions.widens`). A plan the user is still weighing passes as a plan (`stance` "plan"), which the pipeline
+(`instructions.addresses_assistant`). Unsafe and widening instructions are refused by `FactWriter`, the one place
+every writer passes (the model's tool too). A plan the user is still weighing passes as a plan (`stance` "plan"), which the pipeline
 never lets change another fact.
 """
 
@@ -14,9 +14,9 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from coop.memory.growth.evidence import find_quote, proves
-from coop.memory.growth.instructions import addresses_assistant, widens
+from coop.memory.growth.instructions import addresses_assistant
 from coop.memory.growth.mood import ASSERTED, PLAN, stance_of
-from coop.memory.growth.reconcile import Candidate, is_unsafe_instruction
+from coop.memory.growth.reconcile import Candidate
 from coop.memory.growth.refusals import refuse
 from coop.memory.kinds import INSTRUCTION
 
@@ -27,14 +27,7 @@ def admit_one(candidate: Candidate, user_texts: Sequence[str], context: Sequence
     if why is not None:
         refuse("evidence", why, category=candidate.category, text=candidate.value)
         return None
-    if candidate.category == INSTRUCTION:
-        if is_unsafe_instruction(candidate.value):
-            refuse("unsafe", "a request to drop a safety behaviour", category=INSTRUCTION, text=candidate.value)
-            return None
-        if widens(candidate.value):
-            refuse("widening", "an instruction that widens what the assistant may reveal or do",
-                   category=INSTRUCTION, text=candidate.value)
-            return None
+    if candidate.category == INSTRUCTION:  # (unsafe and widening ones: FactWriter refuses them, for every writer)
         if not addresses_assistant(candidate.evidence, list(user_texts)):
             refuse("instruction", "the user's words do not address the assistant as an instruction",
                    category=INSTRUCTION, text=candidate.value)
