@@ -4,8 +4,8 @@ user asserted it, and an instruction was given to the assistant as one.
 Extraction, consolidation and exchanges an MCP host recorded all come through `admit`. Each refusal is logged and
 counted by reason (`refusals.py`): `evidence` (`evidence.proves`), `mood` (`mood.stance_of`), `instruction`
 (`instructions.addresses_assistant`). Unsafe and widening instructions are refused by `FactWriter`, the one place
-every writer passes (the model's tool too). A plan the user is still weighing passes as a plan (`stance` "plan"), which the pipeline
-never lets change another fact.
+every writer passes (the model's tool too). A plan the user is still weighing passes as a plan (`stance` "plan"),
+which the pipeline never lets change another fact.
 """
 
 from __future__ import annotations
