@@ -67,6 +67,7 @@ class ErrorKind(Enum):
     RATE_LIMIT = "rate_limit"
     BAD_REQUEST = "bad_request"
     TOOLS_UNSUPPORTED = "tools_unsupported"  # the model refuses function calling
+    MODE_REFUSED = "mode_refused"        # the server refuses the JSON mode asked for (response_format): not retried
     CONTEXT_WINDOW = "context_window"
     SERVER = "server"                    # the provider failed (5xx)
     EMPTY = "empty"                      # a reply with neither text nor tool calls

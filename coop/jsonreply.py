@@ -41,19 +41,39 @@ SUMMARY: Schema = {"name": "summary", "schema": _object(
 
 
 def parse_json_reply(text: str) -> Any:
-    """The first JSON value in a model reply: code fences and text before or after it are tolerated."""
+    """The first JSON value in a model reply: code fences and text before or after it are tolerated, and so are
+    what small models add to JSON: `//` and `/* */` comments (`"importance": 0.9 // high conf`) and trailing
+    commas."""
     if not isinstance(text, str) or not text.strip():
         raise ModelReplyError("empty reply")
     fenced = re.search(r"```(?:json)?\s*(.*?)```", text, re.DOTALL)
     body = fenced.group(1) if fenced else text
+    for candidate in (body, lenient(body)):
+        value = _first_value(candidate)
+        if value is not None:
+            return value[0]
+    raise ModelReplyError(f"no JSON in reply: {text[:80]!r}")
+
+
+def _first_value(body: str) -> tuple[Any] | None:
     decoder = json.JSONDecoder()
     for match in re.finditer(r"[\[{]", body):
         try:
             value, _ = decoder.raw_decode(body, match.start())
-            return value
+            return (value,)
         except json.JSONDecodeError:
             continue
-    raise ModelReplyError(f"no JSON in reply: {text[:80]!r}")
+    return None
+
+
+_STRING_OR_COMMENT = re.compile(r'"(?:[^"\\]|\\.)*"|//[^\n]*|/\*.*?(?:\*/|$)', re.DOTALL)
+_TRAILING_COMMA = re.compile(r'("(?:[^"\\]|\\.)*")|,(\s*[}\]])')
+
+
+def lenient(body: str) -> str:
+    """`body` with comments outside strings removed and commas before a closing bracket dropped."""
+    without = _STRING_OR_COMMENT.sub(lambda m: m.group() if m.group().startswith('"') else " ", body)
+    return _TRAILING_COMMA.sub(lambda m: m.group(1) or m.group(2), without)
 
 
 def usable(text: str, schema: Schema) -> bool:

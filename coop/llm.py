@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from coop import credentials, secrets
 from coop.errors import ErrorKind, ModelError
+from coop.llm_json import refuses_mode
 
 if TYPE_CHECKING:
     from coop.config import Config
@@ -279,6 +280,9 @@ class LiteLLMModel:
                                           timeout=settings.timeout, num_retries=0, **kwargs)
             except Exception as exc:
                 error = map_error(exc, settings.model, api_key, settings.api_base)
+                if refuses_mode(error, kwargs.get("response_format")):
+                    raise ModelError(error.message, hint="coop asks the next JSON mode",
+                                     kind=ErrorKind.MODE_REFUSED) from None
                 if _retryable(error) and attempt < settings.retries:
                     attempt += 1
                     self.sleep(settings.backoff_seconds * (2 ** (attempt - 1)))
@@ -330,8 +334,13 @@ class LiteLLMModel:
         yield Delta(tool_calls=[c for _, c in sorted(calls.items()) if c.name], finish_reason=finish)
 
     def complete(self, messages: list[dict[str, Any]], *, json_mode: bool = False,
-                 response_format: dict[str, Any] | None = None) -> str:
+                 response_format: dict[str, Any] | None = None, temperature: float | None = None,
+                 max_tokens: int | None = None) -> str:
         kwargs: dict[str, Any] = {"messages": messages}
+        if temperature is not None:
+            kwargs["temperature"] = temperature
+        if max_tokens is not None:
+            kwargs["max_tokens"] = max_tokens
         if response_format is not None:
             kwargs["response_format"] = response_format
         elif json_mode:

@@ -30,7 +30,7 @@ def completer(server, tmp_path, name: str = "openai/small-local") -> StructuredC
 
 def modes_sent(server) -> list[str]:
     formats = [r["body"].get("response_format") for r in server.requests if r["body"]]
-    return [(f or {}).get("type", "prompt") for f in formats]
+    return [(f or {}).get("type", "prompt") + ("_schema" if (f or {}).get("schema") else "") for f in formats]
 
 
 def extract(complete) -> list[str]:
@@ -51,18 +51,18 @@ def test_a_model_that_refuses_json_schema_falls_back_and_starts_there_next_time(
                                          GOOD, GOOD]
     first = completer(openai_server, tmp_path)
     assert extract(first) == ["Is vegetarian"]
-    assert modes_sent(openai_server) == ["json_schema", "json_object"]
+    assert modes_sent(openai_server) == ["json_schema", "json_object_schema"]
     again = completer(openai_server, tmp_path)  # a new process: the remembered mode comes from the file
     assert extract(again) == ["Is vegetarian"]
-    assert modes_sent(openai_server) == ["json_schema", "json_object", "json_object"]
+    assert modes_sent(openai_server) == ["json_schema", "json_object_schema", "json_object_schema"]
     assert first.unusable == again.unusable == 0
 
 
 def test_prose_in_json_mode_and_an_echoed_schema_move_on_to_asking_in_the_prompt(openai_server, tmp_path):
-    openai_server.background_replies = [ECHO, PROSE, GOOD]
+    openai_server.background_replies = [ECHO, PROSE, PROSE, GOOD]
     complete = completer(openai_server, tmp_path)
     assert extract(complete) == ["Is vegetarian"]
-    assert modes_sent(openai_server) == ["json_schema", "json_object", "prompt"]
+    assert modes_sent(openai_server) == ["json_schema", "json_object_schema", "json_object", "prompt"]
     system = openai_server.requests[-1]["body"]["messages"][0]["content"]
     assert "It must match this JSON Schema" in system and '"facts"' in system
     assert ModeMemory(tmp_path / MODES_FILE).get("openai/small-local") == "prompt"
@@ -131,3 +131,56 @@ def test_num_ctx_is_a_setting_and_zero_leaves_the_server_default(openai_server):
     off = apply_overrides(config, {"model.num_ctx": 0})
     llm.LiteLLMModel(llm.model_settings(off)).complete([{"role": "user", "content": "hi"}])
     assert "num_ctx" not in (openai_server.requests[0]["body"].get("options") or {})
+
+
+LLAMA_CPP_REFUSAL = {"status": 500, "message": "[{'type': 'literal_error', 'loc': ('body', 'response_format', "
+                                               "'type'), 'msg': \"Input should be 'text' or 'json_object'\"}]"}
+
+
+def test_llama_cpp_refusing_json_schema_with_a_500_falls_through_at_once_and_is_remembered(openai_server, tmp_path):
+    """llama-cpp-python answers json_schema with HTTP 500, which litellm calls InternalServerError: it is a refused
+    mode, not a server failure, so it is asked once (never retried), the next mode follows at once, and the file
+    remembers it even before that mode has answered."""
+    seen: list[str] = []
+
+    def after_refusal(body):
+        seen.append(json.loads((tmp_path / MODES_FILE).read_text())["openai/small-local"])
+        return GOOD
+
+    openai_server.background_replies = [LLAMA_CPP_REFUSAL, after_refusal, GOOD]
+    complete = completer(openai_server, tmp_path)
+    assert extract(complete) == ["Is vegetarian"]
+    assert modes_sent(openai_server) == ["json_schema", "json_object_schema"]
+    assert seen == ["json_object_schema"]
+    sent = openai_server.requests[1]["body"]["response_format"]
+    assert sent == {"type": "json_object", "schema": FACTS["schema"]}  # the schema the server enforces
+    assert extract(completer(openai_server, tmp_path)) == ["Is vegetarian"]  # a new process starts there
+    assert modes_sent(openai_server)[-1] == "json_object_schema"
+
+
+def test_a_500_that_is_not_about_the_mode_is_still_retried_as_a_server_failure(openai_server, tmp_path):
+    openai_server.background_replies = [{"status": 500, "message": "out of memory"}, GOOD]
+    assert extract(completer(openai_server, tmp_path)) == ["Is vegetarian"]
+    assert modes_sent(openai_server) == ["json_schema", "json_schema"]  # the same mode, retried
+
+
+def test_json_calls_are_made_at_temperature_zero_with_a_token_cap(openai_server, tmp_path):
+    from coop.llm_json import JSON_MAX_TOKENS
+
+    openai_server.background_replies = [PROSE, PROSE, PROSE, GOOD]
+    extract(completer(openai_server, tmp_path))
+    bodies = [r["body"] for r in openai_server.requests]
+    assert len(bodies) == 4
+    assert all(b["temperature"] == 0 and b["max_tokens"] == JSON_MAX_TOKENS for b in bodies)
+    # the modes without a schema in the request carry it in the prompt
+    assert ["It must match this JSON Schema" in b["messages"][0]["content"] for b in bodies] == \
+        [False, False, True, True]
+
+
+def test_comments_and_trailing_commas_in_the_reply_are_tolerated(openai_server, tmp_path):
+    reply = """{"facts": [{"category": "diet", "key": "diet", "value": "Is vegetarian", // high conf
+        "importance": 0.7, /* the user's words */ "evidence": "I am vegetarian", "stance": "asserted",},],}"""
+    openai_server.background_replies = [reply]
+    complete = completer(openai_server, tmp_path)
+    assert extract(complete) == ["Is vegetarian"]
+    assert modes_sent(openai_server) == ["json_schema"] and complete.unusable == 0
