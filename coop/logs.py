@@ -5,7 +5,9 @@ Python prints warnings to stderr, which in the REPL lands in the middle of a rep
 So `coop chat` sends the `coop` loggers to `$COOP_HOME/coop.log` (0600, rotated at 1 MB, one old file kept)
 for as long as it runs, and the REPL shows a one-line notice at the next prompt instead. Every record is masked
 (`coop.secrets.mask`: the values of the configured key variables and of every `*_API_KEY` variable, and any
-key-shaped string become `[secret]`) before it is written, its traceback and stack included.
+key-shaped string become `[secret]`) before it is written, its traceback and stack included, and every URL in it
+keeps its scheme, host and path only (`coop.secrets.mask_urls`: query values and passwords masked, so an
+`api_base` with `?api-key=...` echoed by a provider's error is never written whole).
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from coop.files import private_dir, private_file
-from coop.secrets import mask, register
+from coop.secrets import mask, mask_urls, register
 
 LOG_FILE = "coop.log"
 MAX_BYTES = 1_000_000
@@ -37,15 +39,15 @@ class _PrivateRotatingFile(logging.handlers.RotatingFileHandler):
 
 
 class _Redact(logging.Filter):
-    """Masks a record's final message (after %-formatting), its traceback and its stack with `coop.secrets.mask`:
-    a record is only ever written masked."""
+    """Masks a record's final message (after %-formatting), its traceback and its stack with `coop.secrets.mask`
+    and `mask_urls`: a record is only ever written masked."""
 
     def __init__(self, extra: Sequence[str] = ()) -> None:
         super().__init__()
         self.extra = [s for s in extra if s]  # also masked when shorter than coop.secrets registers
 
     def _mask(self, text: str) -> str:
-        return mask(text, extra=self.extra)
+        return mask_urls(mask(text, extra=self.extra))
 
     def filter(self, record: logging.LogRecord) -> bool:
         record.msg, record.args = self._mask(record.getMessage()), ()

@@ -7,20 +7,20 @@ Two kinds of secret are masked:
   variables named by `model.api_key_env` and `memory.embedder.api_key_env` once the config is read), and with
   every key it reads before a request. Values shorter than `MIN_KNOWN_CHARS` are not registered: masking a short
   value ("test") would eat ordinary words.
-- **Shapes**: strings shaped like a provider's key, wherever they come from (a key typed into the REPL, pasted
-  into the wrong config setting, echoed by a provider): OpenAI and Anthropic `sk-...` (`sk-proj-`, `sk-ant-`),
-  Stripe `sk_live_`/`sk_test_...`, Google `AIza...`, Slack `xoxb-`/`xoxp-...`, GitHub `ghp_...` and
-  `github_pat_...`, AWS `AKIA...`/`ASIA...`, Hugging Face `hf_...`, Groq `gsk_...`, xAI `xai-...`, and the token
-  of `Bearer <token>` (which keeps its `Bearer`). Each shape needs a realistic length and charset and, where keys
-  are random, a digit, so words ("sketch", "ask-me", "Bearer of bad news", "sk-learn") are left alone.
+- **Shapes** (`coop.secret_shapes`): strings shaped like a secret, wherever they come from (a key typed into the
+  REPL, pasted into the wrong config setting, echoed by a provider, said in a conversation): detect-secrets'
+  detector patterns, coop's own for providers it lacks (`sk-`, `AIza`, `hf_`, `gsk_`, `pplx-`, `r8_`, ...), whole
+  JWTs, private key blocks, passwords in URLs and connection strings, key-named URL parameters, the token after
+  `Bearer` (which keeps its word), and a random-looking token just after a key word ("my Mistral key is ...").
+  Each shape needs a realistic length and charset and, where keys are random, a digit, so words ("sketch",
+  "ask-me", "Bearer of bad news", "sk-learn") are left alone.
 
 The marker is always `[secret]`: nothing of the key is kept (not even a prefix), it cannot itself match a shape,
 so masking twice changes nothing, and it contains no quote or backslash, so a masked JSON string is still JSON.
 
-Fast enough for every stored message: known values are found by `str.replace`, and the shapes by a few regexes
-that each begin with a literal (`sk`, `A`, `x`, `gh`, `earer`, ...), which the regex engine scans for like a
-substring search: a 2 MB message takes about 20 ms, a chat message microseconds. This module imports nothing of
-coop: anything may use it.
+Fast enough for every stored message: known values are found by `str.replace`, and the shapes by regexes that
+mostly begin with a literal, which the regex engine scans for like a substring search. This module imports nothing
+of coop but `secret_shapes`: anything may use it.
 """
 
 from __future__ import annotations
@@ -28,43 +28,18 @@ from __future__ import annotations
 import os
 import re
 import threading
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
+
+from coop.secret_shapes import OWN_SHAPES, detector_shapes, keyword_spans
 
 MARKER = "[secret]"
 MIN_KNOWN_CHARS = 8
 MIN_EXTRA_CHARS = 4
 KEY_VARIABLE_SUFFIX = "_API_KEY"
 
-# One pattern per fixed beginning: each starts with a literal, so the regex engine scans for it as fast as a
-# substring search, and a text is scanned once per pattern. "No key character just before" is a lookbehind
-# placed after the literal (a lookbehind first would cost the fast scan).
-_KEY = "[A-Za-z0-9_-]"
-# a bearer token: 16+ characters of a token (a sentence's full stop after it is not one of them) with a digit
-_TOKEN = r"(?=[A-Za-z0-9._~+/-]*[0-9])[A-Za-z0-9._~+/-]{15,}[A-Za-z0-9_~+/-]=*"
-_SHAPES: tuple[str, ...] = (
-    # OpenAI (sk-..., sk-proj-...), Anthropic (sk-ant-api03-...), OpenRouter (sk-or-v1-...), DeepSeek: 20+ key
-    # characters with a digit; Stripe secret keys (sk_live_..., sk_test_...)
-    rf"sk(?<!{_KEY}sk)(?:-(?={_KEY}*[0-9]){_KEY}{{20,}}|_(?:live|test)_[A-Za-z0-9]{{16,}})",
-    # Google (AIza and 35 more), AWS access key ids (AKIA..., ASIA...: 16 more capitals and digits)
-    r"A(?<![A-Za-z0-9_-]A)(?:Iza[A-Za-z0-9_-]{30,}|[KS]IA[A-Z0-9]{16}(?![A-Za-z0-9]))",
-    # Slack tokens (xoxb-, xoxp-, xoxa-, xoxe-, xoxr-, xoxs-, xoxo-) with a digit; xAI keys
-    r"x(?<![A-Za-z0-9_-]x)(?:ox[abeoprs]-(?=[A-Za-z0-9-]*[0-9])[A-Za-z0-9-]{10,}|ai-[A-Za-z0-9]{40,})",
-    # GitHub personal, OAuth, user-to-server, server-to-server and refresh tokens; fine-grained tokens
-    r"gh[pousr]_(?<![A-Za-z0-9_]gh[pousr]_)[A-Za-z0-9]{30,}",
-    r"github_pat_(?<![A-Za-z0-9_]github_pat_)[A-Za-z0-9_]{30,}",
-    # Hugging Face (with a digit), Groq
-    r"hf_(?<![A-Za-z0-9_]hf_)(?=[A-Za-z0-9]*[0-9])[A-Za-z0-9]{30,}",
-    r"gsk_(?<![A-Za-z0-9_]gsk_)[A-Za-z0-9]{40,}",
-    # Authorization headers: the token after Bearer; the word and the space are kept ("Bearer [secret]"). The B
-    # is before the match, so it is checked by a lookbehind.
-    rf"(?P<keep>earer(?<=[Bb]earer)(?<![A-Za-z0-9][Bb]earer)\s+){_TOKEN}",
-    rf"(?P<keep>EARER(?<=BEARER)(?<![A-Za-z0-9]BEARER)\s+){_TOKEN}",
-)
-
 _lock = threading.Lock()
 _known: tuple[str, ...] = ()  # longest first, so a key that contains another is masked whole
-_compiled = tuple(re.compile(pattern) for pattern in _SHAPES)
 
 
 def register(*values: str | None) -> None:
@@ -92,8 +67,45 @@ def known() -> tuple[str, ...]:
     return _known
 
 
-def _replace(match: re.Match[str]) -> str:
-    return (match.groupdict().get("keep") or "") + MARKER
+# Every secret but those marked `whole_text` holds a run of this many characters without a space: a long text is
+# scanned line by line, only the lines that have such a run (most prose has none), so 2 MB take milliseconds.
+LONG_RUN = 12
+_LONG_RUN = re.compile(rf"\S{{{LONG_RUN},}}")
+_WINDOWED_FROM = 4096
+
+
+def _windows(text: str) -> Iterator[tuple[int, str]]:
+    """(offset, line) of each line of `text` with a long run; a short text is one window."""
+    if len(text) <= _WINDOWED_FROM:
+        yield 0, text
+        return
+    end = -1
+    for run in _LONG_RUN.finditer(text):
+        if run.start() < end:
+            continue
+        start = text.rfind("\n", 0, run.start()) + 1
+        end = text.find("\n", run.end())
+        end = len(text) if end < 0 else end
+        yield start, text[start:end]
+
+
+def _secret_spans(text: str) -> list[tuple[int, int]]:
+    """Every shape's matches in `text`, merged where they touch or overlap."""
+    lowered = text.lower()
+    shapes = (*OWN_SHAPES, *detector_shapes())
+    spans = [span for shape in shapes if shape.whole_text for span in shape.spans(text, lowered)]
+    spans += keyword_spans(text, lowered)
+    for offset, window in _windows(text):
+        window_lowered = lowered[offset:offset + len(window)]
+        spans += [(offset + start, offset + end) for shape in shapes if not shape.whole_text
+                  for start, end in shape.spans(window, window_lowered)]
+    merged: list[tuple[int, int]] = []
+    for start, end in sorted(spans):
+        if merged and start <= merged[-1][1]:
+            merged[-1] = (merged[-1][0], max(end, merged[-1][1]))
+        else:
+            merged.append((start, end))
+    return merged
 
 
 def mask(text: str, extra: Iterable[str | None] = ()) -> str:
@@ -108,9 +120,25 @@ def mask(text: str, extra: Iterable[str | None] = ()) -> str:
     for value in _known:
         if value in text:
             text = text.replace(value, MARKER)
-    for pattern in _compiled:
-        text = pattern.sub(_replace, text)
-    return text
+    pieces, last = [], 0
+    for start, end in _secret_spans(text):
+        if text[start:end] != MARKER:
+            pieces += [text[last:start], MARKER]
+            last = end
+    return "".join(pieces) + text[last:] if pieces else text
+
+
+_URL = re.compile(r"\b[a-z][a-z0-9+.-]{1,15}://[^\s\"'<>]+", re.IGNORECASE)
+_QUERY_VALUE = re.compile(r"([?&;][^=&#\s]{1,64}=)[^&#\s]+")
+
+
+def mask_urls(text: str) -> str:
+    """Every URL's query values and password replaced by `[secret]` (`http://h/v1?api-version=[secret]`): for log
+    lines, where a provider's error may echo the `api_base` with a key in any parameter."""
+    def one(url: re.Match[str]) -> str:
+        masked = _QUERY_VALUE.sub(lambda m: m.group(1) + MARKER, url.group(0))
+        return re.sub(r"(://[^\s/:@]+:)[^\s/@]+@", lambda m: m.group(1) + MARKER + "@", masked)
+    return _URL.sub(one, text) if "://" in text else text
 
 
 def mask_optional(text: str | None) -> str | None:

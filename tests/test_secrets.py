@@ -342,7 +342,7 @@ def test_masking_a_2_mb_message_takes_milliseconds():
         masked = mask(text)
         timings.append(time.perf_counter() - start)
     assert KEY not in masked and masked.count(MARKER) == 1 and len(masked) == len(text) - len(KEY) + len(MARKER)
-    assert min(timings) < 0.25, timings  # about 20 ms on a laptop
+    assert min(timings) < 0.5, timings  # about 90 ms here (50 of them finding the lines worth scanning)
 
 
 # -- keys pasted into the wrong setting, typed at the prompt, or known only from the environment --------------------

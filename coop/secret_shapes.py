@@ -1,0 +1,189 @@
+"""What a secret looks like, for `coop.secrets.mask`: three sources, each a list of `Shape`s.
+
+- **detect-secrets' detectors** (Yelp's detect-secrets, pinned): its regexes for GitLab, JWT, Stripe, Slack,
+  Twilio, SendGrid, Discord, Telegram, npm, PyPI, Mailchimp, Square, Azure storage, AWS, basic-auth URLs and more.
+  A maintained list grows with the providers; coop uses its patterns only (never its scanner), loaded on the first
+  mask (importing it costs about 0.2 s, mostly `requests`). Its Artifactory and public-IP detectors are left out:
+  they match ordinary words and addresses.
+- **coop's own shapes**: providers detect-secrets does not know (OpenAI and Anthropic `sk-`, Google `AIza`,
+  Hugging Face, Groq, xAI, Perplexity `pplx-`, Replicate `r8_`, GitHub fine-grained tokens), whole JWTs and
+  private key blocks (detect-secrets matches their first part only), `password=` in connection strings, key-named
+  parameters of a URL (`?api-key=...`), and the token after `Bearer`.
+- **A key word and a random token**: a token of 16+ characters with letters and digits whose characters look
+  random (Shannon entropy of at least 3.2 bits a character) within a few words after key, token, secret,
+  password, credential (a 32-character Azure or Mistral key, an AWS secret access key); a password of 8+ characters
+  with three kinds of character after "password is" / "password:".
+A `Shape` masks its whole match, or only its `secret` group (a URL keeps its host, `Bearer` its word).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import threading
+from collections import Counter
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+
+_KEY = "[A-Za-z0-9_-]"
+# a bearer token: 16+ characters of a token (a sentence's full stop after it is not one of them) with a digit
+_TOKEN = r"(?=[A-Za-z0-9._~+/-]*[0-9])[A-Za-z0-9._~+/-]{15,}[A-Za-z0-9_~+/-]=*"
+
+
+@dataclass(frozen=True)
+class Shape:
+    """One pattern; `group` is the group that holds the secret (0: the whole match). `needles`: lower-case
+    substrings one of which any match holds; a text without any is not scanned (a pattern that does not begin
+    with a literal costs 10-300 ms on 2 MB). `bounded`: a match right after a letter or digit is part of a longer
+    word, not a key (detect-secrets' patterns have no such edge of their own)."""
+
+    pattern: re.Pattern[str]
+    group: int | str = 0
+    needles: tuple[str, ...] = ()
+    bounded: bool = False
+    whole_text: bool = False  # spans lines, or may be shorter than `LONG_RUN`: never scanned by windows
+
+    def spans(self, text: str, lowered: str) -> Iterator[tuple[int, int]]:
+        if self.needles and not any(needle in lowered for needle in self.needles):
+            return
+        for match in self.pattern.finditer(text):
+            if match.group(self.group) and not (self.bounded and match.start() and text[match.start() - 1].isalnum()):
+                yield match.span(self.group)
+
+
+def _own(pattern: str, group: int | str = 0, flags: int = 0, needles: tuple[str, ...] = (),
+         whole_text: bool = False) -> Shape:
+    return Shape(re.compile(pattern, flags), group, needles, whole_text=whole_text)
+
+
+# Each pattern begins with a literal where it can, which the regex engine scans for as fast as a substring search.
+OWN_SHAPES: tuple[Shape, ...] = (
+    # OpenAI (sk-..., sk-proj-...), Anthropic (sk-ant-api03-...), OpenRouter (sk-or-v1-...), DeepSeek: 20+ key
+    # characters with a digit; Stripe secret keys (sk_live_..., sk_test_...)
+    _own(rf"sk(?<!{_KEY}sk)(?:-(?={_KEY}*[0-9]){_KEY}{{20,}}|_(?:live|test)_[A-Za-z0-9]{{16,}})"),
+    # Google (AIza and 35 more), AWS access key ids (AKIA..., ASIA...: 16 more capitals and digits)
+    _own(r"A(?<![A-Za-z0-9_-]A)(?:Iza[A-Za-z0-9_-]{30,}|[KS]IA[A-Z0-9]{16}(?![A-Za-z0-9]))"),
+    # Slack tokens (xoxb-, xoxp-, xoxa-, xoxe-, xoxr-, xoxs-, xoxo-) with a digit; xAI keys
+    _own(r"x(?<![A-Za-z0-9_-]x)(?:ox[abeoprs]-(?=[A-Za-z0-9-]*[0-9])[A-Za-z0-9-]{10,}|ai-[A-Za-z0-9]{40,})"),
+    # GitHub personal, OAuth, user-to-server, server-to-server and refresh tokens; fine-grained tokens
+    _own(r"gh[pousr]_(?<![A-Za-z0-9_]gh[pousr]_)[A-Za-z0-9]{30,}"),
+    _own(r"github_pat_(?<![A-Za-z0-9_]github_pat_)[A-Za-z0-9_]{30,}"),
+    # Hugging Face (with a digit), Groq, Perplexity, Replicate
+    _own(r"hf_(?<![A-Za-z0-9_]hf_)(?=[A-Za-z0-9]*[0-9])[A-Za-z0-9]{30,}"),
+    _own(r"gsk_(?<![A-Za-z0-9_]gsk_)[A-Za-z0-9]{40,}"),
+    _own(r"pplx-(?<![A-Za-z0-9_-]pplx-)(?=[A-Za-z0-9]*[0-9])[A-Za-z0-9]{32,}"),
+    _own(r"r8_(?<![A-Za-z0-9_]r8_)(?=[A-Za-z0-9]*[0-9])[A-Za-z0-9]{30,}"),
+    # a whole JWT: header, payload and signature
+    _own(r"eyJ(?<![A-Za-z0-9_-]eyJ)[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]*"),
+    # a private key block, to its END line (or, cut short, to a blank line or the end of the text)
+    _own(r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----.*?"
+         r"(?:-----END (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----|(?=\n[ \t]*\n)|\Z)", flags=re.DOTALL,
+         needles=("-----begin",), whole_text=True),
+    # a URL's password (scheme://user:password@host) and key-named query parameters (?api-key=..., &sig=...)
+    _own(r"://[^\s/:@]{1,256}:(?P<secret>[^\s/@]{1,256})@", "secret", needles=("://",)),
+    _own(r"[?&;](?:api[-_]?key|apikey|key|token|access[-_]?token|auth|secret|client[-_]?secret|password|sig|"
+         r"signature|x-amz-signature|x-amz-credential|code)=(?P<secret>[^&#;\s'\"<>]+)", "secret", re.IGNORECASE,
+         ("=",)),
+    # password=... in a connection string (ADO.NET, ODBC, DSNs), whatever the value
+    _own(r"(?:password|pwd)=(?P<secret>[^;&\s'\"]{3,})", "secret", re.IGNORECASE,
+         ("password=", "pwd="), whole_text=True),
+    # Authorization headers: the token after Bearer; the word and the space are kept
+    _own(rf"[Bb]earer(?<![A-Za-z0-9][Bb]earer)\s+(?P<secret>{_TOKEN})", "secret", needles=("bearer",)),
+    _own(rf"BEARER(?<![A-Za-z0-9]BEARER)\s+(?P<secret>{_TOKEN})", "secret", needles=("bearer",)),
+)
+
+# detect-secrets detectors whose group 1 is the secret (the rest: the whole match)
+_GROUP_DETECTORS = {"AWSKeyDetector", "BasicAuthDetector", "CloudantDetector", "IbmCloudIamDetector",
+                    "IbmCosHmacDetector", "SoftlayerDetector", "NpmDetector"}
+# the words a detector's matches hold (lower case): a text without any of them is not scanned by it
+_DETECTOR_NEEDLES = {"AWSKeyDetector": ("aws", "akia", "asia", "abia", "acca", "a3t"), "BasicAuthDetector": ("://",),
+                     "CloudantDetector": ("cl",), "IbmCloudIamDetector": ("key", "pw", "pass", "token", "secret"),
+                     "IbmCosHmacDetector": ("secret",), "SoftlayerDetector": ("sl", "softlayer"),
+                     "MailchimpDetector": ("-us",), "TelegramBotTokenDetector": (":",), "NpmDetector": ("authtoken",),
+                     "SlackDetector": ("xox", "hooks.slack"), "StripeDetector": ("k_live_",),
+                     "OpenAIDetector": ("t3blbkfj",), "AzureStorageKeyDetector": ("accountkey=",),
+                     "SendGridDetector": ("sg.",), "SquareOAuthDetector": ("sq0csp-",),
+                     "PypiTokenDetector": ("pypi-",), "GitLabTokenDetector": ("gl", "gr1348941"),
+                     "JwtTokenDetector": ("eyj",), "GitHubTokenDetector": ("gh",), "TwilioKeyDetector": ("ac", "sk"),
+                     "DiscordBotTokenDetector": (".",)}
+_SKIPPED_DETECTORS = {"ArtifactoryDetector", "IPPublicDetector", "PrivateKeyDetector"}
+_DETECTOR_MODULES = ("aws", "azure_storage_key", "basic_auth", "cloudant", "discord", "github_token", "gitlab_token",
+                     "ibm_cloud_iam", "ibm_cos_hmac", "jwt", "mailchimp", "npm", "openai", "pypi_token", "sendgrid",
+                     "slack", "softlayer", "square_oauth", "stripe", "telegram_token", "twilio")
+_lock = threading.Lock()
+_detected: tuple[Shape, ...] | None = None
+
+
+def detector_shapes() -> tuple[Shape, ...]:
+    """detect-secrets' patterns, imported once (on first use: the import costs about 0.2 s)."""
+    global _detected
+    if _detected is None:
+        with _lock:
+            if _detected is None:
+                _detected = tuple(_load_detectors())
+    return _detected
+
+
+def _load_detectors() -> Iterator[Shape]:
+    import importlib
+
+    from detect_secrets.plugins.base import RegexBasedDetector
+
+    for name in _DETECTOR_MODULES:
+        module = importlib.import_module(f"detect_secrets.plugins.{name}")
+        for detector in vars(module).values():
+            if (isinstance(detector, type) and issubclass(detector, RegexBasedDetector)
+                    and detector.__module__ == module.__name__ and detector.__name__ not in _SKIPPED_DETECTORS):
+                grouped = detector.__name__ in _GROUP_DETECTORS
+                patterns: Iterable[re.Pattern[str]] = detector.__dict__["denylist"]  # a class attribute
+                for pattern in patterns:
+                    yield Shape(pattern, 1 if grouped and pattern.groups else 0,
+                                _DETECTOR_NEEDLES.get(detector.__name__, ()),
+                                bounded=not (grouped and pattern.groups))
+
+
+# -- a key word and a random token ----------------------------------------------------------------------------
+
+KEY_WORDS = ("key", "token", "secret", "password", "passwd", "pwd", "passphrase", "credential")
+_NEAR_KEY_WORD = re.compile(
+    r"(?<!\[)(?:key|token|secret|passw(?:or)?d|pwd|passphrase|credential)s?(?![a-z])"  # api_key, SECRET_KEY too
+    r"(?P<gap>[^\n]{0,40}?)(?<![A-Za-z0-9+/_.~-])(?P<secret>[A-Za-z0-9+/_.~-]{15,}[A-Za-z0-9+/_]={0,2})"
+    r"(?![A-Za-z0-9+/=_~-]|\.[A-Za-z0-9])",
+    re.IGNORECASE)
+_PASSWORD = re.compile(
+    r"(?:password|passwd|passphrase)s?(?:\s+(?:is|was|=)|\s*[:=])\s*[\"'`]?(?P<secret>[^\s\"'`]{8,})", re.IGNORECASE)
+_WORDS_ONLY = re.compile(r"[A-Za-z]+(?:[-_.][A-Za-z0-9]+)*\Z")  # a-hyphenated-phrase-2024, not a key
+
+
+def entropy(token: str) -> float:
+    """Shannon entropy in bits a character: random keys score 3.5-6, words and dates below 3."""
+    counts = Counter(token)
+    return -sum(n / len(token) * math.log2(n / len(token)) for n in counts.values())
+
+
+def looks_random(token: str) -> bool:
+    digits = sum(ch.isdigit() for ch in token)
+    letters = sum(ch.isalpha() for ch in token)
+    if letters < 2 or not (digits or "+" in token or "/" in token):
+        return False
+    if _WORDS_ONLY.match(token.rstrip("=")) and digits < 6:
+        return False
+    return entropy(token) >= 3.2
+
+
+def _kinds(token: str) -> int:
+    return sum((any(c.islower() for c in token), any(c.isupper() for c in token), any(c.isdigit() for c in token),
+                any(not c.isalnum() for c in token)))
+
+
+def keyword_spans(text: str, lowered: str) -> Iterator[tuple[int, int]]:
+    """Random tokens just after a key word; passwords after "password is" or "password:"."""
+    if not any(word in lowered for word in KEY_WORDS):
+        return
+    for match in _NEAR_KEY_WORD.finditer(text):
+        if looks_random(match.group("secret")):
+            yield match.span("secret")
+    for match in _PASSWORD.finditer(text):
+        value = match.group("secret").rstrip(".,;:!?)")
+        if _kinds(value) >= 3 and value != "[secret]":
+            yield match.start("secret"), match.start("secret") + len(value)
