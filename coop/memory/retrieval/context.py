@@ -219,7 +219,8 @@ def build_prompt(*, preamble: str, instructions: Sequence[Item] = (), facts: Seq
             else:
                 left_out.append(entry)
 
-    lines["past"] = _newer_before_older(lines["past"], [r for r in recalled if r in past])
+    past_entries = {id(entry) for entry in past}
+    lines["past"] = _newer_before_older(lines["past"], [r for r in recalled if id(r) in past_entries])
     sections = list(head)
     if lines["facts"] or lines["profile"]:
         sections.append("Known about the user (id, since when):\n"

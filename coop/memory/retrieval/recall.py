@@ -264,6 +264,10 @@ def without_repeats(memory: "UserMemory", facts: Sequence[Recalled], past: Itera
     for ids in memory.sources_of(r.item.item_id for r in facts).values():
         sources |= ids
     fact_texts = [r.item.text for r in facts]
+    facts_with_word: dict[str, list[str]] = {}  # a text states a fact only if it shares a content word with it
+    for fact in fact_texts:
+        for word in content_words(fact):
+            facts_with_word.setdefault(word, []).append(fact)
     past = sorted(past, key=lambda r: -r.score)
     extracted = memory.facts_from_messages(r.item.item_id for r in past if r.item.kind == "message")
     seen: set[str] = set()
@@ -276,7 +280,8 @@ def without_repeats(memory: "UserMemory", facts: Sequence[Recalled], past: Itera
         replaced = [f.text for f in extracted.get(item.item_id, []) if f.superseded_at is not None]
         if item.kind == "message" and replaced and not adds_to(item.text, replaced):
             continue  # it said what a newer fact replaced ("I live in Lyon", after the move to Berlin)
-        stated = [fact for fact in fact_texts if states(item.text, fact)]
+        sharing = {fact for word in content_words(item.text) for fact in facts_with_word.get(word, ())}
+        stated = [fact for fact in fact_texts if fact in sharing and states(item.text, fact)]
         if stated and not adds_to(item.text, stated):
             continue
         seen.add(digest)
@@ -290,19 +295,27 @@ def newer_first(memory: "UserMemory", embedder: "Embedder | None", entries: list
     (other content words, and neither states the other), the newer goes before the older, marked newer than it."""
     if embedder is None or len(entries) < 2:
         return entries
+    import numpy as np
+
     refs = [(r.item.kind, r.item.item_id) for r in entries]
     found = vectors.item_vectors(memory, embedder.id, embedder.dims, refs)
+    with_vector = [k for k, ref in enumerate(refs) if ref in found]
+    if len(with_vector) < 2:
+        return entries
+    matrix = np.stack([found[refs[k]] for k in with_vector])
+    close = (matrix @ matrix.T) >= min_cosine  # every pair at once: the text checks run only for close pairs
     order = list(entries)
-    for i, older in enumerate(entries):
-        for newer in entries:
-            a, b = found.get(refs[i]), found.get((newer.item.kind, newer.item.item_id))
-            if a is None or b is None or newer.item.created_at <= older.item.created_at:
+    for row, i in enumerate(with_vector):
+        older = entries[i]
+        for column in np.flatnonzero(close[row]):
+            newer = entries[with_vector[column]]
+            if newer.item.created_at <= older.item.created_at:
                 continue
             if same_category and (newer.item.category != older.item.category or newer.item.category == "general"):
                 continue
             if not same_category and newer.item.session_id == older.item.session_id:
                 continue  # one conversation (a message and its session's summary) is not an update over time
-            if float(a @ b) < min_cosine or _one_says_the_other(newer.item.text, older.item.text):
+            if _one_says_the_other(newer.item.text, older.item.text):
                 continue
             marked = replace(newer, note=_join(newer.note, f"newer than {older.item.ref}"))
             position = next(k for k, r in enumerate(order) if r.item.ref == newer.item.ref)

@@ -149,25 +149,28 @@ def _message_matches(memory: UserMemory, match: str | None, context_weight: floa
 
     The index holds every user's messages, so the user filter needs a join. Joining every match before sorting
     costs a lookup per match; instead the best `2 * limit + 100` matches of all users are taken first and then
-    filtered. When at least `limit` of them are this user's, they are exactly the user's best `limit` (any of
-    the user's messages outside that set scores below all of them); otherwise (others' messages crowd the top:
-    the user holds less than about half of what matches) the query runs again with the join before the cut, so
-    nothing of this user's ever goes missing."""
+    filtered (in a database of one user, the usual case, the best `limit`: they are all the user's). When at
+    least `limit` of them are this user's, they are exactly the user's best `limit` (any of the user's messages
+    outside that set scores below all of them); otherwise (others' messages crowd the top: the user holds less
+    than about half of what matches) the query runs again with the join before the cut, so nothing of this
+    user's ever goes missing. `CROSS JOIN` and `+user_id` hold the planner to a lookup by id per match: left to
+    itself it read every message of the user through `messages_user_importance` (100,000 of them, 10 ms)."""
     if match is None:
         return []
     weight = float(context_weight)
-    overfetch = 2 * limit + 100
+    overfetch = limit if memory.db.scalar("SELECT count(*) FROM users") <= 1 else 2 * limit + 100
     rows = list(memory.db.execute(
         "SELECT f.id, f.s, length(m.content) FROM (SELECT rowid AS id, bm25(message_context_fts, 1.0, ?) AS s "
         "FROM message_context_fts WHERE message_context_fts MATCH ? ORDER BY s LIMIT ?) f "
-        "JOIN messages m ON m.id = f.id WHERE m.user_id = ? ORDER BY f.s", (weight, match, overfetch, memory.user_id)))
+        "CROSS JOIN messages m ON m.id = f.id WHERE +m.user_id = ? ORDER BY f.s",
+        (weight, match, overfetch, memory.user_id)))
     if len(rows) < limit and memory.db.scalar(
             "SELECT count(*) FROM (SELECT 1 FROM message_context_fts WHERE message_context_fts MATCH ? LIMIT ?)",
             (match, overfetch)) >= overfetch:
         rows = list(memory.db.execute(
             "SELECT m.id, bm25(message_context_fts, 1.0, ?) AS s, length(m.content) FROM message_context_fts "
             "JOIN messages m ON m.id = message_context_fts.rowid "
-            "WHERE message_context_fts MATCH ? AND m.user_id = ? ORDER BY s LIMIT ?",
+            "WHERE message_context_fts MATCH ? AND +m.user_id = ? ORDER BY s LIMIT ?",
             (weight, match, memory.user_id, limit)))
     return [(row[0], row[1], row[2]) for row in rows[:limit]]
 

@@ -97,7 +97,7 @@ class Links(FactRecords):
         if not ids:
             return set()
         return {int(r[0]) for r in self.db.execute(
-            f"SELECT id FROM messages WHERE user_id = ? AND origin = 'host' AND id IN ({','.join('?' * len(ids))})",
+            f"SELECT id FROM messages WHERE +user_id = ? AND origin = 'host' AND id IN ({','.join('?' * len(ids))})",
             (self.user_id, *ids))}
 
     def sources_of(self, fact_ids: Iterable[int]) -> dict[int, set[int]]:

@@ -43,12 +43,13 @@ class Reads(UserScope):
                               (item_id, self.user_id)) is not None
 
     def get_many(self, kind: str, ids: Iterable[int]) -> dict[int, Item]:
-        """Items of one kind by id, skipping ids that are not this user's."""
+        """Items of one kind by id, skipping ids that are not this user's. `+user_id`: each row is found by its
+        id; on `user_id` the planner would read every message of the user (100,000 of them: 4 ms a call)."""
         wanted = list(dict.fromkeys(ids))
         if not wanted:
             return {}
         marks = ",".join("?" * len(wanted))
-        rows = self.db.execute(f"SELECT {COLUMNS[kind]} FROM {REGISTRY[kind].table} WHERE user_id = ? "
+        rows = self.db.execute(f"SELECT {COLUMNS[kind]} FROM {REGISTRY[kind].table} WHERE +user_id = ? "
                                f"AND id IN ({marks})", (self.user_id, *wanted))
         build = BUILDERS[kind]
         return {row[0]: build(row) for row in rows}

@@ -165,7 +165,7 @@ class UserMemory(Links):
     def mark_consolidated(self, message_ids: list[int]) -> None:
         """These messages are summarised: consolidation does not take them up again."""
         marks = ",".join("?" * len(message_ids))
-        self.db.execute(f"UPDATE messages SET consolidated_at = ? WHERE user_id = ? AND id IN ({marks})",
+        self.db.execute(f"UPDATE messages SET consolidated_at = ? WHERE +user_id = ? AND id IN ({marks})",
                         (time.time(), self.user_id, *message_ids))
 
     def unmark_consolidated(self, session_id: int | None, first_id: int, last_id: int) -> None:
