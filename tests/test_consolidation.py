@@ -62,7 +62,7 @@ def test_a_finished_span_becomes_a_summary_and_facts(memory, openai_server):
     assert fact.text == "Plans a trip to Kyoto in April" and fact.source == "consolidation"
     assert memory.db.scalar("select count(*) from messages where consolidated_at is null") == 0
     sent = openai_server.background_requests()[0]["messages"][1]["content"]
-    assert "user: I am going to Kyoto in April" in sent and "assistant: Sounds lovely" in sent
+    assert "User: I am going to Kyoto in April" in sent and "Assistant: Sounds lovely" in sent  # who said what
     assert run_consolidation(memory, make_config(openai_server)).spans == 0  # nothing left to do
 
 

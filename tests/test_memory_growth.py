@@ -50,8 +50,10 @@ def test_extraction_sees_the_whole_exchange_and_stores_facts(memory, openai_serv
     make_session(memory, openai_server).turn("my dog is called Pixel")
     [request] = openai_server.background_requests()
     exchange = request["messages"][1]["content"]
-    assert "USER: my dog is called Pixel" in exchange
-    assert "ASSISTANT (context only, never a source): What a lovely name!" in exchange
+    # the speakers named, the user's words on their own (no role prefix a quote could pick up)
+    assert "The user wrote:\nmy dog is called Pixel\n" in exchange
+    assert "The assistant answered (context only; its words are never facts about the user):\nWhat a lovely name!" \
+        in exchange
     [fact] = memory.list_items("fact")
     assert (fact.text, fact.category, fact.key, fact.source) == ("Has a dog called Pixel", "pets", "dog_name",
                                                                   "extraction")
@@ -94,7 +96,8 @@ def test_a_move_supersedes_the_old_city_with_history(memory, openai_server, run_
     listed = run_cli("memory", "list", "--kind", "fact", "--archived", "--json", "--user", "ana").json()
     assert {item["text"] for item in listed} == {"Lives in Paris", "Lives in Lyon"}
     reconcile = openai_server.background_requests()[1]["messages"][1]["content"]
-    assert "NEW [location/city]: Lives in Lyon" in reconcile and "id 1 [location/city]: Lives in Paris" in reconcile
+    # the key is the slot's one name ("city" -> "home_city"): the same slot as the old one's "city"
+    assert "NEW [location/home_city]: Lives in Lyon" in reconcile and "id 1 [location/city]: Lives in Paris" in reconcile
 
 
 @pytest.mark.parametrize("reply", [

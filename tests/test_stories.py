@@ -43,7 +43,8 @@ def fast_model(extract: dict[str, list[dict]], replaces: dict[str, str] | None =
     def reply(body: dict) -> str:
         system, asked = body["messages"][0]["content"], body["messages"][-1]["content"]
         if system.startswith("You maintain"):
-            said = asked.split("THE EXCHANGE:")[-1].split("\n\nASSISTANT", 1)[0].strip().removeprefix("USER: ")
+            said = asked.split("THE EXCHANGE:")[-1].split("\n\nThe assistant answered", 1)[0].strip() \
+                .removeprefix("The user wrote:").strip()
             return json.dumps({"facts": extract.get(said, [])})
         if system.startswith("You keep"):
             new = asked.split("]: ", 1)[1].split("\n", 1)[0]
@@ -165,7 +166,7 @@ def test_a_pronoun_is_resolved_from_the_earlier_turns(memory, openai_server):
     extraction = [r for r in openai_server.background_requests()
                   if "THE EXCHANGE:" in r["messages"][-1]["content"]][-1]["messages"][-1]["content"]
     earlier = extraction.split("THE EXCHANGE:")[0]
-    assert "EARLIER TURNS" in earlier and "USER: My sister is Ana" in earlier
+    assert "EARLIER TURNS" in earlier and "User: My sister is Ana" in earlier
     session(memory, openai_server, "what does Ana do?")
     assert facts_section(openai_server).count("Sister Ana works at the hospital") == 1
 

@@ -42,7 +42,8 @@ MIN_QUOTE_CHARS = 3
 MIN_QUOTE_WORDS = 2
 ANAPHORA = frozenset("""yes yeah yep yup sure correct right exactly indeed definitely absolutely true that this it
 its she he they her him them his hers their there those these one ones same""".split())
-_ROLE_PREFIX = re.compile(r"^\s*(?:user|me|the user|human)\s*:\s*", re.IGNORECASE)
+_ROLE_PREFIX = re.compile(r"^\s*[\"'\u201c]?\s*(?:user|me|the user|human)(?:\s+(?:wrote|said|says))?\s*:\s*",
+                          re.IGNORECASE)
 def quote_words(quote: str) -> list[str]:
     """The words of a quote as the check compares them: a role prefix ("USER: ") dropped."""
     return _words(_ROLE_PREFIX.sub("", quote))

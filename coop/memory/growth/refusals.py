@@ -13,6 +13,9 @@ Reasons:
   named; the new fact is kept beside the old one, or dropped when it adds nothing.
 - `target`: the reconciler named a fact that is not among those it was shown (another user's, forgotten, made up).
 - `forgotten`: a machine source proposed again what the user forgot.
+- `value`: the value cannot be a fact: a question, a courtesy ("Thanks for the help"), a bare word
+  (`vocabulary.bad_value`).
+- `known`: the extractor copied back a fact it was shown as KNOWN; it is not counted as a new mention.
 
 The log line names the reason and the fact's category at INFO; the fact's text only at DEBUG.
 """
@@ -25,7 +28,7 @@ from collections import Counter
 
 log = logging.getLogger("coop.memory.refused")
 
-REASONS = ("evidence", "mood", "instruction", "widening", "unsafe", "change", "target", "forgotten")
+REASONS = ("evidence", "mood", "instruction", "widening", "unsafe", "change", "target", "forgotten", "value", "known")
 
 
 class Refusals:

@@ -1,0 +1,87 @@
+"""The fixed vocabulary of categories and keys a proposed fact is filed under, and the shape its value must have.
+
+A small model names one subject many ways (one came back 15 times under 3 categories and 5 keys: "home",
+"residence", "location"; "city", "lives_in", ...), and a change meets the fact it replaces only when both sit in
+one slot. So the extractor is shown the slots (`SLOTS`, in its prompt) and every proposal is normalised here:
+- a category is one of `CATEGORIES` when an alias names one ("residence" -> "location", "job" -> "work");
+- a key is its slot's one name (`sameness.canonical_key`: "city", "current_city" -> "home_city"), and a key that
+  names a slot puts the fact in that slot's category ("home_city" is filed under "location", whatever the model
+  said), except for standing instructions, which keep theirs ("Call me ..." is an instruction's `name`);
+- a key or category that is a fact's id ("f12", "12", "fact_12") is no key at all: the model copied it from the
+  KNOWN list.
+
+`bad_value` says why a value cannot be a fact (a question, a courtesy, a bare word such as "Leiden" or
+"married": a verb of its own, "Smokes", is a sentence), or None.
+"""
+
+from __future__ import annotations
+
+import re
+
+from coop.memory.growth.sameness import canonical_key
+
+CATEGORIES = ("identity", "location", "work", "education", "family", "pets", "health", "diet", "languages",
+              "hobbies", "preferences", "possessions", "plans", "dates", "finance", "instruction", "general")
+
+# The slots the extractor is shown, category/key: a fact that fits one uses it.
+SLOTS = ("identity/name", "identity/age", "location/home_city", "location/hometown", "work/employer",
+         "work/occupation", "education/school", "family/partner", "family/children", "pets/pet", "diet/diet",
+         "health/allergy", "health/condition", "health/medication", "languages/<language>", "hobbies/<hobby>",
+         "plans/<plan>", "instruction/answer_language", "instruction/length", "instruction/name",
+         "instruction/format")
+
+_CATEGORY_ALIASES = {
+    "location": "residence home place places city address lives living where_lives geography",
+    "work": "job jobs occupation career employment profession workplace employer business",
+    "identity": "personal personal_info personal_information bio biography name age background about_me basics",
+    "family": "relationship relationships relatives relations partner spouse children kids",
+    "pets": "pet animals animal",
+    "diet": "food dietary eating nutrition meals",
+    "health": "medical allergies allergy medication medications fitness_health wellbeing",
+    "languages": "language",
+    "hobbies": "hobby interests interest activities activity sports sport leisure",
+    "preferences": "preference likes dislikes tastes taste favourites favorites",
+    "possessions": "possession belongings owns property",
+    "plans": "plan goals goal future_plans intentions trips travel_plans",
+    "dates": "date events event birthdays anniversaries",
+    "instruction": "instructions standing_instruction rule rules assistant_instruction assistant_preferences",
+}
+ALIASES = {alias: category for category, words in _CATEGORY_ALIASES.items() for alias in words.split()}
+# The category a slot key belongs to (keys in sameness.SLOT_GROUPS, by their canonical name).
+SLOT_CATEGORY = {"home_city": "location", "employer": "work", "occupation": "work", "diet": "diet",
+                 "partner": "family"}
+_ID = re.compile(r"^(?:id_?|fact_?|f_?)?\d+$|^f\d+_|_f\d+$")
+
+
+def is_id(text: str | None) -> bool:
+    """Whether a key or category is a fact's id ("f12", "12", "fact_12", "id_7")."""
+    return bool(text) and bool(_ID.search(str(text)))
+
+
+def normalise(category: str, key: str | None) -> tuple[str, str | None]:
+    """The (category, key) a fact is filed under (see the module's rules); both already snake_case."""
+    if is_id(key):
+        key = None
+    category = "general" if is_id(category) else ALIASES.get(category, category)
+    key = canonical_key(key)
+    if key in SLOT_CATEGORY and category != "instruction":
+        category = SLOT_CATEGORY[key]
+    return category, key
+
+
+_COURTESY = re.compile(r"^(?:the user |user )?(?:says |said |wrote |is saying )?(?:thanks?|thank you|hello|hi|hey|"
+                       r"greetings|good (?:morning|afternoon|evening|night)|nice to (?:meet|see) you|you'?re welcome|"
+                       r"bye|goodbye|ok(?:ay)?|sure|please|sorry|cheers|no problem)\b", re.IGNORECASE)
+
+
+def bad_value(value: str) -> str | None:
+    """Why `value` cannot be a fact about the user, or None: a question, a courtesy, a bare word."""
+    text = value.strip()
+    if "?" in text:
+        return "the value is a question"
+    if _COURTESY.match(text) or re.search(r"\bthanks? (?:you|for)\b", text, re.IGNORECASE):
+        return "the value is a courtesy"
+    words = re.findall(r"\w+", text)
+    if len(words) < 2 and not (words and re.fullmatch(r"[A-Za-z]{3,}s", words[0])):  # "Smokes" says something
+        return "the value is a bare word"
+    return None
