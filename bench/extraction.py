@@ -72,7 +72,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import ROOT, BenchError, load_embedder, machine, median, percentile
 
 DEFAULT_GOLD = Path(__file__).resolve().parent / "data" / "extraction-dev.json"
-REASONS = ("evidence", "mood", "instruction", "widening", "unsafe", "change", "target", "forgotten")
+REASONS = ("evidence", "mood", "instruction", "widening", "unsafe", "change", "target", "forgotten", "value", "known")
 ACKS = ("Noted, thanks.", "Good to know.", "Thanks for telling me.", "Got it.")
 
 
@@ -646,6 +646,9 @@ def _score(ex: Exchange, turn: Turn, memory: Any, stated: list[GoldFact], traps:
     for write in ex.writes:
         write["verdict"], match = verdict(write["value"])
         write["match"] = match.id if match else None
+        # the gold subject the value belongs to (a fact and its changes share one category and key in the gold)
+        write["subject"] = f"{ex.dialogue}:{match.category}/{match.key}" \
+            if match is not None and match.key and match.id not in trap_ids else None
         write["instruction_not_given"] = write["category"] == "instruction" and (
             match is None or match.category != "instruction" or match.id in trap_ids)
         if write["replaced"] is not None:
@@ -692,7 +695,9 @@ def summarise(exchanges: list[Exchange]) -> dict[str, Any]:
         "refused_by": {"evidence": refused["evidence"], "mood": refused["mood"],
                        "instruction_rules": refused["instruction"] + refused["widening"] + refused["unsafe"],
                        "reconciliation_rules": refused["change"] + refused["target"],
-                       "forgotten": refused["forgotten"]},
+                       "forgotten": refused["forgotten"], "value": refused["value"], "known": refused["known"]},
+        "json_usable": round(sum(c.usable for c in extraction + decision) / len(extraction + decision), 3)
+        if extraction + decision else None,
         "not_stored_no_reason": sum(max(0, e.proposals - len(e.writes) - e.known - sum(e.refused.values()))
                                     for e in exchanges),
         "facts_per_exchange": round(len(writes) / len(exchanges), 3) if exchanges else 0.0,
@@ -721,10 +726,27 @@ def summarise(exchanges: list[Exchange]) -> dict[str, Any]:
             "instructions_not_given": sum(w["instruction_not_given"] for w in judged),
             "nothing_turns": len(nothing),
             "nothing_turns_with_a_write": sum(bool(e.writes) for e in nothing),
+            "key_stability": key_stability(judged),
             "true_facts_refused": dict(refused_gold),
             "traps_refused": dict(refused_traps),
         }
     return out
+
+
+def key_stability(writes: list[dict[str, Any]]) -> dict[str, Any]:
+    """Of the gold subjects (a conversation's category/key: a fact and its changes) with two or more stored values,
+    the share whose values were all stored in one slot (category and key, keys of one slot counted as one)."""
+    from coop.memory.growth.sameness import canonical_key
+
+    slots: dict[str, set[tuple[str, str | None]]] = {}
+    counts: Counter[str] = Counter()
+    for w in writes:
+        if w.get("subject"):
+            slots.setdefault(w["subject"], set()).add((w["category"], canonical_key(w["key"])))
+            counts[w["subject"]] += 1
+    many = [s for s in slots if counts[s] >= 2]
+    stable = sum(len(slots[s]) == 1 for s in many)
+    return {"subjects": len(many), "one_slot": stable, "share": round(stable / len(many), 3) if many else None}
 
 
 def report(exchanges: list[Exchange], meta: dict[str, Any]) -> dict[str, Any]:
@@ -740,15 +762,17 @@ def print_report(result: dict[str, Any]) -> None:
     for name, s in result["sources"].items():
         print(f"\n  {name}: {s['exchanges']} exchanges ({s['failed']} failed), {s['extraction_calls']} extraction "
               f"calls, {s['decision_calls']} reconciliation calls")
-        print(f"    JSON unusable           facts {s['json_unusable']['facts']}, decision "
-              f"{s['json_unusable']['decision']}; call errors {s['call_errors']}")
+        print(f"    JSON usable             {_fmt(s['json_usable'])} of calls; unusable: facts "
+              f"{s['json_unusable']['facts']}, decision {s['json_unusable']['decision']}; call errors "
+              f"{s['call_errors']}")
         st = s["stored"]
         print(f"    proposals               {s['proposals']}: stored {st['added']} added + {st['superseded']} "
               f"superseding + {st['updated']} updates, {s['known']} already known")
         by = s["refused_by"]
         print(f"    refused                 evidence {by['evidence']}, mood {by['mood']}, instruction rules "
               f"{by['instruction_rules']}, reconciliation rules {by['reconciliation_rules']}, forgotten "
-              f"{by['forgotten']}; not stored, no reason counted: {s['not_stored_no_reason']}")
+              f"{by['forgotten']}, value {by['value']}, known {by['known']}; not stored, no reason counted: "
+              f"{s['not_stored_no_reason']}")
         print(f"    facts per exchange      {s['facts_per_exchange']:.3f}")
         sec = s["seconds_per_call"]
         print(f"    seconds per call        extraction median {sec['extraction_median']:.2f} (p90 "
@@ -764,6 +788,9 @@ def print_report(result: dict[str, Any]) -> None:
                   f"{c['both_active']}, missed {c['missed']}); changes not in the gold {g['changes_not_in_gold']}")
             print(f"    instructions not given  {g['instructions_not_given']}; turns that must yield nothing: "
                   f"{g['nothing_turns_with_a_write']} of {g['nothing_turns']} stored something")
+            k = g["key_stability"]
+            print(f"    key stability           {_fmt(k['share'])}: {k['one_slot']} of {k['subjects']} subjects "
+                  "with two or more stored values kept one slot")
             print(f"    refused, gold facts     {g['true_facts_refused'] or '-'}; traps {g['traps_refused'] or '-'}")
 
 
@@ -792,7 +819,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--limit", type=int, default=None, help="at most N exchanges from each source")
     parser.add_argument("--model", default="scripted", help="'scripted', or a litellm model name (openai/NAME)")
     parser.add_argument("--api-base", default="", help="the model's OpenAI-compatible server")
-    parser.add_argument("--json-mode", choices=("auto", "json_schema", "json_object", "prompt"), default="auto",
+    parser.add_argument("--json-mode", choices=("auto", "json_schema", "json_object_schema", "json_object", "prompt"),
+                        default="auto",
                         help="start from this JSON mode (coop remembers the one that worked; a llama.cpp server "
                              "needs json_object or prompt)")
     parser.add_argument("--timeout", type=float, default=300.0, help="seconds before a model request is abandoned")
