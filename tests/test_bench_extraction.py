@@ -75,15 +75,17 @@ def test_the_bench_counts_what_the_write_path_did_with_a_scripted_model(tmp_path
     # the three-letter quote and the assistant's words; the question; the habit taken for an instruction; the
     # reconciler's made-up target (the fact is still added beside, so every proposal is accounted for)
     assert figures["refused"] == {"evidence": 2, "mood": 1, "instruction": 1, "widening": 0, "unsafe": 0,
-                                  "change": 0, "target": 1, "forgotten": 0}
+                                  "change": 0, "target": 1, "forgotten": 0, "value": 0, "known": 0}
     assert figures["refused_by"] == {"evidence": 2, "mood": 1, "instruction_rules": 1, "reconciliation_rules": 1,
-                                     "forgotten": 0}
+                                     "forgotten": 0, "value": 0, "known": 0}
+    assert figures["json_usable"] == 1.0
     assert figures["not_stored_no_reason"] == 0
     assert figures["facts_per_exchange"] == 1.0
     assert figures["gold"] == {
         "stored_values": 4, "precision": 1.0, "verdicts": {"correct": 4, "stale": 0, "trap": 0, "unmatched": 0},
         "recall": 1.0, "gold_facts": 4, "changes": {"total": 1, "correct": 1, "both_active": 0, "missed": 0},
         "changes_not_in_gold": 0, "instructions_not_given": 0, "nothing_turns": 1, "nothing_turns_with_a_write": 0,
+        "key_stability": {"subjects": 1, "one_slot": 1, "share": 1.0},  # Lyon, then its change, in one slot
         "true_facts_refused": {}, "traps_refused": {"mood": 1, "instruction": 1}}
     by_turn = {e["turn"]: e for e in result["exchanges"]}
     assert [w["action"] for w in by_turn[4]["writes"]] == ["SUPERSEDE"]
