@@ -323,7 +323,8 @@ def _portable(memory) -> dict[str, Any]:
         "summaries": [{**{k: v for k, v in r.items() if k not in drop}, "session_id": session_key.get(r["session_id"]),
                        "span_start_id": message_key.get(r["span_start_id"]),
                        "span_end_id": message_key.get(r["span_end_id"])} for r in by("summary")],
-        "forgotten": [{k: v for k, v in r.items() if k not in drop} for r in by("forgotten")],
+        # the hash is keyed by a secret of the database it was made in, never exported (issue 27)
+        "forgotten": [{k: v for k, v in r.items() if k not in drop | {"content_hash"}} for r in by("forgotten")],
     }
     return out
 
@@ -355,8 +356,11 @@ def test_export_then_import_into_an_empty_database_gives_back_the_same_data(tmp_
     assert city is not None and city.text == "lives in Lyon"
     assert [h.action for h in restored_memory.history(city.superseded_by or city.item_id)][:1] == ["ADD"]
     assert restored_memory.stats()["unembedded"] == 0
-    # a forgotten fact stays forgotten after the move
-    assert restored_memory.was_forgotten("my old phone PIN")
+    # the record that something was forgotten moves, content-free: no hash leaves the database, so the guard
+    # against learning it again stays with the database that forgot it (issue 27)
+    assert restored_memory.stats()["forgotten"] == 1 and not restored_memory.was_forgotten("my old phone PIN")
+    assert _open_user(coop_home / "coop.db", "ana").was_forgotten("my old phone PIN")
+    assert '"content_hash": null' in exported.read_text(encoding="utf-8")
 
     again = run_cli("--config", str(other), "memory", "import", str(exported), "--user", "ana", "--json").json()
     assert (again["sessions_added"], again["messages_added"], again["facts_added"], again["summaries_added"]) == \

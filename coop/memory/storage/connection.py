@@ -21,7 +21,8 @@ import apsw
 
 from coop.errors import StoreError, UsageError
 from coop.memory.storage.sign_bits import sign_bits_blob
-from coop.memory.text import fts_text, sentence_part_count
+from coop.memory.text import content_hash, fts_text, sentence_part_count
+from coop.secrets import mask_optional
 
 
 @dataclass
@@ -214,6 +215,10 @@ def _unwritable(path: str) -> bool:
     return not os.access(path, os.W_OK) and not os.access(directory, os.W_OK)
 
 
+def _optional_hash(text: str | None) -> str | None:
+    return None if text is None else content_hash(text)
+
+
 def connect(path: str, *, busy_timeout_ms: int = 5000) -> Database:
     """Open (creating if needed) the SQLite file at `path`, with pragmas and sqlite-vec; no schema work.
 
@@ -249,6 +254,9 @@ def connect(path: str, *, busy_timeout_ms: int = 5000) -> Database:
         conn.create_scalar_function("coop_sign_bits", sign_bits_blob, 1,  # type: ignore[arg-type]
                                     deterministic=True)
         conn.create_scalar_function("coop_sentence_parts", sentence_part_count, 1,  # type: ignore[arg-type]
+                                    deterministic=True)
+        conn.create_scalar_function("coop_mask", mask_optional, 1)  # type: ignore[arg-type]
+        conn.create_scalar_function("coop_content_hash", _optional_hash, 1,  # type: ignore[arg-type]
                                     deterministic=True)
     except apsw.NotADBError:
         raise not_a_database(path) from None

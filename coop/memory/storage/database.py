@@ -24,7 +24,8 @@ def open_database(path: str, *, busy_timeout_ms: int = 5000, migrate: bool = Tru
     db = connect(path, busy_timeout_ms=busy_timeout_ms)
     if migrate:
         try:
-            apply_migrations(db)
+            if apply_migrations(db):
+                db.checkpoint()  # rows a migration rewrote (masked keys) leave no old copy in the -wal file
         except apsw.NotADBError:
             raise not_a_database(path) from None
         except apsw.CorruptError:

@@ -5,7 +5,8 @@ A migration is never edited once released (a database made by an older coop ran 
 make new databases differ from upgraded ones); a change is a new migration appended to `MIGRATIONS`. Each runs
 in one transaction with its record in `_migrations`. The SQL calls `coop_fts()`, which `database.py` registers
 on every connection (`text.fts_text`), `coop_sign_bits()` (`sign_bits.sign_bits_blob`) and
-`coop_sentence_parts()` (the number of `text.sentence_parts`).
+`coop_sentence_parts()` (the number of `text.sentence_parts`), `coop_mask()` (`coop.secrets.mask`) and
+`coop_content_hash()` (`text.content_hash`).
 """
 
 from __future__ import annotations
@@ -26,12 +27,12 @@ from coop.memory.storage.migration_texts import (
     M009_REEMBED_FOR_PARTS,
     Migration,
 )
-from coop.memory.storage.migration_texts_m010 import M010_PROVENANCE
+from coop.memory.storage.migration_texts_m010 import M010_PROVENANCE, M011_FORGOTTEN_AND_SECRETS
 
 MIGRATIONS: tuple[Migration, ...] = (M001_INITIAL, M002_MESSAGE_CONTEXT_FTS, M003_EMBEDDING_COUNTS,
                                   M004_DROP_MESSAGES_FTS, M005_FORGOTTEN_IDS_INDEX, M006_PRIVATE_FULLTEXT,
                                   M007_PROVENANCE_AND_JOBS, M008_SIGN_BITS, M009_REEMBED_FOR_PARTS,
-                                  M010_PROVENANCE)
+                                  M010_PROVENANCE, M011_FORGOTTEN_AND_SECRETS)
 SCHEMA_VERSION = len(MIGRATIONS)
 
 

@@ -9,6 +9,7 @@ from typing import Any
 from coop.errors import NotFoundError
 from coop.memory.kinds import ACTIVE_FACT, KINDS, REGISTRY, make_ref
 from coop.memory.kinds import kind as lookup_kind
+from coop.memory.storage.forget_key import forget_key, forgotten_digest
 from coop.memory.storage.items import (
     BUILDERS,
     COLUMNS,
@@ -136,10 +137,14 @@ class Reads(UserScope):
             raise NotFoundError(f"no history for f{fact_id}", hint="list facts with `coop memory list --kind fact`")
         return [HistoryEntry(*row) for row in rows]
 
+    def forget_digest(self, text: str) -> str:
+        """The keyed hash a forgotten text is recorded by (`forget_key.py`: never a plain hash of the text)."""
+        return forgotten_digest(forget_key(self.db.path), text)
+
     def was_forgotten(self, text: str) -> bool:
         """True when the user forgot an item with this (normalised) text: extraction must not bring it back."""
         return self.db.scalar("SELECT 1 FROM forgotten WHERE user_id = ? AND content_hash = ?",
-                              (self.user_id, content_hash(mask(text)))) is not None  # stored masked
+                              (self.user_id, self.forget_digest(mask(text)))) is not None  # stored masked
 
     def list_items(self, kind: str | None = None, *, limit: int = 50, include_inactive: bool = False) -> list[Item]:
         """The newest items first; facts are the active ones unless `include_inactive`."""

@@ -28,7 +28,7 @@ from coop.memory.storage.connection import Database
 from coop.memory.storage.items import MAX_MESSAGE_CHARS, MAX_USER_ID_CHARS, ROLES
 from coop.memory.storage.links import Links
 from coop.memory.storage.scope import fresh_id_sql
-from coop.memory.text import check_text, content_hash, estimate_tokens
+from coop.memory.text import check_text, estimate_tokens
 from coop.secrets import mask, mask_optional
 
 
@@ -203,7 +203,7 @@ class UserMemory(Links):
                 self.scrub_history(item_id, item.text, reason=reason, at=now)
             self.db.execute(f"DELETE FROM {REGISTRY[kind].table} WHERE id = ? AND user_id = ?",
                             (item_id, self.user_id))
-            self.record_forgotten(kind, content_hash(item.text), now, item_id=item_id)
+            self.record_forgotten(kind, self.forget_digest(item.text), now, item_id=item_id)
             # a message's words also sit in the context column of the two messages after it
             fulltext.purge(self.db, sorted({REGISTRY[kind].fulltext, MESSAGE.fulltext}))
         self.db.checkpoint()
@@ -232,10 +232,12 @@ class UserMemory(Links):
             + ("" if replaced else f" (“{item.text}”)")
 
     def record_forgotten(self, kind: str, digest: str | None, at: float, *, item_id: int = 0) -> None:
-        """The content-free trace of a forgotten item (an import carries these over, without the old id)."""
+        """The content-free trace of a forgotten item: its kind, id, time and keyed hash (`forget_digest`; None
+        for one an import carries over: an export holds no hash)."""
         self.db.execute("INSERT INTO forgotten (user_id, kind, item_id, content_hash, forgotten_at) "
                         "VALUES (?,?,?,?,?)", (self.user_id, kind, item_id, digest, at))
 
-    def is_forgotten_hash(self, kind: str, digest: str) -> bool:
-        return self.db.scalar("SELECT 1 FROM forgotten WHERE user_id = ? AND kind = ? AND content_hash = ?",
-                              (self.user_id, kind, digest)) is not None
+    def has_forgotten_record(self, kind: str, at: float) -> bool:
+        """A record of an item of this kind forgotten at this time: an import does not add it twice."""
+        return self.db.scalar("SELECT 1 FROM forgotten WHERE user_id = ? AND kind = ? AND forgotten_at = ?",
+                              (self.user_id, kind, at)) is not None

@@ -17,7 +17,7 @@ a round trip is exact):
      "related_fact_id": null, "reason": "...", "created_at": ...}
     {"type": "summary", "id": 2, "session_id": 3, "span_start_id": 10, "span_end_id": 40, "text": "...",
      "created_at": ...}
-    {"type": "forgotten", "kind": "fact", "content_hash": "...", "forgotten_at": ...}
+    {"type": "forgotten", "kind": "fact", "content_hash": null, "forgotten_at": ...}
 
 Ids are the exporting database's; an import gives rows new ids and maps every reference (a message's session,
 a summary's span, a fact's `superseded_by`, its history, its `sources`).
@@ -351,10 +351,10 @@ class _CoopImport:
         kind = _str(record, "kind", limit=20)
         if kind not in KINDS:
             raise _Invalid(f"unknown kind {kind!r}")
-        digest = _str(record, "content_hash", optional=True, limit=200)
-        if digest is not None and self.memory.is_forgotten_hash(kind, digest):
-            return
-        self.memory.record_forgotten(kind, digest, _time(record, "forgotten_at"))
+        _str(record, "content_hash", optional=True, limit=200)  # checked, never kept: only this database's keyed
+        at = _time(record, "forgotten_at")  # hash may be stored, and an older export's plain hash can be reversed
+        if not self.memory.has_forgotten_record(kind, at):
+            self.memory.record_forgotten(kind, None, at)
 
     def finish(self) -> None:
         """Point `superseded_by` at the new ids, now that every fact of the file has one."""

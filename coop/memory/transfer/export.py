@@ -26,7 +26,8 @@ _FACT = ("id", "category", "key", "value", "source", "importance", "mention_coun
          "last_recalled_at", "superseded_by", "superseded_at", "archived_at")
 _HISTORY = ("fact_id", "action", "old_value", "new_value", "related_fact_id", "reason", "created_at")
 _SUMMARY = ("id", "session_id", "span_start_id", "span_end_id", "text", "created_at")
-_FORGOTTEN = ("kind", "content_hash", "forgotten_at")
+# a forgotten record carries no hash: the database's is keyed by a secret that never leaves it (`forget_key.py`)
+_FORGOTTEN = ("kind", "NULL", "forgotten_at")
 _QUERIES = (
     ("session", _SESSION, "sessions"),
     ("message", _MESSAGE, "messages"),
@@ -50,7 +51,8 @@ def export_records(memory: UserMemory) -> Iterator[dict[str, Any]]:
                "records": total}
         for kind, columns, table in _QUERIES:
             cursor = db.conn.cursor()
-            records = ({"type": kind, **dict(zip(columns, row))} for row in cursor.execute(
+            names = tuple("content_hash" if column == "NULL" else column for column in columns)
+            records = ({"type": kind, **dict(zip(names, row))} for row in cursor.execute(
                 f"SELECT {', '.join(columns)} FROM {table} WHERE user_id = ? ORDER BY id", (memory.user_id,)))
             yield from (_with_sources(memory, records) if kind == "fact" else records)
     finally:
