@@ -15,6 +15,7 @@ from __future__ import annotations
 import io
 import logging
 import logging.handlers
+import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -97,3 +98,14 @@ def logging_to_file(directory: Path | None, *, debug: bool = False,
         handler.close()
         logger.setLevel(saved[0])
         logger.propagate = saved[1]
+
+
+def reopen_log() -> None:
+    """Make the `coop` loggers' file handlers open their file again at the next record: after the file was rewritten
+    (a forget scrubs coop.log), a handler still holding the old one would write where nobody reads."""
+    for handler in logging.getLogger("coop").handlers:
+        if isinstance(handler, logging.FileHandler):
+            with handler.lock or threading.Lock():
+                if handler.stream is not None:
+                    handler.stream.close()
+                    handler.stream = None

@@ -36,6 +36,7 @@ from coop.memory.retrieval.settings import RetrievalSettings
 from coop.memory.retrieval.turn import turn_context
 from coop.memory.storage.items import MAX_MESSAGE_CHARS
 from coop.memory.text import check_text, plural
+from coop.scrub import forget_in_files
 from coop.trace import NO_TRACE, Tracer
 
 if TYPE_CHECKING:
@@ -389,6 +390,8 @@ class ChatSession:
 
     def _forgotten(self, gone: Forgotten) -> None:
         self.working.drop({i.item_id for i in [gone.item, *gone.traces] if i.kind == "message"})
+        if not self.incognito:  # out of coop's files too: the prompt history, coop.log, the trace
+            forget_in_files([gone], self.config.trace.file or None)
 
     def remember(self, text: str) -> Any:
         if self.incognito:

@@ -13,6 +13,7 @@ forget` and the model's tool can say so; `traces` lists them without removing an
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass, field
 
 from coop.memory.growth.evidence import content_words, states
@@ -20,19 +21,40 @@ from coop.memory.storage.items import Item
 from coop.memory.storage.store import UserMemory
 from coop.memory.text import plural
 
+_PLACES = {"fact": "facts", "message": "messages", "summary": "summaries"}
+
 
 @dataclass
 class Forgotten:
-    """What one forget removed: the item asked for, and the traces that went with it."""
+    """What one forget removed: the item asked for, the traces that went with it, and how much went from each place
+    in the database (`cleaned`: facts, messages, summaries, vectors, session titles), for the receipt."""
 
     item: Item
     traces: list[Item] = field(default_factory=list)
+    cleaned: Counter[str] = field(default_factory=Counter)
 
     def describe(self) -> str:
         if not self.traces:
             return f"forgot {self.item.ref}"
         listed = ", ".join(t.ref for t in self.traces[:12]) + (" …" if len(self.traces) > 12 else "")
         return f"forgot {self.item.ref} and {plural(len(self.traces), 'item')} that said it: {listed}"
+
+    @property
+    def texts(self) -> list[str]:
+        return [self.item.text, *(t.text for t in self.traces)]
+
+
+def receipt(gone: list[Forgotten], files: dict[str, int]) -> list[str]:
+    """The places a forget cleaned, one line each: what `coop memory forget` prints after its summary line."""
+    total: Counter[str] = Counter()
+    for one in gone:
+        total.update(one.cleaned)
+    rows = [f"{place} {n}" for place, n in sorted(total.items()) if n]
+    return ["cleaned: " + ", ".join(rows + [f"{place} {n}" for place, n in files.items()]),
+            "with them: their full-text index entries (merged), their fact history text (a FORGET row stays), the "
+            "database file and its WAL (freed pages zeroed, WAL checkpointed); the record of the forget keeps a "
+            "keyed hash only; exports made from now on hold none of it (export files made before are yours to "
+            "delete)"]
 
 
 def traces(memory: UserMemory, fact: Item) -> list[Item]:
@@ -58,9 +80,11 @@ def forget_with_traces(memory: UserMemory, kind: str, item_id: int, *, reason: s
     with memory.db.atomic():
         for trace in gone.traces:
             span = memory.summary_span(trace.item_id) if trace.kind == "summary" else None
-            memory.forget(trace.kind, trace.item_id, reason=f"{reason} (it stated {item.ref})")
+            gone.cleaned.update(memory.forget(trace.kind, trace.item_id, reason=f"{reason} (it stated {item.ref})"))
+            gone.cleaned[_PLACES[trace.kind]] += 1
             if span is not None:
                 memory.unmark_consolidated(trace.session_id, *span)
-        memory.forget(kind, item_id, reason=reason)
+        gone.cleaned.update(memory.forget(kind, item_id, reason=reason))
+        gone.cleaned[_PLACES[kind]] += 1
     memory.db.checkpoint()  # (each forget's own checkpoint waited for this transaction)
     return gone

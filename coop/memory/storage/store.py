@@ -29,6 +29,7 @@ from coop.memory.storage.items import MAX_MESSAGE_CHARS, MAX_USER_ID_CHARS, ROLE
 from coop.memory.storage.links import Links
 from coop.memory.storage.scope import fresh_id_sql
 from coop.memory.text import check_text, estimate_tokens
+from coop.memory.words import states
 from coop.secrets import mask, mask_optional
 
 
@@ -193,11 +194,16 @@ class UserMemory(Links):
 
     # -- forgetting ---------------------------------------------------------------------------------------
 
-    def forget(self, kind: str, item_id: int, *, reason: str = "forgotten by the user") -> None:
-        """Delete one item with its FTS row and vectors, keeping only a content-free record that it existed."""
+    def forget(self, kind: str, item_id: int, *, reason: str = "forgotten by the user") -> dict[str, int]:
+        """Delete one item with its FTS row and vectors, keeping only a content-free record that it existed; a
+        session title made from a forgotten message is made again from what is left. Returns what went where
+        (vectors, session titles), for the receipt `coop memory forget` prints."""
         item = self.get(kind, item_id)
         now = time.time()
         with self.db.atomic():
+            counts = {"vectors": int(self.db.scalar(
+                "SELECT count(*) FROM embeddings WHERE kind = ? AND item_id = ? AND user_id = ?",
+                (kind, item_id, self.user_id)))}
             vectors.delete_item_vectors(self, kind, item_id)
             if kind == "fact":
                 self.scrub_history(item_id, item.text, reason=reason, at=now)
@@ -206,7 +212,37 @@ class UserMemory(Links):
             self.record_forgotten(kind, self.forget_digest(item.text), now, item_id=item_id)
             # a message's words also sit in the context column of the two messages after it
             fulltext.purge(self.db, sorted({REGISTRY[kind].fulltext, MESSAGE.fulltext}))
+            counts["session titles"] = self.retitle([item.text] if kind == "message" else [],
+                                                    fact=item.text if kind == "fact" else None,
+                                                    session_id=item.session_id if kind == "message" else None)
         self.db.checkpoint()
+        return counts
+
+    def retitle(self, gone: list[str], *, fact: str | None = None, session_id: int | None = None) -> int:
+        """Titles that hold a forgotten text (a session is titled by its first message; an import brings titles
+        of its own), or state a forgotten fact, made again from the session's first remaining message of the
+        user (or none); `session_id` limits it to one session. Returns how many changed."""
+        if not gone and fact is None:
+            return 0
+        where = "" if session_id is None else " AND id = ?"
+        rows = list(self.db.execute(f"SELECT id, title FROM sessions WHERE user_id = ? AND title IS NOT NULL{where}",
+                                    (self.user_id, *(() if session_id is None else (session_id,)))))
+
+        def holds(title: str) -> bool:
+            flat = " ".join(title.split()).casefold().rstrip("…")
+            return any(flat in " ".join(text.split()).casefold() for text in gone) or (
+                fact is not None and states(title, fact))
+        changed = 0
+        for session, title in rows:
+            if not holds(title):
+                continue
+            first = self.db.scalar("SELECT content FROM messages WHERE user_id = ? AND session_id = ? AND "
+                                   "role = 'user' ORDER BY id LIMIT 1", (self.user_id, session))
+            new = " ".join(str(first).split())[:80] if first else None
+            self.db.execute("UPDATE sessions SET title = ? WHERE id = ? AND user_id = ?",
+                            (None if new is None or holds(new) else new, session, self.user_id))
+            changed += 1
+        return changed
 
     def undo(self, fact_id: int, *, reason: str = "undone by the user") -> str:
         """Take back the change that made fact `fact_id` what it is, and say what was done.
