@@ -82,7 +82,7 @@ def info(message: str) -> None:
 def _flat(text: str) -> str:
     """Messages can carry text from elsewhere (a TOML parser, SQLite, a provider): keep them to one line, keys
     masked."""
-    return mask(" ".join(str(text).split()))
+    return printable(" ".join(str(text).split()))  # keys masked, control characters shown as codes
 
 
 # Control characters (C0 but newline and tab, DEL, C1), which in stored text could move the cursor, recolour or
@@ -94,7 +94,7 @@ def printable(text: str) -> str:
     """Stored text made safe for a terminal: each control character shown as its code (`\x1b`), so nothing in
     memory can drive the terminal, and any key in it masked. For human output only: JSON output stays exact (but
     for masked keys)."""
-    return _CONTROL.sub(lambda m: f"\\x{ord(m.group(0)):02x}", mask(text))
+    return _CONTROL.sub(lambda m: f"\\x{ord(m.group(0)):02x}", mask(text).replace("\r\n", "\n"))
 
 
 def cell(value: object) -> "Text":

@@ -6,7 +6,10 @@ printed once, for good, so scrollback stays intact and long replies do not flick
 first token. Off a terminal (pipes, `TERM=dumb`), text is written as it arrives, plain.
 
 No API key is shown (`coop.secrets`): both streams hold back the last unfinished word until it is complete and
-show the text masked, so a key arriving in pieces is never shown, not even in part.
+show the text masked, so a key arriving in pieces is never shown, not even in part. Nor does the model write to the
+terminal: every control character of a reply (ESC and so OSC, CSI and the rest, C1, BEL, backspace, carriage
+return) is shown as its code (`\x1b`, `output.printable`) before anything renders it; the only escape sequences
+that reach the terminal are rich's own.
 """
 
 from __future__ import annotations
@@ -26,7 +29,8 @@ from rich.live import Live
 from rich.status import Status
 from rich.text import Text
 
-from coop.secrets import StreamMasker, mask
+from coop.output import printable
+from coop.secrets import StreamMasker
 
 LIVE_LINES = 6
 # What Console(color_system=...) accepts; Console.color_system returns one of these names (or None) typed as str.
@@ -49,12 +53,12 @@ class PlainStream:
         self.wrote = True
         ready = self.masker.feed(delta)
         if ready:
-            self.file.write(ready)
+            self.file.write(printable(ready))
             self.file.flush()
 
     def finish(self) -> None:
         if self.wrote:
-            self.file.write(self.masker.flush() + "\n")
+            self.file.write(printable(self.masker.flush()) + "\n")
             self.file.flush()
 
 
@@ -164,7 +168,7 @@ class MarkdownStream:
                          no_color=self.console.no_color)
         from rich.markdown import Markdown  # markdown-it and pygments: imported with the first reply, not at start
 
-        render.print(Markdown(mask(text), code_theme="monokai", inline_code_lexer=None))
+        render.print(Markdown(printable(text), code_theme="monokai", inline_code_lexer=None))
         return buffer.getvalue().splitlines()
 
     def update(self, delta: str) -> None:

@@ -34,6 +34,8 @@ from coop.errors import CoopError, ExitCode, StoreError, UsageError
 from coop.memory.text import iso_time, plural
 from coop.secrets import mask, mask_data
 
+_C1_ESCAPES = {code: f"\\u{code:04x}" for code in range(0x7F, 0xA0)}
+
 if TYPE_CHECKING:
     from coop.chat.session import ChatSession, TurnResult
 
@@ -254,7 +256,8 @@ class Repl:
         return result
 
     def _json(self, data: dict[str, Any]) -> None:
-        self.out.write(json.dumps(mask_data(data), ensure_ascii=False) + "\n")
+        # C1 characters (U+0080-U+009F: some terminals take U+009B for CSI) escaped too: JSON stays exact
+        self.out.write(json.dumps(mask_data(data), ensure_ascii=False).translate(_C1_ESCAPES) + "\n")
         self.out.flush()
 
     # -- loops --------------------------------------------------------------------------------------------
@@ -356,7 +359,7 @@ class Repl:
         """What memory did in the background since the last prompt, each change once with its undo (in pipe mode
         on stderr, where the console writes: stdout is the replies')."""
         for notice in self.session.take_notices():
-            text = escape(mask(notice))
+            text = escape(output.printable(notice))
             self.console.print(f"[dim]{text}[/]" if dim else text, soft_wrap=True)  # whole, never cut
 
     def close(self) -> None:
