@@ -34,6 +34,7 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Iterable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
@@ -82,20 +83,38 @@ class Recollection:
     salience_ms: float = 0.0
 
 
+_BACKGROUND: list[ThreadPoolExecutor] = []
+
+
+def _background() -> ThreadPoolExecutor:
+    """One thread for the turns' query embeddings (made once, on first use)."""
+    if not _BACKGROUND:
+        _BACKGROUND.append(ThreadPoolExecutor(max_workers=1, thread_name_prefix="coop-query-embedding"))
+    return _BACKGROUND[0]
+
+
 class QueryOnce:
-    """The embedder, with the turn's query embedded once for salience and search alike."""
+    """The embedder, with the turn's query embedded once for salience and search alike. `prefetch` starts the
+    embedding in a thread of its own: the model runs (outside the GIL) while the turn's SQL reads the full-text
+    matches and the salient messages, so on two cores a turn waits for the longer of the two, not their sum."""
 
     def __init__(self, embedder: "Embedder") -> None:
         self.inner = embedder
         self.id, self.dims = embedder.id, embedder.dims
         self._cache: dict[str, "np.ndarray"] = {}
+        self._pending: dict[str, "Future[np.ndarray]"] = {}
 
     def embed(self, texts: Sequence[str]) -> "np.ndarray":
         return self.inner.embed(texts)
 
+    def prefetch(self, text: str) -> None:
+        if text not in self._cache and text not in self._pending:
+            self._pending[text] = _background().submit(self.inner.embed_query, text)
+
     def embed_query(self, text: str) -> "np.ndarray":
         if text not in self._cache:
-            self._cache[text] = self.inner.embed_query(text)
+            pending = self._pending.pop(text, None)  # its error, if it failed, is raised here as it would be
+            self._cache[text] = pending.result() if pending is not None else self.inner.embed_query(text)
         return self._cache[text]
 
 
@@ -114,6 +133,10 @@ def recall(memory: "UserMemory", text: str, query: str, *, embedder: "Embedder |
     out = Recollection()
     started = time.perf_counter()
     embedder = QueryOnce(embedder) if embedder is not None else None
+    searching = has_content(text)
+    if embedder is not None and searching:  # the model embeds while the SQL below runs
+        embedder.prefetch(text)
+        embedder.prefetch(query)
     facts: dict[int, Recalled] = {}
     past: dict[tuple[str, int], Recalled] = {}
     salient_messages = []
@@ -122,11 +145,13 @@ def recall(memory: "UserMemory", text: str, query: str, *, embedder: "Embedder |
             salient_messages.append(item)  # (pinned facts are in the profile, first by their importance)
     learned = memory.facts_from_messages(m.item_id for m in salient_messages)
     salient_messages = [m for m in salient_messages if m.item_id not in learned]  # the fact speaks for it
-    for entry in rank_salient(memory, salient_messages, text, embedder, cfg.retention.half_life_days, now=now):
-        past[(entry.item.kind, entry.item.item_id)] = entry
     out.salience_ms = (time.perf_counter() - started) * 1000
-    if has_content(text):
+    if searching:  # before salience's ranking, which waits for the embedding: search reads words first
         out.result, out.failure = search_or_full_text(memory, query, embedder=embedder, limit=20, settings=settings)
+    started = time.perf_counter()
+    for entry in rank_salient(memory, salient_messages, text, embedder, cfg.retention.half_life_days, now=now):
+        past[(entry.item.kind, entry.item.item_id)] = entry  # salience first: a search hit does not replace it
+    out.salience_ms += (time.perf_counter() - started) * 1000
     personal = is_personal(text)
     for hit in out.result.hits:
         if hit.kind == "fact" and hit.item.category == INSTRUCTION:

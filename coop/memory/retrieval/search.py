@@ -243,22 +243,25 @@ def search(memory: UserMemory, query: str, *, embedder: Embedder | None = None, 
     if not query.strip():
         return SearchResult([], {}, {}, embedder is not None)
     started = time.perf_counter()
+    # Words first: a caller that started the query's embedding in the background (`recall.QueryOnce`) has it
+    # made while SQLite reads the full-text matches.
+    lengths: dict[int, int] = {}
+    matches = fts_leg(memory, query, kinds=kinds, limit=round(per_leg * FULL_TEXT_POOL_FACTOR),
+                      include_inactive=include_inactive, context_weight=settings.context_weight, lengths=lengths)
+    words = with_message_lengths(memory, matches, lengths=lengths)[:per_leg]
+    timings["fts"] = (time.perf_counter() - started) * 1000
     vector = None
     if embedder is not None:
+        mark = time.perf_counter()
         vector = embedder.embed_query(query)
-        timings["embed"] = (time.perf_counter() - started) * 1000
+        timings["embed"] = (time.perf_counter() - mark) * 1000
         mark = time.perf_counter()
         # The vector leg needs no more than `limit` of its own: deeper vector candidates would not make the top
         # `limit`, and every full-text candidate gets its exact cosine from `similarities` anyway.
         legs["vector"] = vector_leg(memory, embedder, query, kinds=kinds, limit=min(per_leg, max(limit, 10)),
                                     floor=settings.floor, include_inactive=include_inactive, vector=vector)
         timings["vector"] = (time.perf_counter() - mark) * 1000
-    mark = time.perf_counter()
-    lengths: dict[int, int] = {}
-    matches = fts_leg(memory, query, kinds=kinds, limit=round(per_leg * FULL_TEXT_POOL_FACTOR),
-                      include_inactive=include_inactive, context_weight=settings.context_weight, lengths=lengths)
-    legs["fts"] = with_message_lengths(memory, matches, lengths=lengths)[:per_leg]
-    timings["fts"] = (time.perf_counter() - mark) * 1000
+    legs["fts"] = words
     mark = time.perf_counter()
     cosines: dict[tuple[str, int], float] = {}
     if settings.fusion == "rrf":

@@ -231,8 +231,10 @@ def nearest(memory: UserScope, embedder_id: str, dims: int, query: "np.ndarray",
     if candidates is not None:
         for start in range(0, len(candidates), 2000):
             chunk = candidates[start:start + 2000]
+            # `+`: each row is found by its id alone; through `embeddings_bits` it cost an index step more
+            # (1,000 candidates at 100,000 vectors: 9.5 -> 3.4 ms)
             rows += list(memory.db.execute(
-                f"SELECT kind, item_id, vector, parts FROM embeddings WHERE user_id = ?1 AND embedder = ?2 "
+                f"SELECT kind, item_id, vector, parts FROM embeddings WHERE +user_id = ?1 AND +embedder = ?2 "
                 f"AND id IN ({','.join('?' * len(chunk))}){active}", (memory.user_id, embedder_id, *chunk)))
     else:
         rows = list(memory.db.execute(
