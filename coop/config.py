@@ -75,9 +75,12 @@ def find_config_file(explicit: str | os.PathLike[str] | None = None,
     for candidate in (explicit, env.get("COOP_CONFIG") or None):
         if candidate:
             path = Path(candidate).expanduser()
-            if not path.is_file():
+            if not path.exists():
                 raise ConfigError(f"config file not found: {path}",
                                   hint="check the path, or run `coop init` to write one")
+            if not path.is_file():  # a FIFO, a device, a directory: there, but not a file to read (and a FIFO
+                raise ConfigError(f"config path is not a regular file: {path}",  # would block the read)
+                                  hint="point --config (or COOP_CONFIG) at a TOML file")
             return path
     for path in (Path.cwd() / "coop.toml", user_config_path()):
         if path.is_file():

@@ -13,6 +13,7 @@ import traceback
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
+from typer._click import exceptions as _click_exceptions
 from typer.core import TyperGroup
 
 from coop import __version__
@@ -24,6 +25,17 @@ if TYPE_CHECKING:
     # not `click.Context`.
     from typer._click import Context
 
+
+def _show_usage_error(self: Any, file: Any = None) -> None:
+    """click prints a usage error as three lines (usage, "Try ... --help", the error); coop's errors are one
+    `error:` line and a `hint:`, the same for a missing argument or a bad option value (exit code 2 as before)."""
+    from coop import output
+
+    command = self.ctx.command_path if self.ctx is not None else "coop"
+    output.error(CoopError(self.format_message(), hint=f"see `{command} --help`"))
+
+
+_click_exceptions.UsageError.show = _show_usage_error  # type: ignore[method-assign]  # typer calls show()
 
 GLOBAL_FLAGS = ("--debug",)
 GLOBAL_OPTIONS = ("--config",)  # take a value
