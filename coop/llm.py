@@ -127,6 +127,15 @@ def map_error(exc: Exception, model: str, api_key: str | None = None, api_base: 
     return ModelError(f"{model}: {name}: {detail}", hint=hint, kind=kind)
 
 
+def supports_tools(model: str) -> bool | None:
+    """litellm's capability data: whether `model` calls tools natively; None when litellm does not know it."""
+    try:
+        known = get_litellm().get_model_info(model=model).get("supports_function_calling")
+    except Exception:  # not in litellm's model map (any local model name): unknown
+        return None
+    return None if known is None else bool(known)
+
+
 def local_server_key(model: str, api_base: str | None, api_key: str | None) -> str | None:
     """A placeholder key for a keyless OpenAI-compatible server (LM Studio, Ollama, llama.cpp): the OpenAI client
     refuses to send a request without some key, and such servers ignore it. A real key always wins."""

@@ -52,17 +52,18 @@ def refuses_mode(error: ModelError, asked: dict[str, Any] | None) -> bool:
 
 
 class ModeMemory:
-    """Which mode last worked for each model, in a small JSON file (None: kept in this process only)."""
+    """Which mode last worked for each model, in a small JSON file (None: kept in this process only); also how a
+    model calls tools (`coop.chat.textcalls`), with its own `allowed` values."""
 
-    def __init__(self, path: Path | None) -> None:
+    def __init__(self, path: Path | None, allowed: tuple[str, ...] = MODES) -> None:
         self.path = path
         self._lock = threading.Lock()
         self._modes: dict[str, str] = {}
         if path is not None:
             try:
                 data = json.loads(path.read_text(encoding="utf-8"))
-                self._modes = {str(k): str(v) for k, v in data.items() if v in MODES} if isinstance(data, dict) \
-                    else {}
+                self._modes = {str(k): str(v) for k, v in data.items() if v in allowed} \
+                    if isinstance(data, dict) else {}
             except (OSError, ValueError):
                 self._modes = {}
 

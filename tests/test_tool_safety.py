@@ -16,7 +16,8 @@ from prompt_toolkit.output import DummyOutput
 from rich.console import Console
 
 from coop.chat.repl import Repl
-from coop.chat.session import MAX_CALLS_PER_ROUND, ChatSession
+from coop.chat.session import ChatSession
+from coop.chat.toolrun import MAX_CALLS_PER_ROUND
 from coop.chat.tools import MAX_ARGUMENT_CHARS, MAX_CHANGES_PER_TURN
 from coop.config import apply_overrides, load_config
 from coop.memory.growth.embedders import HashEmbedder

@@ -13,7 +13,6 @@ The session holds no terminal code: the REPL passes `on_text` to receive the rep
 
 from __future__ import annotations
 
-import json
 import logging
 import threading
 import time
@@ -23,8 +22,11 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from coop import llm
-from coop.chat.tools import TOOL_SPECS, MemoryTools
+from coop.chat import textcalls
+from coop.chat.toolrun import run_calls
+from coop.chat.tools import TOOL_NAMES, TOOL_SPECS, MemoryTools
 from coop.chat.working import WorkingMemory, retrieval_query
+from coop.config import coop_home
 from coop.errors import CoopError, ErrorKind, ModelError, NotFoundError, UsageError
 from coop.memory.growth.forgetting import Forgotten, forget_with_traces
 from coop.memory.growth.importance import message_importance
@@ -53,7 +55,6 @@ when it helps, without reciting it; if it conflicts with what the user says now,
 Today is {today}."""
 
 MAX_TOOL_ROUNDS = 4
-MAX_CALLS_PER_ROUND = 8  # tool calls run from one model reply; the rest are dropped (and logged)
 MAX_RECALLS_KEPT = 500  # replies whose recall `/memory N` can show
 INTERRUPTED_MARK = " [interrupted]"
 INCOMPLETE_MARK = " [incomplete]"
@@ -101,7 +102,8 @@ class ChatSession:
         self.last_recall: list[Recalled] = []
         self.recalls: list[tuple[list[Recalled], int]] = []  # each reply's recall this session, oldest first
         self.last_left_out: list[Recalled] = []
-        self.tools_enabled = config.chat.tools
+        self.tool_support = textcalls.tool_support(None if incognito else coop_home() / textcalls.TOOLS_FILE)
+        self.tools_enabled = config.chat.tools and self._can_call_tools()
         self.tools = MemoryTools(memory, embedder, self.writer, settings=self.retrieval,
                                  read_only=incognito, confirm_changes=config.chat.confirm_memory_changes,
                                  on_forget=self._forgotten)
@@ -144,6 +146,13 @@ class ChatSession:
     def use_model(self, name: str) -> None:
         """Switch the chat model (`/model NAME`); the memory jobs keep the configured fast model."""
         self.model = self.models(name)
+        self.tools_enabled = self.config.chat.tools and self._can_call_tools()
+
+    def _can_call_tools(self) -> bool:
+        """Tools are offered unless the model is remembered as refusing them or litellm lists it without them; a
+        model litellm does not know is offered them, and how it answers is remembered (textcalls.py)."""
+        known = self.tool_support.get(self.model_name)
+        return known != "none" if known else llm.supports_tools(self.model_name) is not False
 
     def chat_model(self) -> llm.ChatModel:
         if self.model is None:
@@ -226,14 +235,23 @@ class ChatSession:
                 tools = TOOL_SPECS if self.tools_enabled else None
                 calls: list[llm.ToolCall] = []
                 finish: str | None = None
+                gate = textcalls.TextGate(on_text)  # a call written as text is never shown as the answer
                 for delta in self._stream(model, messages, tools):
                     if delta.text:
                         if first_token is None:
                             first_token = time.perf_counter()
                         parts.append(delta.text)
-                        on_text(delta.text)
+                        (gate.feed if tools else on_text)(delta.text)
                     calls.extend(delta.tool_calls)
                     finish = delta.finish_reason
+                native = bool(calls)
+                if tools and not native:  # a model without native tool calling writes the call in its text
+                    text, calls = textcalls.parse_calls("".join(parts), TOOL_NAMES)
+                    parts = [text] if calls else parts
+                if native or not calls:
+                    gate.release()
+                if calls:
+                    self.tool_support.set(self.model_name, "native" if native else "text")
                 if not calls:
                     result.incomplete = llm.stopped_short(finish)
                     break
@@ -273,35 +291,13 @@ class ChatSession:
         except ModelError as exc:
             if tools and exc.kind is ErrorKind.TOOLS_UNSUPPORTED:
                 self.tools_enabled = False
+                self.tool_support.set(self.model_name, "none")
                 yield from model.stream(messages, tools=None)
             else:
                 raise
 
     def _run_tools(self, calls: list[llm.ToolCall], text: str, result: TurnResult) -> list[dict[str, Any]]:
-        """Run the model's tool calls, store the call and each result as messages, and return them for the
-        next model call. At most `MAX_CALLS_PER_ROUND` calls of one reply are run (and kept); a call's name and
-        arguments are kept at most `MAX_ARGUMENT_CHARS` long (longer arguments are refused by the tool anyway)."""
-        from coop.chat.tools import MAX_ARGUMENT_CHARS
-
-        if len(calls) > MAX_CALLS_PER_ROUND:
-            log.warning("the model asked for %d tool calls in one reply; only %d run", len(calls), MAX_CALLS_PER_ROUND)
-            calls = calls[:MAX_CALLS_PER_ROUND]
-        call_dicts: list[dict[str, Any]] = [
-            {"id": (c.id or f"call_{i}")[:100], "type": "function",
-             "function": {"name": c.name[:100], "arguments": c.arguments[:MAX_ARGUMENT_CHARS + 1]}}
-            for i, c in enumerate(calls)]
-        added: list[dict[str, Any]] = [{"role": "assistant", "content": text, "tool_calls": call_dicts}]
-        assistant_id = self._commit("assistant", text, tool_calls=json.dumps(call_dicts))
-        self.working.add(HistoryMessage("assistant", text, assistant_id, tool_calls=call_dicts))
-        for call, spec in zip(calls, call_dicts):
-            output = self.tools.run(call.name, call.arguments)
-            name = spec["function"]["name"]
-            result.tool_calls.append({"name": name, "arguments": spec["function"]["arguments"], "result": output})
-            self.tracer.event("tool", tool=name, result_chars=len(output))
-            tool_id = self._commit("tool", output, tool_name=name, tool_call_id=spec["id"])
-            self.working.add(HistoryMessage("tool", output, tool_id, tool_call_id=spec["id"], name=name))
-            added.append({"role": "tool", "tool_call_id": spec["id"], "name": name, "content": output})
-        return added
+        return run_calls(self, calls, text, result)
 
     def _touch_recalled(self, prompt: Prompt) -> None:
         """Mark recalled facts as used now: retention archives by last use, not by age."""

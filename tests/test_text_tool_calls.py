@@ -1,0 +1,91 @@
+"""Tool calls from models without native tool calling (issue 31): a call written in the reply's text (Hermes/Qwen
+`<tool_call>`, `<tools>`, a JSON fence with name and arguments) is run as a call and never shown as the answer;
+how a model calls tools is remembered per model, and a model that refuses tools is not offered them again. The
+chat model is the scripted OpenAI-compatible server; assertions are on what coop sends and what the user sees."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from coop.chat.session import ChatSession
+from coop.chat.textcalls import TOOLS_FILE, TextGate, parse_calls
+from coop.chat.tools import TOOL_NAMES
+from coop.config import apply_overrides, load_config
+from coop.memory.growth.embedders import HashEmbedder
+
+EMBEDDER = HashEmbedder(64)
+SEARCH = {"name": "memory_search", "arguments": {"query": "Porto"}}
+
+
+def make_session(memory, server):
+    config = apply_overrides(load_config(), {"model.name": "openai/small-local", "model.api_base": server.api_base,
+                                             "model.timeout_seconds": 5.0, "memory.extraction.enabled": False})
+    return ChatSession(memory, config, embedder=lambda: EMBEDDER)
+
+
+@pytest.mark.parametrize("written", [
+    "<tool_call>\n" + json.dumps(SEARCH) + "\n</tool_call>",
+    "<tools>" + json.dumps(SEARCH) + "</tools>",
+    "Let me look that up.\n```json\n" + json.dumps(SEARCH) + "\n```",
+    json.dumps({"name": "memory_search", "parameters": {"query": "Porto"}}),
+])
+def test_a_tool_call_written_as_text_is_run_and_never_shown(memory, openai_server, coop_home, written):
+    memory.add_fact("Lives in Porto", category="location", key="home_city")
+    openai_server.replies = [written, "You live in Porto."]
+    shown: list[str] = []
+    result = make_session(memory, openai_server).turn("where do I live?", on_text=shown.append)
+    assert "tool_call" not in "".join(shown) and '"arguments"' not in "".join(shown)
+    assert "".join(shown).endswith("You live in Porto.") and result.reply == "You live in Porto."
+    assert [c["name"] for c in result.tool_calls] == ["memory_search"]
+    second = [r["body"] for r in openai_server.requests if r["body"]][1]
+    tool_message = second["messages"][-1]
+    assert tool_message["role"] == "tool" and "Lives in Porto" in tool_message["content"]
+    assert json.loads((coop_home / TOOLS_FILE).read_text()) == {"openai/small-local": "text"}
+
+
+def test_a_call_of_a_tool_coop_does_not_have_is_not_shown_raw(memory, openai_server):
+    openai_server.replies = ['<tool_call>{"name": "web_search", "arguments": {"q": "x"}}</tool_call>Hello!']
+    shown: list[str] = []
+    result = make_session(memory, openai_server).turn("hi", on_text=shown.append)
+    assert "".join(shown) == "Hello!" and result.tool_calls == []
+
+
+def test_prose_and_code_stream_as_they_come(memory, openai_server):
+    reply = "Use this:\n```python\nprint({'a': 1})\n```\nDone."
+    openai_server.replies = [reply]
+    shown: list[str] = []
+    make_session(memory, openai_server).turn("how do I print a dict?", on_text=shown.append)
+    assert "".join(shown) == reply and len(shown) > 3  # streamed in pieces, not held to the end
+
+
+def test_native_calls_are_remembered_as_native(memory, openai_server, coop_home):
+    openai_server.replies = [{"tool_calls": [{"name": "memory_search", "arguments": '{"query": "x"}'}]}, "done"]
+    make_session(memory, openai_server).turn("search x")
+    assert json.loads((coop_home / TOOLS_FILE).read_text()) == {"openai/small-local": "native"}
+
+
+def test_a_model_that_refuses_tools_is_remembered_and_not_offered_them_again(memory, openai_server, coop_home):
+    openai_server.replies = [{"status": 400, "message": "this model does not support tools"}, "hello", "again"]
+    make_session(memory, openai_server).turn("hi")
+    assert json.loads((coop_home / TOOLS_FILE).read_text()) == {"openai/small-local": "none"}
+    make_session(memory, openai_server).turn("hi again")  # a new process: no tools sent at all
+    bodies = [r["body"] for r in openai_server.requests if r["body"]]
+    assert "tools" in bodies[0] and "tools" not in bodies[1] and "tools" not in bodies[2]
+
+
+def test_parse_calls_leaves_other_json_alone():
+    text = 'Here is the config:\n```json\n{"name": "coop", "version": 1}\n```'
+    assert parse_calls(text, TOOL_NAMES) == (text, [])
+    rest, [call] = parse_calls('{"type": "function", "function": {"name": "memory_get", "arguments": "{\\"id\\": '
+                               '\\"f1\\"}"}}', TOOL_NAMES)
+    assert rest == "" and (call.name, json.loads(call.arguments)) == ("memory_get", {"id": "f1"})
+
+
+def test_the_gate_holds_only_what_may_be_a_call():
+    shown: list[str] = []
+    gate = TextGate(shown.append)
+    for piece in ("Sure. <to", "ol_call>{}", "</tool_call>"):
+        gate.feed(piece)
+    assert "".join(shown) == "Sure. " and gate.held.startswith("<tool_call>")
