@@ -26,7 +26,10 @@ class ModelConfig:
     api_base: str = _f("", "base URL of an OpenAI-compatible server (Ollama, LM Studio, vLLM); empty: provider default")
     api_key_env: str = _f("", "name of the environment variable holding the API key (never the key itself)",
                           env_name=True)
-    timeout_seconds: float = _f(60.0, "seconds before a model request is abandoned", min=1, max=3600)
+    timeout_seconds: float = _f(60.0, "seconds before a chat request is abandoned", min=1, max=3600)
+    fast_timeout_seconds: float = _f(300.0, "seconds before a background request of the fast model (extraction, "
+                                            "summaries) is abandoned: a 1-2B model on a laptop CPU takes 5-170 s "
+                                            "a call, and nobody waits for it", min=1, max=3600)
     num_ctx: int = _f(8192, "Ollama only: the most context (tokens) coop asks for, set per request from the prompt's "
                             "size (Ollama's default window cuts longer prompts silently); 0: the server's default",
                       min=0, max=1_048_576)

@@ -23,7 +23,7 @@ import threading
 import time
 import warnings
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Protocol
 
 from coop import credentials, secrets
@@ -396,4 +396,5 @@ def fast_complete(config: "Config") -> "StructuredCompleter | None":
     name = config.model.fast or config.model.name
     if not name:
         return None
-    return StructuredCompleter(LiteLLMModel(model_settings(config, name)), name, ModeMemory(coop_home() / MODES_FILE))
+    settings = replace(model_settings(config, name), timeout=config.model.fast_timeout_seconds)  # background work
+    return StructuredCompleter(LiteLLMModel(settings), name, ModeMemory(coop_home() / MODES_FILE))

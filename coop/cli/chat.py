@@ -200,11 +200,16 @@ def chat(
     def on_exit() -> None:
         for timer in timers:
             timer.stop(timeout=0.5)
+        # A script piping turns in waits for the last exchange's extraction (at most one fast-model request's
+        # timeout); a person at the terminal does not: it is recorded, and the next start finishes it.
+        if worker is not None and not (interactive or dumb) and not incognito \
+                and not worker.wait_idle(config.model.fast_timeout_seconds):
+            console.print(f"memory: the last exchange's extraction did not finish in "
+                          f"{config.model.fast_timeout_seconds:g} s; it was left for the next start (`coop chat` "
+                          "finishes it)", soft_wrap=True)
         chat_session.end()
         chat_session.jobs.stopping.set()  # a long embedding backlog stops after its current batch
         if worker is not None:
-            # An unfinished extraction is recorded (memory_jobs) and the next start runs it, so a person at the
-            # terminal is not kept waiting; a script piping turns in gets a little longer for it to finish.
             worker.stop(timeout=0.5 if interactive or dumb else 2.0)
 
     def start_loading() -> None:  # once the prompt is up: these threads would slow the start by taking the GIL

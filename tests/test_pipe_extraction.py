@@ -1,0 +1,37 @@
+"""Pipe mode and a slow local fast model (issue 31): `coop chat` fed by a script waits for the last exchange's
+extraction (at most `model.fast_timeout_seconds`), shows what it learned or why not on stderr, and says so when
+it left the extraction for the next start. The fast model is the scripted server, slowed down."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tests.test_chat_pipe import chat_env, run_chat  # noqa: F401  (a fixture)
+
+FACT = json.dumps({"facts": [{"category": "diet", "key": "diet", "value": "Is vegetarian", "importance": 0.7,
+                              "evidence": "I am vegetarian", "stance": "asserted"}]})
+
+
+@pytest.mark.slow  # runs `coop chat` as a process
+def test_pipe_mode_waits_for_the_last_extraction_and_shows_it(openai_server, chat_env, run_cli):  # noqa: F811
+    openai_server.replies = ["Noted."]
+    openai_server.background_replies = [{"content": FACT, "sleep": 3.0}]  # longer than the old 2 s at exit
+    result = run_chat(["--user", "sam"], "I am vegetarian\n", {**chat_env, "COOP_MEMORY_CONSOLIDATION_ENABLED": "0"})
+    assert result.returncode == 0, result.stderr.decode()
+    assert "“Is vegetarian”" in result.stderr.decode()  # the change, with its undo, on stderr
+    assert [f["text"] for f in run_cli("memory", "list", "--kind", "fact", "--json", "--user", "sam").json()] == \
+        ["Is vegetarian"]
+    sent = [r for r in openai_server.background_requests()][0]
+    assert sent["temperature"] == 0 and sent["max_tokens"] > 0
+
+
+@pytest.mark.slow
+def test_pipe_mode_says_when_the_extraction_was_left_for_the_next_start(openai_server, chat_env):  # noqa: F811
+    openai_server.replies = ["Noted."]
+    openai_server.background_replies = [{"content": FACT, "sleep": 6.0}]
+    env = {**chat_env, "COOP_MODEL_FAST_TIMEOUT_SECONDS": "2", "COOP_MEMORY_CONSOLIDATION_ENABLED": "0"}
+    result = run_chat(["--user", "sam"], "I am vegetarian\n", env)
+    err = result.stderr.decode()
+    assert "memory: the last exchange's extraction did not finish in 2 s; it was left for the next start" in err
