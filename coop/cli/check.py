@@ -221,7 +221,8 @@ def check_embedder(config: "Config", db: "Database") -> list[Check]:
     return checks
 
 
-def run_checks(load: Callable[[], "Config"], open_db: Callable[["Config"], "Database"]) -> list[Check]:
+def run_checks(load: Callable[[], "Config"], open_db: Callable[["Config"], "Database"],
+               probe: bool = False) -> list[Check]:
     """Every check, in order; a failure to load the config or open the database ends the list there."""
     from coop.config import resolve_db_path
 
@@ -231,6 +232,11 @@ def run_checks(load: Callable[[], "Config"], open_db: Callable[["Config"], "Data
         return [failure("config", exc.message, exc.hint)]
     checks = [ok("config", f"config read from {config.source}" if config.source else "no config file: defaults")]
     checks += check_model(config)
+    if config.model.name:
+        from coop.cli.check_support import known_support, probe_support
+
+        found = known_support(config) + (probe_support(config) if probe else [])
+        checks += [Check(name, severity, message, hint) for severity, name, message, hint in found]
     path = resolve_db_path(config)
     try:
         db = open_db(config)
@@ -269,6 +275,9 @@ def _guarded(name: str, run: Callable[..., list[Check]], *args: object) -> list[
 def check(
     ctx: typer.Context,
     json_: Annotated[bool, typer.Option("--json", help="print JSON on stdout")] = False,
+    probe: Annotated[bool, typer.Option("--probe", help="send the models one small JSON and one tool request, "
+                                                        "timed: what they support, and whether they are slow")]
+    = False,
 ) -> None:
     """Validate the config, the database, the embedder and the model setup."""
     from coop.config import resolve_db_path
@@ -276,7 +285,7 @@ def check(
 
     app_state = state(ctx)
     checks = run_checks(app_state.config,  # (which registers the configured key variables' values to mask)
-                        lambda c: open_database(resolve_db_path(c), busy_timeout_ms=c.memory.busy_timeout_ms))
+                        lambda c: open_database(resolve_db_path(c), busy_timeout_ms=c.memory.busy_timeout_ms), probe)
     errors = sum(1 for c in checks if c.severity == "error")
     warnings = sum(1 for c in checks if c.severity == "warning")
     if json_:
