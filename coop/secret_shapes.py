@@ -152,7 +152,8 @@ _NEAR_KEY_WORD = re.compile(
     re.IGNORECASE)
 _PASSWORD = re.compile(
     r"(?:password|passwd|passphrase)s?(?:\s+(?:is|was|=)|\s*[:=])\s*[\"'`]?(?P<secret>[^\s\"'`]{8,})", re.IGNORECASE)
-_WORDS_ONLY = re.compile(r"[A-Za-z]+(?:[-_.][A-Za-z0-9]+)*\Z")  # a-hyphenated-phrase-2024, not a key
+# a token made of words (a-hyphenated-phrase-2024, openai/gpt-4o-mini, Llama-3.1-8B-Instruct), not a key
+_SEGMENT = re.compile(r"(?:[A-Z]?[a-z]+[0-9]*|[A-Z0-9.]{1,5}|[a-z0-9.]{1,12})\Z")
 
 
 def entropy(token: str) -> float:
@@ -166,7 +167,7 @@ def looks_random(token: str) -> bool:
     letters = sum(ch.isalpha() for ch in token)
     if letters < 2 or not (digits or "+" in token or "/" in token):
         return False
-    if _WORDS_ONLY.match(token.rstrip("=")) and digits < 6:
+    if all(_SEGMENT.match(part) for part in re.split(r"[-_/]", token.rstrip("=")) if part) and digits < 6:
         return False
     return entropy(token) >= 3.2
 

@@ -138,7 +138,8 @@ def test_coop_memory_forget_shows_and_removes_the_traces_and_only_keeps_them(mem
     runner = CliRunner()
     result = runner.invoke(app, ["memory", "forget", f"f{fact}", "--only", "--yes", "--user", "ana"])
     assert result.exit_code == 0, result.output
-    assert result.output.strip() == f"forgot f{fact}"
+    lines = result.output.strip().splitlines()
+    assert lines[0] == f"forgot f{fact}" and lines[1] == "cleaned: facts 1"  # the receipt (issue 27)
     assert len(memory.list_items("message")) == 4 and len(memory.list_items("summary")) == 1
 
     again = memory.add_fact("Sister Ana works as a dentist", category="family", source="user").fact_id

@@ -79,6 +79,7 @@ def test_each_shape_is_masked_in_its_context(what, secret, template):
     "I keep my passwords in a password manager", "secret santa 2024 at 19:30 in room 12",
     "https://example.com/search?q=hello", "postgres://localhost:5432/app", "key = f12", "ABCDEFGHIJKLMNOPQRSTUVWX",
     "The primary key of the table is (user_id, external_id).",
+    "error: OPENAI_API_KEY is not set; openai/gpt-4o-mini needs it", "key model: meta-llama/Llama-3.1-8B-Instruct",
 ])
 def test_ordinary_text_near_key_words_is_left_alone(text):
     assert mask(text) == text
