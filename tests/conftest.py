@@ -225,6 +225,9 @@ class ScriptedServer:
     background_default: Any = '{"facts": []}'
     status: int = 200
     models: list[str] = field(default_factory=lambda: ["test-model"])  # what GET /models lists
+    # Like llama-cpp-python's server: `response_format` type json_schema is answered with HTTP 500 ("Input should be
+    # 'text' or 'json_object'"), before any reply is taken from the queues.
+    refuses_json_schema: bool = False
 
     @property
     def api_base(self) -> str:
@@ -292,6 +295,11 @@ def openai_server():
                         for i, t in enumerate(texts)]
                 self._send(200, {"object": "list", "data": data, "model": body.get("model"),
                                  "usage": {"prompt_tokens": 1, "total_tokens": 1}})
+                return
+            if server_state.refuses_json_schema and (body.get("response_format") or {}).get("type") == "json_schema":
+                self._send(500, {"error": {"message": "[{'type': 'literal_error', 'loc': ('body', 'response_format', "
+                                                      "'type'), 'msg': \"Input should be 'text' or 'json_object'\"}]",
+                                           "type": "internal_server_error", "code": 500}})
                 return
             if self.path.endswith("/api/chat"):  # Ollama's own API (litellm's ollama_chat/ provider)
                 self._ollama(body)

@@ -89,3 +89,26 @@ def test_the_gate_holds_only_what_may_be_a_call():
     for piece in ("Sure. <to", "ol_call>{}", "</tool_call>"):
         gate.feed(piece)
     assert "".join(shown) == "Sure. " and gate.held.startswith("<tool_call>")
+
+
+def test_a_turn_with_a_llama_cpp_like_server_learns_and_answers_cleanly(memory, openai_server, coop_home):
+    """The server of issue 31: json_schema refused with a 500, tools answered as text. The fact is learned (the
+    next mode asked at once, json_schema never again), the call is run, and the user sees only the answer."""
+    openai_server.refuses_json_schema = True
+    openai_server.replies = ["<tool_call>" + json.dumps(SEARCH) + "</tool_call>", "Noted: vegetarian."]
+    openai_server.background_default = json.dumps({"facts": [
+        {"category": "diet", "key": "diet", "value": "Is vegetarian", "importance": 0.7,
+         "evidence": "I am vegetarian", "stance": "asserted"}]})
+    config = apply_overrides(load_config(), {"model.name": "openai/small-local", "model.api_base":
+                                             openai_server.api_base, "model.timeout_seconds": 5.0})
+    session = ChatSession(memory, config, embedder=lambda: EMBEDDER)
+    shown: list[str] = []
+    session.turn("I am vegetarian", on_text=shown.append)
+    session.turn("what do I eat?")
+    assert "".join(shown) == "Noted: vegetarian."
+    assert [f.text for f in memory.list_items("fact")] == ["Is vegetarian"]
+    formats = [(r["body"].get("response_format") or {}).get("type") for r in openai_server.requests
+               if r["body"] and "response_format" in r["body"]]
+    assert formats[0] == "json_schema" and "json_schema" not in formats[1:]  # refused once, remembered
+    assert sum(1 for r in openai_server.requests if r["body"] and (r["body"].get("response_format") or {})
+               .get("type") == "json_schema") == 1  # never retried as a server error
