@@ -5,6 +5,7 @@ server with exactly that config (only `api_base` pointed at it)."""
 from __future__ import annotations
 
 import itertools
+import json
 import re
 import tomllib
 from pathlib import Path
@@ -35,7 +36,8 @@ EXPECTED = {  # label: (litellm provider, the key's variable, OpenAI-compatible 
     "Ollama, on this machine": ("ollama_chat", None, False),
     "LM Studio's local server": ("openai", None, True),
     "A llama.cpp server": ("openai", None, True),
-    "With Ollama": ("ollama_chat", None, False),  # "Fully local": both models on Ollama
+    "With Ollama, a larger chat model and a small one for the background work": ("ollama_chat", None, False),
+    "With a llama.cpp server on a laptop CPU": ("openai", None, True),  # "Fully local": one small model for both
 }
 
 
@@ -61,7 +63,8 @@ def test_the_local_server_snippets_chat_and_pass_the_check(label, run_cli, opena
     openai_server.models = [model_id]
     data["model"]["api_base"] = openai_server.api_base  # the scripted server stands in for LM Studio / llama.cpp
     config = tmp_path / "coop.toml"
-    config.write_text("[model]\n" + "".join(f'{k} = "{v}"\n' for k, v in data["model"].items()), encoding="utf-8")
+    config.write_text("[model]\n" + "".join(f"{k} = {json.dumps(v)}\n" for k, v in data["model"].items()),
+                      encoding="utf-8")
     check = run_cli("--config", str(config), "check", "--json").json()
     server = {c["name"]: c for c in check["checks"]}["server"]
     assert server["severity"] == "ok" and model_id in server["message"]
