@@ -103,7 +103,7 @@ class ChatSession:
         self.recalls: list[tuple[list[Recalled], int]] = []  # each reply's recall this session, oldest first
         self.last_left_out: list[Recalled] = []
         self.tool_support = textcalls.tool_support(None if incognito else coop_home() / textcalls.TOOLS_FILE)
-        self.tools_enabled = config.chat.tools and self._can_call_tools()
+        self.tools_enabled: bool | None = None  # decided at the first turn (litellm's data: a slow import)
         self.tools = MemoryTools(memory, embedder, self.writer, settings=self.retrieval,
                                  read_only=incognito, confirm_changes=config.chat.confirm_memory_changes,
                                  on_forget=self._forgotten)
@@ -146,7 +146,7 @@ class ChatSession:
     def use_model(self, name: str) -> None:
         """Switch the chat model (`/model NAME`); the memory jobs keep the configured fast model."""
         self.model = self.models(name)
-        self.tools_enabled = self.config.chat.tools and self._can_call_tools()
+        self.tools_enabled = None
 
     def _can_call_tools(self) -> bool:
         """Tools are offered unless the model is remembered as refusing them or litellm lists it without them; a
@@ -232,6 +232,8 @@ class ChatSession:
         first_token: float | None = None
         try:
             for _ in range(MAX_TOOL_ROUNDS + 1):
+                if self.tools_enabled is None:
+                    self.tools_enabled = self.config.chat.tools and self._can_call_tools()
                 tools = TOOL_SPECS if self.tools_enabled else None
                 calls: list[llm.ToolCall] = []
                 finish: str | None = None
