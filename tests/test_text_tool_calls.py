@@ -112,3 +112,11 @@ def test_a_turn_with_a_llama_cpp_like_server_learns_and_answers_cleanly(memory, 
     assert formats[0] == "json_schema" and "json_schema" not in formats[1:]  # refused once, remembered
     assert sum(1 for r in openai_server.requests if r["body"] and (r["body"].get("response_format") or {})
                .get("type") == "json_schema") == 1  # never retried as a server error
+
+
+def test_a_reply_opening_with_a_markdown_link_streams_at_once():
+    shown: list[str] = []
+    gate = TextGate(shown.append)
+    for piece in ("[the", " docs](https://example.org)", " say so"):
+        gate.feed(piece)
+    assert "".join(shown) == "[the docs](https://example.org) say so" and gate.held == ""

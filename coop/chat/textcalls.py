@@ -29,7 +29,7 @@ _TAGGED = re.compile(r"<(tool_call|tools|function_call|functioncall)>\s*(.*?)\s*
 _FENCED = re.compile(r"```(?:json|tool_call|tool)?\s*(\{.*?\})\s*```", re.DOTALL)
 _MARKERS = ("<tool_call>", "<tools>", "<function_call>", "<functioncall>")
 _HOLD_FROM = _MARKERS + ("```json", "```tool", "```\n{")  # from here on, the rest of a reply may be a call
-_OPENINGS = ("```json", "```tool", "```\n{", "{", "[") + _MARKERS  # a reply that opens so may be a call
+_OPENINGS = ("```json", "```tool", "```\n{", "{", "[{", "[\n") + _MARKERS  # a reply that opens so may be a call
 
 
 def _calls_in(payload: Any, names: Collection[str]) -> list[ToolCall]:
