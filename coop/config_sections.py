@@ -33,6 +33,9 @@ class ModelConfig:
     num_ctx: int = _f(8192, "Ollama only: the most context (tokens) coop asks for, set per request from the prompt's "
                             "size (Ollama's default window cuts longer prompts silently); 0: the server's default",
                       min=0, max=1_048_576)
+    max_reply_chars: int = _f(200_000, "characters of one reply (text and tool-call arguments) coop reads; past it "
+                                       "the stream stops and what came is kept, marked [truncated]",
+                              min=1_000, max=50_000_000)
 
 
 @dataclass(frozen=True)

@@ -26,7 +26,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Protocol
 
-from coop import credentials, secrets
+from coop import credentials, reply_limit, secrets
 from coop.errors import ErrorKind, ModelError
 from coop.llm_json import refuses_mode
 
@@ -172,6 +172,7 @@ class ModelSettings:
     num_ctx: int = 0  # Ollama: the largest context window to ask for (see `ollama_context`); 0: not set
     retries: int = 2
     backoff_seconds: float = 0.5
+    max_reply_chars: int = 200_000  # past it the stream stops (coop/reply_limit.py)
 
     def api_key(self) -> str | None:
         key = os.environ.get(self.api_key_env) if self.api_key_env else None
@@ -246,11 +247,8 @@ def ollama_context(kwargs: dict[str, Any], limit: int, model: str) -> dict[str, 
 def stopped_short(finish: str | None) -> str | None:
     """Why a reply that ended with `finish` is not whole, or None when it is: a stream that ends without a finish
     reason was cut off (a server restarted, a proxy timed out); "length" is the model's output limit."""
-    if finish is None:
-        return "the stream ended before the reply was finished"
-    if finish == "length":
-        return "the reply reached the model's length limit"
-    return None
+    return {None: "the stream ended before the reply was finished", "length": "the reply reached the model's length "
+            "limit", reply_limit.TRUNCATED: reply_limit.TRUNCATED_REASON}.get(finish)
 
 
 def check_credentials(settings: ModelSettings) -> None:
@@ -310,7 +308,7 @@ class LiteLLMModel:
         produced = False
         settings = self.settings
         try:
-            for chunk in response:
+            for chunk in (limited := reply_limit.Limited(response, settings.max_reply_chars)):
                 choices = getattr(chunk, "choices", None) or []
                 if not choices:
                     continue
@@ -336,11 +334,12 @@ class LiteLLMModel:
             raise map_error(exc, settings.model, settings.api_key(), settings.api_base) from None
         # litellm closes a stream the server cut off with a made-up "stop"; what the server really said is kept
         # on the stream object, and None there means the reply never finished.
-        finish = getattr(response, "received_finish_reason", finish) if finish == "stop" else finish
+        finish = limited.finish(getattr(response, "received_finish_reason", finish) if finish == "stop" else finish)
         if not produced:
             raise ModelError(f"{settings.model} returned an empty reply", hint="retry, or try another model",
                              kind=ErrorKind.EMPTY)
-        yield Delta(tool_calls=[c for _, c in sorted(calls.items()) if c.name], finish_reason=finish)
+        yield Delta(tool_calls=[c for _, c in sorted(calls.items()) if c.name and not limited.truncated],
+                    finish_reason=finish)
 
     def complete(self, messages: list[dict[str, Any]], *, json_mode: bool = False,
                  response_format: dict[str, Any] | None = None, temperature: float | None = None,
@@ -376,7 +375,8 @@ def model_settings(config: "Config", name: str | None = None) -> ModelSettings:
     # With no api_key_env, a known provider's own variable (OPENAI_API_KEY, ...) is the one the key is read from
     # and the one named when it is missing.
     key_env = model.api_key_env or credentials.key_variable(name, None, model.api_base or None) or None
-    return ModelSettings(name, model.api_base or None, key_env, timeout=model.timeout_seconds, num_ctx=model.num_ctx)
+    return ModelSettings(name, model.api_base or None, key_env, timeout=model.timeout_seconds, num_ctx=model.num_ctx,
+                         max_reply_chars=model.max_reply_chars)
 
 
 def chat_model(config: "Config", name: str | None = None) -> ChatModel:

@@ -209,7 +209,7 @@ class ScriptedServer:
     - a string: the reply text (streamed in small chunks when the request asks for a stream);
     - a dict with any of: `content`, `tool_calls` ([{"name", "arguments"}]), `status` and `message` (an HTTP
       error), `sleep` (seconds before answering), `chunk_delay` (seconds between streamed chunks), `malformed`
-      (a stream of garbage), `empty` (a stream with no content), `cut` (the stream stops after the text: no
+      (a stream of garbage), `empty` (a stream with no content), `chunk_size` (characters a streamed chunk, 7), `cut` (the stream stops after the text: no
       finish reason, no [DONE]), `error_midway` (an error event after the text), `finish` (the finish reason);
     - a callable taking the request body and returning one of the above.
     /v1/embeddings answers with `embed(text)` vectors; /api/chat answers as Ollama does (from the same queues). `requests` holds every request's path, body, auth and
@@ -343,7 +343,8 @@ def openai_server():
                     self.wfile.write(b"data: {this is not json\n\n")
                 elif not reply.get("empty"):
                     self.wfile.write(_chunk(model, {"role": "assistant", "content": ""}))
-                    pieces = [content[i:i + 7] for i in range(0, len(content), 7)]
+                    size = reply.get("chunk_size", 7)  # characters a chunk
+                    pieces = (content[i:i + size] for i in range(0, len(content), size))
                     for piece in pieces:
                         self.wfile.write(_chunk(model, {"content": piece}))
                         self.wfile.flush()

@@ -27,7 +27,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from coop import output
+from coop import output, reply_limit
 from coop.chat.render import InterruptGuard, MarkdownStream, PlainStream
 from coop.chat.terminal import after_first_render, prompt_session
 from coop.errors import CoopError, ExitCode, StoreError, UsageError
@@ -237,8 +237,9 @@ class Repl:
         if result.interrupted and not self.json_mode:
             self.console.print("[dim](stopped; the partial reply was kept)[/]")
         elif result.incomplete and result.error is None and not self.json_mode:
-            self.console.print(f"[yellow]note:[/] {escape(result.incomplete)}; it is kept, marked "
-                               "\\[incomplete]", highlight=False, soft_wrap=True)
+            mark = escape(reply_limit.mark_for(result.incomplete).strip())
+            self.console.print(f"[yellow]note:[/] {escape(result.incomplete)}; it is kept, marked {mark}",
+                               highlight=False, soft_wrap=True)
         if result.error is not None:
             self.model_errors += 1
             self.show_error(result.error)

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from coop import llm
+from coop import llm, reply_limit
 from coop.chat import textcalls
 from coop.chat.toolrun import run_calls
 from coop.chat.tools import TOOL_NAMES, TOOL_SPECS, MemoryTools
@@ -275,7 +275,7 @@ class ChatSession:
         if result.interrupted and reply:
             reply += INTERRUPTED_MARK
         elif result.incomplete and reply:
-            reply += INCOMPLETE_MARK
+            reply += reply_limit.mark_for(result.incomplete)  # [incomplete], or [truncated] at the limit
         if reply.strip():
             result.reply_message_id = self._commit(
                 "assistant", reply, importance=message_importance("assistant", reply, self.config.memory.importance))
