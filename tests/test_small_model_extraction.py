@@ -73,6 +73,7 @@ def test_questions_courtesies_and_bare_words_are_not_facts():
     assert [f.value for f in facts] == ["Is married"]
     assert refusals.counts()["value"] - before == 4
     assert bad_value("Smokes") is None and bad_value("Hello there") is not None
+    assert bad_value("<user's exact words> }, {") == "the value is a placeholder of the prompt"  # SmolLM2-135M
 
 
 def test_a_fact_shown_as_known_is_not_a_new_mention_unless_the_user_says_it_again():

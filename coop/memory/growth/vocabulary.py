@@ -10,7 +10,8 @@ one slot. So the extractor is shown the slots (`SLOTS`, in its prompt) and every
 - a key or category that is a fact's id ("f12", "12", "fact_12") is no key at all: the model copied it from the
   KNOWN list.
 
-`bad_value` says why a value cannot be a fact (a question, a courtesy, a bare word such as "Leiden" or
+`bad_value` says why a value cannot be a fact (a placeholder of the prompt copied, "<the fact>"; a question, a
+courtesy, a bare word such as "Leiden" or
 "married": a verb of its own, "Smokes", is a sentence), or None.
 """
 
@@ -77,6 +78,8 @@ _COURTESY = re.compile(r"^(?:the user |user )?(?:says |said |wrote |is saying )?
 def bad_value(value: str) -> str | None:
     """Why `value` cannot be a fact about the user, or None: a question, a courtesy, a bare word."""
     text = value.strip()
+    if re.search(r"<[^<>]{2,40}>", text):  # "<the fact>", "<user's exact words>": the prompt's shape, copied
+        return "the value is a placeholder of the prompt"
     if "?" in text:
         return "the value is a question"
     if _COURTESY.match(text) or re.search(r"\bthanks? (?:you|for)\b", text, re.IGNORECASE):
