@@ -16,7 +16,8 @@ defaults; no model is called). Figures:
 - off-topic: questions that need no memory (small talk, general knowledge, coding: `OFF_TOPIC`, written for this
   benchmark) asked of every user: the mean number of relevance items injected (target <= 0.3); and the same for
   `OFF_TOPIC_SECOND`, a list of other kinds of requests (its misses shaped `recall.is_personal`), and
-  `OFF_TOPIC_THIRD`, written after that and never tuned on.
+  `OFF_TOPIC_THIRD`, written after that and never tuned on, and `OFF_TOPIC_FOURTH`, written after
+  `recall.names_its_subject` and measured once.
 
 `--summaries` first adds one summary per session, written by a scripted summariser (the first sentence of each of
 the session's turns, cut at 600 characters), so that summaries compete for the budget as they do in real use.
@@ -91,6 +92,27 @@ OFF_TOPIC_THIRD = [
     "What's a good warm-up before running?", "Why do leaves change colour in autumn?",
     "What does a product manager do?", "How long does light from the Sun take to reach Earth?",
 ]
+# A fourth list, written after `recall.names_its_subject` (an impersonal question that shares two content words
+# with a past message found by words is about it) was made while looking at LoCoMo questions the third list's rule
+# had cost, and measured once; many of its subjects are ones people chat about (photos, gardens, board games).
+OFF_TOPIC_FOURTH = [
+    "What's a good recipe for banana bread?", "How do solar panels generate electricity?",
+    "Explain castling in chess.", "What is the population of Brazil?", "How do I fix a flat tyre on a bike?",
+    "What's the best way to learn a new language?", "Who painted the Mona Lisa?", "How does compound interest work?",
+    "Write a short poem about the ocean.", "What is the difference between a virus and a bacterium?",
+    "How do I get a red wine stain out of a carpet?", "What are the health benefits of green tea?",
+    "Explain how a rainbow forms.", "What is machine learning in simple terms?",
+    "How many players are on a basketball team?", "What's the origin of Halloween?",
+    "How do I keep basil alive indoors?", "Give me a packing list for a beach holiday.",
+    "What is the difference between baking soda and baking powder?", "How do airplanes stay in the air?",
+    "Recommend a board game for four players.", "What's the best time of year to visit Japan?",
+    "How do I write a good cover letter?", "What are the symptoms of dehydration?", "Explain the water cycle.",
+    "How do I start a vegetable garden?", "What does the word 'serendipity' mean?",
+    "How do I calculate the area of a circle?", "What instruments play in a string quartet?",
+    "Any tips for taking better photos with a phone?",
+]
+OFF_TOPIC_LISTS = {1: OFF_TOPIC, 2: OFF_TOPIC_SECOND, 3: OFF_TOPIC_THIRD, 4: OFF_TOPIC_FOURTH}
+_LIST_NAMES = {1: "", 2: "second_", 3: "third_", 4: "fourth_"}
 _FIRST_SENTENCE = re.compile(r"^(.+?[.!?])(\s|$)")
 
 
@@ -163,8 +185,7 @@ def evaluate(conversations: list[Conversation], embedder, *, summaries: bool, ba
                              "salience": sum(r.reason == "salience" for r in recalled),
                              "relevance": sum(r.reason == "relevance" for r in recalled),
                              "memory_tokens": prompt.tokens["memory"]})
-            for text, which in ([(t, 1) for t in OFF_TOPIC] + [(t, 2) for t in OFF_TOPIC_SECOND]
-                                + [(t, 3) for t in OFF_TOPIC_THIRD]):
+            for text, which in [(t, number) for number, texts in OFF_TOPIC_LISTS.items() for t in texts]:
                 prompt = ChatSession(memory, config, embedder=lambda: embedder).prepare(text)
                 off_topic.append({"conversation": conv.sample_id, "question": text, "list": which,
                                   "relevance": sum(r.reason == "relevance" for r in prompt.recalled),
@@ -181,14 +202,11 @@ def _settings(config):
 
 def report(figures: dict, embedder_id: str, data: Path, summaries: bool) -> dict:
     rows, every = figures["rows"], figures["off_topic"]
-    off = [o for o in every if o["list"] == 1]
-    second = [o for o in every if o["list"] == 2]
-    third = [o for o in every if o["list"] == 3]
     n = len(rows)
     items = sum(r["items"] for r in rows)
     prompt_recall = sum(r["prompt_hit"] for r in rows) / n if n else 0.0
     search_recall = sum(r["search_hit"] for r in rows) / n if n else 0.0
-    return {
+    result = {
         "data": str(data), "summaries": summaries, "embedder": embedder_id,
         "questions": n, "conversations": len({r["conversation"] for r in rows}),
         "prompt_recall": round(prompt_recall, 3),
@@ -197,20 +215,18 @@ def report(figures: dict, embedder_id: str, data: Path, summaries: bool) -> dict
         "items_per_prompt": round(items / n, 2) if n else 0.0,
         "salience_share": round(sum(r["salience"] for r in rows) / items, 3) if items else 0.0,
         "memory_tokens_median": statistics.median(r["memory_tokens"] for r in rows) if rows else 0,
-        "off_topic_questions": len(off),
-        "off_topic_relevance_items": round(sum(o["relevance"] for o in off) / len(off), 3) if off else 0.0,
-        "off_topic_with_any": sum(o["relevance"] > 0 for o in off),
-        "off_topic_second_questions": len(second),
-        "off_topic_second_relevance_items": round(sum(o["relevance"] for o in second) / len(second), 3)
-        if second else 0.0,
-        "off_topic_second_with_any": sum(o["relevance"] > 0 for o in second),
-        "off_topic_third_questions": len(third),
-        "off_topic_third_relevance_items": round(sum(o["relevance"] for o in third) / len(third), 3)
-        if third else 0.0,
-        "off_topic_third_with_any": sum(o["relevance"] > 0 for o in third),
+    }
+    for number, name in _LIST_NAMES.items():
+        asked = [o for o in every if o["list"] == number]
+        result[f"off_topic_{name}questions"] = len(asked)
+        result[f"off_topic_{name}relevance_items"] = round(sum(o["relevance"] for o in asked) / len(asked), 3) \
+            if asked else 0.0
+        result[f"off_topic_{name}with_any"] = sum(o["relevance"] > 0 for o in asked)
+    result.update({
         "prepare_ms_median": round(figures["prepare_ms_median"], 1),
         "machine": machine(),
-    }
+    })
+    return result
 
 
 def print_table(result: dict) -> None:
@@ -229,6 +245,8 @@ def print_table(result: dict) -> None:
           f"{result['off_topic_second_with_any']} of {result['off_topic_second_questions']} prompts got any)")
     print(f"  third off-topic list     {result['off_topic_third_relevance_items']:.3f}   (target <= 0.3; "
           f"{result['off_topic_third_with_any']} of {result['off_topic_third_questions']} prompts got any)")
+    print(f"  fourth off-topic list    {result['off_topic_fourth_relevance_items']:.3f}   (target <= 0.3; "
+          f"{result['off_topic_fourth_with_any']} of {result['off_topic_fourth_questions']} prompts got any)")
     print(f"  prepare median {result['prepare_ms_median']:.1f} ms; {result['machine']}")
 
 

@@ -188,6 +188,29 @@ def test_past_found_by_words_alone_is_for_a_turn_about_the_users_life(memory):
     assert not is_personal("Summarise the plot of Hamlet") and not is_personal("What is a SQL JOIN?")
 
 
+def test_an_impersonal_question_that_names_a_past_subject_recalls_it(memory):
+    from coop.memory.retrieval.recall import names_its_subject
+
+    month_ago = time.time() - 86400 * 30
+    session = memory.start_session(started_at=month_ago, last_activity_at=month_ago)
+    memory.add_message(session, "user", "That charity race was great: we ran to raise awareness for mental health.",
+                       created_at=month_ago)
+    floors = {"memory.prompt_word_similarity_floor": -1.0, "memory.word_similarity_floor": -1.0,
+              "memory.similarity_floor": 1.0}  # found by its words alone
+    named = context(memory, "What did the charity race raise awareness for?", **floors)
+    assert [r.item.text for r in named.prompt.recalled if r.item.kind == "message"] == [
+        "That charity race was great: we ran to raise awareness for mental health."]
+    apart = context(memory, "Which race is the longest in the world, and why?", **floors)
+    assert not [r for r in apart.prompt.recalled if r.item.kind == "message"]
+    said = memory.get("message", named.prompt.recalled[0].item.item_id)
+    assert names_its_subject("Tips for a grand opening of a shop?", said) is False  # nothing in common
+    assert names_its_subject("How long is a charity race usually?", said) is True  # a phrase in common
+    assert names_its_subject("Why do people raise awareness for health?", said) is True  # three words in common
+    assert names_its_subject("Why do cats purr when they are sleeping?",
+                             memory.get("message", memory.add_message(session, "user", "Here's our cat sleeping on "
+                                                                      "the sofa!", created_at=month_ago))) is False
+
+
 def test_review_lists_a_fact_out_of_date_whatever_its_source_and_keep_settles_it(memory, run_cli, monkeypatch):
     commute = memory.add_fact("Takes the tram to the Lisbon office", category="work", source="user").fact_id
     memory.add_fact("Lives in Lisbon", category="location", key="home_city", source="user")

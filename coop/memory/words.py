@@ -68,6 +68,11 @@ def content_words(text: str) -> frozenset[str]:
     return frozenset(_stem(w) for w in _words(normalise_text(text)) if w not in STOP_WORDS)
 
 
+def content_sequence(text: str) -> list[str]:
+    """The content words of a text in their order (stems, as `content_words`): for the phrases two texts share."""
+    return [_stem(w) for w in _words(normalise_text(text)) if w not in STOP_WORDS]
+
+
 def negations(text: str) -> frozenset[str]:
     return frozenset(w for w in _words(text) if w in NEGATIONS)
 

@@ -10,8 +10,8 @@ front end: the chat's turn, MCP's `memory_context` and `coop memory recall` all 
   they have their own section of the prompt.
 - Past: the relevant messages and summaries (the fused search, above its floors; a match by words alone must
   also be near in meaning, `memory.prompt_word_similarity_floor`, and is taken only for a turn about the user's
-  own life, `is_personal`) and the salient messages, ranked by `salience.rank_salient` and held to a share of
-  the budget by `build_prompt`.
+  own life, `is_personal`, or that names the item's subject, `names_its_subject`) and
+  the salient messages, ranked by `salience.rank_salient` and held to a share of the budget by `build_prompt`.
 - Never recalled: tool results, tool-call stubs and empty replies. They are plumbing, and a tool result only
   repeats what memory already holds.
 - Each piece of knowledge once: a past message that a recalled fact came from (`fact_sources`), or a past item
@@ -36,6 +36,7 @@ import time
 from collections.abc import Iterable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
+from itertools import pairwise
 from typing import TYPE_CHECKING
 
 from coop.memory.kinds import INSTRUCTION
@@ -44,11 +45,11 @@ from coop.memory.retrieval.context import Recalled
 from coop.memory.retrieval.salience import rank_salient
 from coop.memory.retrieval.search import SearchResult, search_or_full_text
 from coop.memory.retrieval.settings import RetrievalSettings
-from coop.memory.retrieval.terms import has_content
+from coop.memory.retrieval.terms import FILLER_WORDS, has_content
 from coop.memory.storage import vectors
 from coop.memory.storage.items import Item
 from coop.memory.text import content_hash, estimate_tokens
-from coop.memory.words import adds_to, content_words, states
+from coop.memory.words import adds_to, content_sequence, content_words, states
 
 if TYPE_CHECKING:
     import numpy as np
@@ -158,7 +159,7 @@ def recall(memory: "UserMemory", text: str, query: str, *, embedder: "Embedder |
             continue
         if "vector" not in hit.legs and hit.cosine is not None and hit.cosine < cfg.prompt_word_similarity_floor:
             continue  # found by words alone, and not near enough in meaning to spend the model's attention on
-        if "vector" not in hit.legs and not personal and hit.kind != "fact":
+        if "vector" not in hit.legs and not personal and hit.kind != "fact" and not names_its_subject(text, hit.item):
             continue  # a question about the world ("why is the sky blue?") shares words with chat, not its subject
         if hit.kind == "fact":
             facts.setdefault(hit.item.item_id, Recalled(hit.item, "relevance", hit.score, hit.legs))
@@ -226,6 +227,26 @@ def is_personal(text: str) -> bool:
         if possessive or not before or before[-1].casefold() not in _PLACE_OR_WORK:
             return True
     return False
+
+
+SUBJECT_WORDS = 3  # content words in common that make a question about a past item found by its words
+
+
+def names_its_subject(question: str, item: Item) -> bool:
+    """A question that is not about the user's life is still about a past item found by its words when the two
+    name one thing: two content words side by side in both ("What did the posters at the poetry reading say?"
+    and the message about the poetry reading; "the upcoming grand opening"), or `SUBJECT_WORDS` content words in
+    common. Words here have three letters or more and are not filler ("good", "thanks"). Words shared apart are
+    chance: "Why do cats purr when they are sleeping?" is not about last month's "our cat sleeping on the sofa"."""
+    asked, said = _subject_sequence(question), _subject_sequence(item.text)
+    if len(set(asked) & set(said)) >= SUBJECT_WORDS:
+        return True
+    pairs = set(pairwise(said))
+    return any(pair in pairs for pair in pairwise(asked))
+
+
+def _subject_sequence(text: str) -> list[str]:
+    return [word for word in content_sequence(text) if len(word) > 2 and word not in FILLER_WORDS]
 
 
 def fitting(entries: list[Recalled], budget: int) -> list[Recalled]:
