@@ -111,6 +111,15 @@ class UserMemory(Links):
                         "max(last_activity_at, ?) WHERE id = ? AND user_id = ?",
                         (at, last_activity_at if last_activity_at is not None else at, session_id, self.user_id))
 
+    def drop_if_empty(self, session_id: int) -> bool:
+        """Remove a session that holds no message and no summary (an import whose every message failed leaves
+        none behind); True when it was removed."""
+        removed = list(self.db.execute(
+            "DELETE FROM sessions WHERE id = ? AND user_id = ? AND NOT EXISTS (SELECT 1 FROM messages WHERE "
+            "session_id = ? AND user_id = ?) AND NOT EXISTS (SELECT 1 FROM summaries WHERE session_id = ? AND "
+            "user_id = ?) RETURNING id", (session_id, self.user_id) * 3))
+        return bool(removed)
+
     def session_exists(self, session_id: int) -> bool:
         return self.db.scalar("SELECT 1 FROM sessions WHERE id = ? AND user_id = ?",
                               (session_id, self.user_id)) is not None

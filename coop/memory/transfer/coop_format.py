@@ -34,27 +34,36 @@ Reading it back adds nothing that is already there: a session or message is reco
 (`external_id`), and one without (or with an id an earlier coop import derived) also by what it is: a session
 by its start and title, a message by its session, role, time and text. So an export read back into the database
 it came from, or into one that imported it before, adds nothing. A line longer than 64 MB or nested deeper than
-100 levels (`jsonstream.py`), a time outside 1970..2200 in any time field, or an integer past 64 bits makes
-its record a problem in the report, skipped alone.
+100 levels (`jsonstream.py`), a time outside 1970..2200 in a fact, summary, history or forgotten record, or an
+integer past 64 bits makes its record a problem in the report, skipped alone; a session's or message's unusable
+time is stood in for (`coop_fields.Times`), as a ChatGPT or Claude conversation's is. A session the file made
+whose every message failed is removed at the end.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterator
-from typing import Any, Literal, overload
+from typing import Any
 
 from coop.errors import CoopError, StoreError
 from coop.memory.kinds import KINDS
 from coop.memory.storage.facts import FactFields, RestoredFact
-from coop.memory.storage.items import FACT_SOURCES, HISTORY_ACTIONS, MAX_FACT_CHARS, MAX_MESSAGE_CHARS, ROLES
+from coop.memory.storage.items import FACT_SOURCES, HISTORY_ACTIONS, MAX_FACT_CHARS, ROLES
 from coop.memory.storage.store import UserMemory
 from coop.memory.text import content_hash
 from coop.memory.transfer.batches import Batches
+from coop.memory.transfer.coop_fields import Invalid as _Invalid
+from coop.memory.transfer.coop_fields import Times
+from coop.memory.transfer.coop_fields import integer as _int
+from coop.memory.transfer.coop_fields import number as _num
+from coop.memory.transfer.coop_fields import string as _str
+from coop.memory.transfer.coop_fields import time as _time
 from coop.memory.transfer.jsonstream import BadRecord, iter_json_lines
-from coop.memory.transfer.readers import MAX_TIME, MIN_TIME, Problem, Source, short
+from coop.memory.transfer.readers import Problem, Source, short
 from coop.memory.transfer.report import ImportProgress, ImportReport, ProgressCallback
 from coop.secrets import mask, mask_optional
 
@@ -89,69 +98,6 @@ def _coop_records(source: Source, report: ImportReport) -> Iterator[tuple[int, d
         raise ValueError("the file is empty")
 
 
-class _Invalid(Exception):
-    """A record that cannot be imported; the message says why."""
-
-
-@overload
-def _num(record: dict[str, Any], name: str, *, optional: Literal[False] = False) -> float: ...
-@overload
-def _num(record: dict[str, Any], name: str, *, optional: bool) -> float | None: ...
-def _num(record: dict[str, Any], name: str, *, optional: bool = False) -> float | None:
-    value = record.get(name)
-    if value is None and optional:
-        return None
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or value != value:
-        raise _Invalid(f"{name} is not a number")
-    try:
-        return float(value)
-    except OverflowError:
-        raise _Invalid(f"{name} is too large a number") from None
-
-
-@overload
-def _time(record: dict[str, Any], name: str, *, optional: Literal[False] = False) -> float: ...
-@overload
-def _time(record: dict[str, Any], name: str, *, optional: bool) -> float | None: ...
-def _time(record: dict[str, Any], name: str, *, optional: bool = False) -> float | None:
-    """A time field: Unix seconds in 1970..2200 (anything else would break every date shown later)."""
-    value = _num(record, name, optional=optional)
-    if value is not None and not MIN_TIME <= value <= MAX_TIME:
-        raise _Invalid(f"{name} is not a time in 1970..2200")
-    return value
-
-
-@overload
-def _int(record: dict[str, Any], name: str, *, optional: Literal[False] = False) -> int: ...
-@overload
-def _int(record: dict[str, Any], name: str, *, optional: bool) -> int | None: ...
-def _int(record: dict[str, Any], name: str, *, optional: bool = False) -> int | None:
-    value = record.get(name)
-    if value is None and optional:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise _Invalid(f"{name} is not an integer")
-    if not -(2**63) <= value < 2**63:
-        raise _Invalid(f"{name} is larger than 64 bits")
-    return value
-
-
-@overload
-def _str(record: dict[str, Any], name: str, *, optional: Literal[False] = False,
-         limit: int = MAX_MESSAGE_CHARS) -> str: ...
-@overload
-def _str(record: dict[str, Any], name: str, *, optional: bool, limit: int = MAX_MESSAGE_CHARS) -> str | None: ...
-def _str(record: dict[str, Any], name: str, *, optional: bool = False, limit: int = MAX_MESSAGE_CHARS) -> str | None:
-    value = record.get(name)
-    if value is None and optional:
-        return None
-    if not isinstance(value, str):
-        raise _Invalid(f"{name} is not a string")
-    if len(value) > limit:
-        raise _Invalid(f"{name} is longer than {limit} characters")
-    return value
-
-
 def _derived_id(*parts: object) -> str:
     return "coop:" + hashlib.sha1(json.dumps(parts, default=str).encode("utf-8", "surrogatepass")).hexdigest()[:24]
 
@@ -181,26 +127,29 @@ class _CoopImport:
         self.supersede_links: list[tuple[int, int]] = []
         self.known_sessions = memory.sessions_by_start()  # before this import wrote anything
         self.new_sessions: set[int] = set()  # made by this import: nothing in them to recognise
+        self.times = Times(time.time())  # stand-ins for a conversation's unusable times
         self.message_keys: OrderedDict[int | None, dict[tuple[str, float, str], int]] = OrderedDict()
 
     def session(self, record: dict[str, Any]) -> None:
         old_id = _int(record, "id")
-        started = _time(record, "started_at")
+        started, raw_start = self.times.start(record)
         title = _str(record, "title", optional=True, limit=1000)
-        ended = _time(record, "ended_at", optional=True)
-        last_activity = _time(record, "last_activity_at", optional=True)
+        ended = self.times.optional(record, "ended_at")
+        last_activity = self.times.optional(record, "last_activity_at")
         own = _str(record, "external_id", optional=True, limit=500)
-        external = own or _derived_id("s", old_id, started)
+        external = own or _derived_id("s", old_id, raw_start)
         existing = self.memory.session_by_external_id(external)
         if existing is None and _unsourced(own):
             existing = self.known_sessions.get((started, title), self.known_sessions.get((started,
                                                                                           mask_optional(title))))
         if existing is not None:
             self.sessions[old_id] = existing
+            self.times.started(existing, started)
             return
         new_id = self.memory.start_session(title, started_at=started, external_id=external, ended_at=ended,
                                            last_activity_at=last_activity or started)
         self.sessions[old_id] = new_id
+        self.times.started(new_id, started)
         self.new_sessions.add(new_id)
         self.report.sessions_added += 1
 
@@ -223,17 +172,17 @@ class _CoopImport:
         if role not in ROLES:
             raise _Invalid(f"unknown role {role!r}")
         content = _str(record, "content")
-        created = _time(record, "created_at")
         importance = _num(record, "importance", optional=True)
         importance = 0.5 if importance is None else min(max(importance, 0.0), 1.0)
         old_session = _int(record, "session_id", optional=True)
         session = self.sessions.get(old_session) if old_session is not None else None
+        created, raw_created = self.times.message(record, session)
         own = _str(record, "external_id", optional=True, limit=500)
-        external = own or _derived_id("m", old_id, created, role, content)
+        external = own or _derived_id("m", old_id, raw_created, role, content)
         tool_name = _str(record, "tool_name", optional=True, limit=200)
         tool_call_id = _str(record, "tool_call_id", optional=True, limit=500)
         tool_calls = _str(record, "tool_calls", optional=True)
-        consolidated = _time(record, "consolidated_at", optional=True)
+        consolidated = self.times.optional(record, "consolidated_at")
         origin = _str(record, "origin", optional=True, limit=20)
         known = (self._known_message(session, role, created, content)
                  if _unsourced(own) and session not in self.new_sessions else None)
@@ -362,6 +311,10 @@ class _CoopImport:
             target = self.facts.get(old_target)
             if target is not None:
                 self.memory.link_superseded(new_id, target)
+        self.report.problems += [Problem(where, why) for where, why in self.times.problems()]
+        for session in self.new_sessions:  # every message of it failed: no empty session is left behind
+            if self.memory.drop_if_empty(session):
+                self.report.sessions_added -= 1
 
 
 def import_coop(memory: UserMemory, source: Source, report: ImportReport,

@@ -53,6 +53,9 @@ def import_file(memory: UserMemory, path: Path, fmt: str = "auto", *, importance
                 import_coop(memory, source, report, progress)
             else:
                 _import_conversations(memory, source, chosen, importance, report, progress, path.name)
+            if source.replaced:
+                report.problems.append(Problem(path.name, f"{source.replaced:,} byte sequence(s) are not valid "
+                                                          "UTF-8: imported as U+FFFD (\ufffd)"))
     except (ValueError, OSError) as exc:
         raise UsageError(f"cannot read {path.name}: {exc}",
                          hint="check that the file is a complete export") from None
@@ -94,9 +97,7 @@ def _store_conversation(memory: UserMemory, conversation: ImportedConversation, 
     except CoopError as exc:
         report.problems.append(Problem(conversation.where, f"{exc.message}: skipped"))
         return
-    if existed is None:
-        report.sessions_added += 1
-    clock = start
+    clock, added_before = start, report.messages_added
     for position, message in enumerate(messages):
         clock = message.created_at or clock
         where = f"{conversation.where}, message {position + 1}"
@@ -118,4 +119,7 @@ def _store_conversation(memory: UserMemory, conversation: ImportedConversation, 
         else:
             report.messages_added += 1
     with batches.record(savepoint=False):  # one statement
+        if existed is None and report.messages_added == added_before and memory.drop_if_empty(session_id):
+            return  # every message failed: no empty session is left behind
         memory.end_session(session_id, at=max(conversation.ended_at or clock, clock), last_activity_at=clock)
+    report.sessions_added += existed is None

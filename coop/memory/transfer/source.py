@@ -7,14 +7,20 @@ inflated: at most `MAX_MEMBER_BYTES` for the member, at most `MAX_RATIO` times i
 over `RATIO_FLOOR_BYTES`; a zip bomb reaches 1000 times, JSON text about 5 to 15), at most `MAX_ZIP_ENTRIES`
 members. The member is never inflated past the size its directory entry states, and a damaged archive found while
 reading is an OSError like any other read error.
+
+Text is UTF-8 (as every export is). Bytes that are not valid UTF-8 are read as U+FFFD, and counted
+(`Source.replaced`), so the import says how many there were: the text around them is kept, rather than a whole
+conversation refused for one byte.
 """
 
 from __future__ import annotations
 
+import codecs
 import io
 import json
 import os
 import stat
+import threading
 import zipfile
 import zlib
 from pathlib import Path
@@ -29,6 +35,19 @@ MAX_ZIP_ENTRIES = 100_000  # an export with every image is thousands of files; e
 
 _KINDS = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO (named pipe)"), (stat.S_ISCHR, "a device"),
           (stat.S_ISBLK, "a device"), (stat.S_ISSOCK, "a socket"))
+
+
+_REPLACED = threading.local()  # how many invalid UTF-8 sequences this thread's sources read as U+FFFD
+
+
+def _replace_counting(error: UnicodeError) -> tuple[str, int]:
+    if not isinstance(error, UnicodeDecodeError):
+        raise error
+    _REPLACED.count = getattr(_REPLACED, "count", 0) + 1
+    return "\ufffd", error.end
+
+
+codecs.register_error("coop-import-replace", _replace_counting)
 
 
 def _size(count: float) -> str:
@@ -108,7 +127,8 @@ class Source:
             if self._archive is not None:
                 self._archive.close()
             raise
-        self.text: IO[str] = io.TextIOWrapper(self._raw, encoding="utf-8", errors="replace", newline="")
+        self._replaced_before = getattr(_REPLACED, "count", 0)
+        self.text: IO[str] = io.TextIOWrapper(self._raw, encoding="utf-8", errors="coop-import-replace", newline="")
 
     def _open(self, path: Path, handle: IO[bytes]) -> IO[bytes]:
         if not zipfile.is_zipfile(handle):
@@ -139,6 +159,11 @@ class Source:
         self.size = info.file_size
         self._member = member
         return io.BufferedReader(_Member(member))
+
+    @property
+    def replaced(self) -> int:
+        """Invalid UTF-8 sequences read as U+FFFD so far."""
+        return getattr(_REPLACED, "count", 0) - self._replaced_before
 
     def position(self) -> int:
         try:
