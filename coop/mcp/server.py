@@ -25,6 +25,7 @@ if TYPE_CHECKING:
 
     from coop.chat.tools import MemoryTools
     from coop.memory.embedder import Embedder
+    from coop.memory.growth.forgetting import Forgotten
     from coop.memory.growth.jobs import MemoryJobs
     from coop.memory.growth.worker import BackgroundWorker
     from coop.memory.storage.store import UserMemory
@@ -87,6 +88,10 @@ class MemoryServer:
     worker: "BackgroundWorker | None" = None
     session_id: int | None = None  # the session `memory_record` writes into, made with its first exchange
     _lock: threading.Lock = field(default_factory=threading.Lock)
+    _gone: list["Forgotten"] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self.tools.on_forget = self._gone.append  # scrubbed from coop's files after the call (`_forget_receipt`)
 
     def call(self, name: str, arguments: dict[str, Any]) -> str:
         """The tool's JSON result; McpToolError when the call cannot be carried out."""
@@ -103,11 +108,23 @@ class MemoryServer:
             chat_name = {"memory_remember": "memory_write"}.get(name, name)
             self.tools.start_turn()
             result = self.tools.run(chat_name, json.dumps(arguments, ensure_ascii=False))
-        data = json.loads(result)
+            data = json.loads(result)
+            if self._gone:
+                return self._forget_receipt(data)
         if isinstance(data, dict) and "error" in data:
             hint = f"; hint: {data['hint']}" if data.get("hint") else ""
             raise McpToolError(f"{data['error']}{hint}")
         return result
+
+    def _forget_receipt(self, data: dict[str, Any]) -> str:
+        """A forget reaches coop's files as the CLI's does (the prompt history, coop.log, the trace: coop/scrub.py),
+        and the answer carries the same receipt of every place cleaned."""
+        from coop.memory.growth.forgetting import receipt
+        from coop.scrub import forget_in_files
+
+        gone, self._gone[:] = list(self._gone), []
+        files = forget_in_files(gone, self.jobs.config.trace.file or None)
+        return json.dumps({**data, "receipt": receipt(gone, files)}, ensure_ascii=False)
 
     # -- the profile ------------------------------------------------------------------------------------------
 
@@ -160,6 +177,7 @@ class MemoryServer:
     # -- recording an exchange --------------------------------------------------------------------------------
 
     def _record(self, arguments: dict[str, Any]) -> str:
+        from coop.errors import CoopError
         from coop.memory.growth.importance import message_importance
         from coop.memory.storage.items import MAX_MESSAGE_CHARS
         from coop.memory.text import check_text
@@ -172,7 +190,11 @@ class MemoryServer:
             value = arguments.get(key)
             if not isinstance(value, str) or not value.strip():
                 raise McpToolError(f"memory_record: {key} must be non-empty text")
-            texts[key] = check_text(value, "message", MAX_MESSAGE_CHARS)
+            try:
+                texts[key] = check_text(value, key, MAX_MESSAGE_CHARS)
+            except CoopError as exc:
+                raise McpToolError(f"memory_record: {exc.message}; hint: record a shorter account of the exchange "
+                                   f"(each text at most {MAX_MESSAGE_CHARS:,} characters)") from None
         importance = self.jobs.config.memory.importance
         if self.session_id is None or not self.memory.session_exists(self.session_id):
             self.session_id = self.memory.start_session(" ".join(texts["user_message"].split())[:80])
@@ -201,6 +223,9 @@ def build_server(core: MemoryServer) -> "MCPServer":
     from mcp.server.mcpserver import MCPServer
     from mcp.server.mcpserver.exceptions import ToolError
 
+    from coop.errors import CoopError
+    from coop.mcp.arguments import plain_argument_errors
+
     server: MCPServer = MCPServer("coop", instructions=INSTRUCTIONS, log_level="WARNING")
 
     def describe(name: str) -> str:
@@ -213,6 +238,8 @@ def build_server(core: MemoryServer) -> "MCPServer":
             return core.call(name, given)
         except McpToolError as exc:
             raise ToolError(str(exc)) from None
+        except CoopError as exc:  # what coop refuses, said as the CLI says it: a line and a hint
+            raise ToolError(f"{name}: {exc.message}" + (f"; hint: {exc.hint}" if exc.hint else "")) from None
         except Exception as exc:  # a bug: the host gets a readable error, the server goes on
             log.warning("mcp tool %s failed: %s: %s", name, type(exc).__name__, exc)
             raise ToolError(f"{name} failed ({type(exc).__name__}); see coop.log") from None
@@ -245,6 +272,8 @@ def build_server(core: MemoryServer) -> "MCPServer":
                      memory_forget, memory_record):
         server.add_tool(function, name=function.__name__, description=describe(function.__name__),
                         structured_output=False)
+
+    plain_argument_errors(server)
 
     @server.resource(PROFILE_URI, name="profile", mime_type="text/markdown",
                      description="The user's standing instructions and known facts, with ids and dates.")
