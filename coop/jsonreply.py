@@ -52,7 +52,7 @@ def parse_json_reply(text: str) -> Any:
         value = _first_value(candidate)
         if value is not None:
             return value[0]
-    raise ModelReplyError(f"no JSON in reply: {text[:80]!r}")
+    raise ModelReplyError(f"no JSON in a reply of {len(text):,} characters")  # the reply is not quoted: logs say this
 
 
 def _first_value(body: str) -> tuple[Any] | None:

@@ -144,8 +144,10 @@ class StructuredCompleter:
             if usable(reply, schema):
                 self.modes.set(self.name, mode)
                 return reply
-            tried.append(f"{mode} (no usable JSON: {reply[:80]!r})")
-            log.info("%s gave no usable %s JSON in %s mode: %r", self.name, schema["name"], mode, reply[:200])
+            tried.append(f"{mode} (no usable JSON)")  # the reply at DEBUG only: it may quote the user's words
+            log.info("%s gave no usable %s JSON in %s mode (%d characters)", self.name, schema["name"], mode,
+                     len(reply))
+            log.debug("%s's reply in %s mode: %r", self.name, mode, reply[:200])
         with self._lock:
             self.unusable += 1
         log.warning("the fast model %s returned no usable %s JSON; tried %s", self.name, schema["name"],

@@ -121,8 +121,9 @@ def facts_from(items: Any, limit: int, source: str = "extraction") -> list[Candi
         category = raw.get("category") or "general"
         try:  # empty, not UTF-8 (JSON's "\ud800" decodes to a lone surrogate), NUL, too long: this fact only
             value = check_text(raw.get("value"), "fact", MAX_FACT_CHARS)
-        except UsageError:
-            log.info("extraction: invalid fact dropped: %r", raw)
+        except UsageError as exc:  # INFO says why, never the text (DEBUG has it)
+            log.info("extraction: a fact dropped: %s", exc.message)
+            log.debug("extraction: the dropped fact: %r", raw)
             continue
         if not isinstance(category, str):  # (lone surrogates in a category or key are dropped with the other \W)
             category = "general"

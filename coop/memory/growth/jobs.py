@@ -115,8 +115,9 @@ class MemoryJobs:
         for candidate in candidates:
             plan = writer.plan(candidate)
             if plan.action in CHANGES and changes >= settings.max_changes_per_turn:
-                log.info("extraction: more than %d changes in one exchange; %r was not applied",
-                         settings.max_changes_per_turn, candidate.value)
+                log.info("extraction: more than %d changes in one exchange; one was not applied",
+                         settings.max_changes_per_turn)
+                log.debug("extraction: not applied: %r", candidate.value)
                 continue
             result = writer.apply(plan)
             if result is None:
