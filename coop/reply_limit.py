@@ -3,9 +3,9 @@
 A model that runs away (a small model repeating itself, a broken server that streams forever) would otherwise
 grow the process with the reply: coop keeps its parts, and litellm keeps every chunk of a stream (for usage
 accounting coop never reads) besides the text so far. `Limited` wraps litellm's stream: it counts the text and
-the tool calls' arguments as they come, cuts the chunk that crosses the limit, stops reading (the HTTP stream is
-closed) and trims litellm's chunk list as it goes, so what a reply costs in memory is bounded by the setting, not
-by what the server sends. A tool call cut at the limit is never run (its arguments are not whole).
+the tool calls' names and arguments as they come, cuts the chunk that crosses the limit, stops reading (the HTTP
+stream is closed) and trims litellm's chunk list as it goes, so what a reply costs in memory is bounded by the
+setting, not by what the server sends. A tool call cut at the limit is never run (its arguments are not whole).
 """
 
 from __future__ import annotations
@@ -62,8 +62,9 @@ class Limited:
                 delta.content = self._take(text)
             for call in getattr(delta, "tool_calls", None) or []:
                 function = getattr(call, "function", None)
-                if function is not None and getattr(function, "arguments", None):
-                    function.arguments = self._take(function.arguments)
+                for part in ("name", "arguments"):  # a name that runs on is counted as its arguments are
+                    if function is not None and getattr(function, part, None):
+                        setattr(function, part, self._take(getattr(function, part)))
 
     def _take(self, text: str) -> str:
         room = max(self.limit - self.count, 0)
