@@ -109,4 +109,6 @@ def test_coop_chat_keeps_background_warnings_off_stderr(openai_server, coop_home
     assert notices and all(line.startswith("memory") for line in notices), notices
     assert "the fast model returned no usable JSON" in result.stderr.decode() and SECRET not in result.stderr.decode()
     logged = (coop_home / LOG_FILE).read_text()
-    assert "gave no usable facts JSON in json_schema mode" in logged and SECRET not in logged and "[secret]" in logged
+    # said by its length: the reply may quote the user's words, so its text is for DEBUG only
+    assert "gave no usable facts JSON in json_schema mode (" in logged and SECRET not in logged
+    assert "no JSON here" not in logged
