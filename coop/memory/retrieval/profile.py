@@ -60,6 +60,8 @@ _EVENT = re.compile(r"^(?!(?:married|engaged|divorced|widowed|retired|employed|u
 CANDIDATES = 5000         # active facts listed for review and MCP's profile (newest first)
 POOL = 120                # the best entries made into items each turn: far more than the profile's share holds
 NEAREST = 40              # facts whose cosine with the turn is looked up (the rest count as unrelated)
+EXACT_FACTS = 2000        # up to this many facts are compared exactly: reading their vectors costs less than the
+                          # bit scan over every vector of a large memory (2.4 -> 0.3 ms for 30 facts among 100,000)
 USED_HALF_LIFE_DAYS = 30
 FRESH_HALF_LIFE_DAYS = 180
 PAST_QUESTION = re.compile(
@@ -76,7 +78,8 @@ def nearest(memory: "UserMemory", embedder: "Embedder | None", query: "np.ndarra
     """Fact id -> cosine with the turn, for the facts nearest it."""
     if embedder is None or query is None:
         return {}
-    hits = vectors.nearest(memory, embedder.id, embedder.dims, query, k=NEAREST, kinds=("fact",))
+    exact = vectors.kind_size(memory, embedder.id, "fact") <= EXACT_FACTS
+    hits = vectors.nearest(memory, embedder.id, embedder.dims, query, k=NEAREST, kinds=("fact",), exact=exact)
     return {h.item_id: h.similarity for h in hits}
 
 

@@ -312,6 +312,12 @@ def partition_size(memory: UserScope, embedder_id: str) -> int:
                                 (memory.user_id, embedder_id)) or 0)
 
 
+def kind_size(memory: UserScope, embedder_id: str, kind: str) -> int:
+    """How many of this user's items of `kind` have a vector from this embedder (a count over `embeddings_user`)."""
+    return int(memory.db.scalar("SELECT count(*) FROM embeddings INDEXED BY embeddings_user WHERE user_id = ? "
+                                "AND embedder = ? AND kind = ?", (memory.user_id, embedder_id, kind)) or 0)
+
+
 def bit_candidates(k: int, rows: int) -> int:
     """Candidates the bit scan keeps for `k` results among `rows` vectors (wholes and parts): one in
     BIT_CANDIDATES_SHARE, within BIT_CANDIDATES_MIN and BIT_CANDIDATES_MAX, and never fewer than
