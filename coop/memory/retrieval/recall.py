@@ -10,8 +10,8 @@ front end: the chat's turn, MCP's `memory_context` and `coop memory recall` all 
   they have their own section of the prompt.
 - Past: the relevant messages and summaries (the fused search, above its floors; a match by words alone must
   also be near in meaning, `memory.prompt_word_similarity_floor`, and is taken only for a turn about the user's
-  own life, `is_personal`, or that names the item's subject, `names_its_subject`) and
-  the salient messages, ranked by `salience.rank_salient` and held to a share of the budget by `build_prompt`.
+  own life, `is_personal`, or that names the item's subject, `names_its_subject`) and the salient messages,
+  ranked by `salience.rank_salient` and held to a share of the budget by `build_prompt`.
 - Never recalled: tool results, tool-call stubs and empty replies. They are plumbing, and a tool result only
   repeats what memory already holds.
 - Each piece of knowledge once: a past message that a recalled fact came from (`fact_sources`), or a past item
