@@ -96,3 +96,19 @@ def test_a_quote_with_a_speaker_name_still_proves_the_users_words():
     facts, _ = extract_with([proposal("Lives in Porto", "The user wrote: I live in Porto", "location", "city")],
                             "I live in Porto")
     assert [f.value for f in facts] == ["Lives in Porto"]
+
+
+def test_a_slots_bare_value_becomes_the_sentence_it_stands_for_and_must_still_be_proved():
+    """What Qwen2.5-Coder-1.5B sends: the slot's value alone ("Lyon", "Claire", "vegetarian")."""
+    said = "Hi, I'm Claire. I live in Lyon, I've been vegetarian for years and I'm allergic to walnuts."
+    facts, _ = extract_with([proposal("Claire", "I'm Claire", "identity", "name"),
+                             proposal("Lyon", "I live in Lyon", "location", "city"),
+                             proposal("vegetarian", "I've been vegetarian", "diet", "diet"),
+                             proposal("walnuts", "allergic to walnuts", "health_allergy", "allergy_type"),
+                             proposal("Berlin", "Lyon", "location", "home_city")], said)  # not proved: refused
+    assert [(f.category, f.key, f.value) for f in facts] == [
+        ("identity", "name", "Is called Claire"), ("location", "home_city", "Lives in Lyon"),
+        ("diet", "diet", "Is vegetarian"), ("health", "allergy_type", "Is allergic to walnuts")]
+    instruction, _ = extract_with([proposal("Spanish", "please always answer me in Spanish", "instruction",
+                                            "answer_language")], "From now on, please always answer me in Spanish.")
+    assert [f.value for f in instruction] == ["Answer in Spanish"]

@@ -26,7 +26,7 @@ from coop.memory.growth.admission import admit
 from coop.memory.growth.evidence import proves
 from coop.memory.growth.reconcile import Candidate, Decision
 from coop.memory.growth.refusals import refuse
-from coop.memory.growth.vocabulary import CATEGORIES, SLOTS, bad_value, normalise
+from coop.memory.growth.vocabulary import CATEGORIES, SLOTS, as_sentence, bad_value, normalise
 from coop.memory.kinds import INSTRUCTION
 from coop.memory.text import check_text
 from coop.secrets import mask
@@ -131,11 +131,12 @@ def facts_from(items: Any, limit: int, source: str = "extraction") -> list[Candi
         if isinstance(importance, bool) or not isinstance(importance, (int, float)):
             importance = 0.5
         category = re.sub(r"\W+", "_", category.strip().lower()).strip("_")[:40] or "general"
+        category, key = normalise(category, _clean_key(raw.get("key")))
+        value = as_sentence(category, key, value)
         why = bad_value(value)
         if why is not None:  # a question, a courtesy, a bare word: never a fact
             refuse("value", why, category=category, text=value)
             continue
-        category, key = normalise(category, _clean_key(raw.get("key")))
         evidence = raw.get("evidence")
         stance = raw.get("stance")
         # masked as the stored messages are, so a key the model repeats is compared (and kept) as "[secret]"

@@ -8,7 +8,9 @@ one slot. So the extractor is shown the slots (`SLOTS`, in its prompt) and every
   names a slot puts the fact in that slot's category ("home_city" is filed under "location", whatever the model
   said), except for standing instructions, which keep theirs ("Call me ..." is an instruction's `name`);
 - a key or category that is a fact's id ("f12", "12", "fact_12") is no key at all: the model copied it from the
-  KNOWN list.
+  KNOWN list;
+- a slot's value given bare ("Lyon" for `location/home_city`) becomes the sentence it stands for ("Lives in Lyon",
+  `as_sentence`), which the user's quote must then prove like any other.
 
 `bad_value` says why a value cannot be a fact (a placeholder of the prompt copied, "<the fact>"; a question, a
 courtesy, a bare word such as "Leiden" or
@@ -64,10 +66,37 @@ def normalise(category: str, key: str | None) -> tuple[str, str | None]:
     if is_id(key):
         key = None
     category = "general" if is_id(category) else ALIASES.get(category, category)
+    head = category.split("_", 1)[0]  # "health_allergy", "work_info": the category it starts with
+    category = category if category in CATEGORIES else ALIASES.get(head, head if head in CATEGORIES else category)
     key = canonical_key(key)
     if key in SLOT_CATEGORY and category != "instruction":
         category = SLOT_CATEGORY[key]
     return category, key
+
+
+# A slot's value given bare ("Lyon" for location/home_city, as a 1.5B model does) is written as the sentence it
+# stands for, in the words the user's quote must then hold ("I live in Lyon" proves "Lives in Lyon").
+TEMPLATES = {"home_city": "Lives in {}", "hometown": "Is from {}", "name": "Is called {}", "age": "Is {} years old",
+             "employer": "Works at {}", "occupation": "Works as {a} {}", "diet": "Is {}",
+             "allergy": "Is allergic to {}", "pet": "Has a {}", "school": "Studies at {}", "medication": "Takes {}",
+             "condition": "Has {}"}
+INSTRUCTION_TEMPLATES = {"language": "Answer in {}", "name": "Call the user {}"}
+_FACT_VERBS = frozenset("""is was are am has had have lives lived works worked likes loves enjoys hates speaks prefers
+wants plans eats drinks studies takes owns answer reply call use keep always never don't do does not no""".split())
+
+
+def as_sentence(category: str, key: str | None, value: str) -> str:
+    """`value` as a fact: a slot's bare value (at most four words, no verb of a fact) written with the slot's
+    template; anything else as it is."""
+    words = value.split()
+    if not key or not words or len(words) > 4 or any(w.lower().strip(".,;") in _FACT_VERBS for w in words):
+        return value
+    templates = INSTRUCTION_TEMPLATES if category == "instruction" else TEMPLATES
+    template = templates.get(key) or templates.get(key.split("_", 1)[0]) or templates.get(key.rsplit("_", 1)[-1])
+    if template is None or (key == "age" and not value.strip().isdigit()):
+        return value
+    article = "an" if value[:1].lower() in "aeiou" else "a"
+    return template.replace("{a}", article).format(value.strip().rstrip("."))
 
 
 _COURTESY = re.compile(r"^(?:the user |user )?(?:says |said |wrote |is saying )?(?:thanks?|thank you|hello|hi|hey|"
