@@ -47,3 +47,17 @@ def test_a_probe_slower_than_the_timeout_is_a_warning_that_names_the_setting(ope
     assert found["JSON probe"]["severity"] == "warning" and "model.fast_timeout_seconds" in found["JSON probe"]["hint"]
     assert found["tool probe"]["severity"] == "warning" and "model.timeout_seconds" in found["tool probe"]["hint"]
     assert json.loads(result.stdout)["errors"] == 0
+
+
+def test_a_server_too_busy_to_list_its_models_is_a_warning_not_an_error(run_cli):
+    """llama-cpp-python answers one request at a time: while it generates, the model list waits."""
+    import socket
+
+    with socket.socket() as listener:  # accepts connections (the kernel's backlog) and never answers
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(4)
+        port = listener.getsockname()[1]
+        result = run_cli("check", "--json", env={"COOP_MODEL_NAME": "openai/local",
+                                                 "COOP_MODEL_API_BASE": f"http://127.0.0.1:{port}/v1"})
+    server = checks(result)["server"]
+    assert server["severity"] == "warning" and "did not list its models within 2 s" in server["message"]

@@ -112,6 +112,9 @@ def check_server(model: str, api_base: str, api_key: str | None) -> Check:
             continue  # another path may list the models
         except (urllib.error.URLError, OSError, ValueError) as exc:
             detail = getattr(exc, "reason", exc)
+            if isinstance(detail, TimeoutError):  # listening, but busy: llama-cpp-python answers one request at a time
+                return warning("server", f"{api_base} did not list its models within {SERVER_TIMEOUT_SECONDS:g} s",
+                               "a local server busy with a request answers nothing else; run `coop check` again")
             return failure("server", f"nothing answers at {api_base} ({mask(str(detail))})",
                            "start the server (ollama serve, LM Studio's local server, llama-server) or correct "
                            "model.api_base")
