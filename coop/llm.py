@@ -15,7 +15,6 @@ is registered with `coop.secrets`, and every error text is masked.
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import re
@@ -29,6 +28,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from coop import credentials, reply_limit, secrets
 from coop.errors import ErrorKind, ModelError
 from coop.llm_json import refuses_mode
+from coop.llm_ollama import OLLAMA_PROVIDERS, ollama_context
 
 if TYPE_CHECKING:
     from coop.config import Config
@@ -212,38 +212,6 @@ class ChatModel(Protocol):
         ...
 
 
-OLLAMA_PROVIDERS = ("ollama", "ollama_chat")
-REPLY_ROOM_TOKENS = 1024
-MIN_CONTEXT_TOKENS = 2048
-
-
-def _tokens(value: Any) -> int:
-    """A rough count (3 characters a token: generous, so the window is never too small)."""
-    return len(json.dumps(value, ensure_ascii=False)) // 3 + 1
-
-
-def ollama_context(kwargs: dict[str, Any], limit: int, model: str) -> dict[str, Any]:
-    """Ollama cuts a prompt longer than its context window silently (4,096 tokens or less by default), so every
-    request says how large a window it needs: the prompt's estimated size plus room for the reply, in steps of
-    1,024, at most `limit` (model.num_ctx). A prompt that would not fit even `limit` loses its oldest
-    conversation messages (never the system prompt or the last message), and the log says so."""
-    messages = list(kwargs.get("messages") or [])
-    extra = _tokens(kwargs.get("tools")) if kwargs.get("tools") else 0
-    dropped = 0
-    while _tokens(messages) + extra + REPLY_ROOM_TOKENS > limit:
-        droppable = [i for i, m in enumerate(messages[:-1]) if m.get("role") != "system"]
-        if not droppable:
-            break
-        del messages[droppable[0]]
-        dropped += 1
-    need = _tokens(messages) + extra + REPLY_ROOM_TOKENS
-    if dropped or need > limit:
-        log.warning("%s: the prompt (about %d tokens) does not fit model.num_ctx = %d; %d oldest message(s) left "
-                    "out%s", model, need, limit, dropped, "" if need <= limit else "; the server may cut the rest")
-    window = min(limit, max(MIN_CONTEXT_TOKENS, -(-need // 1024) * 1024))
-    return {**kwargs, "messages": messages, "num_ctx": window}
-
-
 def stopped_short(finish: str | None) -> str | None:
     """Why a reply that ended with `finish` is not whole, or None when it is: a stream that ends without a finish
     reason was cut off (a server restarted, a proxy timed out); "length" is the model's output limit."""
@@ -335,11 +303,26 @@ class LiteLLMModel:
         # litellm closes a stream the server cut off with a made-up "stop"; what the server really said is kept
         # on the stream object, and None there means the reply never finished.
         finish = limited.finish(getattr(response, "received_finish_reason", finish) if finish == "stop" else finish)
+        if not produced and tools:  # llama-cpp-python streams nothing for a request with tools; whole, it answers
+            log.info("%s streamed an empty reply to a request with tools; asked again without streaming", self.name)
+            yield from self._whole(messages, tools)
+            return
         if not produced:
             raise ModelError(f"{settings.model} returned an empty reply", hint="retry, or try another model",
                              kind=ErrorKind.EMPTY)
         yield Delta(tool_calls=[c for _, c in sorted(calls.items()) if c.name and not limited.truncated],
                     finish_reason=finish)
+
+    def _whole(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]]) -> Iterator[Delta]:
+        """One reply asked for whole (not streamed), as the deltas `stream` yields."""
+        message = self._call(messages=messages, tools=tools).choices[0].message
+        calls = [ToolCall(c.id or "", c.function.name or "", c.function.arguments or "")
+                 for c in getattr(message, "tool_calls", None) or []]
+        if not (message.content or calls):
+            raise ModelError(f"{self.name} returned an empty reply", hint="retry, or try another model",
+                             kind=ErrorKind.EMPTY)
+        yield Delta(text=message.content or "")
+        yield Delta(tool_calls=calls, finish_reason="tool_calls" if calls else "stop")
 
     def complete(self, messages: list[dict[str, Any]], *, json_mode: bool = False,
                  response_format: dict[str, Any] | None = None, temperature: float | None = None,

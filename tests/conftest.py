@@ -228,6 +228,9 @@ class ScriptedServer:
     # Like llama-cpp-python's server: `response_format` type json_schema is answered with HTTP 500 ("Input should be
     # 'text' or 'json_object'"), before any reply is taken from the queues.
     refuses_json_schema: bool = False
+    # Like llama-cpp-python's server too: a streamed request with `tools` gets the role delta and [DONE], nothing
+    # else (the same request unstreamed gets the reply, the call written as text).
+    streams_nothing_with_tools: bool = False
 
     @property
     def api_base(self) -> str:
@@ -339,6 +342,12 @@ def openai_server():
             self.send_header("Connection", "close")
             self.end_headers()
             try:
+                if server_state.streams_nothing_with_tools and body.get("tools"):
+                    self.wfile.write(_chunk(model, {"role": "assistant"}))
+                    self.wfile.write(b"data: [DONE]\n\n")
+                    self.wfile.flush()
+                    self.close_connection = True
+                    return
                 if reply.get("malformed"):
                     self.wfile.write(b"data: {this is not json\n\n")
                 elif not reply.get("empty"):

@@ -92,9 +92,11 @@ def test_the_gate_holds_only_what_may_be_a_call():
 
 
 def test_a_turn_with_a_llama_cpp_like_server_learns_and_answers_cleanly(memory, openai_server, coop_home):
-    """The server of issue 31: json_schema refused with a 500, tools answered as text. The fact is learned (the
-    next mode asked at once, json_schema never again), the call is run, and the user sees only the answer."""
+    """The server of issue 31: json_schema refused with a 500, a streamed request with tools answered with nothing
+    (asked again whole, it writes the call as text). The fact is learned (the next mode asked at once, json_schema
+    never again), the call is run, and the user sees only the answer."""
     openai_server.refuses_json_schema = True
+    openai_server.streams_nothing_with_tools = True  # measured: role delta, [DONE]; whole, the reply
     openai_server.replies = ["<tool_call>" + json.dumps(SEARCH) + "</tool_call>", "Noted: vegetarian."]
     openai_server.background_default = json.dumps({"facts": [
         {"category": "diet", "key": "diet", "value": "Is vegetarian", "importance": 0.7,
@@ -106,6 +108,8 @@ def test_a_turn_with_a_llama_cpp_like_server_learns_and_answers_cleanly(memory, 
     session.turn("I am vegetarian", on_text=shown.append)
     session.turn("what do I eat?")
     assert "".join(shown) == "Noted: vegetarian."
+    chat = [r["body"] for r in openai_server.requests if r["body"] and "tools" in r["body"]]
+    assert [b.get("stream", False) for b in chat][:4] == [True, False, True, False]  # streamed, then whole
     assert [f.text for f in memory.list_items("fact")] == ["Is vegetarian"]
     formats = [(r["body"].get("response_format") or {}).get("type") for r in openai_server.requests
                if r["body"] and "response_format" in r["body"]]
