@@ -240,6 +240,7 @@ class LiteLLMModel:
         self.settings = settings
         self.name = settings.model
         self.sleep = sleep
+        self.whole_with_tools = False  # set when a streamed request with tools came back empty (llama-cpp-python)
 
     def _call(self, **kwargs: Any) -> Any:
         settings = self.settings
@@ -267,6 +268,9 @@ class LiteLLMModel:
     def stream(self, messages: list[dict[str, Any]], *,
                tools: list[dict[str, Any]] | None = None) -> Iterator[Delta]:
         """Stream a reply. An empty stream (no text, no tool call) is a ModelError."""
+        if tools and self.whole_with_tools:  # it streamed nothing with tools before: ask whole at once
+            yield from self._whole(messages, tools)
+            return
         kwargs: dict[str, Any] = {"messages": messages, "stream": True}
         if tools:
             kwargs["tools"] = tools
@@ -305,6 +309,7 @@ class LiteLLMModel:
         finish = limited.finish(getattr(response, "received_finish_reason", finish) if finish == "stop" else finish)
         if not produced and tools:  # llama-cpp-python streams nothing for a request with tools; whole, it answers
             log.info("%s streamed an empty reply to a request with tools; asked again without streaming", self.name)
+            self.whole_with_tools = True
             yield from self._whole(messages, tools)
             return
         if not produced:
