@@ -307,6 +307,14 @@ def openai_server():
             if self.path.endswith("/api/chat"):  # Ollama's own API (litellm's ollama_chat/ provider)
                 self._ollama(body)
                 return
+            if server_state.streams_nothing_with_tools and body.get("tools") and body.get("stream"):
+                data = _chunk(body.get("model", "x"), {"role": "assistant"}) + b"data: [DONE]\n\n"
+                self.send_response(200)
+                self.send_header("Content-Type", "text/event-stream")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+                return
             if is_chat(body):
                 reply = server_state.replies.pop(0) if server_state.replies else server_state.default_reply
             else:
@@ -342,12 +350,6 @@ def openai_server():
             self.send_header("Connection", "close")
             self.end_headers()
             try:
-                if server_state.streams_nothing_with_tools and body.get("tools"):
-                    self.wfile.write(_chunk(model, {"role": "assistant"}))
-                    self.wfile.write(b"data: [DONE]\n\n")
-                    self.wfile.flush()
-                    self.close_connection = True
-                    return
                 if reply.get("malformed"):
                     self.wfile.write(b"data: {this is not json\n\n")
                 elif not reply.get("empty"):

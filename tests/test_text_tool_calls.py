@@ -109,8 +109,8 @@ def test_a_turn_with_a_llama_cpp_like_server_learns_and_answers_cleanly(memory, 
     session.turn("what do I eat?")
     assert "".join(shown) == "Noted: vegetarian."
     chat = [r["body"] for r in openai_server.requests if r["body"] and "tools" in r["body"]]
-    streamed = [b.get("stream", False) for b in chat]
-    assert streamed[:3] == [True, False, False] and not any(streamed[1:])  # streamed once, then asked whole
+    assert [b.get("stream", False) for b in chat] == [True, False, False, False]  # streamed once, then whole
+    assert chat[2]["messages"][-1]["role"] == "tool"  # the call written as text was run
     assert [f.text for f in memory.list_items("fact")] == ["Is vegetarian"]
     formats = [(r["body"].get("response_format") or {}).get("type") for r in openai_server.requests
                if r["body"] and "response_format" in r["body"]]
