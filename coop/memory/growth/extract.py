@@ -56,8 +56,11 @@ the user.
 - Questions the user asks, greetings and thanks, what might happen, and what the user denies are not facts.
 - "value": one short sentence in the third person about the user, with the user's own key words, shaped like \
 "Lives in <city>", "Works as a <job>" or "Has a <pet> named <name>": never a question, never a single word.
-- "evidence": copy, word for word, the part of the user's words that states the fact, without a speaker name \
-and without quotation marks. Facts without such a quote are discarded.
+- One message often states several facts (where the user lives, their job, their employer, their family): list \
+each one as its own entry.
+- "evidence": copy, word for word, the shortest part of the user's words that states the fact (a few words, not \
+the whole message), without a speaker name and without quotation marks. Facts without such a quote are \
+discarded.
 - "category" and "key": use the slot from this list that fits ({slots}); otherwise the closest category of \
 ({categories}) and a short snake_case key of your own, or null. Never use a fact's id as a key.
 - KNOWN facts are already in memory: never list one again. When the user changes one, give the new value \
