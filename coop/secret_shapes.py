@@ -178,13 +178,45 @@ def _kinds(token: str) -> int:
 
 
 def keyword_spans(text: str, lowered: str) -> Iterator[tuple[int, int]]:
-    """Random tokens just after a key word; passwords after "password is" or "password:"."""
-    if not any(word in lowered for word in KEY_WORDS):
-        return
-    for match in _NEAR_KEY_WORD.finditer(text):
-        if looks_random(match.group("secret")):
-            yield match.span("secret")
-    for match in _PASSWORD.finditer(text):
-        value = match.group("secret").rstrip(".,;:!?)")
-        if _kinds(value) >= 3 and value != "[secret]":
-            yield match.start("secret"), match.start("secret") + len(value)
+    """Random tokens just after a key word; passwords after "password is" or "password:". A long text is scanned
+    only around its key words (each one's line and the next: a password may follow "password:" on a new line),
+    found with `str.find`: the patterns tried at every place of 2 MB took 200 ms, this 1 ms."""
+    for start, end in _key_word_windows(lowered):
+        window = text[start:end]
+        for match in _NEAR_KEY_WORD.finditer(window):
+            if looks_random(match.group("secret")):
+                yield start + match.start("secret"), start + match.end("secret")
+        for match in _PASSWORD.finditer(window):
+            value = match.group("secret").rstrip(".,;:!?)")
+            if _kinds(value) >= 3 and value != "[secret]":
+                yield start + match.start("secret"), start + match.start("secret") + len(value)
+
+
+_WHOLE_BELOW = 4096  # a text this short is scanned whole
+
+
+def _key_word_windows(lowered: str) -> list[tuple[int, int]]:
+    """The stretches of a text that hold a key word: (start, end) of its line and the next, merged."""
+    found = [at for word in KEY_WORDS for at in _finds(lowered, word)]
+    if not found:
+        return []
+    if len(lowered) < _WHOLE_BELOW:
+        return [(0, len(lowered))]
+    windows: list[tuple[int, int]] = []
+    for at in sorted(found):
+        start = lowered.rfind("\n", 0, at) + 1
+        end = lowered.find("\n", at)
+        end = len(lowered) if end < 0 else lowered.find("\n", end + 1)
+        end = len(lowered) if end < 0 else end
+        if windows and start <= windows[-1][1]:
+            windows[-1] = (windows[-1][0], max(end, windows[-1][1]))
+        else:
+            windows.append((start, end))
+    return windows
+
+
+def _finds(lowered: str, word: str) -> Iterator[int]:
+    at = lowered.find(word)
+    while at >= 0:
+        yield at
+        at = lowered.find(word, at + len(word))
