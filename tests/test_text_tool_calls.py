@@ -30,6 +30,8 @@ def make_session(memory, server):
     "<tools>" + json.dumps(SEARCH) + "</tools>",
     "Let me look that up.\n```json\n" + json.dumps(SEARCH) + "\n```",
     json.dumps({"name": "memory_search", "parameters": {"query": "Porto"}}),
+    # Qwen2.5-Coder-1.5B on llama-cpp-python: arguments as a string, the closing brace left off
+    '{"name": "memory_search", "arguments": "{\\"query\\": \\"Porto\\", \\"limit\\": 1}}"',
 ])
 def test_a_tool_call_written_as_text_is_run_and_never_shown(memory, openai_server, coop_home, written):
     memory.add_fact("Lives in Porto", category="location", key="home_city")
@@ -125,3 +127,11 @@ def test_a_reply_opening_with_a_markdown_link_streams_at_once():
     for piece in ("[the", " docs](https://example.org)", " say so"):
         gate.feed(piece)
     assert "".join(shown) == "[the docs](https://example.org) say so" and gate.held == ""
+
+
+def test_a_call_of_a_known_tool_that_cannot_be_read_is_named_not_shown(memory, openai_server):
+    openai_server.replies = ['{"name": "memory_search", "arguments": {"query": "Porto" "limit": 1}}']
+    shown: list[str] = []
+    result = make_session(memory, openai_server).turn("where do I live?", on_text=shown.append)
+    assert "".join(shown).startswith("(the model asked for memory_search in a form coop could not read")
+    assert '"arguments"' not in result.reply and result.tool_calls == []

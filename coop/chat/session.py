@@ -250,8 +250,8 @@ class ChatSession:
                 if tools and not native:  # a model without native tool calling writes the call in its text
                     text, calls = textcalls.parse_calls("".join(parts), TOOL_NAMES)
                     parts = [text] if calls else parts
-                if native or not calls:
-                    gate.release()
+                if (native or not calls) and gate.release(TOOL_NAMES):  # an unreadable call: kept as its note
+                    parts = [gate.emitted]
                 if calls:
                     self.tool_support.set(self.model_name, "native" if native else "text")
                 if not calls:

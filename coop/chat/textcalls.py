@@ -45,8 +45,11 @@ def _calls_in(payload: Any, names: Collection[str]) -> list[ToolCall]:
         arguments = item.get("arguments", item.get("parameters", {}))
         if not isinstance(name, str) or name not in names:
             continue
-        if isinstance(arguments, str):
-            text = arguments
+        if isinstance(arguments, str):  # JSON in a string, with what a small model adds after it cut off
+            try:
+                text = json.dumps(json.JSONDecoder().raw_decode(arguments.strip())[0], ensure_ascii=False)
+            except json.JSONDecodeError:
+                text = arguments
         else:
             text = json.dumps(arguments if arguments is not None else {}, ensure_ascii=False)
         calls.append(ToolCall(f"call_{uuid.uuid4().hex[:12]}", name, text))
@@ -54,12 +57,24 @@ def _calls_in(payload: Any, names: Collection[str]) -> list[ToolCall]:
 
 
 def _json(text: str) -> Any:
+    """The JSON in `text`, also when a small model left its closing braces off (Qwen2.5-Coder-1.5B did)."""
     from coop.jsonreply import ModelReplyError, parse_json_reply
 
-    try:
-        return parse_json_reply(text)
-    except ModelReplyError:
-        return None
+    for closing in ("", "}", "}}", "]}", "}]"):
+        try:
+            return parse_json_reply(text.strip() + closing)
+        except ModelReplyError:
+            continue
+    return None
+
+
+_NAMED = re.compile(r'"name"\s*:\s*"([\w.-]+)"')
+
+
+def unreadable_call(text: str, names: Collection[str]) -> str | None:
+    """The tool a reply asks for in a form that could not be read (a call of a known tool, but not valid JSON)."""
+    found = _NAMED.search(text)
+    return found.group(1) if found and found.group(1) in names else None
 
 
 def parse_calls(text: str, names: Collection[str]) -> tuple[str, list[ToolCall]]:
@@ -91,6 +106,7 @@ class TextGate:
         self.emit = emit
         self.held = ""
         self.shown = 0
+        self.emitted = ""
         self.holding_all = False
 
     def feed(self, text: str) -> None:
@@ -118,14 +134,19 @@ class TextGate:
     def _show(self, text: str) -> None:
         if text:
             self.shown += len(text)
+            self.emitted += text
             self.emit(text)
 
-    def release(self) -> None:
+    def release(self, names: Collection[str] = ()) -> bool:
         """The reply was no call of a known tool: what was held is shown, less any tagged call of a tool coop
-        does not have (never shown raw)."""
+        does not have (never shown raw); a call of a known tool that could not be read is named, not shown."""
         self.holding_all = False
         text, self.held = _TAGGED.sub("", self.held), ""
+        tool = unreadable_call(text, names) if text.lstrip().startswith(_OPENINGS) else None
+        if tool is not None:
+            text = f"(the model asked for {tool} in a form coop could not read; ask again, or use --no-tools)"
         self._show(text if self.shown else text.lstrip())
+        return tool is not None  # the reply is then what was shown (`emitted`), not the raw call
 
 
 def tool_support(path: Any) -> ModeMemory:
