@@ -135,3 +135,12 @@ def test_a_call_of_a_known_tool_that_cannot_be_read_is_named_not_shown(memory, o
     result = make_session(memory, openai_server).turn("where do I live?", on_text=shown.append)
     assert "".join(shown).startswith("(the model asked for memory_search in a form coop could not read")
     assert '"arguments"' not in result.reply and result.tool_calls == []
+
+
+def test_a_tool_result_echoed_back_as_the_answer_is_not_shown(memory, openai_server):
+    """Qwen2.5-Coder-1.5B's second reply in the recipe run: the tool's result in <tool_response> tags."""
+    openai_server.replies = ['<tool_response>\n{"error": "refused"}\n</tool_response>']
+    shown: list[str] = []
+    result = make_session(memory, openai_server).turn("hello", on_text=shown.append)
+    assert "".join(shown) == result.reply == "(the model answered with a tool's output only; ask again, or use " \
+                                             "--no-tools)"

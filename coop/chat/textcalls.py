@@ -2,7 +2,8 @@
 
 A local server without native tool calling (llama-cpp-python's, many Ollama and LM Studio models) renders the
 tool specs into the prompt, and the model answers with the call as text: Hermes/Qwen `<tool_call>{"name": ...,
-"arguments": {...}}</tool_call>`, `<tools>...</tools>`, a JSON code fence, or the bare JSON object. Printed as
+"arguments": {...}}</tool_call>`, `<tools>...</tools>`, a JSON code fence, or the bare JSON object (and a
+`<tool_response>` block, a tool's result echoed back, is never shown either). Printed as
 it came, the user would see the raw call as the answer; so:
 - `parse_calls` finds such calls of the tools coop offered (any other JSON in a reply stays text) and returns the
   reply's text without them, and the calls, which the turn runs like native ones;
@@ -25,9 +26,10 @@ from coop.llm_json import ModeMemory
 
 TOOLS_FILE = "model-tools.json"
 SUPPORT = ("native", "text", "none")
-_TAGGED = re.compile(r"<(tool_call|tools|function_call|functioncall)>\s*(.*?)\s*(?:</\1>|$)", re.DOTALL | re.IGNORECASE)
+_TAGGED = re.compile(r"<(tool_call|tools|function_call|functioncall|tool_response)>\s*(.*?)\s*(?:</\1>|$)",
+                     re.DOTALL | re.IGNORECASE)
 _FENCED = re.compile(r"```(?:json|tool_call|tool)?\s*(\{.*?\})\s*```", re.DOTALL)
-_MARKERS = ("<tool_call>", "<tools>", "<function_call>", "<functioncall>")
+_MARKERS = ("<tool_call>", "<tools>", "<function_call>", "<functioncall>", "<tool_response>")
 _HOLD_FROM = _MARKERS + ("```json", "```tool", "```\n{")  # from here on, the rest of a reply may be a call
 _OPENINGS = ("```json", "```tool", "```\n{", "{", "[{", "[\n") + _MARKERS  # a reply that opens so may be a call
 
@@ -141,12 +143,15 @@ class TextGate:
         """The reply was no call of a known tool: what was held is shown, less any tagged call of a tool coop
         does not have (never shown raw); a call of a known tool that could not be read is named, not shown."""
         self.holding_all = False
-        text, self.held = _TAGGED.sub("", self.held), ""
+        held, self.held = self.held, ""
+        text = _TAGGED.sub("", held)
         tool = unreadable_call(text, names) if text.lstrip().startswith(_OPENINGS) else None
         if tool is not None:
             text = f"(the model asked for {tool} in a form coop could not read; ask again, or use --no-tools)"
+        elif held and not text.strip() and not self.shown:  # a small model echoing a tool's result as its answer
+            text, tool = "(the model answered with a tool's output only; ask again, or use --no-tools)", "echo"
         self._show(text if self.shown else text.lstrip())
-        return tool is not None  # the reply is then what was shown (`emitted`), not the raw call
+        return tool is not None  # the reply is then what was shown (`emitted`), not the raw text
 
 
 def tool_support(path: Any) -> ModeMemory:
