@@ -111,8 +111,9 @@ OFF_TOPIC_FOURTH = [
     "How do I calculate the area of a circle?", "What instruments play in a string quartet?",
     "Any tips for taking better photos with a phone?",
 ]
-OFF_TOPIC_LISTS = {1: OFF_TOPIC, 2: OFF_TOPIC_SECOND, 3: OFF_TOPIC_THIRD, 4: OFF_TOPIC_FOURTH}
-_LIST_NAMES = {1: "", 2: "second_", 3: "third_", 4: "fourth_"}
+# Each list by the prefix of its figures' keys (the first list's keys have none) and its label in the table.
+OFF_TOPIC_LISTS = {"": OFF_TOPIC, "second_": OFF_TOPIC_SECOND, "third_": OFF_TOPIC_THIRD, "fourth_": OFF_TOPIC_FOURTH}
+_LIST_NAMES = {"": "first", "second_": "second", "third_": "third", "fourth_": "fourth"}
 _FIRST_SENTENCE = re.compile(r"^(.+?[.!?])(\s|$)")
 
 
@@ -185,7 +186,7 @@ def evaluate(conversations: list[Conversation], embedder, *, summaries: bool, ba
                              "salience": sum(r.reason == "salience" for r in recalled),
                              "relevance": sum(r.reason == "relevance" for r in recalled),
                              "memory_tokens": prompt.tokens["memory"]})
-            for text, which in [(t, number) for number, texts in OFF_TOPIC_LISTS.items() for t in texts]:
+            for text, which in [(t, name) for name, texts in OFF_TOPIC_LISTS.items() for t in texts]:
                 prompt = ChatSession(memory, config, embedder=lambda: embedder).prepare(text)
                 off_topic.append({"conversation": conv.sample_id, "question": text, "list": which,
                                   "relevance": sum(r.reason == "relevance" for r in prompt.recalled),
@@ -216,8 +217,8 @@ def report(figures: dict, embedder_id: str, data: Path, summaries: bool) -> dict
         "salience_share": round(sum(r["salience"] for r in rows) / items, 3) if items else 0.0,
         "memory_tokens_median": statistics.median(r["memory_tokens"] for r in rows) if rows else 0,
     }
-    for number, name in _LIST_NAMES.items():
-        asked = [o for o in every if o["list"] == number]
+    for name in OFF_TOPIC_LISTS:
+        asked = [o for o in every if o["list"] == name]
         result[f"off_topic_{name}questions"] = len(asked)
         result[f"off_topic_{name}relevance_items"] = round(sum(o["relevance"] for o in asked) / len(asked), 3) \
             if asked else 0.0
@@ -239,14 +240,9 @@ def print_table(result: dict) -> None:
     print(f"  prompt / search          {result['prompt_over_search']:.3f}   (target >= 0.9)")
     print(f"  items per prompt         {result['items_per_prompt']:.2f}   salience share "
           f"{result['salience_share']:.3f}   memory tokens (median) {result['memory_tokens_median']}")
-    print(f"  off-topic relevance items {result['off_topic_relevance_items']:.3f}   (target <= 0.3; "
-          f"{result['off_topic_with_any']} of {result['off_topic_questions']} prompts got any)")
-    print(f"  second off-topic list    {result['off_topic_second_relevance_items']:.3f}   (target <= 0.3; "
-          f"{result['off_topic_second_with_any']} of {result['off_topic_second_questions']} prompts got any)")
-    print(f"  third off-topic list     {result['off_topic_third_relevance_items']:.3f}   (target <= 0.3; "
-          f"{result['off_topic_third_with_any']} of {result['off_topic_third_questions']} prompts got any)")
-    print(f"  fourth off-topic list    {result['off_topic_fourth_relevance_items']:.3f}   (target <= 0.3; "
-          f"{result['off_topic_fourth_with_any']} of {result['off_topic_fourth_questions']} prompts got any)")
+    for name, label in _LIST_NAMES.items():
+        print(f"  {label + ' off-topic list':<24} {result[f'off_topic_{name}relevance_items']:.3f}   (target <= 0.3; "
+              f"{result[f'off_topic_{name}with_any']} of {result[f'off_topic_{name}questions']} prompts got any)")
     print(f"  prepare median {result['prepare_ms_median']:.1f} ms; {result['machine']}")
 
 

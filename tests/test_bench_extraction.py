@@ -10,7 +10,6 @@ is not the gold change). The matcher and the profile's first-person sentences ar
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import subprocess
@@ -18,6 +17,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from _bench import load_bench
 
 REPO = Path(__file__).resolve().parent.parent
 BENCH = REPO / "bench" / "extraction.py"
@@ -44,14 +44,7 @@ GOLD = {"conversations": [{"id": "t01", "turns": [
 
 
 def _bench():
-    if "bench_extraction" in sys.modules:
-        return sys.modules["bench_extraction"]
-    spec = importlib.util.spec_from_file_location("bench_extraction", BENCH)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["bench_extraction"] = module  # its dataclasses look their module up while it loads
-    spec.loader.exec_module(module)
-    return module
+    return load_bench("extraction")
 
 
 @pytest.mark.slow

@@ -9,7 +9,6 @@ extra-fact generator for its count, variety, seed and the names and keys it must
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import subprocess
@@ -18,6 +17,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
+from _bench import load_bench
 
 REPO = Path(__file__).resolve().parent.parent
 BENCH = REPO / "bench" / "profile.py"
@@ -64,14 +64,7 @@ DATA = {
 
 
 def _bench():
-    if "bench_profile" in sys.modules:
-        return sys.modules["bench_profile"]
-    spec = importlib.util.spec_from_file_location("bench_profile", BENCH)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["bench_profile"] = module  # its dataclasses look their module up while it loads
-    spec.loader.exec_module(module)
-    return module
+    return load_bench("profile")
 
 
 def _data(tmp_path: Path) -> Path:

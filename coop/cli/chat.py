@@ -67,12 +67,15 @@ class EmbedderLoader:
 
 
 def warm_model_client(model: str) -> None:
-    """Import litellm (two seconds of Python) and the code of its first request, off the main thread, so the
-    first turn does not pay for them."""
+    """Import litellm (two seconds of Python), the code of its first request and the secret patterns (0.2 s of
+    detect-secrets' imports, which a process's first mask pays), off the main thread, so the first turn does not
+    pay for them."""
     import rich.markdown  # noqa: F401 (the first reply's rendering)
 
     from coop import llm
+    from coop.secret_shapes import detector_shapes
 
+    detector_shapes()
     llm.warm_up(model)
 
 

@@ -65,7 +65,7 @@ def _words(text: str) -> list[str]:
 def content_words(text: str) -> frozenset[str]:
     """The words that carry a text's meaning: no function words, light stemming, number words as digits.
     Names and numbers survive, which is what makes two similar-sounding facts different."""
-    return frozenset(_stem(w) for w in _words(normalise_text(text)) if w not in STOP_WORDS)
+    return frozenset(content_sequence(text))
 
 
 def content_sequence(text: str) -> list[str]:

@@ -36,6 +36,7 @@ import time
 from collections.abc import Iterable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
+from functools import cache
 from itertools import pairwise
 from typing import TYPE_CHECKING
 
@@ -84,14 +85,10 @@ class Recollection:
     salience_ms: float = 0.0
 
 
-_BACKGROUND: list[ThreadPoolExecutor] = []
-
-
+@cache
 def _background() -> ThreadPoolExecutor:
     """One thread for the turns' query embeddings (made once, on first use)."""
-    if not _BACKGROUND:
-        _BACKGROUND.append(ThreadPoolExecutor(max_workers=1, thread_name_prefix="coop-query-embedding"))
-    return _BACKGROUND[0]
+    return ThreadPoolExecutor(max_workers=1, thread_name_prefix="coop-query-embedding")
 
 
 class QueryOnce:
