@@ -32,7 +32,7 @@ def load_embedder(kind: str = "fastembed", model_path: str | None = None, dims: 
 
     `model_path` overrides the resolution (like `memory.embedder.model_path`); without it coop's own search order
     applies: `COOP_MEMORY_EMBEDDER_MODEL_PATH`, then the provisioned directory. A missing model is a clear error."""
-    from coop.config import EmbedderConfig
+    from coop.config.loading import EmbedderConfig
     from coop.memory.growth.embedders import load_embedder as coop_load_embedder
     from coop.memory.growth.embedders import resolve_model_path
 

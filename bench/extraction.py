@@ -9,7 +9,7 @@
 Each conversation is one user of a fresh database. For each user turn, as `coop chat` does after a reply: the user
 message and the assistant's line are stored (`UserMemory.add_message`), the embedding job runs, the extraction
 is recorded (`record_job`) and `MemoryJobs.extraction` runs it with the fast model from the config
-(`coop.llm.fast_complete`): the extractor's prompt, the evidence and mood checks, dedup, reconciliation by the
+(`coop.model.llm.fast_complete`): the extractor's prompt, the evidence and mood checks, dedup, reconciliation by the
 model under coop's rules, the writes. The bench only watches: the model's replies (a wrapper around the fast
 model's `complete` that times and keeps them), the refusals coop counts by reason (`growth.refusals.counts()`,
 a snapshot before and after each exchange, and the texts it logs at DEBUG), and each fact's history
@@ -477,7 +477,7 @@ class Recorder:
         self.calls: list[Call] = []
 
     def __call__(self, messages: list[dict[str, Any]], schema: Any = None) -> str:
-        from coop.jsonreply import ModelReplyError, parse_json_reply, usable
+        from coop.model.jsonreply import ModelReplyError, parse_json_reply, usable
 
         name = schema["name"] if schema else "plain"
         started = time.perf_counter()
@@ -846,9 +846,9 @@ def main(argv: list[str] | None = None) -> int:
 
     with tempfile.TemporaryDirectory() as tmp:
         os.environ["COOP_HOME"] = tmp  # the JSON mode coop remembers, and no user config, stay in here
-        from coop.config import apply_overrides, load_config
-        from coop.llm import fast_complete
+        from coop.config.loading import apply_overrides, load_config
         from coop.memory.storage.database import open_database
+        from coop.model.llm import fast_complete
 
         script = server = None
         api_base, model = args.api_base, args.model

@@ -84,7 +84,7 @@ class Texts:
 
 
 def model_dir_of(model_path: str | None) -> str:
-    from coop.config import EmbedderConfig
+    from coop.config.loading import EmbedderConfig
     from coop.memory.growth.embedders import resolve_model_path
 
     path = resolve_model_path(EmbedderConfig(model_path=model_path or
@@ -222,7 +222,7 @@ def measure(path: str, queries: int, model_path: str | None, seed: int) -> dict:
     import dataclasses
 
     from coop.chat.session import ChatSession
-    from coop.config import Config
+    from coop.config.loading import Config
     from coop.memory.retrieval.search import search
     from coop.memory.retrieval.settings import RetrievalSettings
     from coop.memory.storage.database import open_database
@@ -371,7 +371,7 @@ def main(argv: list[str] | None = None) -> int:
         raise BenchError(f"--sizes must be numbers separated by commas, not {args.sizes!r}") from None
     embedder = load_embedder("fastembed", args.model_path)
     model_dir = model_dir_of(args.model_path)
-    from coop.config import EmbedderConfig
+    from coop.config.loading import EmbedderConfig
 
     batch_size = EmbedderConfig().batch_size
     keep = Path(args.keep).resolve() if args.keep else None

@@ -130,7 +130,7 @@ def load(path: Path) -> list[Conversation]:
 
 def ingest(store, conv: Conversation, embedder, batch_size: int) -> tuple[object, dict[int, str]]:
     """Store one conversation as one user's memory, through coop's own writes; returns the user and id -> dia_id."""
-    from coop.config import ImportanceConfig
+    from coop.config.loading import ImportanceConfig
     from coop.memory.growth.embedding import embed_pending
     from coop.memory.growth.importance import message_importance
 
@@ -157,7 +157,7 @@ def ingest(store, conv: Conversation, embedder, batch_size: int) -> tuple[object
 def evaluate(conversations: list[Conversation], embedder, *, batch_size: int = 32, db_path: str | None = None,
              settings: dict | None = None) -> dict:
     """Ingest every conversation, search every question; returns the figures (see `report`)."""
-    from coop.config import MemoryConfig
+    from coop.config.loading import MemoryConfig
     from coop.memory.retrieval.search import search
     from coop.memory.retrieval.settings import RetrievalSettings
     from coop.memory.storage.database import open_database
@@ -241,7 +241,7 @@ def _overrides(pairs: list[str]) -> dict:
     """`--set key=value` pairs, checked against `[memory]`'s retrieval keys with coop's own validation."""
     import dataclasses
 
-    from coop.config import MemoryConfig, validate_value
+    from coop.config.loading import MemoryConfig, validate_value
     from coop.errors import ConfigError
 
     fields = {f.name: f for f in dataclasses.fields(MemoryConfig)}

@@ -202,7 +202,7 @@ def write_facts(memory: Any, persona: Persona, extras: list[ExtraFact], embedder
 
 def build_messages(path: Path, n: int, embedder: Any) -> float:
     """A database holding `n` past messages of USER (see the module docstring); returns the seconds it took."""
-    from coop.config import ImportanceConfig
+    from coop.config.loading import ImportanceConfig
     from coop.memory.growth.embedding import embed_pending
     from coop.memory.growth.importance import message_importance
     from coop.memory.storage.database import open_database
@@ -385,7 +385,7 @@ def run(personas: list[Persona], no_memory: list[str], embedder: Any, query_embe
     """Every person in a database of their own (a copy of the past messages' database when there is one),
     their facts written, their questions and the no-memory questions asked. `embedder` writes (it may be the
     cached one); `query_embedder` is the one the chat turns use."""
-    from coop.config import Config
+    from coop.config.loading import Config
     from coop.memory.storage.database import open_database
     from coop.memory.storage.store import MemoryStore
 

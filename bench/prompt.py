@@ -149,7 +149,7 @@ def add_summaries(memory, conv: Conversation, ids: dict[int, str]) -> int:
 
 def evaluate(conversations: list[Conversation], embedder, *, summaries: bool, batch_size: int = 32) -> dict:
     from coop.chat.session import ChatSession
-    from coop.config import Config
+    from coop.config.loading import Config
     from coop.memory.growth.embedding import embed_pending
     from coop.memory.retrieval.search import search
     from coop.memory.storage.database import open_database

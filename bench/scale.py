@@ -91,7 +91,7 @@ class CachedEmbedder:
 
 def add_distractors(memory, conv, sessions: list, embedder) -> int:
     """Store the distractor sessions in this user's memory, dated across the conversation's span; embed them."""
-    from coop.config import ImportanceConfig
+    from coop.config.loading import ImportanceConfig
     from coop.memory.growth.embedding import embed_pending
     from coop.memory.growth.importance import message_importance
 
@@ -123,7 +123,7 @@ def run(conversations: list, embedder, n: int, pool: list, *, keep: Path | None 
     `keep`: the databases are kept there as `scale-<tag>-<n>-<conversation>.db` and reused by the next run with
     the same `n` and `tag` (which names the data file and the conversations taken, so a kept database is never
     reused with other distractors); searching kept ones takes a minute or two, building them many."""
-    from coop.config import MemoryConfig
+    from coop.config.loading import MemoryConfig
     from coop.memory.retrieval import search as search_module
     from coop.memory.retrieval.settings import RetrievalSettings
     from coop.memory.storage import vectors

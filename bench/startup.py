@@ -57,7 +57,7 @@ def clean_env(home: Path, model_dir: str | None) -> dict[str, str]:
 def fill_memory(home: Path, embedder, messages: int) -> str:
     """A memory of `messages` short messages over sessions of 40 (and one on each query's topic), embedded with
     the real model; returns the user id."""
-    from coop.config import load_config, resolve_db_path
+    from coop.config.loading import load_config, resolve_db_path
     from coop.memory.growth.embedding import embed_pending
     from coop.memory.storage.database import open_database
     from coop.memory.storage.store import MemoryStore
@@ -100,7 +100,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", action="store_true", help="print the figures as JSON on stdout")
     args = parser.parse_args(argv)
     embedder = load_embedder("fastembed", args.model_path)
-    from coop.config import EmbedderConfig
+    from coop.config.loading import EmbedderConfig
     from coop.memory.growth.embedders import resolve_model_path
 
     model_dir = resolve_model_path(EmbedderConfig(model_path=args.model_path or

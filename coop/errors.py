@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from enum import Enum, IntEnum
 
-from coop.secrets import mask
+from coop.privacy.secrets import mask
 
 
 class ExitCode(IntEnum):
@@ -23,7 +23,7 @@ class ExitCode(IntEnum):
 
 
 class CoopError(Exception):
-    """Base error: `message` says what went wrong, `hint` what to do about it. Both are masked (`coop.secrets`) when
+    """Base error: `message` says what went wrong, `hint` what to do about it. Both are masked (`privacy.secrets`) when
     the error is made, so no API key in a provider's reply or a config value reaches a printed or logged error."""
 
     exit_code: ExitCode = ExitCode.ERROR

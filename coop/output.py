@@ -6,7 +6,7 @@ console, which is stdout on a terminal).
 local time for people. `NO_COLOR` and `TERM=dumb` are honoured by rich itself.
 
 Nothing printed here carries an API key: error, warning, hint and info lines, stored text shown to people
-(`printable`, `cell`, `one_line`) and every string in JSON output pass through `coop.secrets.mask`.
+(`printable`, `cell`, `one_line`) and every string in JSON output pass through `coop.privacy.secrets.mask`.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 
-from coop.secrets import mask, mask_data
+from coop.privacy.secrets import mask, mask_data
 
 if TYPE_CHECKING:
     from rich.text import Text

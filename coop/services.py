@@ -14,8 +14,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from coop.config import Config
-    from coop.llm import ChatModel
+    from coop.config.loading import Config
     from coop.memory.embedder import Embedder
     from coop.memory.growth.embedders import EmbedderStatus
     from coop.memory.growth.extract import Complete
@@ -25,25 +24,26 @@ if TYPE_CHECKING:
     from coop.memory.retrieval.settings import RetrievalSettings
     from coop.memory.storage.connection import Database
     from coop.memory.storage.store import UserMemory
+    from coop.model.llm import ChatModel
 
 def load_embedder(config: "Config") -> "EmbedderStatus":
-    """The configured embedder (a remote one calls its API through `coop.llm`); never raises."""
-    from coop import llm
+    """The configured embedder (a remote one calls its API through `coop.model.llm`); never raises."""
     from coop.memory.growth.embedders import load_embedder as load
+    from coop.model import llm
 
     return load(config.memory.embedder, remote=llm.embed)
 
 
 def chat_model(config: "Config", name: str | None = None) -> "ChatModel":
     """The chat model, or a ModelError that says how to configure one."""
-    from coop import llm
+    from coop.model import llm
 
     return llm.chat_model(config, name)
 
 
 def fast_complete(config: "Config") -> "Complete | None":
     """The fast model as the `complete` callable the memory engine takes, or None without a model."""
-    from coop import llm
+    from coop.model import llm
 
     return llm.fast_complete(config)
 
@@ -70,8 +70,8 @@ class Services:
 
     def db(self) -> "Database":
         if self._db is None:
-            from coop.config import coop_home, resolve_db_path
-            from coop.files import private_dir
+            from coop.config.loading import coop_home, resolve_db_path
+            from coop.files.writing import private_dir
             from coop.memory.storage.database import open_database
 
             if resolve_db_path(self.config) == str(coop_home() / "coop.db"):

@@ -70,7 +70,7 @@ def wait_until() -> Callable[..., Any]:
 
 @functools.cache
 def _settings_with_backoff(base: type, seconds: float) -> type:
-    """`base` (coop.llm.ModelSettings) with another default backoff; everything else, retries included, as is."""
+    """`base` (coop.model.llm.ModelSettings) with another default backoff; everything else, retries included, as is."""
 
     @dataclass(frozen=True)
     class ModelSettings(base):  # type: ignore[misc, valid-type]
@@ -86,11 +86,11 @@ def retry_backoff(coop_home: Path, monkeypatch: pytest.MonkeyPatch) -> Callable[
     """Model calls retry as in production, with no backoff sleep in between (0.5 s, doubling, would otherwise be
     waited out by every test whose scripted model fails). Call the returned function to set another backoff.
 
-    In process, coop.llm.ModelSettings gets a default backoff of 0. Processes that tests start read
+    In process, coop.model.llm.ModelSettings gets a default backoff of 0. Processes that tests start read
     COOP_MODEL_BACKOFF_SECONDS, once the config has a `model.backoff_seconds` key.
     """
-    from coop import llm
-    from coop.config import iter_keys
+    from coop.config.loading import iter_keys
+    from coop.model import llm
 
     base = getattr(llm.ModelSettings, "_coop_test_base", llm.ModelSettings)
     config_key = dict(iter_keys()).get("model.backoff_seconds")

@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from coop.llm import Delta, ToolCall
+from coop.model.llm import Delta, ToolCall
 
 
 @dataclass

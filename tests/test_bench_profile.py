@@ -104,7 +104,7 @@ def test_the_script_reports_what_its_prompts_showed(tmp_path):
 
 def test_recall_per_kind_is_counted_from_the_prompt_text(tmp_path):
     """Prompts scripted by the test: what each shows decides found, missing and stale, exactly."""
-    from coop.config import Config
+    from coop.config.loading import Config
     from coop.memory.storage.database import open_database
     from coop.memory.storage.store import MemoryStore
 

@@ -8,11 +8,11 @@ import datetime
 import pytest
 from scripted_model import ScriptedModel
 
-from coop import llm
 from coop.chat.session import ChatSession
-from coop.config import Config, apply_overrides
+from coop.config.loading import Config, apply_overrides
 from coop.errors import ErrorKind, ModelError
 from coop.memory.growth.embedders import HashEmbedder
+from coop.model import llm
 
 EMBEDDER = HashEmbedder(64)
 
@@ -188,7 +188,7 @@ def test_small_talk_recalls_nothing(memory, real_embedder, small_talk):
     ("Actually I'm not vegetarian any more.", True),          # a correction
 ])
 def test_only_requests_and_corrections_are_salient(text, salient):
-    from coop.config import ImportanceConfig
+    from coop.config.loading import ImportanceConfig
     from coop.memory.growth.importance import message_importance
 
     assert (message_importance("user", text, ImportanceConfig()) >= 0.85) is salient

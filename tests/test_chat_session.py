@@ -8,9 +8,9 @@ import json
 import pytest
 
 from coop.chat.session import ChatSession
-from coop.config import apply_overrides, load_config
+from coop.config.loading import apply_overrides, load_config
+from coop.files.trace import Tracer
 from coop.memory.growth.embedders import HashEmbedder
-from coop.trace import Tracer
 
 EMBEDDER = HashEmbedder(64)
 

@@ -206,7 +206,7 @@ def test_check_passes_with_the_real_model(run_cli, real_model_dir):
 def test_a_database_that_will_not_open_never_hints_back_at_check():
     """open_database's generic failure says "run `coop check` for details"; inside check that would loop."""
     from coop.cli.check import run_checks
-    from coop.config import Config
+    from coop.config.loading import Config
     from coop.errors import StoreError
 
     def will_not_open(config):

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from coop.config import Config, build_config, env_var_name, iter_keys, load_config, resolve_db_path
-from coop.config_example import example_toml
+from coop.config.example import example_toml
+from coop.config.loading import Config, build_config, env_var_name, iter_keys, load_config, resolve_db_path
 from coop.errors import ConfigError, ExitCode
 
 REPO = Path(__file__).resolve().parents[1]
@@ -229,7 +229,7 @@ def test_db_path_is_expanded_and_defaults_to_coop_home(coop_home, monkeypatch):
 def test_config_example_toml_is_the_generated_example():
     assert (REPO / "config.example.toml").read_text(encoding="utf-8") == example_toml(), (
         "config.example.toml drifted: regenerate it with "
-        "python -c \"from coop.config_example import example_toml; open('config.example.toml','w').write(example_toml())\"")
+        "python -c \"from coop.config.example import example_toml; open('config.example.toml','w').write(example_toml())\"")
 
 
 def test_every_config_key_is_in_the_example_under_its_section():

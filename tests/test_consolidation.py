@@ -15,7 +15,7 @@ import time
 import pytest
 
 from coop.chat.session import ChatSession
-from coop.config import apply_overrides, load_config
+from coop.config.loading import apply_overrides, load_config
 from coop.memory.growth.consolidate import consolidate, find_spans
 from coop.memory.growth.embedders import HashEmbedder
 from coop.memory.growth.reconcile import FactWriter
@@ -45,7 +45,7 @@ def ended_session(memory, texts=("I am going to Kyoto in April", "Sounds lovely"
 
 
 def run_consolidation(memory, config):
-    from coop.llm import fast_complete
+    from coop.model.llm import fast_complete
 
     writer = FactWriter(memory, config.memory.extraction, embedder=EMBEDDER)
     return consolidate(memory, config, fast_complete(config), writer)
@@ -136,12 +136,12 @@ def test_kill_9_in_the_middle_of_consolidation_leaves_nothing_half_written(coop_
     ready = tmp_path / "inside-transaction"
     child = textwrap.dedent(f"""
         import os, time, sys
-        from coop.config import apply_overrides, load_config
+        from coop.config.loading import apply_overrides, load_config
         from coop.memory.storage.database import open_database
         from coop.memory.storage.store import MemoryStore
         from coop.memory.growth.reconcile import FactWriter
         from coop.memory.growth.consolidate import consolidate
-        from coop.llm import fast_complete
+        from coop.model.llm import fast_complete
 
         original = FactWriter.apply
         calls = []

@@ -8,9 +8,9 @@ import time
 
 import pytest
 
-from coop import llm
-from coop.credentials import key_variable
 from coop.errors import ErrorKind, ExitCode, ModelError
+from coop.model import llm
+from coop.model.credentials import key_variable
 
 
 def check(run_cli, env: dict[str, str]) -> tuple[int, dict[str, dict]]:
@@ -31,7 +31,7 @@ def test_which_variable_holds_the_key(model, api_key_env, api_base, variable):
 
 
 def test_a_key_under_another_name_litellm_reads_is_not_missing(monkeypatch):
-    from coop.credentials import missing_key
+    from coop.model.credentials import missing_key
 
     monkeypatch.delenv("GEMINI_API_KEY", raising=False)
     monkeypatch.delenv("GOOGLE_API_KEY", raising=False)
@@ -62,7 +62,7 @@ def test_a_model_switched_to_mid_chat_without_its_key_fails_before_any_request(m
 
 
 def test_the_providers_own_variable_is_read_when_no_api_key_env_is_set(monkeypatch):
-    from coop.config import Config, apply_overrides
+    from coop.config.loading import Config, apply_overrides
 
     monkeypatch.setenv("OPENAI_API_KEY", "sk-from-the-environment-1234567890")
     settings = llm.model_settings(apply_overrides(Config(), {"model.name": "openai/gpt-4o-mini"}))

@@ -7,10 +7,10 @@ import hashlib
 import numpy as np
 import pytest
 
-from coop import llm
-from coop.config import EmbedderConfig
+from coop.config.loading import EmbedderConfig
 from coop.errors import EmbedderError
 from coop.memory.growth.embedders import HashEmbedder, LiteLLMEmbedder, load_embedder
+from coop.model import llm
 
 
 def test_hash_embedder_is_deterministic_unit_length_and_word_sensitive():

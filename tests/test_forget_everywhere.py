@@ -12,10 +12,10 @@ from pathlib import Path
 
 from coop.chat.session import ChatSession
 from coop.chat.terminal import masked_file_history
-from coop.config import apply_overrides, load_config
-from coop.logs import logging_to_file
+from coop.config.loading import apply_overrides, load_config
+from coop.files.logs import logging_to_file
+from coop.files.trace import Tracer
 from coop.memory.growth.embedders import HashEmbedder
-from coop.trace import Tracer
 from tests.test_mcp import call, make_server
 from tests.test_reliability_import import conversation
 

@@ -18,7 +18,7 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from coop.config import ExtractionConfig, ImportanceConfig, load_config
+from coop.config.loading import ExtractionConfig, ImportanceConfig, load_config
 from coop.errors import CoopError
 from coop.memory.growth.embedders import HashEmbedder
 
@@ -187,7 +187,7 @@ def _toml_value(value: Any) -> str:
 
 
 def _real_keys() -> list[str]:
-    from coop.config import iter_keys
+    from coop.config.loading import iter_keys
 
     return [dotted for dotted, _ in iter_keys()]
 
@@ -472,7 +472,7 @@ TOOL_ARGS = st.one_of(
 def test_fuzzed_tool_calls_never_raise(seeded, openai_server):
     from coop.chat.session import ChatSession
     from coop.chat.tools import MAX_RESULT_CHARS, TOOL_NAMES
-    from coop.config import apply_overrides
+    from coop.config.loading import apply_overrides
 
     config = apply_overrides(load_config(), {"model.name": "openai/test-model", "model.api_base":
                                              openai_server.api_base, "memory.extraction.enabled": False})

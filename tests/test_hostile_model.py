@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 
 from coop.chat.session import ChatSession
-from coop.config import apply_overrides, load_config
-from coop.logs import LOG_FILE, logging_to_file
+from coop.config.loading import apply_overrides, load_config
+from coop.files.logs import LOG_FILE, logging_to_file
 from coop.memory.growth.embedders import HashEmbedder
 
 EMBEDDER = HashEmbedder(64)

@@ -8,7 +8,7 @@ import json
 import time
 from pathlib import Path
 
-from coop.config import ImportanceConfig
+from coop.config.loading import ImportanceConfig
 from coop.memory.transfer.imports import import_file
 
 

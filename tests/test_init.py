@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from coop.config import Config, load_config
-from coop.config_example import example_toml
+from coop.config.example import example_toml
+from coop.config.loading import Config, load_config
 from coop.errors import ExitCode
 
 

@@ -12,7 +12,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from coop.config import ExtractionConfig, load_config
+from coop.config.loading import ExtractionConfig, load_config
 from coop.errors import NotFoundError
 from coop.memory.growth.embedders import HashEmbedder
 from coop.memory.growth.reconcile import Candidate, Decision, FactWriter
@@ -98,7 +98,7 @@ ISOLATION_CLI = settings(ISOLATION, max_examples=max(2, settings().max_examples 
 def test_no_library_path_returns_another_users_rows(store, openai_server):
     from coop.chat.session import ChatSession
     from coop.chat.tools import MemoryTools
-    from coop.config import apply_overrides
+    from coop.config.loading import apply_overrides
     from coop.memory.growth.consolidate import consolidate
     from coop.memory.retrieval.search import search
     from coop.memory.storage.vectors import nearest

@@ -8,14 +8,14 @@ from __future__ import annotations
 import json
 import logging
 
-from coop import llm
 from coop.chat.session import ChatSession
-from coop.config import Config, apply_overrides
-from coop.jsonreply import FACTS
-from coop.llm_json import MODES_FILE, ModeMemory, StructuredCompleter
+from coop.config.loading import Config, apply_overrides
 from coop.memory.growth.embedders import HashEmbedder
 from coop.memory.growth.extract import extract_facts
 from coop.memory.growth.jobs import MemoryJobs
+from coop.model import llm
+from coop.model.json_modes import MODES_FILE, ModeMemory, StructuredCompleter
+from coop.model.jsonreply import FACTS
 
 GOOD = json.dumps({"facts": [{"category": "diet", "key": "diet", "value": "Is vegetarian", "importance": 0.7,
                               "evidence": "I am vegetarian"}]})
@@ -165,7 +165,7 @@ def test_a_500_that_is_not_about_the_mode_is_still_retried_as_a_server_failure(o
 
 
 def test_json_calls_are_made_at_temperature_zero_with_a_token_cap(openai_server, tmp_path):
-    from coop.llm_json import JSON_MAX_TOKENS
+    from coop.model.json_modes import JSON_MAX_TOKENS
 
     openai_server.background_replies = [PROSE, PROSE, PROSE, GOOD]
     extract(completer(openai_server, tmp_path))

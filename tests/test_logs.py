@@ -18,8 +18,8 @@ from rich.console import Console
 
 from coop.chat.repl import Repl
 from coop.chat.session import ChatSession
-from coop.config import apply_overrides, load_config
-from coop.logs import LOG_FILE, logging_to_file
+from coop.config.loading import apply_overrides, load_config
+from coop.files.logs import LOG_FILE, logging_to_file
 from coop.memory.growth.embedders import HashEmbedder
 from coop.memory.growth.worker import BackgroundWorker
 

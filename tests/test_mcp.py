@@ -12,7 +12,7 @@ import pytest
 from mcp import Client
 
 from coop.chat.tools import MAX_RESULT_CHARS, MemoryTools
-from coop.config import Config
+from coop.config.loading import Config
 from coop.mcp.server import WRITE_TOOLS, MemoryServer, build_server
 from coop.memory.growth.embedders import HashEmbedder
 from coop.memory.growth.jobs import MemoryJobs

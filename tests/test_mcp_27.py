@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 import logging
 
-from coop.logs import logging_to_file
+from coop.files.logs import logging_to_file
 from coop.memory.storage.items import MAX_MESSAGE_CHARS
 from tests.test_mcp import call, make_server, seed, text
 

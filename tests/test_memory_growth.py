@@ -9,7 +9,7 @@ import time
 import pytest
 
 from coop.chat.session import ChatSession
-from coop.config import apply_overrides, load_config
+from coop.config.loading import apply_overrides, load_config
 from coop.memory.growth.consolidate import apply_retention
 from coop.memory.growth.embedders import HashEmbedder
 from coop.memory.growth.embedding import embed_pending
@@ -218,7 +218,7 @@ def test_reconciliation_failure_keeps_both_and_loses_nothing(memory):
 
 
 def test_model_decider_parses_the_fast_models_json(memory, openai_server):
-    from coop.llm import fast_complete
+    from coop.model.llm import fast_complete
 
     config = make_config(openai_server)
     decide = model_decider(fast_complete(config))

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from coop.config import EmbedderConfig
+from coop.config.loading import EmbedderConfig
 from coop.memory.growth import embedders
 from coop.memory.growth.embedders import load_embedder, missing_model
 
@@ -27,7 +27,7 @@ def no_model(tmp_path, monkeypatch) -> dict[str, str]:
 
 
 def test_a_missing_model_is_reported_without_loading_fastembed(no_model):
-    code = ("import sys; from coop.config import EmbedderConfig; "
+    code = ("import sys; from coop.config.loading import EmbedderConfig; "
             "from coop.memory.growth.embedders import load_embedder; "
             "s = load_embedder(EmbedderConfig()); print(s.embedder is None, 'fastembed' in sys.modules); "
             "print(s.error); print(s.hint)")

@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from coop.config import Config, apply_overrides, load_config
+from coop.config.loading import Config, apply_overrides, load_config
 from coop.memory.growth.embedders import HashEmbedder
 from coop.memory.growth.embedding import embed_pending
 from coop.memory.retrieval import profile

@@ -383,7 +383,7 @@ def test_export_and_import_keep_sources_quotes_and_origin(tmp_path, memory, run_
 
 
 def test_old_exports_import_and_bad_provenance_is_a_problem(tmp_path, memory, run_cli):
-    from coop.secrets import MARKER
+    from coop.privacy.secrets import MARKER
 
     lines = [
         {"format": "coop", "version": 1, "user": "x", "exported_at": 0, "records": 6},

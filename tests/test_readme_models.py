@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from coop.config import build_config
-from coop.credentials import key_variable
+from coop.config.loading import build_config
+from coop.model.credentials import key_variable
 
 README = Path(__file__).resolve().parent.parent / "README.md"
 
@@ -47,7 +47,7 @@ def test_the_section_has_a_snippet_for_each_kind_of_model():
 
 @pytest.mark.parametrize("label", sorted(EXPECTED))
 def test_each_snippet_is_a_valid_config_for_a_provider_litellm_knows(label):
-    from coop.llm import get_litellm
+    from coop.model.llm import get_litellm
 
     data = snippets()[label]
     config = build_config(data, origin="README")

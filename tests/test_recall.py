@@ -151,7 +151,7 @@ def test_coop_memory_forget_shows_and_removes_the_traces_and_only_keeps_them(mem
 
 def test_an_extracted_fact_is_linked_to_its_message_and_shown_once_in_a_later_prompt(memory, openai_server):
     from coop.chat.session import ChatSession
-    from coop.config import apply_overrides, load_config
+    from coop.config.loading import apply_overrides, load_config
     from coop.memory.growth.embedders import HashEmbedder
 
     config = apply_overrides(load_config(), {"model.name": "openai/test-model", "model.api_base":

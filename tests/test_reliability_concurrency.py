@@ -13,7 +13,7 @@ import time
 import pytest
 from _integrity import consistency_problems
 
-from coop.config import apply_overrides, load_config
+from coop.config.loading import apply_overrides, load_config
 from coop.memory.growth.consolidate import consolidate
 from coop.memory.growth.embedders import HashEmbedder
 from coop.memory.growth.reconcile import FactWriter

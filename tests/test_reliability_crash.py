@@ -32,7 +32,7 @@ import random, sys
 from coop.memory.storage.database import open_database
 from coop.memory.growth.embedders import HashEmbedder
 from coop.memory.growth.reconcile import Candidate, FactWriter
-from coop.config import ExtractionConfig
+from coop.config.loading import ExtractionConfig
 from coop.memory.storage.store import MemoryStore
 from coop.memory.growth.embedding import embed_pending
 
@@ -44,7 +44,7 @@ embedder = HashEmbedder(64)
 users = [store.user("ana"), store.user("bo")]
 writers = {m.user_id: FactWriter(m, ExtractionConfig(), embedder=embedder) for m in users}
 sessions = {}
-from coop.secrets import mask
+from coop.privacy.secrets import mask
 mask("warm up")  # the secret patterns load on the first mask (0.2 s): ready means ready to write
 out = sys.stdout
 out.write("ready\n"); out.flush()

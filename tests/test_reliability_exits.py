@@ -59,7 +59,7 @@ def test_check_reports_a_held_write_lock_as_busy_not_damaged(run_cli, coop_home)
 
 
 def test_a_log_line_that_cannot_be_written_is_dropped_silently(coop_home, capsys):
-    from coop.logs import logging_to_file
+    from coop.files.logs import logging_to_file
 
     with logging_to_file(coop_home, secrets=[]):
         handler = next(h for h in logging.getLogger("coop").handlers if hasattr(h, "baseFilename"))

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 
 from coop.chat.session import ChatSession
-from coop.config import apply_overrides, load_config
+from coop.config.loading import apply_overrides, load_config
 from coop.memory.growth.embedders import HashEmbedder
 
 EMBEDDER = HashEmbedder(64)

@@ -97,9 +97,9 @@ def test_a_loose_coop_home_and_old_log_trace_and_history_files_are_tightened(run
 
     from coop.chat.repl import Repl
     from coop.chat.session import ChatSession
-    from coop.config import Config
-    from coop.logs import logging_to_file
-    from coop.trace import Tracer
+    from coop.config.loading import Config
+    from coop.files.logs import logging_to_file
+    from coop.files.trace import Tracer
 
     coop_home.mkdir(exist_ok=True)
     coop_home.chmod(0o777)

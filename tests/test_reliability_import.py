@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 
-from coop.config import ImportanceConfig
+from coop.config.loading import ImportanceConfig
 from coop.memory.storage.database import open_database
 from coop.memory.storage.store import MemoryStore
 

@@ -107,7 +107,7 @@ def test_a_fact_of_invisible_characters_is_refused(memory, text):
 
 
 def test_an_instruction_with_the_text_of_a_fact_is_stored_as_an_instruction(memory, hash_embedder):
-    from coop.config import ExtractionConfig
+    from coop.config.loading import ExtractionConfig
     from coop.memory.growth.reconcile import Candidate, FactWriter
 
     writer = FactWriter(memory, ExtractionConfig(), embedder=hash_embedder)

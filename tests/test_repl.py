@@ -16,7 +16,7 @@ from rich.console import Console
 
 from coop.chat.repl import Repl
 from coop.chat.session import ChatSession
-from coop.config import apply_overrides, load_config
+from coop.config.loading import apply_overrides, load_config
 from coop.memory.growth.embedders import HashEmbedder
 
 EMBEDDER = HashEmbedder(64)

@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from coop.reply_limit import TRUNCATED_MARK
+from coop.model.reply_limit import TRUNCATED_MARK
 
 
 def chat_env(openai_server, **extra: str) -> dict[str, str]:

@@ -21,7 +21,7 @@ from rich.console import Console
 
 from coop.chat.repl import Repl
 from coop.chat.session import ChatSession
-from coop.config import apply_overrides, load_config
+from coop.config.loading import apply_overrides, load_config
 from coop.memory.growth.embedders import HashEmbedder
 from coop.memory.storage.database import open_database
 from coop.memory.storage.store import MemoryStore

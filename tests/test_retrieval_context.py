@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from coop.config import MemoryConfig
+from coop.config.loading import MemoryConfig
 from coop.memory.growth.embedding import embed_pending
 from coop.memory.retrieval.search import fts_leg, score_fusion, search
 from coop.memory.retrieval.settings import RetrievalSettings
@@ -212,7 +212,7 @@ def test_the_chat_turn_uses_the_configured_fusion(memory, monkeypatch):
     import dataclasses
 
     from coop.chat import session as session_module
-    from coop.config import Config
+    from coop.config.loading import Config
     from coop.memory.retrieval import recall as recall_module
 
     seen = {}

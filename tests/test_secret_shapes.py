@@ -9,7 +9,7 @@ import logging
 
 import pytest
 
-from coop.secrets import MARKER, mask, mask_urls
+from coop.privacy.secrets import MARKER, mask, mask_urls
 
 R40 = "Ab3dEf5hIj7lMn9pQr1tUv3xYz5bCd7fGh9jKl1n"
 HEX32 = "3f9a7c1e5b2d4f6a8c0e1b3d5f7a9c2e"
@@ -86,7 +86,7 @@ def test_ordinary_text_near_key_words_is_left_alone(text):
 
 
 def test_every_url_in_a_log_line_keeps_only_its_host_and_path(tmp_path):
-    from coop.logs import logging_to_file
+    from coop.files.logs import logging_to_file
 
     url = "https://me.openai.azure.com/openai/deployments/gpt?api-version=2024-06-01&api-key=abc123def456"
     assert mask_urls(f"POST {url} failed") == \

@@ -230,7 +230,7 @@ def test_the_history_file_is_private_whatever_the_umask(memory, openai_server, c
 
     from coop.chat.repl import Repl
     from coop.chat.session import ChatSession
-    from coop.config import apply_overrides, load_config
+    from coop.config.loading import apply_overrides, load_config
     from coop.memory.growth.embedders import HashEmbedder
 
     config = apply_overrides(load_config(), {"model.name": "openai/test-model"})
@@ -267,7 +267,7 @@ SHAPES = [
 
 @pytest.mark.parametrize("key", SHAPES)
 def test_every_provider_key_shape_is_masked(key):
-    from coop.secrets import mask
+    from coop.privacy.secrets import mask
 
     for text, masked in ((key, MARKER), (f"my key is {key}.", f"my key is {MARKER}."),
                          (f'{{"api_key": "{key}"}}', f'{{"api_key": "{MARKER}"}}'),  # JSON stays JSON
@@ -283,7 +283,7 @@ def test_every_provider_key_shape_is_masked(key):
     ("BEARER abcdef0123456789abcdef==", "BEARER [secret]"),
 ])
 def test_the_token_after_bearer_is_masked(text, masked):
-    from coop.secrets import mask
+    from coop.privacy.secrets import mask
 
     assert mask(text) == masked
 
@@ -296,13 +296,13 @@ def test_the_token_after_bearer_is_masked(text, masked):
     "f12 m345 s7 call_0 12345678901234567890", "Bearer tokens are 16 characters or more", "a [secret] marker",
 ])
 def test_ordinary_text_is_left_exactly_as_it_is(text):
-    from coop.secrets import mask
+    from coop.privacy.secrets import mask
 
     assert mask(text) == text
 
 
 def test_registered_values_are_masked_wherever_they_appear_and_short_ones_are_not_registered():
-    from coop.secrets import StreamMasker, known, mask, mask_data, register, register_environment
+    from coop.privacy.secrets import StreamMasker, known, mask, mask_data, register, register_environment
 
     env = {"ACME_API_KEY": "acme-7c1f9e2d4b", "CORP_TOKEN": "corp:pw/93hd82", "OTHER": "not-a-secret-value",
            "TINY_API_KEY": "abc123"}
@@ -329,7 +329,7 @@ def test_registered_values_are_masked_wherever_they_appear_and_short_ones_are_no
 def test_masking_a_2_mb_message_takes_milliseconds():
     import time
 
-    from coop.secrets import mask
+    from coop.privacy.secrets import mask
 
     # words that start a pattern's scan (ask-, sk-learn, bearer, gh, xox...) on every line, and one real key
     line = "An ordinary line: ask-me, a sketch, task-force, the bearer of news, risk-2024, ghost, xoxo, AIDS.\n"
@@ -396,7 +396,7 @@ def test_a_key_typed_in_the_repl_reaches_neither_the_history_file_nor_the_databa
 
     from coop.chat.repl import Repl
     from coop.chat.session import ChatSession
-    from coop.config import apply_overrides, load_config
+    from coop.config.loading import apply_overrides, load_config
     from coop.memory.growth.embedders import HashEmbedder
 
     config = apply_overrides(load_config(), {"model.name": "openai/test-model",
@@ -425,8 +425,8 @@ def test_printed_errors_json_tracebacks_in_the_log_and_the_trace_are_masked(tmp_
 
     from coop import output
     from coop.errors import ModelError
-    from coop.logs import logging_to_file
-    from coop.trace import Tracer
+    from coop.files.logs import logging_to_file
+    from coop.files.trace import Tracer
 
     output.error(ModelError(f"openai/x: AuthenticationError: Incorrect API key provided: {KEY}",
                             hint=f"the header was Bearer {KEY}"))

@@ -17,7 +17,7 @@ from rich.console import Console
 from coop.chat.repl import Repl
 from coop.chat.session import ChatSession
 from coop.cli.chat import EmbedderLoader
-from coop.config import Config, apply_overrides, load_config
+from coop.config.loading import Config, apply_overrides, load_config
 from coop.memory.growth.embedders import HashEmbedder
 
 

@@ -17,7 +17,7 @@ from typer.testing import CliRunner
 
 from coop.chat.session import ChatSession
 from coop.cli.app import app
-from coop.config import apply_overrides, load_config
+from coop.config.loading import apply_overrides, load_config
 from coop.memory.growth.embedders import HashEmbedder
 
 EMBEDDER = HashEmbedder(64)

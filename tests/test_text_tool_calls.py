@@ -12,7 +12,7 @@ import pytest
 from coop.chat.session import ChatSession
 from coop.chat.textcalls import TOOLS_FILE, TextGate, parse_calls
 from coop.chat.tools import TOOL_NAMES
-from coop.config import apply_overrides, load_config
+from coop.config.loading import apply_overrides, load_config
 from coop.memory.growth.embedders import HashEmbedder
 
 EMBEDDER = HashEmbedder(64)

@@ -19,7 +19,7 @@ from coop.chat.repl import Repl
 from coop.chat.session import ChatSession
 from coop.chat.toolrun import MAX_CALLS_PER_ROUND
 from coop.chat.tools import MAX_ARGUMENT_CHARS, MAX_CHANGES_PER_TURN
-from coop.config import apply_overrides, load_config
+from coop.config.loading import apply_overrides, load_config
 from coop.memory.growth.embedders import HashEmbedder
 
 EMBEDDER = HashEmbedder(64)

@@ -259,7 +259,7 @@ def test_streamed_json_array_matches_json_loads_for_any_chunk_size():
 
 
 def test_library_import_reports_progress_through_the_file(tmp_path, memory):
-    from coop.config import ImportanceConfig
+    from coop.config.loading import ImportanceConfig
     from coop.memory.transfer.imports import import_file
 
     export = write_json(tmp_path / "conversations.json", chatgpt_export() * 1)
@@ -369,7 +369,7 @@ def test_export_then_import_into_an_empty_database_gives_back_the_same_data(tmp_
 
 
 def test_coop_import_into_a_memory_that_knows_a_fact_merges_and_newer_key_wins(tmp_path, memory):
-    from coop.config import ImportanceConfig
+    from coop.config.loading import ImportanceConfig
     from coop.memory.transfer.export import export_user
     from coop.memory.transfer.imports import import_file
 
@@ -532,7 +532,7 @@ def test_reembed_without_a_loadable_embedder_is_a_clear_error(run_cli, monkeypat
 
 
 def test_a_failing_database_stops_the_import_instead_of_skipping_records(tmp_path, memory, monkeypatch):
-    from coop.config import ImportanceConfig
+    from coop.config.loading import ImportanceConfig
     from coop.errors import StoreError
     from coop.memory.transfer.imports import import_file
 
@@ -550,7 +550,7 @@ def test_a_failing_database_stops_the_import_instead_of_skipping_records(tmp_pat
 def test_imported_items_never_take_the_id_of_a_forgotten_one(tmp_path, memory):
     """SQLite hands out the highest rowid again once its row is deleted; a forgotten item's id must stay unused,
     or an imported item would inherit its history and answer to references that meant the forgotten one."""
-    from coop.config import ImportanceConfig
+    from coop.config.loading import ImportanceConfig
     from coop.memory.transfer.export import export_user
     from coop.memory.transfer.imports import import_file
 

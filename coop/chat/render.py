@@ -5,7 +5,7 @@ is rendered, the last `LIVE_LINES` lines sit in a small live area that is redraw
 printed once, for good, so scrollback stays intact and long replies do not flicker. A spinner shows until the
 first token. Off a terminal (pipes, `TERM=dumb`), text is written as it arrives, plain.
 
-No API key is shown (`coop.secrets`): both streams hold back the last unfinished word until it is complete and
+No API key is shown (`coop.privacy.secrets`): both streams hold back the last unfinished word until it is complete and
 show the text masked, so a key arriving in pieces is never shown, not even in part. Nor does the model write to the
 terminal: every control character of a reply (ESC and so OSC, CSI and the rest, C1, BEL, backspace, carriage
 return) is shown as its code (`\x1b`, `output.printable`) before anything renders it; the only escape sequences
@@ -30,7 +30,7 @@ from rich.status import Status
 from rich.text import Text
 
 from coop.output import printable
-from coop.secrets import StreamMasker
+from coop.privacy.secrets import StreamMasker
 
 LIVE_LINES = 6
 # What Console(color_system=...) accepts; Console.color_system returns one of these names (or None) typed as str.

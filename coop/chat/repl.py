@@ -11,7 +11,7 @@ Slash commands come from `cmd_<name>` methods whose docstring is the help line; 
 starts with `//` is sent as a message starting with `/`.
 
 This object owns the terminal: the session and the memory engine never print. Nothing it writes carries an API
-key (`coop.secrets.mask`): not the history file (`MaskedFileHistory`), not a notice, an error or a JSON line, nor
+key (`privacy.secrets.mask`): not the history file (`MaskedFileHistory`), not a notice, an error or a JSON line, nor
 a reply (the streams in render.py mask what they show).
 """
 
@@ -27,12 +27,13 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from coop import output, reply_limit
+from coop import output
 from coop.chat.render import InterruptGuard, MarkdownStream, PlainStream
 from coop.chat.terminal import after_first_render, prompt_session
 from coop.errors import CoopError, ExitCode, StoreError, UsageError
 from coop.memory.text import iso_time, plural
-from coop.secrets import mask, mask_data
+from coop.model import reply_limit
+from coop.privacy.secrets import mask, mask_data
 
 _C1_ESCAPES = {code: f"\\u{code:04x}" for code in range(0x7F, 0xA0)}
 

@@ -21,28 +21,28 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from coop import llm, reply_limit
 from coop.chat import textcalls
 from coop.chat.toolrun import run_calls
 from coop.chat.tools import TOOL_NAMES, TOOL_SPECS, MemoryTools
 from coop.chat.working import WorkingMemory, retrieval_query
-from coop.config import coop_home
+from coop.config.loading import coop_home
 from coop.errors import CoopError, ErrorKind, ModelError, NotFoundError, UsageError
+from coop.files.trace import NO_TRACE, Tracer
 from coop.memory.growth.forgetting import Forgotten, forget_with_traces
 from coop.memory.growth.importance import message_importance
 from coop.memory.growth.jobs import MemoryJobs
 from coop.memory.growth.reconcile import Candidate, FactWriter
+from coop.memory.growth.scrub import forget_in_files
 from coop.memory.growth.worker import failure_notice
 from coop.memory.retrieval.context import HistoryMessage, Prompt, Recalled
 from coop.memory.retrieval.settings import RetrievalSettings
 from coop.memory.retrieval.turn import turn_context
 from coop.memory.storage.items import MAX_MESSAGE_CHARS
 from coop.memory.text import check_text, plural
-from coop.scrub import forget_in_files
-from coop.trace import NO_TRACE, Tracer
+from coop.model import llm, reply_limit
 
 if TYPE_CHECKING:
-    from coop.config import Config
+    from coop.config.loading import Config
     from coop.memory.embedder import Embedder
     from coop.memory.growth.worker import BackgroundWorker
     from coop.memory.storage.store import UserMemory
@@ -334,7 +334,7 @@ class ChatSession:
 
     def take_notices(self) -> list[str]:
         """What background jobs finished with since the last prompt; and, once a session, that the fast model
-        gave replies with no usable JSON (counted by the model client: coop/llm_json.py), so a local model that
+        gave replies with no usable JSON (counted by the model client: coop/model/json_modes.py), so a local model that
         cannot extract is never silent."""
         notices, self.inline_notices = self.inline_notices, []
         notices += self.worker.take_notices() if self.worker is not None else []

@@ -7,8 +7,8 @@ import os
 from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
-from coop.files import private_file
-from coop.secrets import mask
+from coop.files.writing import private_file
+from coop.privacy.secrets import mask
 
 __all__ = ["after_first_render", "dumb_terminal", "interactive_terminal", "masked_file_history", "prompt_session"]
 
@@ -40,7 +40,7 @@ def dumb_terminal(stdin: _Stream | None, stdout: _Stream | None, environ: Mappin
 
 
 def masked_file_history(base: type) -> type:
-    """prompt_toolkit's `FileHistory` that masks each line before it is stored (`coop.secrets.mask`): a key typed
+    """prompt_toolkit's `FileHistory` that masks each line before it is stored (`privacy.secrets.mask`): a key typed
     at the prompt never reaches the history file. (A function, so prompt_toolkit is imported only when used.)"""
 
     class MaskedFileHistory(base):  # type: ignore[misc]

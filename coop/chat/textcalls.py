@@ -21,8 +21,8 @@ import uuid
 from collections.abc import Callable, Collection
 from typing import Any
 
-from coop.llm import ToolCall
-from coop.llm_json import ModeMemory
+from coop.model.json_modes import ModeMemory
+from coop.model.llm import ToolCall
 
 TOOLS_FILE = "model-tools.json"
 SUPPORT = ("native", "text", "none")
@@ -60,7 +60,7 @@ def _calls_in(payload: Any, names: Collection[str]) -> list[ToolCall]:
 
 def _json(text: str) -> Any:
     """The JSON in `text`, also when a small model left its closing braces off (Qwen2.5-Coder-1.5B did)."""
-    from coop.jsonreply import ModelReplyError, parse_json_reply
+    from coop.model.jsonreply import ModelReplyError, parse_json_reply
 
     for closing in ("", "}", "}}", "]}", "}]"):
         try:

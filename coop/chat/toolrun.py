@@ -8,8 +8,8 @@ import logging
 from typing import Any
 
 from coop.chat.tools import MAX_ARGUMENT_CHARS
-from coop.llm import ToolCall
 from coop.memory.retrieval.context import HistoryMessage
+from coop.model.llm import ToolCall
 
 log = logging.getLogger(__name__)
 

@@ -93,7 +93,7 @@ class CoopGroup(TyperGroup):
 
 def _print_traceback() -> None:
     """The current exception's traceback on stderr (--debug), with any API key in it masked."""
-    from coop.secrets import mask
+    from coop.privacy.secrets import mask
 
     sys.stderr.write(mask(traceback.format_exc()))
     sys.stderr.flush()
@@ -128,7 +128,7 @@ def root(
 ) -> None:
     if user is not None and not user.strip():  # an unset variable in a script must not mean "the default user"
         raise typer.BadParameter("the user id is empty", param_hint="'--user'")
-    from coop.secrets import register_environment
+    from coop.privacy.secrets import register_environment
 
     register_environment()  # every *_API_KEY value is masked in whatever coop writes or prints from here on
     ctx.obj = AppContext(config_path=config, user=user, debug=debug)

@@ -16,7 +16,7 @@ from coop.errors import CoopError, StoreError
 
 if TYPE_CHECKING:
     from coop.chat.session import ChatSession
-    from coop.config import Config
+    from coop.config.loading import Config
     from coop.memory.embedder import Embedder
     from coop.memory.growth.embedders import EmbedderStatus
     from coop.memory.growth.worker import BackgroundWorker, Timer
@@ -72,8 +72,8 @@ def warm_model_client(model: str) -> None:
     pay for them."""
     import rich.markdown  # noqa: F401 (the first reply's rendering)
 
-    from coop import llm
-    from coop.secret_shapes import detector_shapes
+    from coop.model import llm
+    from coop.privacy.secret_shapes import detector_shapes
 
     detector_shapes()
     llm.warm_up(model)
@@ -126,17 +126,17 @@ def chat(
     from rich.console import Console
     from rich.markup import escape
 
-    from coop import llm
     from coop.chat.repl import Repl
     from coop.chat.session import ChatSession
     from coop.chat.terminal import dumb_terminal, interactive_terminal
-    from coop.config import apply_overrides, coop_home, resolve_db_path
-    from coop.logs import logging_to_file
+    from coop.config.loading import apply_overrides, coop_home, resolve_db_path
+    from coop.files.logs import logging_to_file
+    from coop.files.trace import NO_TRACE, Tracer
     from coop.memory.growth.embedders import missing_model
     from coop.memory.storage.bit_index import load_beside
     from coop.memory.text import plural
+    from coop.model import llm
     from coop.services import chat_model
-    from coop.trace import NO_TRACE, Tracer
 
     app_state = state(ctx)
     config = app_state.config()

@@ -2,7 +2,7 @@
 
 Each check is ok, a warning (coop works, but less well: no chat model yet, vector search on the slow path) or
 an error (something configured is broken). Any error makes the command exit 1. No check prints a secret: the
-API-key check says only whether the variable is set, and every message and hint is masked (`coop.secrets`).
+API-key check says only whether the variable is set, and every message and hint is masked (`coop.privacy.secrets`).
 """
 
 from __future__ import annotations
@@ -18,13 +18,13 @@ import typer
 
 from coop import output
 from coop.cli.context import state
-from coop.credentials import key_variable, missing_key, missing_key_hint
 from coop.errors import ConfigError, CoopError, ExitCode
 from coop.memory.text import plural
-from coop.secrets import mask, mask_optional
+from coop.model.credentials import key_variable, missing_key, missing_key_hint
+from coop.privacy.secrets import mask, mask_optional
 
 if TYPE_CHECKING:
-    from coop.config import Config
+    from coop.config.loading import Config
     from coop.memory.storage.database import Database
 
 # The key variable litellm reads for common providers, by the model string's prefix. Local servers need none.
@@ -227,7 +227,7 @@ def check_embedder(config: "Config", db: "Database") -> list[Check]:
 def run_checks(load: Callable[[], "Config"], open_db: Callable[["Config"], "Database"],
                probe: bool = False) -> list[Check]:
     """Every check, in order; a failure to load the config or open the database ends the list there."""
-    from coop.config import resolve_db_path
+    from coop.config.loading import resolve_db_path
 
     try:
         config = load()
@@ -283,7 +283,7 @@ def check(
     = False,
 ) -> None:
     """Validate the config, the database, the embedder and the model setup."""
-    from coop.config import resolve_db_path
+    from coop.config.loading import resolve_db_path
     from coop.memory.storage.database import open_database
 
     app_state = state(ctx)

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 from coop.errors import CoopError, ErrorKind
 
 if TYPE_CHECKING:
-    from coop.config import Config
+    from coop.config.loading import Config
 
 Check = tuple[str, str, str, "str | None"]  # (severity, name, message, hint): check.py makes its Checks of them
 
@@ -43,9 +43,9 @@ def _slow(name: str, seconds: float, limit: float, setting: str) -> Check | None
 def known_support(config: "Config") -> list[Check]:
     """What is known without a request: litellm's data and what earlier requests taught coop."""
     from coop.chat.textcalls import TOOLS_FILE, tool_support
-    from coop.config import coop_home
-    from coop.llm import supports_tools
-    from coop.llm_json import MODES_FILE, ModeMemory
+    from coop.config.loading import coop_home
+    from coop.model.json_modes import MODES_FILE, ModeMemory
+    from coop.model.llm import supports_tools
 
     model, fast = config.model.name, config.model.fast or config.model.name
     native = supports_tools(model)
@@ -63,10 +63,10 @@ def probe_support(config: "Config") -> list[Check]:
     """One timed JSON request to the fast model and one tool request to the chat model."""
     from coop.chat.textcalls import TOOLS_FILE, parse_calls, tool_support
     from coop.chat.tools import TOOL_NAMES, TOOL_SPECS
-    from coop.config import coop_home
-    from coop.jsonreply import FACTS, usable
-    from coop.llm import chat_model, fast_complete
+    from coop.config.loading import coop_home
     from coop.memory.growth.extract import extraction_prompt
+    from coop.model.jsonreply import FACTS, usable
+    from coop.model.llm import chat_model, fast_complete
 
     checks: list[Check] = []
     complete = fast_complete(config)

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 import typer
 
 if TYPE_CHECKING:
-    from coop.config import Config
+    from coop.config.loading import Config
     from coop.memory.embedder import Embedder
     from coop.memory.storage.connection import Database
     from coop.memory.storage.store import UserMemory
@@ -30,8 +30,8 @@ class AppContext:
 
     def config(self) -> "Config":
         if self._config is None:
-            from coop.config import load_config
-            from coop.secrets import register_environment
+            from coop.config.loading import load_config
+            from coop.privacy.secrets import register_environment
 
             config = load_config(self.config_path)
             # the configured key variables' values are masked in whatever this command writes or prints

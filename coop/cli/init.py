@@ -10,7 +10,7 @@ import typer
 from coop import output
 from coop.cli.context import state
 from coop.errors import CoopError, UsageError
-from coop.files import replace_file
+from coop.files.writing import replace_file
 
 
 def init(
@@ -20,8 +20,8 @@ def init(
     force: Annotated[bool, typer.Option("--force", help="overwrite an existing file")] = False,
 ) -> None:
     """Write a commented config file to start from."""
-    from coop.config import user_config_path
-    from coop.config_example import example_toml
+    from coop.config.example import example_toml
+    from coop.config.loading import user_config_path
 
     target = Path(path or state(ctx).config_path or user_config_path()).expanduser()
     if target.exists() and not force:

@@ -30,8 +30,8 @@ def serve(
     import anyio
 
     from coop.chat.tools import MemoryTools
-    from coop.config import coop_home, resolve_db_path
-    from coop.logs import logging_to_file
+    from coop.config.loading import coop_home, resolve_db_path
+    from coop.files.logs import logging_to_file
     from coop.mcp.server import MemoryServer, build_server
     from coop.memory.retrieval.settings import RetrievalSettings
 

@@ -270,7 +270,7 @@ def forget(
     done = [forget_with_traces(memory, item.kind, item.item_id, reason="forgotten by the user", keep_traces=only)
             for item in items if memory.exists(item.kind, item.item_id)]  # (an earlier one's trace may be gone)
     from coop.memory.growth.forgetting import receipt
-    from coop.scrub import forget_in_files
+    from coop.memory.growth.scrub import forget_in_files
 
     files = forget_in_files(done, state(ctx).config().trace.file or None)
     for line in [gone.describe() for gone in done] + (receipt(done, files) if done else []):

@@ -93,7 +93,7 @@ def merged(path: Path, entry: dict[str, Any]) -> tuple[dict[str, Any], bool]:
 
 def install(path: Path, entry: dict[str, Any]) -> Installed:
     """Write coop's entry into the host's config at `path`: a backup first, then the new file atomically."""
-    from coop.files import replace_file
+    from coop.files.writing import replace_file
 
     document, changed = merged(path, entry)
     if not changed:

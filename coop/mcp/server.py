@@ -117,10 +117,10 @@ class MemoryServer:
         return result
 
     def _forget_receipt(self, data: dict[str, Any]) -> str:
-        """A forget reaches coop's files as the CLI's does (the prompt history, coop.log, the trace: coop/scrub.py),
+        """A forget reaches coop's files as the CLI's does (the prompt history, coop.log, the trace: growth/scrub.py),
         and the answer carries the same receipt of every place cleaned."""
         from coop.memory.growth.forgetting import receipt
-        from coop.scrub import forget_in_files
+        from coop.memory.growth.scrub import forget_in_files
 
         gone, self._gone[:] = list(self._gone), []
         files = forget_in_files(gone, self.jobs.config.trace.file or None)

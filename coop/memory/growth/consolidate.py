@@ -21,7 +21,6 @@ import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from coop.jsonreply import SUMMARY, ModelReplyError, ask, parse_json_reply
 from coop.memory.growth.admission import admit
 from coop.memory.growth.evidence import find_quote
 from coop.memory.growth.extract import Complete, facts_from
@@ -30,9 +29,10 @@ from coop.memory.kinds import INSTRUCTION
 from coop.memory.storage.items import Item
 from coop.memory.storage.store import UserMemory
 from coop.memory.text import plural
+from coop.model.jsonreply import SUMMARY, ModelReplyError, ask, parse_json_reply
 
 if TYPE_CHECKING:
-    from coop.config import Config, RetentionConfig
+    from coop.config.loading import Config, RetentionConfig
 
 log = logging.getLogger(__name__)
 

@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from fastembed import TextEmbedding
     from numpy.typing import NDArray
 
-    from coop.config import EmbedderConfig
+    from coop.config.loading import EmbedderConfig
     from coop.memory.growth.onnx_embed import LeanOnnxModel
 
 DEFAULT_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
@@ -199,7 +199,7 @@ class FastEmbedEmbedder:
         return row
 
 
-# A remote embedding call: (model, texts, api_base, api_key) -> one vector per text. `coop.llm.embed` is the one
+# A remote embedding call: (model, texts, api_base, api_key) -> one vector per text. `coop.model.llm.embed` is the one
 # coop uses; the engine takes it as a value so that it never imports litellm itself.
 RemoteEmbed = Callable[..., "list[list[float]]"]
 
@@ -248,7 +248,7 @@ class EmbedderStatus:
 
 def load_embedder(config: "EmbedderConfig", *, remote: RemoteEmbed | None = None) -> EmbedderStatus:
     """Build the configured embedder; never raises, so a missing model only turns the vector leg off. `remote`
-    makes the calls of a litellm embedder (`coop.services` passes `coop.llm.embed`)."""
+    makes the calls of a litellm embedder (`coop.services` passes `coop.model.llm.embed`)."""
     configured = embedder_id(config.provider, config.model if config.provider != "hash" else "tokens", config.dims)
     try:
         if config.provider == "hash":

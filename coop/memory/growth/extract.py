@@ -21,7 +21,6 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from coop.errors import UsageError
-from coop.jsonreply import DECISION, FACTS, ModelReplyError, ask, parse_json_reply
 from coop.memory.growth.admission import admit
 from coop.memory.growth.evidence import proves
 from coop.memory.growth.reconcile import Candidate, Decision
@@ -29,7 +28,8 @@ from coop.memory.growth.refusals import refuse
 from coop.memory.growth.vocabulary import CATEGORIES, SLOTS, as_sentence, bad_value, normalise
 from coop.memory.kinds import INSTRUCTION
 from coop.memory.text import check_text
-from coop.secrets import mask
+from coop.model.jsonreply import DECISION, FACTS, ModelReplyError, ask, parse_json_reply
+from coop.privacy.secrets import mask
 
 if TYPE_CHECKING:
     from coop.memory.storage.items import Item
@@ -37,7 +37,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 # messages -> the model's reply text; a callable with `takes_schema = True` is also given the JSON schema wanted
-# (see coop.jsonreply.ask)
+# (see coop.model.jsonreply.ask)
 Complete = Callable[..., str]
 __all__ = ["Complete", "ModelReplyError", "parse_json_reply"]
 

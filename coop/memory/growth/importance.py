@@ -16,7 +16,7 @@ import re
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from coop.config import ImportanceConfig
+    from coop.config.loading import ImportanceConfig
 
 REMEMBER = re.compile(r"\b(remember( that| this)?|don'?t forget|do not forget|note that|keep in mind|"
                       r"for (the|your) record|make a note)\b", re.IGNORECASE)

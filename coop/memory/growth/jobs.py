@@ -28,7 +28,7 @@ from coop.memory.storage.links import MAX_JOB_ATTEMPTS, PendingJob
 from coop.memory.storage.store import MemoryStore, UserMemory
 
 if TYPE_CHECKING:
-    from coop.config import Config
+    from coop.config.loading import Config
 
 log = logging.getLogger(__name__)
 

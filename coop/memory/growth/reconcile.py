@@ -45,7 +45,7 @@ from coop.memory.storage.store import UserMemory
 if TYPE_CHECKING:
     import numpy as np
 
-    from coop.config import ExtractionConfig
+    from coop.config.loading import ExtractionConfig
 
 log = logging.getLogger(__name__)
 

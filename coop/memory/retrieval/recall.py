@@ -55,7 +55,7 @@ from coop.memory.words import adds_to, content_sequence, content_words, states
 if TYPE_CHECKING:
     import numpy as np
 
-    from coop.config import MemoryConfig
+    from coop.config.loading import MemoryConfig
     from coop.memory.embedder import Embedder
     from coop.memory.storage.store import UserMemory
 

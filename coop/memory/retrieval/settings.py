@@ -1,12 +1,12 @@
 """`RetrievalSettings`: how search ranks, built once from `[memory]` and passed to every caller alike (the chat
 turn, the model's `memory_search` tool, `coop memory search`, the benchmarks), so they all retrieve the same way.
-The defaults are `[memory]`'s defaults (`coop.config.MemoryConfig`): one place for every number."""
+The defaults are `[memory]`'s defaults (`coop.config.loading.MemoryConfig`): one place for every number."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, fields, replace
 
-from coop.config import MemoryConfig
+from coop.config.loading import MemoryConfig
 
 FUSIONS = ("score", "rrf")
 

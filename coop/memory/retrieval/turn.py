@@ -15,7 +15,7 @@ from coop.memory.retrieval.salience import SALIENCE_SHARE
 from coop.memory.retrieval.settings import RetrievalSettings
 
 if TYPE_CHECKING:
-    from coop.config import MemoryConfig
+    from coop.config.loading import MemoryConfig
     from coop.memory.embedder import Embedder
     from coop.memory.storage.store import UserMemory
 

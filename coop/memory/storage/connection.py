@@ -22,7 +22,7 @@ import apsw
 from coop.errors import StoreError, UsageError
 from coop.memory.storage.sign_bits import sign_bits_blob
 from coop.memory.text import content_hash, fts_text, sentence_part_count
-from coop.secrets import mask_optional
+from coop.privacy.secrets import mask_optional
 
 
 @dataclass

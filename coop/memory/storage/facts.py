@@ -6,7 +6,7 @@ The fact pipeline (growth/reconcile.py), consolidation, the model's tools and th
 write; the statements that do it are here, so the rules (one active fact per key, the history row, fresh ids,
 vectors dropped when a text changes) hold for every writer alike. `forget` (store.py) is the one exception
 the user asks for: it deletes the row and scrubs its history through `scrub_history`. Every text written here
-(value, category, key, history values and reasons) is masked first (`coop.secrets.mask`): no API key is stored.
+(value, category, key, history values and reasons) is masked first (`coop.privacy.secrets.mask`): no API key is stored.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from coop.memory.storage.items import FACT_SOURCES, MAX_CATEGORY_CHARS, MAX_FACT
 from coop.memory.storage.reads import Reads
 from coop.memory.storage.scope import fresh_id_sql
 from coop.memory.text import check_text, content_hash
-from coop.secrets import mask, mask_optional
+from coop.privacy.secrets import mask, mask_optional
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from coop.memory.kinds import active_fact
 from coop.memory.storage.facts import FactRecords
 from coop.memory.storage.items import FACT_COLUMNS, Item, fact_item
-from coop.secrets import mask
+from coop.privacy.secrets import mask
 
 MAX_QUOTE_CHARS = 1000
 MAX_JOB_ATTEMPTS = 3  # a job that failed this often is dropped (logged), so a poisoned row never blocks start-up

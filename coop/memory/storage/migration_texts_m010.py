@@ -65,7 +65,7 @@ Two leaks closed in rows an older coop wrote. The `forgotten` table kept a plain
 which can be turned back by trying candidates (a PIN: ten thousand hashes); coop now keeps a keyed hash whose key
 never enters the database (`forget_key.py`), and the plain ones, which no key can be put on afterwards, are
 dropped (those items lose only the guard against being learned again). And secrets of shapes coop did not know
-before (`coop.secret_shapes`: pplx-, r8_, JWTs, private keys, passwords in URLs, a random token after a key word,
+before (`privacy.secret_shapes`: pplx-, r8_, JWTs, private keys, passwords in URLs, a random token after a key word,
 ...) are masked in every text column now, through `coop_mask()`, which runs the current masker (so the migration
 masks what the coop that runs it knows); a fact's content hash follows its masked value, the full-text indexes
 follow through their update triggers.""", sql="""

@@ -5,7 +5,7 @@ A migration is never edited once released (a database made by an older coop ran 
 make new databases differ from upgraded ones); a change is a new migration appended to `MIGRATIONS`. Each runs
 in one transaction with its record in `_migrations`. The SQL calls `coop_fts()`, which `database.py` registers
 on every connection (`text.fts_text`), `coop_sign_bits()` (`sign_bits.sign_bits_blob`) and
-`coop_sentence_parts()` (the number of `text.sentence_parts`), `coop_mask()` (`coop.secrets.mask`) and
+`coop_sentence_parts()` (the number of `text.sentence_parts`), `coop_mask()` (`coop.privacy.secrets.mask`) and
 `coop_content_hash()` (`text.content_hash`).
 """
 

@@ -22,7 +22,7 @@ from coop.memory.storage.items import (
 )
 from coop.memory.storage.scope import UserScope
 from coop.memory.text import content_hash
-from coop.secrets import mask
+from coop.privacy.secrets import mask
 
 
 class Reads(UserScope):

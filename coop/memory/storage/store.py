@@ -12,7 +12,7 @@ The text does not linger in the file either: deleted rows are zeroed (`secure_de
 drop its postings and are merged, and the write-ahead log is checkpointed.
 
 No API key is ever written: every text these methods and facts.py store (messages and their tool calls, session
-titles, summaries, facts, their history and reasons) is masked first (`coop.secrets.mask`), so the chat, the
+titles, summaries, facts, their history and reasons) is masked first (`coop.privacy.secrets.mask`), so the chat, the
 extraction, consolidation, the model's tools and the importer are all covered here.
 """
 
@@ -30,7 +30,7 @@ from coop.memory.storage.links import Links
 from coop.memory.storage.scope import fresh_id_sql
 from coop.memory.text import check_text, estimate_tokens
 from coop.memory.words import states
-from coop.secrets import mask, mask_optional
+from coop.privacy.secrets import mask, mask_optional
 
 
 def check_user_id(user_id: str) -> str:

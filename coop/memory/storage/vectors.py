@@ -26,7 +26,7 @@ from coop.memory.storage.bit_index import loaded_bits
 from coop.memory.storage.connection import Database
 from coop.memory.storage.scope import UserScope
 from coop.memory.storage.sign_bits import sign_bits
-from coop.secrets import mask
+from coop.privacy.secrets import mask
 
 if TYPE_CHECKING:
     import numpy as np

@@ -65,7 +65,7 @@ from coop.memory.transfer.coop_fields import time as _time
 from coop.memory.transfer.jsonstream import BadRecord, iter_json_lines
 from coop.memory.transfer.readers import Problem, Source, short
 from coop.memory.transfer.report import ImportProgress, ImportReport, ProgressCallback
-from coop.secrets import mask, mask_optional
+from coop.privacy.secrets import mask, mask_optional
 
 EXPORT_VERSION = 1
 ORIGINS = ("host",)  # a message's `origin` values this coop knows

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from coop.errors import UsageError
-from coop.files import replace_file, write_stream
+from coop.files.writing import replace_file, write_stream
 from coop.memory.storage.store import UserMemory
 from coop.memory.text import iso_time
 from coop.memory.transfer.coop_format import EXPORT_VERSION

@@ -14,7 +14,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from coop.config import ImportanceConfig
+from coop.config.loading import ImportanceConfig
 from coop.errors import CoopError, StoreError, UsageError
 from coop.memory.growth.importance import message_importance
 from coop.memory.storage.items import MAX_MESSAGE_CHARS

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from coop.errors import ErrorKind, ModelError
-from coop.jsonreply import Schema, usable
+from coop.model.jsonreply import Schema, usable
 
 log = logging.getLogger(__name__)
 
@@ -77,7 +77,7 @@ class ModeMemory:
             self._modes[model] = mode
             if self.path is None:
                 return
-            from coop.files import replace_file
+            from coop.files.writing import replace_file
 
             try:
                 self.path.parent.mkdir(parents=True, exist_ok=True)

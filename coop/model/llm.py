@@ -10,7 +10,7 @@ litellm is imported lazily, because the import alone costs seconds.
 Before the import, `LITELLM_LOCAL_MODEL_COST_MAP=True` stops litellm fetching its price list from the network
 (nothing leaves the machine except requests to the configured model), and its debug notices are silenced.
 Every litellm exception is mapped to a `ModelError` whose message never contains the API key: each key coop reads
-is registered with `coop.secrets`, and every error text is masked.
+is registered with `coop.privacy.secrets`, and every error text is masked.
 """
 
 from __future__ import annotations
@@ -25,14 +25,15 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Protocol
 
-from coop import credentials, reply_limit, secrets
 from coop.errors import ErrorKind, ModelError
-from coop.llm_json import refuses_mode
-from coop.llm_ollama import OLLAMA_PROVIDERS, ollama_context
+from coop.model import credentials, reply_limit
+from coop.model.json_modes import refuses_mode
+from coop.model.ollama import OLLAMA_PROVIDERS, ollama_context
+from coop.privacy import secrets
 
 if TYPE_CHECKING:
-    from coop.config import Config
-    from coop.llm_json import StructuredCompleter
+    from coop.config.loading import Config
+    from coop.model.json_modes import StructuredCompleter
 
 log = logging.getLogger(__name__)
 _lock = threading.Lock()
@@ -172,7 +173,7 @@ class ModelSettings:
     num_ctx: int = 0  # Ollama: the largest context window to ask for (see `ollama_context`); 0: not set
     retries: int = 2
     backoff_seconds: float = 0.5
-    max_reply_chars: int = 200_000  # past it the stream stops (coop/reply_limit.py)
+    max_reply_chars: int = 200_000  # past it the stream stops (coop/model/reply_limit.py)
 
     def api_key(self) -> str | None:
         key = os.environ.get(self.api_key_env) if self.api_key_env else None
@@ -376,10 +377,10 @@ def chat_model(config: "Config", name: str | None = None) -> ChatModel:
 
 def fast_complete(config: "Config") -> "StructuredCompleter | None":
     """The fast model (extraction, reconciliation, summaries) as the `complete(messages, schema=...) -> text`
-    callable the memory engine takes, asking for JSON the best way the model allows (coop/llm_json.py), or None
+    callable the memory engine takes, asking for JSON the best way the model allows (coop/model/json_modes.py), or None
     when no model is configured."""
-    from coop.config import coop_home
-    from coop.llm_json import MODES_FILE, ModeMemory, StructuredCompleter
+    from coop.config.loading import coop_home
+    from coop.model.json_modes import MODES_FILE, ModeMemory, StructuredCompleter
 
     name = config.model.fast or config.model.name
     if not name:

@@ -1,7 +1,7 @@
 """The trace file: one JSON object per line per event (retrieval legs, prompt sizes, model latency).
 
 Enabled by `[trace] file` or `COOP_TRACE_FILE`. Events carry counts, scores, ids and timings, never message
-text or secrets; every string in an event is masked (`coop.secrets.mask`) all the same, so an error text that
+text or secrets; every string in an event is masked (`coop.privacy.secrets.mask`) all the same, so an error text that
 quotes a key is written as `[secret]`. The file is created 0600. A trace that cannot be written is switched off,
 never fatal.
 """
@@ -14,8 +14,8 @@ import threading
 import time
 from typing import Any
 
-from coop.files import private_file
-from coop.secrets import mask, mask_data
+from coop.files.writing import private_file
+from coop.privacy.secrets import mask, mask_data
 
 
 class Tracer:

@@ -4,9 +4,9 @@ Background work (embedding, extraction, consolidation) logs its failures from ot
 Python prints warnings to stderr, which in the REPL lands in the middle of a reply or the prompt being typed.
 So `coop chat` sends the `coop` loggers to `$COOP_HOME/coop.log` (0600, rotated at 1 MB, one old file kept)
 for as long as it runs, and the REPL shows a one-line notice at the next prompt instead. Every record is masked
-(`coop.secrets.mask`: the values of the configured key variables and of every `*_API_KEY` variable, and any
+(`coop.privacy.secrets.mask`: the values of the configured key variables and of every `*_API_KEY` variable, and any
 key-shaped string become `[secret]`) before it is written, its traceback and stack included, and every URL in it
-keeps its scheme, host and path only (`coop.secrets.mask_urls`: query values and passwords masked, so an
+keeps its scheme, host and path only (`coop.privacy.secrets.mask_urls`: query values and passwords masked, so an
 `api_base` with `?api-key=...` echoed by a provider's error is never written whole).
 """
 
@@ -20,8 +20,8 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
-from coop.files import private_dir, private_file
-from coop.secrets import mask, mask_urls, register
+from coop.files.writing import private_dir, private_file
+from coop.privacy.secrets import mask, mask_urls, register
 
 LOG_FILE = "coop.log"
 MAX_BYTES = 1_000_000
@@ -40,12 +40,12 @@ class _PrivateRotatingFile(logging.handlers.RotatingFileHandler):
 
 
 class _Redact(logging.Filter):
-    """Masks a record's final message (after %-formatting), its traceback and its stack with `coop.secrets.mask`
+    """Masks a record's final message (after %-formatting), its traceback and its stack with `coop.privacy.secrets.mask`
     and `mask_urls`: a record is only ever written masked."""
 
     def __init__(self, extra: Sequence[str] = ()) -> None:
         super().__init__()
-        self.extra = [s for s in extra if s]  # also masked when shorter than coop.secrets registers
+        self.extra = [s for s in extra if s]  # also masked when shorter than coop.privacy.secrets registers
 
     def _mask(self, text: str) -> str:
         return mask_urls(mask(text, extra=self.extra))
@@ -79,7 +79,7 @@ def logging_to_file(directory: Path | None, *, debug: bool = False,
                     secrets: Sequence[str | None] = ()) -> Iterator[Path | None]:
     """Send the `coop` loggers to `directory/coop.log` inside the block; yields the file, or None when there is
     no directory (incognito) or it cannot be written: the records then go nowhere rather than onto the screen.
-    `secrets` (the API keys in use) are registered with `coop.secrets`, and masked in the file from 4 characters
+    `secrets` (the API keys in use) are registered with `coop.privacy.secrets`, and masked in the file from 4 characters
     on (the registry itself takes 8)."""
     keys = [s for s in secrets if s]
     opened = _log_file(directory) if directory is not None else None

@@ -3,7 +3,7 @@ config's own fields so that it can never drift from them."""
 
 from __future__ import annotations
 
-from coop.config import iter_keys, number_text, toml_value
+from coop.config.loading import iter_keys, number_text, toml_value
 
 
 def example_toml() -> str:

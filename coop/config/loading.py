@@ -6,7 +6,7 @@ file at all is fine: every key has a default. Environment variables override the
 with dots turned into underscores, e.g. `COOP_MODEL_NAME`, `COOP_MEMORY_DB_PATH`,
 `COOP_MEMORY_EMBEDDER_PROVIDER`. Flags override both (the CLI passes them as `overrides`).
 
-The sections' dataclasses live in `coop.config_sections` and are re-exported here. Every field carries its help
+The sections' dataclasses live in `coop.config.sections` and are re-exported here. Every field carries its help
 text, range and choices in its metadata, so validation, `coop init` and `config.example.toml` come from one
 description and cannot drift apart.
 """
@@ -22,8 +22,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from coop import secrets
-from coop.config_sections import (
+from coop.config.sections import (
     _ENV_NAME,
     ChatConfig,
     Config,
@@ -37,6 +36,7 @@ from coop.config_sections import (
     TraceConfig,
 )
 from coop.errors import ConfigError
+from coop.privacy import secrets
 
 if TYPE_CHECKING:
     from _typeshed import DataclassInstance

@@ -1,5 +1,5 @@
 """The settings' shape: one frozen dataclass per `[section]` of the config file, each field with its default,
-help text, range and choices in its metadata. `coop.config` loads, overrides and validates them; `coop init` and
+help text, range and choices in its metadata. `coop.config.loading` loads, overrides and validates them; `coop init` and
 `config.example.toml` are written from the same metadata, so the three cannot drift apart.
 """
 

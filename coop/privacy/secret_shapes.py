@@ -1,4 +1,4 @@
-"""What a secret looks like, for `coop.secrets.mask`: three sources, each a list of `Shape`s.
+"""What a secret looks like, for `coop.privacy.secrets.mask`: three sources, each a list of `Shape`s.
 
 - **detect-secrets' detectors** (Yelp's detect-secrets, pinned): its regexes for GitLab, JWT, Stripe, Slack,
   Twilio, SendGrid, Discord, Telegram, npm, PyPI, Mailchimp, Square, Azure storage, AWS, basic-auth URLs and more.

@@ -14,7 +14,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from coop.files import replace_file
+from coop.files.writing import replace_file
 from coop.memory.growth.forgetting import Forgotten
 from coop.memory.words import states
 
@@ -94,8 +94,8 @@ def scrub_files(home: Path, needles: Needles, trace_file: str | None = None) -> 
 
 def forget_in_files(gone: Iterable[Forgotten], trace_file: str | None = None) -> dict[str, int]:
     """After a forget (`forgetting.forget_with_traces`): the same texts out of coop's files under COOP_HOME."""
-    from coop.config import coop_home
-    from coop.logs import reopen_log
+    from coop.config.loading import coop_home
+    from coop.files.logs import reopen_log
 
     gone = list(gone)
     needles = Needles.of([text for one in gone for text in one.texts],

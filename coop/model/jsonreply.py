@@ -1,6 +1,6 @@
 """The JSON the fast model is asked for (facts, a reconciliation decision, a summary): its schema, reading it out
 of a reply, and telling a usable reply from prose or an echo of the schema. Shared by the memory engine, which
-asks, and the model client (`coop.llm_json`), which picks how to ask (a JSON schema, JSON mode, or the prompt
+asks, and the model client (`coop.model.json_modes`), which picks how to ask (a JSON schema, JSON mode, or the prompt
 alone) and falls back when a model cannot do better; neither imports the other."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """Ollama's context window: it cuts a prompt longer than its window silently, so each request says how large a
-window it needs (`ollama_context`, called by `coop.llm` for the `ollama` and `ollama_chat` providers)."""
+window it needs (`ollama_context`, called by `coop.model.llm` for the `ollama` and `ollama_chat` providers)."""
 
 from __future__ import annotations
 

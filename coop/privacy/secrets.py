@@ -7,7 +7,7 @@ Two kinds of secret are masked:
   variables named by `model.api_key_env` and `memory.embedder.api_key_env` once the config is read), and with
   every key it reads before a request. Values shorter than `MIN_KNOWN_CHARS` are not registered: masking a short
   value ("test") would eat ordinary words.
-- **Shapes** (`coop.secret_shapes`): strings shaped like a secret, wherever they come from (a key typed into the
+- **Shapes** (`coop.privacy.secret_shapes`): strings shaped like a secret, wherever they come from (a key typed into the
   REPL, pasted into the wrong config setting, echoed by a provider, said in a conversation): detect-secrets'
   detector patterns, coop's own for providers it lacks (`sk-`, `AIza`, `hf_`, `gsk_`, `pplx-`, `r8_`, ...), whole
   JWTs, private key blocks, passwords in URLs and connection strings, key-named URL parameters, the token after
@@ -31,7 +31,7 @@ import threading
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
-from coop.secret_shapes import OWN_SHAPES, detector_shapes, keyword_spans
+from coop.privacy.secret_shapes import OWN_SHAPES, detector_shapes, keyword_spans
 
 MARKER = "[secret]"
 MIN_KNOWN_CHARS = 8
