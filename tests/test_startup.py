@@ -115,7 +115,7 @@ def test_opening_a_database_imports_neither_numpy_nor_sqlite_vec_python(tmp_path
 
 
 def test_the_model_warm_up_loads_the_request_path_and_sends_nothing(openai_server):
-    code = ("import sys; from coop import llm; llm.warm_up('openai/some-model'); "
+    code = ("import sys; from coop.model import llm; llm.warm_up('openai/some-model'); "
             "print(all(m in sys.modules for m in ('litellm', 'openai.resources', 'mcp', 'httpcore._sync')))")
     env = {"OPENAI_API_BASE": openai_server.api_base, "OPENAI_API_KEY": "sk-test", "PATH": "/usr/bin:/bin"}
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
