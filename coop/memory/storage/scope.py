@@ -4,6 +4,7 @@ statement can forget its `user_id`; `UserMemory` (store.py) builds on it with re
 from __future__ import annotations
 
 import time
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 
 from coop.memory.kinds import REGISTRY
@@ -31,3 +32,16 @@ class UserScope:
         """Make sure the user's row exists. Not cached: a write that created it and then failed (a full disk, a
         session that was not this user's) rolls the row back, and the next write must create it again."""
         self.db.execute("INSERT OR IGNORE INTO users (id, created_at) VALUES (?, ?)", (self.user_id, time.time()))
+
+    def transaction(self) -> AbstractContextManager[None]:
+        """A unit of work over this user's memory: all of it is written, or (on any error) none. Nests."""
+        return self.db.atomic()
+
+    def checkpoint(self) -> None:
+        """Make what was just deleted leave the store's files promptly (after a forget); best effort."""
+        self.db.checkpoint()
+
+    @property
+    def read_only(self) -> bool:
+        """True when the store was opened for reading only (nothing this session says will be kept)."""
+        return self.db.read_only
