@@ -143,9 +143,9 @@ def search(
 ) -> None:
     """Search memory by meaning and by words."""
     from coop.memory.retrieval.search import describe, search_or_full_text
-    from coop.memory.retrieval.terms import fts_query
+    from coop.memory.retrieval.terms import query_words
 
-    if fts_query(query) is None:
+    if not query_words(query):
         raise UsageError("the query has no words to search for", hint="search with a word or a phrase")
     app_state = state(ctx)
     config = app_state.config().memory
