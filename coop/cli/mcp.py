@@ -71,24 +71,32 @@ def install(
     allow_writes: Annotated[bool, typer.Option("--allow-writes", help="let the host's model change memory")] = False,
     print_only: Annotated[bool, typer.Option("--print", help="show the JSON to add instead of writing it")] = False,
 ) -> None:
-    """Add coop to an MCP host's config file (a backup of the file is kept; twice changes nothing)."""
+    """Add coop to an MCP host's config file (a backup of the file is kept; twice changes nothing). The entry
+    carries the config file and the COOP_* settings in force, so the host opens the memory you use here."""
     import json
 
-    from coop.mcp.install import config_path, install, server_entry
+    from coop.config.loading import resolve_db_path
+    from coop.mcp.install import config_path, host_environment, install, server_entry
 
     app_state = state(ctx)
     path = config_path(host)
-    entry = server_entry(user=app_state.services().user_id(user), config=app_state.config_path,
-                         allow_writes=allow_writes)
+    config = app_state.config()
+    user_id = app_state.services().user_id(user)
+    entry = server_entry(user=user_id, config=config.source or None, allow_writes=allow_writes,
+                         env=host_environment(config, os.environ))
+    database = resolve_db_path(config)
+    whose = "your" if user_id == "you" else f"{user_id}'s"
+    uses = (f"the host will use {whose} memory in {os.path.abspath(database)}" if database != ":memory:" else
+            "the host will use a throwaway in-memory database (memory.db_path is ':memory:')")
     if print_only:
         output.out().print(json.dumps({"mcpServers": {"coop": entry}}, indent=2), soft_wrap=True, markup=False,
                            highlight=False)
-        output.info(f"(add it to {path}; `coop mcp install {host}` does it for you)")
+        output.info(f"(add it to {path}; `coop mcp install {host}` does it for you; {uses})")
         return
     done = install(path, entry)
     if not done.changed:
-        output.out().print(f"coop is already in {path}; nothing changed", soft_wrap=True, markup=False)
+        output.out().print(f"coop is already in {path}; nothing changed; {uses}", soft_wrap=True, markup=False)
         return
     saved = f"; the old file is kept as {done.backup}" if done.backup else ""
     output.out().print(f"added coop ({'read and write' if allow_writes else 'read-only'}) to {path}{saved}. "
-                       f"Restart {host} to use it.", soft_wrap=True, markup=False)
+                       f"{uses[0].upper()}{uses[1:]}. Restart {host} to use it.", soft_wrap=True, markup=False)

@@ -1,7 +1,11 @@
 """`coop mcp install HOST`: add coop to an MCP host's config file (Claude Desktop, Claude Code, Cursor), so the
 host starts `coop mcp` itself. The file is read as JSON and only its `mcpServers.coop` entry is touched; a copy of
 the file as it was is kept beside it (`.bak`) before the first change; installing twice changes nothing; a file
-that is not valid JSON is reported and left alone."""
+that is not valid JSON is reported and left alone.
+
+A host starts the server with its own environment and working directory, not the user's shell: so the entry
+carries what decides which memory coop opens (the config file found, `COOP_HOME` and every other `COOP_*` setting
+in force), with relative paths made absolute. Without them the host would get an empty, newly created database."""
 
 from __future__ import annotations
 
@@ -12,9 +16,12 @@ import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from coop.errors import UsageError
+
+if TYPE_CHECKING:
+    from coop.config.loading import Config
 
 HOSTS = ("claude-desktop", "claude-code", "cursor")
 SERVER_NAME = "coop"
@@ -40,17 +47,46 @@ def config_path(host: str, *, home: Path | None = None, platform: str | None = N
     raise UsageError(f"unknown MCP host {host!r}", hint=f"use one of: {', '.join(HOSTS)}")
 
 
-def server_entry(*, user: str, config: str | None, allow_writes: bool, command: list[str] | None = None
-                 ) -> dict[str, Any]:
+def server_entry(*, user: str, config: str | None, allow_writes: bool, command: list[str] | None = None,
+                 env: Mapping[str, str] | None = None) -> dict[str, Any]:
     """The host's entry for coop: the running coop's own executable (absolute, since hosts start servers without
-    the user's shell PATH), `mcp --user USER`, and the config file when one was given."""
+    the user's shell PATH), `mcp --user USER`, the config file when one was found, and the `COOP_*` settings
+    (`host_environment`) when any are in force."""
     command = command or coop_command()
     args = [*command[1:], "mcp", "--user", user]
     if config:
         args += ["--config", str(Path(config).expanduser().resolve())]
     if allow_writes:
         args.append("--allow-writes")
-    return {"command": command[0], "args": args}
+    entry: dict[str, Any] = {"command": command[0], "args": args}
+    if env:
+        entry["env"] = dict(sorted(env.items()))
+    return entry
+
+
+# Settings that hold a path: a relative one means another file from the host's working directory.
+PATH_SETTINGS = ("memory.db_path", "memory.embedder.model_path", "trace.file")
+# Variables that are not settings but change which files coop uses or how it reads them.
+CARRIED_VARIABLES = ("COOP_HOME", "COOP_DISABLE_SQLITE_VEC", "COOP_EMBEDDER_FASTEMBED")
+
+
+def host_environment(config: "Config", environ: Mapping[str, str]) -> dict[str, str]:
+    """The `COOP_*` variables the host must start coop with to open the memory this shell's coop opens: every
+    setting variable set here, `COOP_HOME` (absolute), and each path setting (from the environment or the config
+    file) that is relative, made absolute from here. API keys are never carried: they stay in the environment."""
+    from coop.config.loading import env_var_name, iter_keys
+
+    names = [env_var_name(dotted) for dotted, _ in iter_keys()] + list(CARRIED_VARIABLES)
+    env = {name: environ[name] for name in names if name in environ}
+    if env.get("COOP_HOME"):
+        env["COOP_HOME"] = str(Path(env["COOP_HOME"]).expanduser().resolve())
+    for dotted in PATH_SETTINGS:
+        value: Any = config
+        for part in dotted.split("."):
+            value = getattr(value, part)
+        if value and value != ":memory:" and not Path(value).expanduser().is_absolute():
+            env[env_var_name(dotted)] = str(Path(value).expanduser().resolve())
+    return env
 
 
 def coop_command() -> list[str]:
