@@ -1,13 +1,14 @@
-"""Messages are ranked by their words with a weaker length normalisation than FTS5's BM25 (`retrieval/lengths.py`):
+"""Messages are ranked by their words with a weaker length normalisation than FTS5's BM25 (`storage/lengths.py`):
 a long message that tells the story is not buried under one-liners that share a word with the question."""
 
 from __future__ import annotations
 
 import pytest
 
-from coop.memory.retrieval import lengths
-from coop.memory.retrieval.lengths import FTS5_B, MESSAGE_B, length_factor, with_message_lengths
-from coop.memory.retrieval.search import fts_leg, search
+from coop.memory.retrieval.search import search
+from coop.memory.retrieval.terms import query_terms, unspaced_phrases
+from coop.memory.storage import lengths
+from coop.memory.storage.lengths import FTS5_B, MESSAGE_B, length_factor, with_message_lengths
 
 STORY = "Last month I had a setback: I hurt my ankle at the trail race and needed six weeks of physical therapy."
 ONE_LINER = "Be careful, that must hurt."
@@ -28,6 +29,12 @@ def test_the_factor_keeps_the_average_and_favours_longer_messages_less_than_bm25
     # never wild: a one-word message keeps 60% of its score, a very long one gains at most FTS5_B / MESSAGE_B
     assert length_factor(1, 100) > 0.6
     assert length_factor(10_000, 100) < FTS5_B / MESSAGE_B
+
+
+def fts_leg(memory, query, *, kinds, limit=50, lengths=None):
+    """FTS5's own ranking (bm25 negative, best first), before the length re-weighting."""
+    return memory.text.fts5_matches(unspaced_phrases(query), query_terms(query), kinds=kinds, limit=limit,
+                                    lengths=lengths)
 
 
 def _scores(memory, query):
@@ -59,9 +66,9 @@ def test_facts_keep_their_scores_and_unknown_ids_are_left_alone(memory):
 
 
 def test_the_full_text_cut_is_made_after_re_weighting(memory, monkeypatch):
-    """FTS5 ranks the story below every one-liner; the leg reads FULL_TEXT_POOL_FACTOR times the candidates it
-    keeps, so the story is re-weighted and kept instead of being cut before its length is weighed."""
-    from coop.memory.retrieval import search as search_module
+    """FTS5 ranks the story below every one-liner; the leg reads POOL_FACTOR times the candidates it keeps, so the
+    story is re-weighted and kept instead of being cut before its length is weighed."""
+    from coop.memory.storage import text_index
 
     for i in range(30):
         memory.add_message(memory.start_session(), "user", f"talking about the weather and gardening, day {i}")
@@ -78,7 +85,7 @@ def test_the_full_text_cut_is_made_after_re_weighting(memory, monkeypatch):
         return [hit.item.text for hit in hits]
 
     assert story in kept()
-    monkeypatch.setattr(search_module, "FULL_TEXT_POOL_FACTOR", 1.0)  # cut first, then re-weight
+    monkeypatch.setattr(text_index, "POOL_FACTOR", 1.0)  # cut first, then re-weight
     assert story not in kept()
 
 

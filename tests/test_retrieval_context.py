@@ -14,7 +14,7 @@ import pytest
 
 from coop.config.loading import MemoryConfig
 from coop.memory.growth.embedding import embed_pending
-from coop.memory.retrieval.search import fts_leg, score_fusion, search
+from coop.memory.retrieval.search import score_fusion, search
 from coop.memory.retrieval.settings import RetrievalSettings
 from coop.memory.storage import migrations as dbmod
 from coop.memory.storage.database import open_database
@@ -146,7 +146,7 @@ def test_score_fusion_lets_meaning_reorder_word_matches_below_the_floor(memory):
 
 
 def test_score_fusion_formula():
-    legs = {"fts": [("fact", 1, -10.0), ("fact", 2, -5.0)], "vector": [("fact", 3, 0.8), ("fact", 2, 0.7)]}
+    legs = {"fts": [("fact", 1, 10.0), ("fact", 2, 5.0)], "vector": [("fact", 3, 0.8), ("fact", 2, 0.7)]}
     cosines = {("fact", 1): 0.1, ("fact", 2): 0.7, ("fact", 3): 0.8}
     fused = score_fusion(legs, cosines, vector_weight=2.0)
     assert fused[("fact", 1)][0] == pytest.approx(1.0 + 0.2)
@@ -164,7 +164,7 @@ def test_score_fusion_formula():
 
 def test_a_match_of_words_and_meaning_outranks_a_stronger_match_of_either_alone():
     """The sum alone ranks the one-sided matches first; the default agreement weight puts the balanced one on top."""
-    legs = {"fts": [("message", 1, -10.0), ("message", 2, -5.0), ("message", 3, -0.5)]}
+    legs = {"fts": [("message", 1, 10.0), ("message", 2, 5.0), ("message", 3, 0.5)]}
     cosines = {("message", 1): 0.15, ("message", 2): 0.45, ("message", 3): 0.8}
     weights = RetrievalSettings.defaults()
 
@@ -302,8 +302,10 @@ def test_the_locomo_benchmark_says_clearly_when_the_model_is_missing(tmp_path):
 
 
 def test_the_most_common_words_are_left_out_when_matching_them_all_would_cost_too_much(memory, monkeypatch):
-    from coop.memory.retrieval import terms as terms_module
-    from coop.memory.retrieval.terms import affordable_terms
+    from coop.memory.storage import text_index
+
+    def affordable_terms(memory, terms, budget=None):
+        return memory.text.affordable_terms(terms, budget)
 
     session = memory.start_session()
     for i in range(30):
@@ -314,7 +316,7 @@ def test_the_most_common_words_are_left_out_when_matching_them_all_would_cost_to
     assert affordable_terms(memory, ["weather", "report"], budget=1) in (["weather"], ["report"])  # one always kept
     assert affordable_terms(memory, ["weathers", "blizzards"], budget=10) == ["blizzards"]  # counted by stem
     everything = search(memory, "weather blizzard", embedder=None, limit=100)
-    monkeypatch.setattr(terms_module, "POSTINGS_BUDGET", 10)
+    monkeypatch.setattr(text_index, "POSTINGS_BUDGET", 10)
     bounded = search(memory, "weather blizzard", embedder=None, limit=100)
     assert len(everything.hits) == 31
     # only the rare word is matched: the blizzard message and the two after it (none here) are candidates
@@ -364,6 +366,6 @@ def test_another_users_better_matches_never_crowd_out_this_users(store):
         .startswith("quokka")
     # the leg itself with a small limit: bob's 300 matches fill the over-fetched set (2 x 5 + 100), so the
     # user-first query must run and still find ana's one message
-    matched = fts_leg(ana, "quokka", kinds=("message",), limit=5)
+    matched = ana.text.fts5_matches([], ["quokka"], kinds=("message",), limit=5)
     assert [ana.get("message", item_id).text for _, item_id, _ in matched] == [
         "a long note that mentions one quokka among many other words"]

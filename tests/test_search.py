@@ -8,7 +8,8 @@ from coop.errors import UsageError
 from coop.memory.growth.embedding import embed_pending
 from coop.memory.retrieval.search import rrf, search
 from coop.memory.retrieval.settings import RetrievalSettings
-from coop.memory.retrieval.terms import fts_query, query_terms
+from coop.memory.retrieval.terms import query_terms, query_words
+from coop.memory.storage.text_index import match_expression
 
 
 def _texts(result):
@@ -32,9 +33,10 @@ def test_fts_syntax_in_user_text_never_raises(memory, query, found):
 
 
 def test_every_term_is_quoted():
-    assert fts_query('NEAR(hedgehog "world") AND xy:yz*') == '"near" OR "hedgehog" OR "world" OR "xy" OR "yz"'
-    assert fts_query("!!! ...") is None
-    assert fts_query("") is None
+    words = query_words('NEAR(hedgehog "world") AND xy:yz*')
+    assert match_expression(words) == '"near" OR "hedgehog" OR "world" OR "xy" OR "yz"'
+    assert match_expression(['say "hi"']) == '"say ""hi"""'
+    assert query_words("!!! ...") == [] and match_expression(query_words("")) is None
 
 
 def test_function_words_are_dropped_unless_nothing_else_is_left():
@@ -86,10 +88,10 @@ def test_items_in_both_legs_outrank_single_leg_items_and_explain_shows_legs(memo
 
 
 def test_rrf_sums_reciprocal_ranks():
-    fused = rrf({"vector": [("fact", 1, 0.9), ("fact", 2, 0.8)], "fts": [("fact", 2, -3.0)]}, k=60)
+    fused = rrf({"vector": [("fact", 1, 0.9), ("fact", 2, 0.8)], "fts": [("fact", 2, 3.0)]}, k=60)
     assert fused[("fact", 2)][0] == pytest.approx(1 / 62 + 1 / 61)
     assert fused[("fact", 1)][0] == pytest.approx(1 / 61)
-    assert fused[("fact", 2)][1]["fts"].score == 3.0  # bm25 shown negated: higher is better everywhere
+    assert fused[("fact", 2)][1]["fts"].score == 3.0  # relevance: higher is better everywhere
 
 
 def test_chinese_and_japanese_words_inside_sentences(memory):

@@ -2,21 +2,17 @@
 
 - Vector leg: cosine similarity between the query and stored vectors of the loaded embedder; nothing below
   the similarity floor counts, so an unrelated memory is never retrieved just because it is the nearest one.
-- Full-text leg: FTS5 over the same items. Every query token is quoted (user text can never be FTS syntax),
-  common English function words are dropped when anything else is left, tokens are OR-ed so one shared rare
-  word is enough, and BM25 orders them: SQLite's `bm25()` is *smaller* for better matches, so we sort
-  ascending (the flaw of ranking it the wrong way round is one the seed systems had). Messages are matched in
-  `message_context_fts` (migration m002): their own words, plus the words of the two messages before them in
-  their session and the day they were written, in a column of their own weighed at `context_weight` (1.0; the
-  context column is longer, so BM25's length normalisation still puts a message's own match first). A reply is
-  then found by the words of the question it answers (1.0 rather than 0.5: R_any@5 on `bench/scale.py` 0.792 ->
-  0.801 at 0 and 0.697 -> 0.708 at 20,000 extra messages). Only earlier messages are context, so an entry never
-  changes when later messages arrive; forgetting a message re-indexes the two after it. In a large memory, a query's
-  most common words are left out of the match when matching them all would read more than `POSTINGS_BUDGET`
-  postings (`affordable_terms`): they weigh little in BM25 and cost the most. Messages' scores are then
-  re-weighted to a weaker length normalisation than FTS5's (`lengths.py`), and the leg keeps its best 400 after
-  that (it reads 1,000 of FTS5's): a long message that answers is not buried under one-liners that share a word
-  with the question.
+- Full-text leg: the store's text index over the same items (`storage/text_index.py`: FTS5 in SQLite). The
+  query becomes phrases (runs of unspaced scripts) and word terms (`terms.py`: common English function words
+  dropped when anything else is left); they are OR-ed so one shared rare word is enough, and the index ranks by
+  BM25 relevance (higher is better; the flaw of ranking SQLite's `bm25()` the wrong way round is one the seed
+  systems had). Messages are matched with their own words and, weighed at `context_weight` (1.0), the words of
+  the two messages before them in their session and the day they were written: a reply is then found by the
+  words of the question it answers (1.0 rather than 0.5: R_any@5 on `bench/scale.py` 0.792 -> 0.801 at 0 and
+  0.697 -> 0.708 at 20,000 extra messages). In a large memory the index leaves a query's most common words out
+  when they would cost the most and weigh the least, and ranks messages with a weaker length normalisation than
+  BM25's usual one (a long message that answers is not buried under one-liners that share a word with the
+  question); the leg keeps its best 400.
 - Fusion (`fusion = "score"`, the default): every candidate of either leg gets
   `bm25 / best bm25 of the query` (0..1; 0 when the words did not match) `+ vector_weight * cosine` `+
   agreement_weight * (bm25 / best) * cosine` (words and meaning together count more), where the
@@ -32,16 +28,13 @@
 Vectors are made from a message's own text only (not its neighbours'), so embedding stays one model call per
 message, and no vector has to be redone when a later message arrives or an earlier one is forgotten.
 
-Filters (user, kind, active facts) are applied inside each leg's query, before its limit is cut (the message
-leg takes an over-fetched best set of all users first and falls back to filtering first when that set holds too
-few of this user's; see `_message_matches`).
+Filters (user, kind, active facts) are applied inside each leg's query, before its limit is cut.
 `explain=True` keeps each leg's rank and raw score on every hit. The recency and salience legs of a chat
 turn are `UserMemory.recent_messages` and `UserMemory.salient`; the chat turn combines them with this search.
 """
 
 from __future__ import annotations
 
-import math
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -49,11 +42,10 @@ from typing import TYPE_CHECKING
 
 from coop.errors import ModelError, UsageError
 from coop.memory.embedder import Embedder
-from coop.memory.kinds import KINDS, REGISTRY, active_fact
-from coop.memory.retrieval.lengths import with_message_lengths
+from coop.memory.kinds import KINDS
 from coop.memory.retrieval.passages import Scored, with_neighbour_evidence, with_session_evidence
 from coop.memory.retrieval.settings import FUSIONS, RetrievalSettings
-from coop.memory.retrieval.terms import affordable_terms, check_query, match_expression, query_terms, unspaced_phrases
+from coop.memory.retrieval.terms import check_query, query_terms, unspaced_phrases
 from coop.memory.storage.items import Item
 from coop.memory.storage.store import UserMemory
 from coop.memory.storage.vectors import nearest, similarities
@@ -66,18 +58,11 @@ _DEFAULTS = RetrievalSettings.defaults()
 # rarest, is still among them when thousands of messages share some word with it (`bench/scale.py`: at 100,000
 # extra messages per user, 400 instead of 200 lifts R_any@10 from 0.603 to 0.629).
 FULL_TEXT_CANDIDATES = 400
-# How many of FTS5's own best matches are read for each candidate kept. FTS5 ranks with BM25's strong length
-# normalisation, which `lengths.py` weakens, so the cut is made after re-weighting: in a large memory, a long
-# message that answers can sit at FTS5's rank 600 behind hundreds of one-liners and still be among the 400 best
-# once lengths are weighed fairly. Reading the extra matches costs little (FTS5 scores every match before it
-# sorts anyway; the extra cost is joining them to their rows for user and length: 12-13 ms instead of 8-10 for
-# the leg at 100,000 messages), and only the 400 kept get an exact cosine.
-FULL_TEXT_POOL_FACTOR = 2.5
 
 
 @dataclass(frozen=True)
 class LegScore:
-    """An item's place in one leg: its rank (1 = best) and the leg's own score (cosine, or BM25 negated)."""
+    """An item's place in one leg: its rank (1 = best) and the leg's own score (cosine, or BM25 relevance)."""
 
     rank: int
     score: float
@@ -112,67 +97,13 @@ class SearchResult:
 
 
 def fts_leg(memory: UserMemory, query: str, *, kinds: Sequence[str] = KINDS, limit: int = 50,
-            include_inactive: bool = False, context_weight: float = _DEFAULTS.context_weight,
-            lengths: dict[int, int] | None = None) -> list[tuple[str, int, float]]:
-    """(kind, id, bm25) for the best full-text matches of each kind, best (lowest bm25) first. A message's
-    neighbours' words count `context_weight` of its own. `lengths`, when given, receives each matched message's
-    length in characters, read with it (the length re-weighting then needs no second lookup)."""
-    phrases, terms = unspaced_phrases(query), query_terms(query)
-    match = match_expression(phrases + terms)
-    if match is None:
-        return []
-    found: list[tuple[str, int, float]] = []
-    for kind in kinds:
-        params: tuple[object, ...] = (match, memory.user_id, limit)
-        if kind == "message":
-            matches = _message_matches(memory, match_expression(phrases + affordable_terms(memory, terms)),
-                                       context_weight, limit)
-            found += [("message", item_id, bm25) for item_id, bm25, _ in matches]
-            if lengths is not None:
-                lengths.update((item_id, length) for item_id, _, length in matches)
-            continue
-        if kind == "fact":
-            active = "" if include_inactive else f"AND {active_fact('f')}"
-            sql = ("SELECT f.id, bm25(facts_fts) AS s FROM facts_fts JOIN facts f ON f.id = facts_fts.rowid "
-                   f"WHERE facts_fts MATCH ? AND f.user_id = ? {active} ORDER BY s LIMIT ?")
-        else:
-            sql = ("SELECT s.id, bm25(summaries_fts) AS s FROM summaries_fts JOIN summaries s "
-                   "ON s.id = summaries_fts.rowid WHERE summaries_fts MATCH ? AND s.user_id = ? ORDER BY 2 LIMIT ?")
-        found += [(kind, row[0], row[1]) for row in memory.db.execute(sql, params)]
-    found.sort(key=lambda hit: hit[2])
-    return found[:limit]
-
-
-def _message_matches(memory: UserMemory, match: str | None, context_weight: float,
-                     limit: int) -> list[tuple[int, float, int]]:
-    """The user's best `limit` messages for `match` as (id, bm25, length in characters), best first.
-
-    The index holds every user's messages, so the user filter needs a join. Joining every match before sorting
-    costs a lookup per match; instead the best `2 * limit + 100` matches of all users are taken first and then
-    filtered (in a database of one user, the usual case, the best `limit`: they are all the user's). When at
-    least `limit` of them are this user's, they are exactly the user's best `limit` (any of the user's messages
-    outside that set scores below all of them); otherwise (others' messages crowd the top: the user holds less
-    than about half of what matches) the query runs again with the join before the cut, so nothing of this
-    user's ever goes missing. `CROSS JOIN` and `+user_id` hold the planner to a lookup by id per match: left to
-    itself it read every message of the user through `messages_user_importance` (100,000 of them, 10 ms)."""
-    if match is None:
-        return []
-    weight = float(context_weight)
-    overfetch = limit if memory.db.scalar("SELECT count(*) FROM users") <= 1 else 2 * limit + 100
-    rows = list(memory.db.execute(
-        "SELECT f.id, f.s, length(m.content) FROM (SELECT rowid AS id, bm25(message_context_fts, 1.0, ?) AS s "
-        "FROM message_context_fts WHERE message_context_fts MATCH ? ORDER BY s LIMIT ?) f "
-        "CROSS JOIN messages m ON m.id = f.id WHERE +m.user_id = ? ORDER BY f.s",
-        (weight, match, overfetch, memory.user_id)))
-    if len(rows) < limit and memory.db.scalar(
-            "SELECT count(*) FROM (SELECT 1 FROM message_context_fts WHERE message_context_fts MATCH ? LIMIT ?)",
-            (match, overfetch)) >= overfetch:
-        rows = list(memory.db.execute(
-            "SELECT m.id, bm25(message_context_fts, 1.0, ?) AS s, length(m.content) FROM message_context_fts "
-            "JOIN messages m ON m.id = message_context_fts.rowid "
-            "WHERE message_context_fts MATCH ? AND +m.user_id = ? ORDER BY s LIMIT ?",
-            (weight, match, memory.user_id, limit)))
-    return [(row[0], row[1], row[2]) for row in rows[:limit]]
+            include_inactive: bool = False,
+            context_weight: float = _DEFAULTS.context_weight) -> list[tuple[str, int, float]]:
+    """(kind, id, relevance) for the best full-text matches over `kinds`, best (highest) first: the store's text
+    index (`storage/text_index.py`) given the query's phrases and word terms. A message's neighbours' words count
+    `context_weight` of its own."""
+    return memory.text.matches(unspaced_phrases(query), query_terms(query), kinds=kinds, limit=limit,
+                               include_inactive=include_inactive, context_weight=context_weight)
 
 
 def vector_leg(memory: UserMemory, embedder: Embedder, query: str, *, kinds: Sequence[str] = KINDS,
@@ -193,7 +124,7 @@ def rrf(legs: dict[str, list[tuple[str, int, float]]], k: int) -> Fused:
     for leg, ranked in legs.items():
         for rank, (kind, item_id, raw) in enumerate(ranked, start=1):
             score, detail = fused.get((kind, item_id), (0.0, {}))
-            detail = {**detail, leg: LegScore(rank, raw if leg != "fts" else -raw)}
+            detail = {**detail, leg: LegScore(rank, raw)}
             fused[(kind, item_id)] = (score + 1.0 / (k + rank), detail)
     return fused
 
@@ -212,13 +143,13 @@ def score_fusion(legs: dict[str, list[tuple[str, int, float]]], cosines: dict[tu
     `cosines` holds the exact cosine of every candidate that has a vector (from either leg); a candidate
     without one (not embedded yet, or no embedder) is ranked on its words alone."""
     fts = legs.get("fts", [])
-    best = max((-raw for _, _, raw in fts), default=0.0)
+    best = max((raw for _, _, raw in fts), default=0.0)
     scale = best if best > 0 else 1.0
     fused: Fused = {}
     for leg, ranked in legs.items():
         for rank, (kind, item_id, raw) in enumerate(ranked, start=1):
             _, detail = fused.get((kind, item_id), (0.0, {}))
-            fused[(kind, item_id)] = (0.0, {**detail, leg: LegScore(rank, raw if leg != "fts" else -raw)})
+            fused[(kind, item_id)] = (0.0, {**detail, leg: LegScore(rank, raw)})
     for key, (_, detail) in fused.items():
         words = detail["fts"].score / scale if "fts" in detail else 0.0
         cosine = cosines.get(key, 0.0)
@@ -245,10 +176,8 @@ def search(memory: UserMemory, query: str, *, embedder: Embedder | None = None, 
     started = time.perf_counter()
     # Words first: a caller that started the query's embedding in the background (`recall.QueryOnce`) has it
     # made while SQLite reads the full-text matches.
-    lengths: dict[int, int] = {}
-    matches = fts_leg(memory, query, kinds=kinds, limit=round(per_leg * FULL_TEXT_POOL_FACTOR),
-                      include_inactive=include_inactive, context_weight=settings.context_weight, lengths=lengths)
-    words = with_message_lengths(memory, matches, lengths=lengths)[:per_leg]
+    words = fts_leg(memory, query, kinds=kinds, limit=per_leg, include_inactive=include_inactive,
+                    context_weight=settings.context_weight)
     timings["fts"] = (time.perf_counter() - started) * 1000
     vector = None
     if embedder is not None:
@@ -272,7 +201,8 @@ def search(memory: UserMemory, query: str, *, embedder: Embedder | None = None, 
             missing = [(kind, item_id) for kind, item_id, _ in legs["fts"] if (kind, item_id) not in cosines]
             cosines.update(similarities(memory, embedder.id, embedder.dims, vector, missing))
         fused = score_fusion(legs, cosines, settings.vector_weight, settings.agreement_weight)
-    rare_word = _rare_word_scores(memory, {kind for kind, _ in fused}) if settings.bm25_floor > 0 else {}
+    rare_word = ({kind: memory.text.rare_word_score(kind) for kind in {kind for kind, _ in fused}}
+                 if settings.bm25_floor > 0 else {})
     fused = {key: value for key, value in fused.items()
              if "vector" in value[1] or _words_are_enough(value[1], cosines.get(key), settings,
                                                          rare_word.get(key[0], 0.0))}
@@ -291,21 +221,6 @@ def search(memory: UserMemory, query: str, *, embedder: Embedder | None = None, 
     timings["fuse"] = (time.perf_counter() - mark) * 1000
     timings["total"] = (time.perf_counter() - started) * 1000
     return SearchResult(hits, {leg: len(found) for leg, found in legs.items()}, timings, embedder is not None)
-
-
-MIN_ROWS_FOR_BM25_FLOOR = 200
-
-def _rare_word_scores(memory: UserMemory, kinds: set[str]) -> dict[str, float]:
-    """Per kind, about what BM25 gives one match of a word found in a single row: its IDF, ln(N / 1.5 + 1) for
-    N rows in that kind's index (the largest id stands in for N: one index lookup, not a count). BM25 grows
-    with the index, so a floor in these units means the same for a new memory and a large one."""
-    scores = {}
-    for kind in kinds:
-        rows = memory.db.scalar(f"SELECT max(id) FROM {REGISTRY[kind].table}") or 1
-        # Below a few hundred rows BM25 says little (FTS5 gives a word found in half the rows an IDF of ~0):
-        # no floor there; the cosine floor still applies.
-        scores[kind] = math.log(rows / 1.5 + 1.0) if rows >= MIN_ROWS_FOR_BM25_FLOOR else 0.0
-    return scores
 
 
 def _words_are_enough(legs: dict[str, LegScore], cosine: float | None, settings: RetrievalSettings,

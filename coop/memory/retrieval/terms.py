@@ -1,21 +1,16 @@
-"""Turning a query into full-text terms: words and phrases, quoted so user text is never FTS syntax, with the
-most common words left out of a large memory's match when they would cost the most and weigh the least."""
+"""Turning a query into full-text terms: word terms and the phrases of unspaced scripts, which the store's text
+index matches (`storage/text_index.py` quotes them, so user text is never FTS syntax); whether a message has any
+word worth recalling memory for; and the checks a query must pass."""
 
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
-
-import apsw
 
 from coop.errors import UsageError
-from coop.memory.storage.scope import UserScope
 from coop.memory.text import STOP_WORDS, UNSPACED_CHARS
 
 MAX_QUERY_CHARS = 20_000
 MAX_QUERY_TERMS = 48
-# Most postings (term, message) the message full-text leg reads for one query; see `affordable_terms`.
-POSTINGS_BUDGET = 12_000
 
 _TOKEN = re.compile(r"\w+", re.UNICODE)
 _NOT = re.compile(r"n['\u2019]t\b", re.IGNORECASE)
@@ -66,54 +61,10 @@ def unspaced_phrases(text: str) -> list[str]:
     return list(dict.fromkeys(phrases))[:MAX_QUERY_TERMS]
 
 
-def fts_query(text: str) -> str | None:
-    """An FTS5 MATCH expression for user text, safe whatever it contains; None when it has no word at all.
-    Every term is double-quoted (quotes inside doubled), so `"`, `*`, `-`, `:`, `(`, AND, NEAR are just text."""
-    return match_expression(unspaced_phrases(text) + query_terms(text))
-
-
-def match_expression(phrases: Sequence[str]) -> str | None:
-    """Quoted phrases OR-ed together; None for none."""
-    if not phrases:
-        return None
-    return " OR ".join('"' + p.replace('"', '""') + '"' for p in phrases)
-
-
-def affordable_terms(memory: UserScope, terms: list[str], budget: int | None = None) -> list[str]:
-    """The query's word terms, without its most common ones when matching them all would read more than `budget`
-    postings of the message index.
-
-    FTS5 scores every message that holds any query term before it can sort, so one common word ("years",
-    "friend", a month name, which every message of that month holds in its context) makes a query over a large
-    memory slow. A term held by many messages also weighs little in BM25 (its IDF is small), so the most common
-    terms are dropped first until the rest fit the budget; the rarest term is always kept. Small memories (up to
-    tens of thousands of messages) stay under the budget and are searched with every term. Counts come from
-    `message_context_vocab` (all users together: they bound the work, which is over the whole index)."""
-    budget = POSTINGS_BUDGET if budget is None else budget
-    if len(terms) <= 1:
-        return terms
-    tokenizer = memory.db.conn.fts5_tokenizer("porter", ["unicode61", "remove_diacritics", "2"])
-    stems: dict[str, list[str]] = {}
-    for term in terms:
-        # Each token is (start, end, text, *colocated): offsets and colocated tokens are on by default.
-        stems[term] = [token[2] for token in tokenizer(term.encode("utf-8"), apsw.FTS5_TOKENIZE_QUERY, None)
-                       if isinstance(token, tuple) and len(token) > 2]
-    wanted = sorted({stem for each in stems.values() for stem in each})
-    if not wanted:
-        return terms
-    counts = dict(memory.db.execute(f"SELECT term, doc FROM message_context_vocab WHERE term IN "
-                                    f"({','.join('?' * len(wanted))})", wanted))
-    cost = {term: sum(counts.get(stem, 0) for stem in each) for term, each in stems.items()}
-    if sum(cost.values()) <= budget:
-        return terms
-    kept: list[str] = []
-    spent = 0
-    for term in sorted(terms, key=lambda t: cost[t]):
-        if kept and spent + cost[term] > budget:
-            break
-        kept.append(term)
-        spent += cost[term]
-    return [term for term in terms if term in kept]
+def query_words(text: str) -> list[str]:
+    """Everything a text index is asked to match for user text: its unspaced phrases, then its word terms
+    (empty when it has no word at all)."""
+    return unspaced_phrases(text) + query_terms(text)
 
 
 def check_query(query: str) -> str:

@@ -19,6 +19,7 @@ extraction, consolidation, the model's tools and the importer are all covered he
 from __future__ import annotations
 
 import time
+from functools import cached_property
 from typing import Any
 
 from coop.errors import NotFoundError, UsageError
@@ -28,6 +29,7 @@ from coop.memory.storage.connection import Database
 from coop.memory.storage.items import MAX_MESSAGE_CHARS, MAX_USER_ID_CHARS, ROLES
 from coop.memory.storage.links import Links
 from coop.memory.storage.scope import fresh_id_sql
+from coop.memory.storage.text_index import SqliteTextIndex
 from coop.memory.text import check_text, estimate_tokens
 from coop.memory.words import states
 from coop.privacy.secrets import mask, mask_optional
@@ -56,6 +58,11 @@ class MemoryStore:
 class UserMemory(Links):
     """One user's memory: reads (reads.py), fact writes (facts.py), provenance and durable jobs (links.py), and
     here sessions, messages, summaries and forgetting. Every statement binds `self.user_id`."""
+
+    @cached_property
+    def text(self) -> SqliteTextIndex:
+        """The user's full-text index (`text_index.py`)."""
+        return SqliteTextIndex(self)
 
     # -- sessions -----------------------------------------------------------------------------------------
 

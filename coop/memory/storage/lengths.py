@@ -12,7 +12,7 @@ case in a message), close otherwise. A message of the average length keeps its s
 
 The average is that of the candidates themselves (FTS5 keeps the index's average but does not expose it); on
 LoCoMo it did as well as the user's average length. Lengths are in characters, as stored. The search reads 2.5
-times as many of FTS5's matches as it keeps and makes the cut after this re-weighting (`FULL_TEXT_POOL_FACTOR`).
+times as many of FTS5's matches as it keeps and makes the cut after this re-weighting (`text_index.POOL_FACTOR`).
 `bench/scale.py` (LoCoMo): b = 0.3 instead of 0.75 first lifted R_any@10 at 20,000 extra messages per user from
 0.747 to 0.775 (400 matches read and kept, five users in one database). With one database per user, 1,000 matches
 read and 400 kept, R_any@10 at 0 / 20,000 / 100,000 is 0.858 / 0.791 / 0.707 with b = 0.3, 0.858 / 0.795 / 0.722
@@ -20,7 +20,7 @@ with b = 0.1 and 0.854 / 0.788 / 0.718 with b = 0 (replayed offline on the same 
 
 from __future__ import annotations
 
-from coop.memory.storage.store import UserMemory
+from coop.memory.storage.reads import Reads
 
 FTS5_K1, FTS5_B = 1.2, 0.75   # what SQLite's bm25() uses (fixed)
 MESSAGE_B = 0.1               # the length normalisation messages are ranked with
@@ -32,7 +32,7 @@ def length_factor(length: float, average: float, b: float = MESSAGE_B) -> float:
     return (1 + FTS5_K1 * (1 - FTS5_B + FTS5_B * ratio)) / (1 + FTS5_K1 * (1 - b + b * ratio))
 
 
-def with_message_lengths(memory: UserMemory, matches: list[tuple[str, int, float]], b: float = MESSAGE_B, *,
+def with_message_lengths(memory: Reads, matches: list[tuple[str, int, float]], b: float = MESSAGE_B, *,
                          lengths: dict[int, int] | None = None) -> list[tuple[str, int, float]]:
     """The full-text leg (`(kind, id, bm25)`, bm25 negative, best first) with each message's bm25 re-weighted
     to length normalisation `b`, re-sorted. Facts and summaries are left as they are. `lengths`: the messages'
