@@ -4,7 +4,10 @@ An item is named by a reference that carries its kind: `f12` (fact 12), `m345` (
 People type these in `coop memory show/forget`; JSON output carries them as `id` beside `kind`.
 
 A fact is *active* while it is neither superseded nor archived: only active facts are recalled, deduplicated
-against and counted; `ACTIVE_FACT` is that condition, written once.
+against and counted; `ACTIVE_FACT` is that condition, written once. The rules every writer and reader of facts
+share live here too, once each: the slot a fact is filed under (`fact_slot`: one normal form and one set of
+limits, whether extraction, the model's tool, `coop memory add` or an import writes it) and how a weight fades
+with age (`decayed`: retention, salience, the profile and recall's recency prior).
 """
 
 from __future__ import annotations
@@ -34,6 +37,26 @@ _BY_PREFIX = {kind.prefix: kind for kind in REGISTRY.values()}
 # A fact still in use: not replaced by a newer value, not archived by retention or the user.
 ACTIVE_FACT = "superseded_at IS NULL AND archived_at IS NULL"
 INSTRUCTION = "instruction"  # the category of a standing instruction: in every preamble, never recalled as a fact
+GENERAL = "general"  # the category of a fact filed under none
+MAX_CATEGORY_CHARS = 100  # the stored limits of a fact's category and key: every writer cuts there
+MAX_KEY_CHARS = 200
+
+
+def fact_slot(category: object, key: object) -> tuple[str, str | None]:
+    """The (category, key) a fact is filed under, whoever writes it: trimmed, lower-cased and cut at the stored
+    limits, so a long name lands in the same slot by every path; a blank or missing category is `GENERAL`, a blank
+    key none. (Extraction first turns the model's words into snake_case vocabulary; the cut is this one.)"""
+    slot = category.strip().lower()[:MAX_CATEGORY_CHARS].strip() if isinstance(category, str) else ""
+    name = key.strip().lower()[:MAX_KEY_CHARS].strip() if isinstance(key, str) else ""
+    return slot or GENERAL, name or None
+
+
+def decayed(weight: float, age_days: float, half_life_days: float) -> float:
+    """`weight` halved every `half_life_days` of `age_days` (an age below zero, a clock's skew, counts as none):
+    the one decay with age, for a fact's retention weight, a salient message's score, the profile's signals of
+    use and change, and recall's recency prior."""
+    faded: float = weight * 0.5 ** (max(0.0, age_days) / half_life_days)
+    return faded
 
 
 def active_fact(alias: str) -> str:

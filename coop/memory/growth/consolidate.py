@@ -25,7 +25,7 @@ from coop.memory.growth.admission import admit
 from coop.memory.growth.evidence import find_quote
 from coop.memory.growth.extract import Complete, facts_from
 from coop.memory.growth.reconcile import FactWriter
-from coop.memory.kinds import INSTRUCTION
+from coop.memory.kinds import INSTRUCTION, decayed
 from coop.memory.storage.items import Item
 from coop.memory.storage.store import UserMemory
 from coop.memory.text import plural
@@ -118,7 +118,7 @@ def consolidate_span(memory: UserMemory, span: list[Item], complete: Complete, w
     ids = [item.item_id for item in span]
     summary_id = None
     written = 0
-    with memory.db.atomic():
+    with memory.transaction():
         if summary and summary.strip():
             summary_id = memory.add_summary(summary.strip(), session_id=span[0].session_id, span=(ids[0], ids[-1]),
                                             created_at=span[-1].created_at)
@@ -148,7 +148,7 @@ def apply_retention(memory: UserMemory, settings: "RetentionConfig", salience_th
             continue
         last_used = max(t for t in (fact.created_at, fact.updated_at, fact.last_recalled_at) if t)
         days = max(0.0, (now - last_used) / 86400)
-        weight = (fact.importance or 0) * 0.5 ** (days / settings.half_life_days)
+        weight = decayed(fact.importance or 0, days, settings.half_life_days)
         if weight < settings.archive_below:
             memory.archive_fact(fact.item_id, reason=f"unused for {days:.0f} days (weight {weight:.3f} < "
                                                      f"{settings.archive_below})")

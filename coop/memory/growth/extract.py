@@ -26,7 +26,7 @@ from coop.memory.growth.evidence import proves
 from coop.memory.growth.reconcile import Candidate, Decision
 from coop.memory.growth.refusals import refuse
 from coop.memory.growth.vocabulary import CATEGORIES, SLOTS, as_sentence, bad_value, normalise
-from coop.memory.kinds import INSTRUCTION
+from coop.memory.kinds import INSTRUCTION, fact_slot
 from coop.memory.text import check_text
 from coop.model.jsonreply import DECISION, FACTS, ModelReplyError, ask, parse_json_reply
 from coop.privacy.secrets import mask
@@ -95,7 +95,7 @@ def _clean_key(value: Any) -> str | None:
     if not isinstance(value, str) or not value.strip() or value.strip().lower() in ("null", "none", "-"):
         return None
     key = re.sub(r"[^\w]+", "_", value.strip().lower()).strip("_")
-    return key[:60] or None
+    return key or None
 
 
 def parse_facts(text: str, limit: int) -> list[Candidate]:
@@ -133,8 +133,8 @@ def facts_from(items: Any, limit: int, source: str = "extraction") -> list[Candi
         importance = raw.get("importance", 0.5)
         if isinstance(importance, bool) or not isinstance(importance, (int, float)):
             importance = 0.5
-        category = re.sub(r"\W+", "_", category.strip().lower()).strip("_")[:40] or "general"
-        category, key = normalise(category, _clean_key(raw.get("key")))
+        category = re.sub(r"\W+", "_", category.strip().lower()).strip("_")
+        category, key = normalise(*fact_slot(category, _clean_key(raw.get("key"))))  # cut as every writer cuts
         value = as_sentence(category, key, value)
         why = bad_value(value)
         if why is not None:  # a question, a courtesy, a bare word: never a fact

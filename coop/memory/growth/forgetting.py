@@ -77,7 +77,7 @@ def forget_with_traces(memory: UserMemory, kind: str, item_id: int, *, reason: s
     """Forget one item; a fact takes its traces with it (unless `keep_traces`)."""
     item = memory.get(kind, item_id)
     gone = Forgotten(item, traces(memory, item) if kind == "fact" and not keep_traces else [])
-    with memory.db.atomic():
+    with memory.transaction():
         for trace in gone.traces:
             span = memory.summary_span(trace.item_id) if trace.kind == "summary" else None
             gone.cleaned.update(memory.forget(trace.kind, trace.item_id, reason=f"{reason} (it stated {item.ref})"))
@@ -86,5 +86,5 @@ def forget_with_traces(memory: UserMemory, kind: str, item_id: int, *, reason: s
                 memory.unmark_consolidated(trace.session_id, *span)
         gone.cleaned.update(memory.forget(kind, item_id, reason=reason))
         gone.cleaned[_PLACES[kind]] += 1
-    memory.db.checkpoint()  # (each forget's own checkpoint waited for this transaction)
+    memory.checkpoint()  # (each forget's own checkpoint waited for this transaction)
     return gone

@@ -22,9 +22,10 @@ from __future__ import annotations
 import re
 
 from coop.memory.growth.sameness import canonical_key
+from coop.memory.kinds import GENERAL, INSTRUCTION
 
 CATEGORIES = ("identity", "location", "work", "education", "family", "pets", "health", "diet", "languages",
-              "hobbies", "preferences", "possessions", "plans", "dates", "finance", "instruction", "general")
+              "hobbies", "preferences", "possessions", "plans", "dates", "finance", INSTRUCTION, GENERAL)
 
 # The slots the extractor is shown, category/key: a fact that fits one uses it.
 SLOTS = ("identity/name", "identity/age", "location/home_city", "location/hometown", "work/employer",
@@ -47,7 +48,7 @@ _CATEGORY_ALIASES = {
     "possessions": "possession belongings owns property",
     "plans": "plan goals goal future_plans intentions trips travel_plans",
     "dates": "date events event birthdays anniversaries",
-    "instruction": "instructions standing_instruction rule rules assistant_instruction assistant_preferences",
+    INSTRUCTION: "instructions standing_instruction rule rules assistant_instruction assistant_preferences",
 }
 ALIASES = {alias: category for category, words in _CATEGORY_ALIASES.items() for alias in words.split()}
 # The category a slot key belongs to (keys in sameness.SLOT_GROUPS, by their canonical name).
@@ -65,11 +66,11 @@ def normalise(category: str, key: str | None) -> tuple[str, str | None]:
     """The (category, key) a fact is filed under (see the module's rules); both already snake_case."""
     if is_id(key):
         key = None
-    category = "general" if is_id(category) else ALIASES.get(category, category)
+    category = GENERAL if is_id(category) else ALIASES.get(category, category)
     head = category.split("_", 1)[0]  # "health_allergy", "work_info": the category it starts with
     category = category if category in CATEGORIES else ALIASES.get(head, head if head in CATEGORIES else category)
     key = canonical_key(key)
-    if key in SLOT_CATEGORY and category != "instruction":
+    if key in SLOT_CATEGORY and category != INSTRUCTION:
         category = SLOT_CATEGORY[key]
     return category, key
 
@@ -91,7 +92,7 @@ def as_sentence(category: str, key: str | None, value: str) -> str:
     words = value.split()
     if not key or not words or len(words) > 4 or any(w.lower().strip(".,;") in _FACT_VERBS for w in words):
         return value
-    templates = INSTRUCTION_TEMPLATES if category == "instruction" else TEMPLATES
+    templates = INSTRUCTION_TEMPLATES if category == INSTRUCTION else TEMPLATES
     template = templates.get(key) or templates.get(key.split("_", 1)[0]) or templates.get(key.rsplit("_", 1)[-1])
     if template is None or (key == "age" and not value.strip().isdigit()):
         return value

@@ -27,7 +27,7 @@ import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from coop.memory.kinds import INSTRUCTION
+from coop.memory.kinds import INSTRUCTION, decayed
 from coop.memory.retrieval.context import Recalled
 from coop.memory.storage import vectors
 from coop.memory.storage.items import Item
@@ -92,8 +92,8 @@ def signal_score(category: str | None, importance: float, changed: float, recall
                  now: float, *, slot: bool = False, trait: bool = True) -> float:
     """How much a fact belongs in the profile of this turn (see the module's weights)."""
     relevance = min(1.0, max(0.0, (cosine - 0.05) / 0.45))
-    used = 0.5 ** (max(0.0, now - recalled) / 86400 / USED_HALF_LIFE_DAYS) if recalled else 0.0
-    fresh = 0.5 ** (max(0.0, now - changed) / 86400 / FRESH_HALF_LIFE_DAYS)
+    used = decayed(1.0, (now - recalled) / 86400, USED_HALF_LIFE_DAYS) if recalled else 0.0
+    fresh = decayed(1.0, (now - changed) / 86400, FRESH_HALF_LIFE_DAYS)
     weight = CATEGORY_WEIGHTS.get((category or "general").lower(), OTHER_CATEGORY)
     return float(WEIGHTS["importance"] * importance + WEIGHTS["category"] * weight + WEIGHTS["slot"] * slot
                  + WEIGHTS["trait"] * trait + WEIGHTS["relevance"] * relevance + WEIGHTS["used"] * used

@@ -13,6 +13,7 @@ from __future__ import annotations
 import time
 
 from coop.memory.embedder import Embedder
+from coop.memory.kinds import decayed
 from coop.memory.retrieval.context import Recalled
 from coop.memory.storage.items import Item
 from coop.memory.storage.store import UserMemory
@@ -38,9 +39,8 @@ def rank_salient(memory: UserMemory, items: list[Item], query: str, embedder: Em
             cosines = {}
     best: dict[str, Recalled] = {}
     for item in items:
-        age_days = max(0.0, (now - item.created_at) / 86400)
         relevance = max(0.0, cosines.get(("message", item.item_id), 1.0 if not cosines else 0.0))
-        score = relevance * 0.5 ** (age_days / half_life_days)
+        score = decayed(relevance, (now - item.created_at) / 86400, half_life_days)
         key = content_hash(item.text)
         if key not in best or best[key].score < score:
             best[key] = Recalled(item, "salience", score)
