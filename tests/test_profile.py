@@ -10,13 +10,14 @@ import time
 import pytest
 
 from coop.config.loading import Config, apply_overrides, load_config
+from coop.memory.embedder import profile_of
 from coop.memory.growth.embedders import HashEmbedder
 from coop.memory.growth.embedding import embed_pending
 from coop.memory.retrieval import profile
-from coop.memory.retrieval.recall import FACT_FLOOR
 from coop.memory.retrieval.turn import turn_context
 
 EMBEDDER = HashEmbedder(64)
+FLOOR = profile_of(EMBEDDER).continuity_floor
 
 
 def context(memory, text, **overrides):
@@ -91,7 +92,7 @@ def test_a_fact_near_the_turn_is_recalled_by_relevance_at_the_facts_floor(memory
     cfg = Config().memory
     ctx = turn_context(memory, "Can I take penicillin for my infection?", cfg=cfg, embedder=real_embedder)
     [entry] = [r for r in ctx.prompt.recalled if r.item.item_id == near]
-    assert entry.reason == "relevance" and entry.score >= FACT_FLOOR
+    assert entry.reason == "relevance" and entry.score >= profile_of(real_embedder).fact_floor
     assert known(ctx).splitlines()[0].startswith(f"- f{near} ")  # before the profile
 
 
@@ -133,11 +134,11 @@ def test_continuity_needs_a_turn_that_follows_on_or_a_short_clean_block(memory):
                      "continuity")]
     embed_pending(memory, EMBEDDER)
     query = EMBEDDER.embed_query("How do I reverse a list in Python?")
-    assert continuing(memory, short, "How do I reverse a list in Python?", EMBEDDER, query) == short
-    assert continuing(memory, cut, "How do I reverse a list in Python?", EMBEDDER, query) == []
-    assert continuing(memory, long, "How do I reverse a list in Python?", EMBEDDER, query) == []
+    assert continuing(memory, short, "How do I reverse a list in Python?", EMBEDDER, query, FLOOR) == short
+    assert continuing(memory, cut, "How do I reverse a list in Python?", EMBEDDER, query, FLOOR) == []
+    assert continuing(memory, long, "How do I reverse a list in Python?", EMBEDDER, query, FLOOR) == []
     on_topic = EMBEDDER.embed_query("ryokan garden")
-    assert continuing(memory, long, "ryokan garden", EMBEDDER, on_topic) == long
+    assert continuing(memory, long, "ryokan garden", EMBEDDER, on_topic, FLOOR) == long
 
 
 def test_coop_memory_recall_shows_what_a_prompt_would_hold_and_why(memory, run_cli):

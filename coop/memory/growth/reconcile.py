@@ -30,13 +30,14 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
+from coop.config.sections import ExtractionConfig
 from coop.errors import UsageError
-from coop.memory.embedder import Embedder
+from coop.memory.embedder import Embedder, chosen, profile_of
 from coop.memory.growth.evidence import content_words, negations, supports_change
 from coop.memory.growth.instructions import widens
 from coop.memory.growth.refusals import refuse
 from coop.memory.growth.sameness import refines, same_thing, says_nothing_new
-from coop.memory.kinds import INSTRUCTION
+from coop.memory.kinds import INSTRUCTION, fact_slot
 from coop.memory.storage import vectors
 from coop.memory.storage.facts import FactFields
 from coop.memory.storage.items import FactWrite, Item
@@ -44,8 +45,6 @@ from coop.memory.storage.store import UserMemory
 
 if TYPE_CHECKING:
     import numpy as np
-
-    from coop.config.loading import ExtractionConfig
 
 log = logging.getLogger(__name__)
 
@@ -102,12 +101,17 @@ def is_unsafe_instruction(text: str) -> bool:
 class FactWriter:
     """Writes facts for one user through the pipeline described above."""
 
-    def __init__(self, memory: UserMemory, settings: "ExtractionConfig", *, embedder: Embedder | None = None,
+    def __init__(self, memory: UserMemory, settings: ExtractionConfig, *, embedder: Embedder | None = None,
                  decide: Decider | None = None) -> None:
         self.memory = memory
         self.settings = settings
         self.embedder = embedder
         self.decide = decide
+        # cosines are the embedder's: a threshold left at its default is the embedder profile's
+        profile, default = profile_of(embedder), ExtractionConfig()
+        self.dedup_threshold = chosen(settings.dedup_threshold, default.dedup_threshold, profile.dedup_threshold)
+        self.related_threshold = chosen(settings.related_threshold, default.related_threshold,
+                                        profile.related_threshold)
 
     def write(self, candidate: Candidate) -> FactWrite | None:
         """Plan and apply one candidate; None when it was skipped."""
@@ -130,8 +134,8 @@ class FactWriter:
         return plan
 
     def _plan(self, candidate: Candidate) -> Plan:
-        candidate = replace(candidate, category=(candidate.category or "general").strip().lower() or "general",
-                            key=candidate.key.strip().lower() if candidate.key and candidate.key.strip() else None,
+        category, key = fact_slot(candidate.category, candidate.key)
+        candidate = replace(candidate, category=category, key=key,
                             value=" ".join(candidate.value.split()),
                             importance=min(1.0, max(0.0, float(candidate.importance))))
         refused = self._refused(candidate)
@@ -147,7 +151,7 @@ class FactWriter:
         for item, similarity in neighbours:
             # only within the category: a standing instruction that reads like a fact is still an instruction;
             # and "Is not vegan" is never a duplicate of "Is vegan", however close their vectors
-            if item.category == candidate.category and similarity >= self.settings.dedup_threshold \
+            if item.category == candidate.category and similarity >= self.dedup_threshold \
                     and content_words(item.text) | negations(item.text) == words:
                 return Plan("MERGE", candidate, f"near duplicate of f{item.item_id} (cosine {similarity:.2f})",
                             item.item_id, vector)
@@ -160,7 +164,7 @@ class FactWriter:
                 return Plan("SUPERSEDE", candidate, f"new value for {candidate.category}/{candidate.key}",
                             same_key.item_id, vector)
             return Plan("ADD", candidate, "new fact", vector=vector)
-        related = [item for item, similarity in neighbours if similarity >= self.settings.related_threshold
+        related = [item for item, similarity in neighbours if similarity >= self.related_threshold
                    and (same_key is None or item.item_id != same_key.item_id)]
         existing = ([same_key] if same_key is not None else []) + related
         taken = {item.item_id for item in existing}  # one subject, one category: judged whatever the cosine
@@ -271,7 +275,7 @@ class FactWriter:
         if plan.action == "SKIP":
             log.info("fact skipped: %s", plan.reason)
             return None
-        with memory.db.atomic():
+        with memory.transaction():
             target = plan.target_id if plan.target_id is not None and memory.is_active_fact(plan.target_id) else None
             if plan.action == "MERGE" and target is not None:
                 memory.bump_fact(target, importance=c.importance, reason=plan.reason)

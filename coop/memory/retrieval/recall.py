@@ -4,7 +4,7 @@ front end: the chat's turn, MCP's `memory_context` and `coop memory recall` all 
 - The profile (`profile.py`): the facts that describe the person, in every prompt within `memory.profile_share`
   of the memory budget, chosen by importance, category, relevance, use and recency; facts that may have gone
   stale with a superseded one are marked; a turn that asks about the past also gets the former values, dated.
-- Facts recalled by relevance: search's fact hits, and the facts nearest the turn above `FACT_FLOOR` (a floor
+- Facts recalled by relevance: search's fact hits, and the facts nearest the turn above the fact floor (a floor
   made for facts: a short fact and the question that needs it sit lower than two messages on one subject), shown
   before the profile. Superseded facts are never shown as current. Standing instructions are not recalled here:
   they have their own section of the prompt.
@@ -25,8 +25,10 @@ front end: the chat's turn, MCP's `memory_context` and `coop memory recall` all 
   recalled for itself: the fact is, in the profile.
 - Continuity: the first turn of a session that follows another within `CONTINUITY_HOURS` (an idle end mid-topic,
   a quick restart) gets that session's summary and its last lines, only when the new turn is about what that
-  session was about (a cosine of `CONTINUITY_FLOOR` with one of them), or when the block is short (at most
+  session was about (the continuity floor's cosine with one of them), or when the block is short (at most
   `CONTINUITY_SHORT_TOKENS`) and clean (no interrupted or incomplete reply). Code in it is shown as code.
+- Every cosine threshold here (the floors, the cosines at which two items are about one thing) is the embedder's
+  (`coop.memory.embedder.profile_of`): what a cosine means depends on the model.
 """
 
 from __future__ import annotations
@@ -40,12 +42,13 @@ from functools import cache
 from itertools import pairwise
 from typing import TYPE_CHECKING
 
-from coop.memory.kinds import INSTRUCTION
+from coop.memory.embedder import profile_of
+from coop.memory.kinds import INSTRUCTION, decayed
 from coop.memory.retrieval import profile
 from coop.memory.retrieval.context import Recalled
 from coop.memory.retrieval.salience import rank_salient
 from coop.memory.retrieval.search import SearchResult, search_or_full_text
-from coop.memory.retrieval.settings import RetrievalSettings
+from coop.memory.retrieval.settings import RetrievalSettings, prompt_word_floor
 from coop.memory.retrieval.terms import FILLER_WORDS, has_content
 from coop.memory.storage import vectors
 from coop.memory.storage.items import Item
@@ -64,12 +67,8 @@ RECENCY_WEIGHT = 0.05        # share of a past item's score that depends on its 
 RECENCY_HALF_LIFE_DAYS = 30  # ... and how fast that share halves
 CONTINUITY_HOURS = 12        # a session that ended this recently carries over into the next one's first prompt
 CONTINUITY_TAIL = 4          # its last lines shown then
-FACT_FLOOR = 0.40            # a fact this near the turn is recalled by relevance, ahead of the profile
-MAX_RELEVANT_FACTS = 8       # ... at most this many, nearest first (the rest may still be in the profile)
-CONTINUITY_FLOOR = 0.35      # the previous session's lines this near the new turn are about the same thing
+MAX_RELEVANT_FACTS = 8       # facts recalled by relevance, at most, nearest first (the rest may be in the profile)
 CONTINUITY_SHORT_TOKENS = 120  # a clean block this short is shown whatever the new turn is about
-FACTS_DISAGREE_COSINE = 0.45  # two facts of one category this close, with other content words: about one thing
-PAST_DISAGREE_COSINE = 0.75   # the same for two past items (longer texts share more meaning by chance)
 UNFINISHED = ("[interrupted]", "[incomplete]")  # how the chat marks a reply that stopped short
 
 
@@ -129,6 +128,9 @@ def recall(memory: "UserMemory", text: str, query: str, *, embedder: "Embedder |
     """Facts and past items for this message. `shown`: ids of messages the prompt shows as history already."""
     now = time.time() if now is None else now
     out = Recollection()
+    thresholds = profile_of(embedder)  # its cosines: what is near, what is about one thing
+    settings = settings.for_embedder(embedder)
+    prompt_floor = prompt_word_floor(cfg, embedder)
     started = time.perf_counter()
     embedder = QueryOnce(embedder) if embedder is not None else None
     searching = has_content(text)
@@ -154,7 +156,7 @@ def recall(memory: "UserMemory", text: str, query: str, *, embedder: "Embedder |
     for hit in out.result.hits:
         if hit.kind == "fact" and hit.item.category == INSTRUCTION:
             continue
-        if "vector" not in hit.legs and hit.cosine is not None and hit.cosine < cfg.prompt_word_similarity_floor:
+        if "vector" not in hit.legs and hit.cosine is not None and hit.cosine < prompt_floor:
             continue  # found by words alone, and not near enough in meaning to spend the model's attention on
         if "vector" not in hit.legs and not personal and hit.kind != "fact" and not names_its_subject(text, hit.item):
             continue  # a question about the world ("why is the sky blue?") shares words with chat, not its subject
@@ -167,7 +169,7 @@ def recall(memory: "UserMemory", text: str, query: str, *, embedder: "Embedder |
                                                                                                   now), hit.legs)
     qvec = _query_vector(embedder, query_text=text)
     cosines = profile.nearest(memory, embedder, qvec)
-    near = memory.get_many("fact", [i for i, cosine in cosines.items() if cosine >= FACT_FLOOR])
+    near = memory.get_many("fact", [i for i, cosine in cosines.items() if cosine >= thresholds.fact_floor])
     for fact_id, cosine in sorted(cosines.items(), key=lambda pair: -pair[1]):
         fact = near.get(fact_id)
         if fact is not None and fact.category != INSTRUCTION and fact.superseded_at is None \
@@ -175,7 +177,8 @@ def recall(memory: "UserMemory", text: str, query: str, *, embedder: "Embedder |
             facts.setdefault(fact_id, Recalled(fact, "relevance", cosine))
     nearest_first = sorted(facts.values(), key=lambda r: -_cosine(r, cosines))[:MAX_RELEVANT_FACTS]
     facts = {r.item.item_id: r for r in nearest_first}
-    out.facts = newer_first(memory, embedder, list(facts.values()), FACTS_DISAGREE_COSINE, same_category=True)
+    out.facts = newer_first(memory, embedder, list(facts.values()), thresholds.facts_disagree_cosine,
+                            same_category=True)
     out.profile, _ = profile.best(memory, cosines, now, leaving_out=frozenset(facts))
     marks = profile.out_of_date(memory, [r.item for r in out.facts + out.profile])
     out.facts = [_marked(r, marks) for r in out.facts]
@@ -190,9 +193,11 @@ def recall(memory: "UserMemory", text: str, query: str, *, embedder: "Embedder |
     ordered = sorted(kept, key=lambda r: (r.reason != "salience", -r.score))
     # past items are only marked: which of them fit the budget is decided by their scores (moving a newer item
     # ahead there cost 0.012 of prompt recall on bench/prompt.py --summaries); build_prompt shows it first
-    out.past = newer_first(memory, embedder, ordered, PAST_DISAGREE_COSINE, same_category=False, move=False)
+    out.past = newer_first(memory, embedder, ordered, thresholds.past_disagree_cosine, same_category=False,
+                           move=False)
     if first_turn:  # the same rules: what a fact says, or the past already shows, is not repeated
-        previous = continuing(memory, previous_session(memory, session_id, now), text, embedder, qvec)
+        previous = continuing(memory, previous_session(memory, session_id, now), text, embedder, qvec,
+                              thresholds.continuity_floor)
         fresh = {r.item.ref for r in without_repeats(memory, shown_facts, previous)} - {r.item.ref for r in out.past}
         out.previous = [r for r in previous if r.item.ref in fresh]
     return out
@@ -280,7 +285,7 @@ def _marked(entry: Recalled, marks: dict[int, str]) -> Recalled:
 
 
 def continuing(memory: "UserMemory", previous: list[Recalled], text: str, embedder: "QueryOnce | None",
-               query: "np.ndarray | None") -> list[Recalled]:
+               query: "np.ndarray | None", floor: float) -> list[Recalled]:
     """The previous session's lines, when this turn continues it (see the module's rule), else nothing."""
     if not previous:
         return []
@@ -291,12 +296,11 @@ def continuing(memory: "UserMemory", previous: list[Recalled], text: str, embedd
         return []
     refs = [(r.item.kind, r.item.item_id) for r in previous]
     near = vectors.similarities(memory, embedder.id, embedder.dims, query, refs)
-    return previous if any(cosine >= CONTINUITY_FLOOR for cosine in near.values()) else []
+    return previous if any(cosine >= floor for cosine in near.values()) else []
 
 
 def recency_weighted(score: float, item: Item, now: float) -> float:
-    age_days = max(0.0, (now - item.created_at) / 86400)
-    decay: float = 0.5 ** (age_days / RECENCY_HALF_LIFE_DAYS)
+    decay = decayed(1.0, (now - item.created_at) / 86400, RECENCY_HALF_LIFE_DAYS)
     return score * ((1 - RECENCY_WEIGHT) + RECENCY_WEIGHT * decay)
 
 
