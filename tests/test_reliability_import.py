@@ -546,7 +546,7 @@ def test_the_import_pauses_after_each_slice_of_holding_the_lock(memory):
     clock = [0.0]
     slept: list[float] = []
     session = memory.start_session("s")
-    with batches.Batches(memory.db, rows=10, seconds=0.25, sleep=slept.append, clock=lambda: clock[0]) as writing:
+    with batches.Batches(memory, rows=10, seconds=0.25, sleep=slept.append, clock=lambda: clock[0]) as writing:
         for i in range(100):
             with writing.record():
                 memory.add_message(session, "user", f"row {i}")

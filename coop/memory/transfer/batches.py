@@ -19,7 +19,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
 
-from coop.memory.storage.connection import Database
+from coop.memory.storage.scope import UserScope
 
 BATCH_ROWS = 200
 BATCH_SECONDS = 0.25
@@ -30,10 +30,10 @@ PAUSE_SECONDS = 0.15
 class Batches:
     """Write transactions of bounded size for one import; use as a context manager around the whole import."""
 
-    def __init__(self, db: Database, *, rows: int | None = None, seconds: float | None = None,
+    def __init__(self, memory: UserScope, *, rows: int | None = None, seconds: float | None = None,
                  on_commit: Callable[[], None] | None = None, sleep: Callable[[float], None] = time.sleep,
                  clock: Callable[[], float] = time.monotonic) -> None:
-        self.db = db
+        self.memory = memory
         self._clock = clock
         self.rows = rows or BATCH_ROWS
         self.seconds = seconds or BATCH_SECONDS
@@ -60,13 +60,13 @@ class Batches:
         """One record's writes, in a savepoint inside the current batch (opened if need be); the batch is
         committed after it when it is full. `savepoint=False` for a record that is one atomic call already."""
         if self._open is None:
-            opening = self.db.atomic()
+            opening = self.memory.transaction()
             opening.__enter__()  # BEGIN IMMEDIATE: waits for the lock up to the busy timeout
             self._open = opening
             self._began = self._clock()
             self._count = 0
         if savepoint:
-            with self.db.atomic():
+            with self.memory.transaction():
                 yield
         else:
             yield

@@ -329,7 +329,7 @@ def import_coop(memory: UserMemory, source: Source, report: ImportReport,
         if progress is not None:
             progress(ImportProgress(source.position(), source.size, report.conversations, report.messages_added))
 
-    with Batches(memory.db, on_commit=show) as batches:
+    with Batches(memory, on_commit=show) as batches:
         for number, record in _coop_records(source, report):
             kind = record.get("type")
             handler = handlers.get(kind) if isinstance(kind, str) else None

@@ -9,55 +9,30 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Iterator
-from itertools import islice
+from itertools import groupby, islice
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, cast
 
 from coop.errors import UsageError
 from coop.files.writing import replace_file, write_stream
+from coop.memory.storage.dump import RECORD_TYPES, conversation, user_records
 from coop.memory.storage.store import UserMemory
 from coop.memory.text import iso_time
 from coop.memory.transfer.coop_format import EXPORT_VERSION
 
-_SESSION = ("id", "title", "started_at", "ended_at", "last_activity_at", "external_id")
-_MESSAGE = ("id", "session_id", "role", "content", "created_at", "importance", "tool_name", "tool_call_id",
-            "tool_calls", "consolidated_at", "external_id", "origin")
-_FACT = ("id", "category", "key", "value", "source", "importance", "mention_count", "created_at", "updated_at",
-         "last_recalled_at", "superseded_by", "superseded_at", "archived_at")
-_HISTORY = ("fact_id", "action", "old_value", "new_value", "related_fact_id", "reason", "created_at")
-_SUMMARY = ("id", "session_id", "span_start_id", "span_end_id", "text", "created_at")
-# a forgotten record carries no hash: the database's is keyed by a secret that never leaves it (`forget_key.py`)
-_FORGOTTEN = ("kind", "NULL", "forgotten_at")
-_QUERIES = (
-    ("session", _SESSION, "sessions"),
-    ("message", _MESSAGE, "messages"),
-    ("fact", _FACT, "facts"),
-    ("fact_history", _HISTORY, "fact_history"),
-    ("summary", _SUMMARY, "summaries"),
-    ("forgotten", _FORGOTTEN, "forgotten"),
-)
-
 
 def export_records(memory: UserMemory) -> Iterator[dict[str, Any]]:
     """Every record of this user in the coop format, header first, read from one consistent snapshot."""
-    db = memory.db
-    own = not db.conn.in_transaction
-    if own:  # one read transaction: a write by another process mid-export is either all in or all out
-        db.execute("BEGIN")
+    rows = user_records(memory)
     try:
-        total = sum(int(db.scalar(f"SELECT count(*) FROM {table} WHERE user_id = ?", (memory.user_id,)))
-                    for _, _, table in _QUERIES)
+        total = next(rows)
         yield {"format": "coop", "version": EXPORT_VERSION, "user": memory.user_id, "exported_at": time.time(),
                "records": total}
-        for kind, columns, table in _QUERIES:
-            cursor = db.conn.cursor()
-            names = tuple("content_hash" if column == "NULL" else column for column in columns)
-            records = ({"type": kind, **dict(zip(names, row))} for row in cursor.execute(
-                f"SELECT {', '.join(columns)} FROM {table} WHERE user_id = ? ORDER BY id", (memory.user_id,)))
-            yield from (_with_sources(memory, records) if kind == "fact" else records)
+        for kind, records in groupby(rows, key=lambda record: cast(dict[str, Any], record)["type"]):
+            typed = (cast(dict[str, Any], record) for record in records)
+            yield from (_with_sources(memory, typed) if kind == "fact" else typed)
     finally:
-        if own and db.conn.in_transaction:
-            db.execute("COMMIT")
+        rows.close()
 
 
 def _with_sources(memory: UserMemory, facts: Iterator[dict[str, Any]]) -> Iterator[dict[str, Any]]:
@@ -82,7 +57,7 @@ def write_coop(memory: UserMemory, out: IO[str]) -> int:
 
 def write_markdown(memory: UserMemory, out: IO[str]) -> int:
     """A readable export: facts by category, instructions, summaries, then every session's conversation."""
-    records: dict[str, list[dict[str, Any]]] = {kind: [] for kind, _, _ in _QUERIES}
+    records: dict[str, list[dict[str, Any]]] = {kind: [] for kind in RECORD_TYPES}
     for record in export_records(memory):
         if "type" in record and record["type"] != "message":
             records[record["type"]].append(record)
@@ -120,9 +95,7 @@ def write_markdown(memory: UserMemory, out: IO[str]) -> int:
     sessions = {s["id"]: s for s in records["session"]}
     current: object = ()
     count = 0
-    for row in memory.db.execute("SELECT session_id, role, content, created_at FROM messages WHERE user_id = ? "
-                                 "ORDER BY coalesce(session_id, 0), id", (memory.user_id,)):
-        session_id, role, content, created = row
+    for session_id, role, content, created in conversation(memory):
         if session_id != current:
             current = session_id
             session = sessions.get(session_id)

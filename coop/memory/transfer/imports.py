@@ -68,7 +68,7 @@ def _import_conversations(memory: UserMemory, source: Source, fmt: str, importan
         if progress is not None:
             progress(ImportProgress(source.position(), source.size, report.conversations, report.messages_added))
 
-    with Batches(memory.db) as batches:
+    with Batches(memory) as batches:
         for record in read_conversations(source, fmt, name):
             if isinstance(record, Problem):
                 report.problems.append(record)

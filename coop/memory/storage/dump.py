@@ -1,0 +1,59 @@
+"""One user's rows as records, for an export: every session, message, fact, history entry, summary and
+forgotten record, read from one consistent snapshot (a write by another process mid-export is either all in or
+all out), in the order an import needs them (sessions before their messages, facts before their history).
+
+The record fields are the export format's (`transfer/coop_format.py` describes it); a forgotten record carries
+no hash: the database's is keyed by a secret that never leaves it (`forget_key.py`)."""
+
+from __future__ import annotations
+
+from collections.abc import Generator, Iterator
+from typing import Any
+
+from coop.memory.storage.scope import UserScope
+
+_SESSION = ("id", "title", "started_at", "ended_at", "last_activity_at", "external_id")
+_MESSAGE = ("id", "session_id", "role", "content", "created_at", "importance", "tool_name", "tool_call_id",
+            "tool_calls", "consolidated_at", "external_id", "origin")
+_FACT = ("id", "category", "key", "value", "source", "importance", "mention_count", "created_at", "updated_at",
+         "last_recalled_at", "superseded_by", "superseded_at", "archived_at")
+_HISTORY = ("fact_id", "action", "old_value", "new_value", "related_fact_id", "reason", "created_at")
+_SUMMARY = ("id", "session_id", "span_start_id", "span_end_id", "text", "created_at")
+_FORGOTTEN = ("kind", "NULL", "forgotten_at")
+RECORDS = (  # (record type, columns, table), in the order they are read and imported
+    ("session", _SESSION, "sessions"),
+    ("message", _MESSAGE, "messages"),
+    ("fact", _FACT, "facts"),
+    ("fact_history", _HISTORY, "fact_history"),
+    ("summary", _SUMMARY, "summaries"),
+    ("forgotten", _FORGOTTEN, "forgotten"),
+)
+RECORD_TYPES = tuple(kind for kind, _, _ in RECORDS)
+
+
+def user_records(memory: UserScope) -> Generator[int | dict[str, Any], None, None]:
+    """First the number of records, then each record (a dict with its `type`), all from one snapshot. The
+    snapshot is held until the iterator is exhausted or closed."""
+    db = memory.db
+    own = not db.conn.in_transaction
+    if own:
+        db.execute("BEGIN")
+    try:
+        yield sum(int(db.scalar(f"SELECT count(*) FROM {table} WHERE user_id = ?", (memory.user_id,)))
+                  for _, _, table in RECORDS)
+        for kind, columns, table in RECORDS:
+            cursor = db.conn.cursor()
+            names = tuple("content_hash" if column == "NULL" else column for column in columns)
+            for row in cursor.execute(f"SELECT {', '.join(columns)} FROM {table} WHERE user_id = ? ORDER BY id",
+                                      (memory.user_id,)):
+                yield {"type": kind, **dict(zip(names, row))}
+    finally:
+        if own and db.conn.in_transaction:
+            db.execute("COMMIT")
+
+
+def conversation(memory: UserScope) -> Iterator[tuple[int | None, str, str, float]]:
+    """(session id, role, text, written at) of every message, session by session (messages without a session
+    first), in the order they were written."""
+    yield from memory.db.execute("SELECT session_id, role, content, created_at FROM messages WHERE user_id = ? "
+                                 "ORDER BY coalesce(session_id, 0), id", (memory.user_id,))
