@@ -15,9 +15,9 @@ import time
 from dataclasses import dataclass
 
 from coop.errors import UsageError
-from coop.memory.kinds import ACTIVE_FACT
+from coop.memory.kinds import ACTIVE_FACT, fact_slot
 from coop.memory.storage import vectors
-from coop.memory.storage.items import FACT_SOURCES, MAX_CATEGORY_CHARS, MAX_FACT_CHARS, MAX_KEY_CHARS, FactWrite
+from coop.memory.storage.items import FACT_SOURCES, MAX_FACT_CHARS, FactWrite
 from coop.memory.storage.reads import Reads
 from coop.memory.storage.scope import fresh_id_sql
 from coop.memory.text import check_text, content_hash
@@ -38,11 +38,11 @@ class FactFields:
     def checked(cls, value: str, *, category: str | None = "general", key: str | None = None,
                 importance: float = 0.5, source: str = "user") -> "FactFields":
         """Reject what cannot be stored (empty, not UTF-8, too long, unknown source, importance out of range);
-        categories and keys are trimmed and lower-cased, an empty one is the default; any API key is masked."""
+        any API key is masked; then the category and key are filed as every writer files them (`fact_slot`:
+        trimmed, lower-cased, cut at their stored limits; an empty category is the default)."""
         value = mask(check_text(value, "fact", MAX_FACT_CHARS).strip())
-        category = mask(check_text(category, "category", MAX_CATEGORY_CHARS).strip()).lower() \
-            if category and category.strip() else "general"
-        key = mask(check_text(key, "key", MAX_KEY_CHARS).strip()).lower() if key and key.strip() else None
+        category, key = fact_slot(*(mask(check_text(text, what, MAX_FACT_CHARS)) if text and text.strip() else None
+                                    for text, what in ((category, "category"), (key, "key"))))
         if source not in FACT_SOURCES:
             raise UsageError(f"unknown fact source {source!r}", hint="use one of: " + ", ".join(FACT_SOURCES))
         if not 0.0 <= importance <= 1.0:
