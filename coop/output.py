@@ -14,6 +14,8 @@ from __future__ import annotations
 import json
 import re
 import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
@@ -22,6 +24,7 @@ from rich.console import Console
 from coop.privacy.secrets import mask, mask_data
 
 if TYPE_CHECKING:
+    from rich.table import Table
     from rich.text import Text
 
     from coop.errors import CoopError
@@ -182,3 +185,56 @@ def recall_json(question: str, context: "TurnContext") -> dict[str, Any]:
     return {"question": question, "memory": prompt.messages[0]["content"].strip(), "items": items,
             "left_out": len(prompt.left_out), "tokens": {"memory": prompt.tokens["memory"],
                                                          "memory_budget": prompt.tokens["memory_budget"]}}
+
+
+@dataclass(frozen=True)
+class Column:
+    """A table column for `fitted_table`: `rank` 0 is never dropped (id, text); on a narrow terminal the highest
+    rank goes first. A `wrap` column wraps its text and keeps at least `least` characters a line."""
+
+    name: str
+    rank: int = 0
+    wrap: bool = False
+    least: int = 18
+
+
+def fitted_table(columns: Sequence[Column], rows: Sequence[Sequence["str | Text"]],
+                 width: int | None = None, header: bool = True) -> "Table":
+    """A table that reads at any width: columns drop, least important first, until the others fit with each
+    wrapping column at least `least` wide (rich alone would squeeze the text to a few characters, or drop the
+    id), so 40 columns shows the id and the text and 200 shows everything."""
+    from rich.cells import cell_len
+    from rich.table import Table
+    from rich.text import Text
+
+    width = width or out().width
+
+    def widest(index: int) -> int:
+        cells = [row[index] for row in rows]
+        lines = [line for value in cells
+                 for line in (value.plain if isinstance(value, Text) else str(value)).splitlines() or [""]]
+        return max([cell_len(line) for line in lines] + [cell_len(columns[index].name) if header else 0])
+
+    need = {i: min(widest(i), c.least) if c.wrap else widest(i) for i, c in enumerate(columns)}
+    kept = list(range(len(columns)))
+    while sum(need[i] for i in kept) + 2 * (len(kept) - 1) > width:
+        droppable = [i for i in kept if columns[i].rank > 0]
+        if not droppable:
+            break
+        kept.remove(max(droppable, key=lambda i: (columns[i].rank, i)))
+    # the room left after the fixed columns, shared by the wrapping ones: the narrowest takes what it needs, the
+    # others split the rest (widths set here, since rich would squeeze a wrapping column under its minimum)
+    wrapping = sorted((i for i in kept if columns[i].wrap), key=widest)
+    spare = width - sum(need[i] for i in kept) - 2 * (len(kept) - 1)  # beyond each one's least
+    for position, i in enumerate(wrapping):
+        more = max(min(widest(i) - need[i], spare // (len(wrapping) - position)), 0)
+        need[i] += more
+        spare -= more
+    table = Table(box=None, pad_edge=False, show_header=header)
+    for i in kept:
+        column = columns[i]
+        table.add_column(column.name, overflow="fold" if column.wrap else "ellipsis", no_wrap=not column.wrap,
+                         width=need[i] if column.wrap else None, min_width=None if column.wrap else need[i])
+    for row in rows:
+        table.add_row(*(row[i] for i in kept))
+    return table

@@ -13,7 +13,6 @@ from coop.errors import UsageError
 from coop.memory.text import plural
 
 if TYPE_CHECKING:
-    from rich.console import RenderableType
     from rich.table import Table
 
     from coop.memory.storage.items import HistoryEntry, Item
@@ -162,20 +161,16 @@ def search(
     if not result.hits:
         output.info("no matches")
         return
-    from rich.table import Table
-
-    table = Table(box=None, pad_edge=False)
-    for column in ("id", "when", "text") + (("legs",) if explain else ()):
-        table.add_column(column, overflow="fold" if column == "text" else "ellipsis",
-                         no_wrap=column != "text")
-    for hit in result.hits:
-        row: list[RenderableType] = [hit.ref, output.local_time(hit.item.created_at),
-                                     output.cell(output.one_line(hit.item.text, 200))]
-        table.add_row(*row, *((output.cell(describe(hit)),) if explain else ()))
+    columns = [output.Column("id"), output.Column("when", rank=2), output.Column("text", wrap=True)]
+    if explain:
+        columns.append(output.Column("legs", rank=1, wrap=True, least=14))
+    rows = [[hit.ref, output.local_time(hit.item.created_at), output.cell(output.one_line(hit.item.text, 200)),
+             *((output.cell(describe(hit)),) if explain else ())] for hit in result.hits]
+    table = output.fitted_table(columns, rows)
     output.out().print(table)
     if explain:
         legs = ", ".join(f"{leg}: {n}" for leg, n in result.legs.items())
-        output.info(f"candidates: {legs}; {result.timings_ms.get('total', 0):.1f} ms"
+        output.info(f"\ncandidates: {legs}; {result.timings_ms.get('total', 0):.1f} ms"
                     + ("" if result.vector_used else "; full text only (no embedder)"))
 
 
@@ -198,11 +193,7 @@ def list_(
     if not items:
         output.info("memory is empty" if kind is None else f"no {kind}s")
         return
-    from rich.table import Table
-
-    table = Table(box=None, pad_edge=False)
-    for column in ("id", "when", "kind", "text"):
-        table.add_column(column, overflow="fold" if column == "text" else "ellipsis", no_wrap=column != "text")
+    rows = []
     for item in items:
         label = item.kind if item.kind != "fact" else f"{item.category}" + (f"/{item.key}" if item.key else "")
         if item.kind == "message":
@@ -210,9 +201,11 @@ def list_(
         text = output.one_line(item.text, 200)
         if item.superseded_at:
             text += f"  [superseded by f{item.superseded_by}]" if item.superseded_by else "  [superseded]"
-        table.add_row(item.ref, output.local_time(item.updated_at or item.created_at), output.cell(label),
-                      output.cell(text))
-    output.out().print(table)
+        rows.append([item.ref, output.local_time(item.updated_at or item.created_at), output.cell(label),
+                     output.cell(text)])
+    columns = [output.Column("id"), output.Column("when", rank=2), output.Column("kind", rank=1),
+               output.Column("text", wrap=True)]
+    output.out().print(output.fitted_table(columns, rows))
 
 
 @app.command()
@@ -320,11 +313,7 @@ def history(
 
 def history_table(entries: list[HistoryEntry]) -> Table:
     """A fact's changes for people: when, what, the change itself (with the other fact it involved), why."""
-    from rich.table import Table
-
-    table = Table(box=None, pad_edge=False)
-    for column in ("when", "action", "change", "reason"):
-        table.add_column(column, overflow="fold")
+    rows = []
     for entry in entries:
         if entry.old_value and entry.new_value:
             change = f"{entry.old_value} -> {entry.new_value}"
@@ -332,8 +321,11 @@ def history_table(entries: list[HistoryEntry]) -> Table:
             change = entry.new_value or entry.old_value or ""
         if entry.related_fact_id:
             change += f" (f{entry.related_fact_id})"
-        table.add_row(output.local_time(entry.created_at), entry.action, output.cell(change),
-                      output.cell(entry.reason or ""))
+        rows.append([output.local_time(entry.created_at), entry.action, output.cell(change),
+                     output.cell(entry.reason or "")])
+    columns = [output.Column("when", rank=2), output.Column("action"), output.Column("change", wrap=True),
+               output.Column("reason", rank=1, wrap=True, least=14)]
+    table = output.fitted_table(columns, rows)
     return table
 
 

@@ -42,15 +42,11 @@ def recall(
     if not prompt.recalled:
         output.info("nothing in memory would be recalled for this")
         return
-    from rich.table import Table
-
-    table = Table(box=None, pad_edge=False)
-    for column in ("id", "section", "why", "text"):
-        table.add_column(column, overflow="fold")
-    for entry in prompt.recalled:
-        table.add_row(entry.item.ref, output.section_of(entry), output.cell(explain(entry)),
-                      output.cell(output.one_line(entry.item.text, 160)))
-    output.out().print(table)
+    rows = [[entry.item.ref, output.section_of(entry), output.cell(explain(entry)),
+             output.cell(output.one_line(entry.item.text, 160))] for entry in prompt.recalled]
+    columns = [output.Column("id"), output.Column("section", rank=2), output.Column("why", rank=1, wrap=True, least=14),
+               output.Column("text", wrap=True)]
+    output.out().print(output.fitted_table(columns, rows))
     tokens = prompt.tokens
     more = f"; {len(prompt.left_out)} more did not fit" if prompt.left_out else ""
     output.info(f"{tokens['memory']} of {tokens['memory_budget']} memory tokens{more}")

@@ -137,17 +137,15 @@ def review(
 
 
 def _print_list(entries: list[Entry]) -> None:
-    from rich.table import Table
-
-    table = Table(box=None, pad_edge=False)
-    for column in ("id", "when", "source", "text"):
-        table.add_column(column, overflow="fold" if column == "text" else "ellipsis", no_wrap=column != "text")
+    rows = []
     for entry in entries:
         item = entry.learned.item
         text = output.one_line(item.text, 200) + (f"\n  “{output.one_line(entry.quote, 200)}”" if entry.quote else "")
-        table.add_row(item.ref, output.local_time(entry.learned.changed_at), item.source or "",
-                      output.cell(text + "".join(f"  [{flag}]" for flag in entry.flags)))
-    output.out().print(table)
+        rows.append([item.ref, output.local_time(entry.learned.changed_at), item.source or "",
+                     output.cell(text + "".join(f"  [{flag}]" for flag in entry.flags))])
+    columns = [output.Column("id"), output.Column("when", rank=2), output.Column("source", rank=1),
+               output.Column("text", wrap=True)]
+    output.out().print(output.fitted_table(columns, rows))
 
 
 def _show(entry: Entry, index: int, total: int) -> None:
