@@ -52,17 +52,10 @@ def consistency_problems(path: str) -> list[str]:
                                 "AND e.embedder = t.embedder AND e.user_id = t.user_id)", (kind,))
             if missing:
                 problems.append(f"{missing} {kind}s marked embedded without a vector")
-        # Each embedder's vec0 index holds exactly the canonical vectors (unless marked dirty, to be rebuilt).
-        if db.has_vec:
-            for embedder_id, name, dirty in list(db.execute("SELECT embedder, table_name, dirty FROM vector_indexes")):
-                if dirty:
-                    continue
-                canonical = set(db.execute("SELECT id, user_id, kind FROM embeddings WHERE embedder = ?",
-                                           (embedder_id,)))
-                indexed = set(db.execute(f"SELECT embedding_id, user_id, kind FROM {name}"))
-                if canonical != indexed:
-                    problems.append(f"vector index {name} ({embedder_id}) differs from embeddings: "
-                                    f"{len(canonical - indexed)} missing, {len(indexed - canonical)} extra")
+        # Every vector carries its sign bits (what the in-memory bit scan reads): one bit a dimension.
+        unscanned = db.scalar("SELECT count(*) FROM embeddings WHERE bits IS NULL OR length(bits) * 32 != length(vector)")
+        if unscanned:
+            problems.append(f"{unscanned} vectors without their sign bits")
     finally:
         db.close()
     return problems

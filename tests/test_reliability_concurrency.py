@@ -193,8 +193,8 @@ def test_threads_with_their_own_connections_and_the_consolidation_worker(coop_ho
 
 
 def test_the_first_vectors_of_two_processes_at_once(coop_home, monkeypatch):
-    """Two connections store the first vectors of an embedder at the same moment: one creates that embedder's
-    vec0 index; the other must use it, not fail."""
+    """Two connections store the first vectors of an embedder at the same moment (each waits for the other's
+    write lock, none fails), and every vector is there with its sign bits."""
     from coop.memory.growth import embedding
     from coop.memory.storage import vectors
 
@@ -205,14 +205,14 @@ def test_the_first_vectors_of_two_processes_at_once(coop_home, monkeypatch):
         for i in range(20):
             memory.add_fact(f"{user} fact {i}")
     setup.close()
-    original = vectors.index_table
+    original = vectors.store_vectors
     barrier = threading.Barrier(2)
 
-    def in_step(db, embedder_id, dims, *, create=True):
-        barrier.wait(10)  # both look for the index before either has made it: the race, made certain
-        return original(db, embedder_id, dims, create=create)
+    def in_step(*args, **kwargs):
+        barrier.wait(10)  # both are about to write before either has: the race, made certain
+        return original(*args, **kwargs)
 
-    monkeypatch.setattr(vectors, "index_table", in_step)
+    monkeypatch.setattr(vectors, "store_vectors", in_step)
     errors: list[BaseException] = []
 
     def embed(user: str) -> None:
@@ -231,3 +231,6 @@ def test_the_first_vectors_of_two_processes_at_once(coop_home, monkeypatch):
         thread.join(60)
     assert errors == []
     assert consistency_problems(path) == []
+    check = open_database(path)
+    assert check.scalar("SELECT count(*) FROM embeddings") == 40
+    check.close()

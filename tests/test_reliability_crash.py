@@ -2,7 +2,7 @@
 
 After every kill: each write the child reported as returned is there (and each forget it reported is gone),
 `integrity_check` passes, the full-text indexes hold exactly the ids of their tables, every vector belongs to a
-live item and every per-embedder vec0 index agrees with the canonical `embeddings` table. At the end, the
+live item and carries its sign bits (what the bit scan reads). At the end, the
 embedding backlog the kills left behind is picked up by the next `coop chat` start.
 """
 

@@ -1,5 +1,5 @@
-"""Vector storage: one embedder's vectors never meet another's, the user filter is applied before k, and the
-numpy path (no sqlite-vec) gives the same answers as the sqlite-vec path."""
+"""Vector storage: one embedder's vectors never meet another's, the user filter is applied before k, search
+needs no sqlite-vec, and a vector write writes `embeddings` alone (no vec0 table since m012)."""
 
 from __future__ import annotations
 
@@ -11,10 +11,10 @@ from coop.memory.growth.embedders import HashEmbedder
 from coop.memory.growth.embedding import embed_pending
 from coop.memory.storage.database import open_database
 from coop.memory.storage.store import MemoryStore
-from coop.memory.storage.vectors import index_status, nearest, rebuild_index
+from coop.memory.storage.vectors import index_status, nearest
 
 
-def test_embed_pending_fills_vectors_and_the_index(memory, hash_embedder):
+def test_embed_pending_fills_vectors_with_their_sign_bits(memory, hash_embedder):
     session = memory.start_session()
     for i in range(5):
         memory.add_message(session, "user", f"note number {i}")
@@ -24,6 +24,21 @@ def test_embed_pending_fills_vectors_and_the_index(memory, hash_embedder):
     assert memory.stats()["unembedded"] == 0
     [status] = index_status(memory.db)
     assert status["stored"] == status["indexed"] == 6 and not status["dirty"]
+    assert memory.db.scalar("SELECT count(*) FROM embeddings WHERE length(bits) * 8 = ?", (hash_embedder.dims,)) == 6
+
+
+def test_a_vector_write_creates_and_writes_no_vec0_table(memory, hash_embedder):
+    """The vec0 table was written on every vector write and never read by search (issue 28): gone, with or
+    without sqlite-vec on the connection."""
+    assert memory.db.has_vec
+    tables_before = {row[0] for row in memory.db.execute("SELECT name FROM sqlite_master")}
+    memory.add_fact("likes green tea")
+    embed_pending(memory, hash_embedder)
+    tables_after = {row[0] for row in memory.db.execute("SELECT name FROM sqlite_master")}
+    assert memory.db.scalar("SELECT count(*) FROM embeddings") == 1
+    assert tables_after == tables_before
+    assert memory.db.scalar("SELECT count(*) FROM sqlite_master WHERE sql LIKE '%USING vec0%'") == 0
+    assert "vector_indexes" not in tables_after
 
 
 def test_vectors_of_another_embedder_are_never_compared(memory):
@@ -97,31 +112,19 @@ def test_search_without_sqlite_vec_gives_the_same_answers(coop_home, monkeypatch
     plain = MemoryStore(without).user("ana")
     assert [h.item_id for h in nearest(plain, hash_embedder.id, hash_embedder.dims, query, k=10)] == \
         [h.item_id for h in exact]
-    # A write without sqlite-vec marks the vec0 index dirty; search (which does not read it) finds the new
-    # vector at once, and the next connection with sqlite-vec that writes vectors rebuilds the index.
-    plain.add_fact("tea mountain piano lesson")
+    # A write without sqlite-vec is searchable at once, here and from a connection with it: nothing to rebuild.
+    lesson = plain.add_fact("tea mountain piano lesson").fact_id
     embed_pending(plain, hash_embedder)
-    assert index_status(without)[0]["dirty"]
+    assert nearest(plain, hash_embedder.id, hash_embedder.dims, query, k=1)[0].item_id == lesson
     without.close()
     monkeypatch.delenv("COOP_DISABLE_SQLITE_VEC")
     again = open_database(path)
     fresh = MemoryStore(again).user("ana")
     top = nearest(fresh, hash_embedder.id, hash_embedder.dims, query, k=1)
     assert fresh.get("fact", top[0].item_id).text == "tea mountain piano lesson"
-    fresh.add_fact("river bread")
-    embed_pending(fresh, hash_embedder)
     [status] = index_status(again)
-    assert status["stored"] == status["indexed"] and not status["dirty"]
+    assert status["stored"] == status["indexed"] == 121 and not status["dirty"]
     again.close()
-
-
-def test_rebuild_index_restores_a_damaged_index(memory, hash_embedder):
-    memory.add_fact("green tea")
-    embed_pending(memory, hash_embedder)
-    name = memory.db.scalar("select table_name from vector_indexes")
-    memory.db.execute(f"delete from {name}")
-    rebuild_index(memory.db, hash_embedder.id)
-    assert memory.db.scalar(f"select count(*) from {name}") == 1
 
 
 def test_a_failing_embedder_records_the_error_per_row(memory):

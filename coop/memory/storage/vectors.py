@@ -7,16 +7,15 @@
   in memory (`bit_index.py`: loaded once per connection, checked against a change counter before each use), and
   re-ranks them by exact cosine; an item scores as its whole vector or its nearest part, whichever is nearer.
   `bench/vectorleg.py` reports recall against exact search (0.998 at 100,000 vectors) and the time.
-- one sqlite-vec `vec0` table per embedder still holds the sign bits of each whole vector, partitioned by user,
-  kept in step with `embeddings` (and rebuilt when a connection without sqlite-vec marked it dirty). Search no
-  longer reads it: its KNN keeps a sorted list of its k best, too slow for the candidates recall needs at scale.
+- No other index: sqlite-vec's `vec0` bit KNN, measured beside the scan in `bench/vectorleg.py`, needs as many
+  candidates for the same recall and costs about vectors x k (a vec0 table was written here until m012 dropped
+  it, never read by search).
 """
 
 from __future__ import annotations
 
-import hashlib
 import logging
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -46,71 +45,6 @@ class VectorHit:
     similarity: float
 
 
-def _index_name(embedder_id: str) -> str:
-    return "vec_" + hashlib.sha1(embedder_id.encode("utf-8")).hexdigest()[:12]
-
-
-def index_table(db: Database, embedder_id: str, dims: int, *, create: bool = True) -> str | None:
-    """The vec0 table for this embedder (created on first use), or None when sqlite-vec is unavailable."""
-    if not db.has_vec or dims % 8:
-        return None
-    row = db.one("SELECT table_name, dirty FROM vector_indexes WHERE embedder = ?", (embedder_id,))
-    if row is None:
-        if not create:
-            return None
-        name = _index_name(embedder_id)
-        with db.atomic():
-            # Looked for again inside the write transaction: another process may have made (and filled) the
-            # index since the look above, and filling it twice would break its primary key.
-            made = db.scalar("SELECT table_name FROM vector_indexes WHERE embedder = ?", (embedder_id,))
-            if made is not None:
-                return str(made)
-            db.execute(f"CREATE VIRTUAL TABLE IF NOT EXISTS {name} USING vec0(embedding_id INTEGER PRIMARY KEY, "
-                       f"user_id TEXT PARTITION KEY, kind TEXT, embedding bit[{dims}])")
-            db.execute("INSERT INTO vector_indexes (embedder, table_name, dims) VALUES (?, ?, ?)",
-                       (embedder_id, name, dims))
-            _fill_index(db, name, embedder_id)
-        return name
-    name, dirty = row
-    if dirty:
-        rebuild_index(db, embedder_id)
-    return str(name)
-
-
-def _fill_index(db: Database, name: str, embedder_id: str) -> None:
-    db.execute(f"INSERT INTO {name} (embedding_id, user_id, kind, embedding) SELECT id, user_id, kind, "
-               "vec_quantize_binary(vector) FROM embeddings WHERE embedder = ?", (embedder_id,))
-
-
-def rebuild_index(db: Database, embedder_id: str) -> None:
-    """Make the vec0 index hold exactly the rows of `embeddings` for this embedder."""
-    name = db.scalar("SELECT table_name FROM vector_indexes WHERE embedder = ?", (embedder_id,))
-    if name is None or not db.has_vec:
-        return
-    with db.atomic():
-        db.execute(f"DELETE FROM {name}")
-        _fill_index(db, name, embedder_id)
-        db.execute("UPDATE vector_indexes SET dirty = 0 WHERE embedder = ?", (embedder_id,))
-
-
-def _index_rows_changed(db: Database, embedder_ids: Iterable[str], deleted_ids: Sequence[int] = (),
-                        added: Sequence[tuple[int, str, str, bytes]] = ()) -> None:
-    """Apply changes to the vec0 indexes, or mark them dirty when this connection cannot reach them."""
-    for embedder_id in set(embedder_ids):
-        row = db.one("SELECT table_name FROM vector_indexes WHERE embedder = ?", (embedder_id,))
-        if row is None:
-            continue
-        if not db.has_vec:
-            db.execute("UPDATE vector_indexes SET dirty = 1 WHERE embedder = ?", (embedder_id,))
-            continue
-        name = row[0]
-        for embedding_id in deleted_ids:
-            db.execute(f"DELETE FROM {name} WHERE embedding_id = ?", (embedding_id,))
-        if added:
-            db.conn.executemany(f"INSERT INTO {name} (embedding_id, user_id, kind, embedding) "
-                                "VALUES (?, ?, ?, vec_quantize_binary(?))", added)
-
-
 def store_vectors(memory: UserScope, kind: str, item_ids: Sequence[int], embedder_id: str,
                   matrix: "np.ndarray", parts: "Sequence[np.ndarray | None] | None" = None) -> None:
     """Write one vector per item (replacing that embedder's old one) and mark the items as embedded by it.
@@ -126,36 +60,24 @@ def store_vectors(memory: UserScope, kind: str, item_ids: Sequence[int], embedde
     db = memory.db
     matrix = np.ascontiguousarray(matrix, dtype=np.float32)
     table = REGISTRY[kind].table
-    index_table(db, embedder_id, int(matrix.shape[1]))  # create this embedder's index on its first vectors
     with db.atomic():
         old = [row[0] for row in db.execute(
             f"SELECT id FROM embeddings WHERE kind = ? AND embedder = ? AND +user_id = ? "
             f"AND item_id IN ({','.join('?' * len(item_ids))})", (kind, embedder_id, memory.user_id, *item_ids))]
         if old:
             db.execute(f"DELETE FROM embeddings WHERE id IN ({','.join('?' * len(old))})", old)
-        added = []
         for item_id, vector, bits, (part_vectors, part_bits) in zip(item_ids, matrix, sign_bits(matrix), part_blobs):
-            blob = vector.tobytes()
-            embedding_id = db.scalar("INSERT INTO embeddings (user_id, kind, item_id, embedder, vector, bits, parts, "
-                                      "parts_bits) VALUES (?,?,?,?,?,?,?,?) RETURNING id",
-                                      (memory.user_id, kind, item_id, embedder_id, blob, bits.tobytes(),
-                                       part_vectors, part_bits))
-            added.append((embedding_id, memory.user_id, kind, blob))
-        _index_rows_changed(db, [embedder_id], old, added)
+            db.execute("INSERT INTO embeddings (user_id, kind, item_id, embedder, vector, bits, parts, parts_bits) "
+                       "VALUES (?,?,?,?,?,?,?,?)", (memory.user_id, kind, item_id, embedder_id, vector.tobytes(),
+                                                    bits.tobytes(), part_vectors, part_bits))
         db.conn.executemany(f"UPDATE {table} SET embedder = ?, embedding_error = NULL WHERE id = ? AND user_id = ?",
                             [(embedder_id, item_id, memory.user_id) for item_id in item_ids])
 
 
 def delete_item_vectors(memory: UserScope, kind: str, item_id: int) -> None:
-    """Remove an item's vectors (every embedder's) from `embeddings` and from the vec0 indexes."""
-    db = memory.db
-    rows = list(db.execute("SELECT id, embedder FROM embeddings WHERE kind = ? AND item_id = ? AND user_id = ?",
-                           (kind, item_id, memory.user_id)))
-    with db.atomic():
-        for embedding_id, embedder_id in rows:
-            _index_rows_changed(db, [embedder_id], [embedding_id])
-        db.execute("DELETE FROM embeddings WHERE kind = ? AND item_id = ? AND user_id = ?",
-                   (kind, item_id, memory.user_id))
+    """Remove an item's vectors (every embedder's)."""
+    memory.db.execute("DELETE FROM embeddings WHERE kind = ? AND item_id = ? AND user_id = ?",
+                      (kind, item_id, memory.user_id))
 
 
 def pending_items(memory: UserScope, kind: str, *, after_id: int, limit: int) -> list[tuple[int, str]]:
@@ -186,7 +108,7 @@ def hand_back_for_embedding(memory: UserScope, kind: str, keep_embedder: str, li
 
 
 def drop_other_embedders(memory: UserScope, keep: str) -> tuple[int, list[str]]:
-    """Delete this user's vectors from every embedder but `keep`, from the canonical table and the indexes."""
+    """Delete this user's vectors from every embedder but `keep`."""
     db = memory.db
     others = [row[0] for row in db.execute("SELECT DISTINCT embedder FROM embeddings WHERE user_id = ? "
                                            "AND embedder != ?", (memory.user_id, keep))]
@@ -197,7 +119,6 @@ def drop_other_embedders(memory: UserScope, keep: str) -> tuple[int, list[str]]:
                                                 (memory.user_id, embedder_id))]
             for start in range(0, len(ids), 500):
                 chunk = ids[start:start + 500]
-                _index_rows_changed(db, [embedder_id], chunk)
                 db.execute(f"DELETE FROM embeddings WHERE id IN ({','.join('?' * len(chunk))})", chunk)
             dropped += len(ids)
     return dropped, others
@@ -329,13 +250,14 @@ def bit_candidates(k: int, rows: int) -> int:
 
 
 def index_status(db: Database) -> list[dict[str, object]]:
-    """Per embedder: vectors stored, rows in its vec0 index (None without sqlite-vec), dirty flag."""
-    out = []
-    for embedder_id, name, dims, dirty in db.execute("SELECT embedder, table_name, dims, dirty FROM vector_indexes"):
-        stored = db.scalar("SELECT count(*) FROM embeddings WHERE embedder = ?", (embedder_id,))
-        indexed = db.scalar(f"SELECT count(*) FROM {name}") if db.has_vec else None
-        out.append({"embedder": embedder_id, "dims": dims, "stored": stored, "indexed": indexed, "dirty": bool(dirty)})
-    return out
+    """Per embedder, what the vector leg can search: vectors stored (`embeddings`, any user), their dimensions,
+    and how many carry sign bits of the right length (`indexed`: what the in-memory bit scan reads, `bit_index.py`;
+    a vector without them is found by no search but an exact one). There is no separate index to fall out of step
+    or rebuild: `dirty` is always False (kept for `coop check`, which read it from the vec0 index m012 dropped)."""
+    return [{"embedder": embedder_id, "dims": dims, "stored": stored, "indexed": indexed, "dirty": False}
+            for embedder_id, dims, stored, indexed in db.execute(
+                "SELECT embedder, max(length(vector)) / 4, count(*), sum(length(bits) * 8 = length(vector) / 4) "
+                "FROM embeddings GROUP BY embedder ORDER BY embedder")]
 
 
 def stored_embedders(db: Database) -> dict[str, int]:

@@ -7,7 +7,7 @@ transaction with its record in `_migrations` (its number is its place in `MIGRAT
 `coop_fts()`, which `connection.py` registers on every connection (`text.fts_text`), `coop_sign_bits()`
 (`sign_bits.sign_bits_blob`) and `coop_sentence_parts()` (the number of `text.sentence_parts`), `coop_mask()`
 (`coop.privacy.secrets.mask`) and `coop_content_hash()` (`text.content_hash`). A migration that SQL cannot express
-has a Python `step`, run just before its SQL.
+(m012 drops tables named in a table) has a Python `step`, run just before its SQL.
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ from coop.memory.storage.migrations.m008_sign_bits_and_parts import M008_SIGN_BI
 from coop.memory.storage.migrations.m009_reembed_for_sentence_parts import M009_REEMBED_FOR_PARTS
 from coop.memory.storage.migrations.m010_provenance_and_review import M010_PROVENANCE
 from coop.memory.storage.migrations.m011_keyed_forgotten_and_masked_rows import M011_FORGOTTEN_AND_SECRETS
+from coop.memory.storage.migrations.m012_drop_vec0_indexes import M012_DROP_VEC0_INDEXES
 from coop.memory.storage.migrations.migration import Migration
 
 __all__ = ["MIGRATIONS", "SCHEMA_VERSION", "Migration", "apply_migrations", "schema_version"]
@@ -34,7 +35,7 @@ __all__ = ["MIGRATIONS", "SCHEMA_VERSION", "Migration", "apply_migrations", "sch
 MIGRATIONS: tuple[Migration, ...] = (M001_INITIAL, M002_MESSAGE_CONTEXT_FTS, M003_EMBEDDING_COUNTS,
                                   M004_DROP_MESSAGES_FTS, M005_FORGOTTEN_IDS_INDEX, M006_PRIVATE_FULLTEXT,
                                   M007_PROVENANCE_AND_JOBS, M008_SIGN_BITS, M009_REEMBED_FOR_PARTS,
-                                  M010_PROVENANCE, M011_FORGOTTEN_AND_SECRETS)
+                                  M010_PROVENANCE, M011_FORGOTTEN_AND_SECRETS, M012_DROP_VEC0_INDEXES)
 SCHEMA_VERSION = len(MIGRATIONS)
 
 
