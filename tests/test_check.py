@@ -66,10 +66,13 @@ def test_a_broken_config_fails_naming_the_key(run_cli, tmp_path):
     config = tmp_path / "c.toml"
     config.write_text("[memory]\nrrf_k = \"sixty\"\n", encoding="utf-8")
     code, report = check(run_cli, "--config", str(config))
-    assert code == ExitCode.ERROR and report["passed"] is False and report["errors"] == 1
+    # a config that cannot be read is a usage error (2) from check as from every other command
+    assert code == ExitCode.USAGE and report["passed"] is False and report["errors"] == 1
     assert severity(report, "config") == "error" and "memory.rrf_k" in by_name(report)["config"]["message"]
     people = run_cli("--config", str(config), "check")
-    assert people.exit_code == ExitCode.ERROR and "memory.rrf_k" in people.stdout and "failed" in people.stdout
+    assert people.exit_code == ExitCode.USAGE and "memory.rrf_k" in people.stdout and "failed" in people.stdout
+    elsewhere = run_cli("--config", str(config), "memory", "list")
+    assert elsewhere.exit_code == ExitCode.USAGE and "memory.rrf_k" in elsewhere.stderr
 
 
 def test_a_missing_api_key_fails_naming_the_variable(run_cli, monkeypatch):

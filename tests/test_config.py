@@ -181,7 +181,7 @@ def test_api_key_env_holding_a_key_is_rejected_without_echoing_it(run_cli, tmp_p
     assert "model.api_key_env" in result.stderr
     assert secret not in result.stderr + result.stdout
     checked = run_cli("--config", str(path), "check")
-    assert checked.exit_code == ExitCode.ERROR
+    assert checked.exit_code == ExitCode.USAGE
     assert secret not in checked.stderr + checked.stdout
     assert load_config(env={"COOP_MODEL_API_KEY_ENV": "MY_KEY"}).model.api_key_env == "MY_KEY"
 

@@ -43,8 +43,9 @@ GLOBAL_OPTIONS = ("--config",)  # take a value
 
 def hoist_global_options(args: list[str]) -> list[str]:
     """`coop check --config X` and `coop memory search q --debug` mean what `coop --config X check` means:
-    the root's `--config` and `--debug`, written after the subcommand, are moved in front of it. Nothing after
-    a `--` is touched (there they are text)."""
+    the root's `--config` and `--debug`, written after the subcommand, are moved in front of it; `--config`
+    with no value is a usage error saying it needs one, wherever it is written. Nothing after a `--` is touched
+    (there they are text)."""
     front: list[str] = []
     rest: list[str] = []
     index = 0
@@ -58,6 +59,8 @@ def hoist_global_options(args: list[str]) -> list[str]:
         elif arg in GLOBAL_OPTIONS and index + 1 < len(args):
             front += [arg, args[index + 1]]
             index += 1
+        elif arg in GLOBAL_OPTIONS:  # last, with no value
+            raise _click_exceptions.BadOptionUsage(arg, f"option '{arg}' needs a value: {arg} PATH")
         elif arg.split("=", 1)[0] in GLOBAL_OPTIONS and "=" in arg:
             front.append(arg)
         else:

@@ -1,7 +1,8 @@
 """`coop check`: validate the setup, one line per rule, so a user knows what works before they rely on it.
 
 Each check is ok, a warning (coop works, but less well: no chat model yet, vector search on the slow path) or
-an error (something configured is broken). Any error makes the command exit 1. No check prints a secret: the
+an error (something configured is broken). Any error makes the command exit 1, but a config that cannot be read
+exits 2, as it does from every other command (a usage error: `coop.errors.ConfigError`). No check prints a secret: the
 API-key check says only whether the variable is set, and every message and hint is masked (`coop.privacy.secrets`).
 """
 
@@ -61,7 +62,7 @@ def check_model(config: "Config") -> list[Check]:
     if not model.name:
         return [warning("model", "no chat model configured: `coop chat` needs one; memory commands work without",
                         "set [model] name, e.g. 'openai/gpt-4o-mini' with api_key_env, or a local server such as "
-                        "Ollama ('ollama/llama3.1') or LM Studio through api_base")]
+                        "Ollama ('ollama_chat/llama3.1') or LM Studio through api_base")]
     checks = [ok("model", f"chat model {model.name}" + (f" at {model.api_base}" if model.api_base else ""))]
     variable = key_variable(model.name, model.api_key_env, model.api_base)
     if variable is None:
@@ -310,4 +311,5 @@ def check(
         output.out().print(f"coop check: {verdict}: {len(checks) - errors - warnings} ok, "
                            f"{warnings} warning{'s' * (warnings != 1)}, {errors} error{'s' * (errors != 1)}")
     if errors:
-        raise typer.Exit(int(ExitCode.ERROR))
+        unreadable = any(c.name == "config" and not c.passed for c in checks)
+        raise typer.Exit(int(ExitCode.USAGE if unreadable else ExitCode.ERROR))

@@ -34,10 +34,22 @@ class AppContext:
             from coop.privacy.secrets import register_environment
 
             config = load_config(self.config_path)
+            self._warn_unknown_variables()
             # the configured key variables' values are masked in whatever this command writes or prints
             register_environment(names=(config.model.api_key_env, config.memory.embedder.api_key_env))
             self._config = config
         return self._config
+
+    @staticmethod
+    def _warn_unknown_variables() -> None:
+        """A `COOP_*` variable coop does not read is said once, on stderr, with what it may have meant."""
+        import os
+
+        from coop import output
+        from coop.config.loading import unknown_variables
+
+        for name, hint in unknown_variables(os.environ):
+            output.warn(f"the environment variable {name} is not one coop reads; it is ignored", hint)
 
     def services(self) -> "Services":
         if self._services is None:

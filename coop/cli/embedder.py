@@ -4,12 +4,14 @@ machine would stall on every command); `pull` is the one way to ask for the down
 from __future__ import annotations
 
 import dataclasses
+from pathlib import Path
+from typing import Annotated
 
 import typer
 
 from coop import output
 from coop.cli.context import state
-from coop.errors import EmbedderError, UsageError
+from coop.errors import EmbedderError, ExitCode, UsageError
 
 app = typer.Typer(no_args_is_help=True, help="The local embedding model: where it is, and pulling it from the hub.")
 
@@ -39,7 +41,8 @@ def pull(ctx: typer.Context) -> None:
 
 
 @app.command()
-def status(ctx: typer.Context) -> None:
+def status(ctx: typer.Context,
+           json_: Annotated[bool, typer.Option("--json", help="print JSON on stdout")] = False) -> None:
     """Say which embedding model coop would load and whether it is on this machine, without loading it."""
     from coop.memory.growth.embedders import (
         MISSING_MODEL_HINT,
@@ -49,11 +52,23 @@ def status(ctx: typer.Context) -> None:
     )
 
     settings = state(ctx).config().memory.embedder
-    if settings.provider != "fastembed":
+    local = settings.provider == "fastembed"
+    missing = missing_model(settings) if local else None
+    hint = MISSING_MODEL_HINT
+    if local and missing is None and settings.model_path and not Path(settings.model_path).expanduser().is_dir():
+        missing = f"memory.embedder.model_path is not a directory: {settings.model_path}"
+        hint = "point memory.embedder.model_path at the model's directory, or unset it"
+    where = (str(resolve_model_path(settings) or fastembed_cache_dir())) if local and missing is None else None
+    if json_:
+        output.print_json({"provider": settings.provider, "model": settings.model, "local": local,
+                           "present": missing is None, "path": where, "problem": missing})
+        if missing is not None:
+            raise typer.Exit(int(ExitCode.MODEL))
+        return
+    if not local:
         output.out().print(f"{settings.provider} embedder: {settings.model}", soft_wrap=True, markup=False)
         return
-    missing = missing_model(settings)
     if missing is not None:
-        raise EmbedderError(missing, hint=MISSING_MODEL_HINT)
-    where = resolve_model_path(settings) or f"in fastembed's cache, {fastembed_cache_dir()}"
-    output.out().print(f"{settings.model} is on this machine: {where}", soft_wrap=True, markup=False)
+        raise EmbedderError(missing, hint=hint)
+    shown = where if resolve_model_path(settings) else f"in fastembed's cache, {where}"
+    output.out().print(f"{settings.model} is on this machine: {shown}", soft_wrap=True, markup=False)

@@ -232,6 +232,11 @@ def show(
     console.print(output.printable(item.text), markup=False, highlight=False)
 
 
+def on_terminal() -> bool:
+    """Whether forget can ask: a person is at stdin (the question goes to stderr)."""
+    return bool(sys.stdin) and sys.stdin.isatty()
+
+
 @app.command()
 def forget(
     ctx: typer.Context,
@@ -251,13 +256,16 @@ def forget(
     memory = state(ctx).memory(user)
     items = [memory.get(kind, number) for kind, number in refs]  # every id must exist before anything goes
     if not yes:
-        if not sys.stdin or not sys.stdin.isatty():
+        if not on_terminal():
             raise UsageError("refusing to forget without confirmation", hint="add --yes to confirm")
+        listed = {item.ref for item in items}  # the question counts every item listed: a fact's traces go too
         for item in items:
             output.err().print(f"{item.ref}: {output.one_line(item.text, 70)}", markup=False)
             for trace in ([] if only or item.kind != "fact" else traces(memory, item)):
-                output.err().print(f"  with {trace.ref}: {output.one_line(trace.text, 64)}", markup=False)
-        if not typer.confirm(f"Forget {plural(len(items), 'item')} for good?", default=False, err=True):
+                if trace.ref not in listed:
+                    listed.add(trace.ref)
+                    output.err().print(f"  with {trace.ref}: {output.one_line(trace.text, 64)}", markup=False)
+        if not typer.confirm(f"Forget {plural(len(listed), 'item')} for good?", default=False, err=True):
             output.info("nothing forgotten")
             return
     done = [forget_with_traces(memory, item.kind, item.item_id, reason="forgotten by the user", keep_traces=only)

@@ -13,7 +13,7 @@ import typer
 from coop import output
 from coop.cli.context import state
 from coop.cli.memory import JsonOption, UserOption, app
-from coop.errors import UsageError
+from coop.errors import ExitCode, UsageError
 from coop.memory.text import plural
 
 if TYPE_CHECKING:
@@ -155,8 +155,16 @@ def reembed(
             rate = bar.tasks[0].completed / max(time.monotonic() - started, 1e-6)
             bar.update(task, detail=f"{rate:,.0f}/s")
 
-        report = run_reembed(memory, embedder, batch_size=app_state.config().memory.embedder.batch_size,
-                             progress=advance)
+        try:
+            report = run_reembed(memory, embedder, batch_size=app_state.config().memory.embedder.batch_size,
+                                 progress=advance)
+        except KeyboardInterrupt:
+            report = None
+        done = int(bar.tasks[0].completed)
+    if report is None:  # Ctrl-C: each batch was committed as it went, so say what is kept and how to go on
+        output.info(f"stopped: {plural(done, 'item')} of {total:,} embedded with {embedder.id} and kept; "
+                    "run `coop memory reembed` again to continue where it stopped")
+        raise typer.Exit(int(ExitCode.INTERRUPTED))
     if json_:
         output.print_json({"user": memory.user_id, "embedder": embedder.id, "embedded": report.embedded,
                            "failed": report.failed, "dropped_vectors": report.dropped_vectors,

@@ -43,7 +43,8 @@ if TYPE_CHECKING:
 
 __all__ = ["ChatConfig", "Config", "ConsolidationConfig", "EmbedderConfig", "ExtractionConfig", "ImportanceConfig",
            "MemoryConfig", "ModelConfig", "RetentionConfig", "TraceConfig", "apply_env", "apply_overrides",
-           "build_config", "coop_home", "iter_keys", "load_config", "resolve_db_path", "user_config_path"]
+           "build_config", "coop_home", "iter_keys", "load_config", "resolve_db_path", "unknown_variables",
+           "user_config_path"]
 
 _T = TypeVar("_T")
 _D = TypeVar("_D", bound="DataclassInstance")
@@ -230,6 +231,27 @@ def _parse_env(f: dataclasses.Field[Any], raw: str, dotted: str) -> Any:
                               hint=f"for example: {env_var_name(dotted)}={toml_value(f.default)}") from None
         return validate_value(f, parsed, dotted, origin)
     return validate_value(f, raw, dotted, origin)
+
+
+# Variables coop reads that are not settings: where its files are, and switches for debugging, the engine and the
+# tests. With the settings' own `COOP_<SECTION>_<KEY>` names, these are every `COOP_*` name coop knows.
+OTHER_VARIABLES = ("COOP_HOME", "COOP_CONFIG", "COOP_MODEL_CACHE", "COOP_DEBUG", "COOP_DISABLE_SQLITE_VEC",
+                   "COOP_EMBEDDER_FASTEMBED", "COOP_CRASH_SEED")
+FREE_PREFIXES = ("COOP_TEST_",)  # the test suite's own variables (COOP_TEST_MODEL_PATH, ...)
+
+
+def unknown_variables(env: Mapping[str, str]) -> list[tuple[str, str]]:
+    """Each `COOP_*` variable in `env` that coop does not read, with a hint: a misspelt setting
+    (`COOP_MODEL_NAMEE`) would otherwise be ignored without a word."""
+    known = [env_var_name(dotted) for dotted, _ in iter_keys()] + list(OTHER_VARIABLES)
+    found = []
+    for name in sorted(env):
+        if not name.startswith("COOP_") or name in known or name.startswith(FREE_PREFIXES):
+            continue
+        close = difflib.get_close_matches(name, known, n=1, cutoff=0.8)
+        found.append((name, f"did you mean {close[0]}?" if close else
+                      "settings are COOP_<SECTION>_<KEY>, e.g. COOP_MODEL_NAME (see config.example.toml)"))
+    return found
 
 
 def apply_env(config: Config, env: Mapping[str, str]) -> Config:

@@ -21,7 +21,8 @@ _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 @dataclass(frozen=True)
 class ModelConfig:
-    name: str = _f("", "litellm model string for chat, e.g. 'openai/gpt-4o-mini' or 'ollama/llama3.1'; empty: none")
+    name: str = _f("", "litellm model string for chat, e.g. 'openai/gpt-4o-mini' or 'ollama_chat/llama3.1'; "
+                        "empty: none")
     fast: str = _f("", "cheaper model for extraction and consolidation; empty: use `name`")
     api_base: str = _f("", "base URL of an OpenAI-compatible server (Ollama, LM Studio, vLLM); empty: provider default")
     api_key_env: str = _f("", "name of the environment variable holding the API key (never the key itself)",
