@@ -11,12 +11,12 @@ import anyio
 import pytest
 from mcp import Client
 
-from coop.chat.tools import MAX_RESULT_CHARS, MemoryTools
 from coop.config.loading import Config
 from coop.mcp.server import WRITE_TOOLS, MemoryServer, build_server
 from coop.memory.growth.embedders import HashEmbedder
 from coop.memory.growth.jobs import MemoryJobs
 from coop.memory.retrieval.settings import RetrievalSettings
+from coop.memory.tools.registry import MAX_RESULT_CHARS
 
 EMBEDDER = HashEmbedder(64)
 
@@ -24,10 +24,8 @@ EMBEDDER = HashEmbedder(64)
 def make_server(memory, *, allow_writes: bool = False, complete=None, worker=None) -> tuple[Any, MemoryServer]:
     config = Config()
     jobs = MemoryJobs(config, complete, lambda: EMBEDDER)
-    tools = MemoryTools(memory, lambda: EMBEDDER, lambda: jobs.writer(memory),
-                        settings=RetrievalSettings.from_config(config.memory), read_only=not allow_writes,
-                        confirm_changes=False, write_source="user")  # as coop/cli/mcp.py wires it
-    core = MemoryServer(memory, tools, jobs, lambda: EMBEDDER, allow_writes=allow_writes, worker=worker)
+    core = MemoryServer(memory, jobs, lambda: EMBEDDER, allow_writes=allow_writes, worker=worker,
+                        settings=RetrievalSettings.from_config(config.memory))  # as coop/cli/mcp.py wires it
     return build_server(core), core
 
 
@@ -211,6 +209,7 @@ def test_record_stores_the_exchange_and_extraction_learns_from_it(db, memory):
 @pytest.mark.parametrize("name", ["memory_search", "memory_get"])
 def test_a_bug_in_a_tool_is_an_error_result_not_a_crash(memory, monkeypatch, name):
     server, core = make_server(memory)
-    monkeypatch.setattr(core.tools, "run", lambda *a: (_ for _ in ()).throw(RuntimeError("boom")))
+    monkeypatch.setattr(core.toolbox, name.removeprefix("memory_"),
+                        lambda *a, **k: (_ for _ in ()).throw(RuntimeError("boom")))
     result = call(server, name, {"query": "x"} if name == "memory_search" else {"id": "f1"})
     assert result.is_error and "see coop.log" in text(result)

@@ -7,8 +7,8 @@ import json
 import logging
 from typing import Any
 
-from coop.chat.tools import MAX_ARGUMENT_CHARS
 from coop.memory.retrieval.context import HistoryMessage
+from coop.memory.tools.registry import MAX_ARGUMENT_CHARS
 from coop.model.llm import ToolCall
 
 log = logging.getLogger(__name__)
