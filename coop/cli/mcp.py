@@ -29,7 +29,6 @@ def serve(
         return
     import anyio
 
-    from coop.chat.tools import MemoryTools
     from coop.config.loading import coop_home, resolve_db_path
     from coop.files.logs import logging_to_file
     from coop.mcp.server import MemoryServer, build_server
@@ -45,10 +44,8 @@ def serve(
     db_path = resolve_db_path(config)
     worker = services.worker(db_path) if allow_writes and db_path != ":memory:" else None
     jobs = services.jobs()
-    tools = MemoryTools(memory, services.embedder, lambda: jobs.writer(memory),
-                        settings=RetrievalSettings.from_config(config.memory), read_only=not allow_writes,
-                        confirm_changes=False, write_source="user")  # the host asks its user before a tool runs
-    core = MemoryServer(memory, tools, jobs, services.embedder, allow_writes=allow_writes, worker=worker)
+    core = MemoryServer(memory, jobs, services.embedder, allow_writes=allow_writes, worker=worker,
+                        settings=RetrievalSettings.from_config(config.memory))
     secrets = [value for name, value in os.environ.items() if name.endswith("_API_KEY")]
     try:
         with logging_to_file(coop_home(), secrets=secrets, debug=app_state.debug):
