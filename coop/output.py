@@ -198,7 +198,7 @@ class Column:
     least: int = 18
 
 
-def fitted_table(columns: Sequence[Column], rows: Sequence[Sequence["str | Text"]],
+def fitted_table(columns: Sequence[Column], rows: Sequence[Sequence[Any]],
                  width: int | None = None, header: bool = True) -> "Table":
     """A table that reads at any width: columns drop, least important first, until the others fit with each
     wrapping column at least `least` wide (rich alone would squeeze the text to a few characters, or drop the
