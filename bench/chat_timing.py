@@ -5,7 +5,9 @@ The model is an instant local OpenAI-compatible server (this module's `InstantSe
 notes when each chat request arrived, so "first-turn overhead" is the time from the Enter key (sent with tmux
 send-keys) to the request's arrival, all of it coop's own work. The turn is typed after loading is done (the
 embedder and litellm load in the background once the prompt is up; the run waits until the process has used
-no CPU for half a second, or `--settle` seconds at most). Exit is
+no CPU for half a second, or `--settle` seconds at most). Beside it, "first message typed at once": a new
+`coop chat` is typed to the moment its prompt shows (as most people do), and the time from Enter to the request's
+arrival is what that person waits before the model even starts. Exit is
 timed from Ctrl-D to the end of the process. The bare interpreter is timed the same way (spawned in tmux until
 what it prints is on the screen), so both figures carry tmux's own cost.
 """
@@ -95,7 +97,10 @@ def _spawn(name: str, command: str, env: dict[str, str], done: Path) -> float:
     exports = " ".join(f"{k}={shlex.quote(v)}" for k, v in env.items())
     shell = f"env -i {exports} {command}; echo $? > {shlex.quote(str(done))}; sleep 60"
     started = time.monotonic()
-    subprocess.run(["tmux", "new-session", "-d", "-s", name, "-x", "120", "-y", "40", shell], check=True)
+    # started in a scratch directory: `python -m coop` would import a coop package in the current directory
+    # before the one PYTHONPATH names (bench/startup.py --compare)
+    subprocess.run(["tmux", "new-session", "-d", "-s", name, "-x", "120", "-y", "40", "-c", str(done.parent), shell],
+                   check=True)
     return started
 
 
@@ -138,32 +143,64 @@ def bare_start(python: str, env: dict[str, str]) -> float:
             subprocess.run(["tmux", "kill-session", "-t", name], capture_output=True)
 
 
+def _chat_env(env: dict[str, str], server: InstantServer) -> dict[str, str]:
+    return dict(env, COOP_MODEL_NAME="openai/instant", COOP_MODEL_API_BASE=server.api_base,
+                OPENAI_API_KEY="sk-local", TERM="xterm-256color")
+
+
+def _prompt_shown(name: str) -> bool:
+    return any(line.startswith(PROMPT_MARK) for line in _screen(name).splitlines())
+
+
+def _send_turn(name: str, server: InstantServer, text: str) -> float:
+    """Type `text` and Enter; seconds from Enter to the request's arrival at the server."""
+    before = len(server.arrivals)
+    subprocess.run(["tmux", "send-keys", "-t", name, "-l", text], check=True)
+    entered = time.monotonic()
+    subprocess.run(["tmux", "send-keys", "-t", name, "Enter"], check=True)
+    _until(lambda: len(server.arrivals) > before, 60, "the request to reach the model")
+    return server.arrivals[before] - entered
+
+
+def _exit(name: str, done: Path) -> float:
+    """Ctrl-D once the reply is on the screen; seconds to the end of the process (which must exit 0)."""
+    _until(lambda: "lentil recipe is in" in _screen(name), 60, "the reply on the screen")
+    time.sleep(0.3)
+    exiting = time.monotonic()
+    subprocess.run(["tmux", "send-keys", "-t", name, "C-d"], check=True)
+    ended = _until(lambda: done.exists() and done.read_text().strip() != "", 60, "coop chat to exit")
+    if done.read_text().strip() != "0":
+        raise RuntimeError(f"coop chat exited with {done.read_text().strip()}: {_screen(name)[-400:]}")
+    return ended - exiting
+
+
 def chat_run(coop: list[str], env: dict[str, str], server: InstantServer, settle: float) -> dict[str, float]:
     """One `coop chat`: seconds to the prompt, first-turn overhead, seconds to exit."""
     name = f"coop-bench-chat-{time.monotonic_ns()}"
     with tempfile.TemporaryDirectory() as tmp:
         done = Path(tmp) / "done"
-        env = dict(env, COOP_MODEL_NAME="openai/instant", COOP_MODEL_API_BASE=server.api_base,
-                   OPENAI_API_KEY="sk-local", TERM="xterm-256color")
-        command = " ".join(shlex.quote(c) for c in coop) + " chat"
-        started = _spawn(name, command, env, done)
+        started = _spawn(name, " ".join(shlex.quote(c) for c in coop) + " chat", _chat_env(env, server), done)
         try:
-            shown = _until(lambda: any(line.startswith(PROMPT_MARK) for line in _screen(name).splitlines()),
-                           60, "the prompt")
+            shown = _until(lambda: _prompt_shown(name), 60, "the prompt")
             _settled(_chat_pid(name), settle)  # the background loading finishes
-            before = len(server.arrivals)
-            subprocess.run(["tmux", "send-keys", "-t", name, "-l", "where is the lentil recipe?"], check=True)
-            typed = time.monotonic()
-            subprocess.run(["tmux", "send-keys", "-t", name, "Enter"], check=True)
-            _until(lambda: len(server.arrivals) > before, 60, "the request to reach the model")
-            overhead = server.arrivals[before] - typed
-            _until(lambda: "lentil recipe is in" in _screen(name), 60, "the reply on the screen")
-            time.sleep(0.3)
-            exiting = time.monotonic()
-            subprocess.run(["tmux", "send-keys", "-t", name, "C-d"], check=True)
-            ended = _until(lambda: done.exists() and done.read_text().strip() != "", 60, "coop chat to exit")
-            if done.read_text().strip() != "0":
-                raise RuntimeError(f"coop chat exited with {done.read_text().strip()}: {_screen(name)[-400:]}")
+            overhead = _send_turn(name, server, "where is the lentil recipe?")
+            exited = _exit(name, done)
         finally:
             subprocess.run(["tmux", "kill-session", "-t", name], capture_output=True)
-    return {"prompt_s": shown - started, "first_turn_overhead_s": overhead, "exit_s": ended - exiting}
+    return {"prompt_s": shown - started, "first_turn_overhead_s": overhead, "exit_s": exited}
+
+
+def typed_at_once_run(coop: list[str], env: dict[str, str], server: InstantServer) -> float:
+    """One `coop chat` whose first message is typed the moment the prompt shows: seconds from Enter to the
+    request at the server."""
+    name = f"coop-bench-chat-{time.monotonic_ns()}"
+    with tempfile.TemporaryDirectory() as tmp:
+        done = Path(tmp) / "done"
+        _spawn(name, " ".join(shlex.quote(c) for c in coop) + " chat", _chat_env(env, server), done)
+        try:
+            _until(lambda: _prompt_shown(name), 60, "the prompt")
+            waited = _send_turn(name, server, "where is the lentil recipe?")
+            _exit(name, done)
+        finally:
+            subprocess.run(["tmux", "kill-session", "-t", name], capture_output=True)
+    return waited

@@ -1,7 +1,11 @@
-"""Start-up time: `coop --help`, a cold `coop memory search` with the real embedding model, and `coop chat` in a
-real terminal (time to the prompt, first-turn overhead, exit; see `chat_timing.py`) beside a bare interpreter.
+"""Start-up time: a bare interpreter (`python -c pass`), `coop --help`, a cold `coop memory search` with the real
+embedding model, and `coop chat` in a real terminal (time to the prompt, first-turn overhead, a first message typed
+the moment the prompt shows, exit; see `chat_timing.py`).
 
-    .venv/bin/python bench/startup.py [--runs 7] [--chat-runs 5] [--json] [--model-path DIR]
+    .venv/bin/python bench/startup.py [--runs 7] [--chat-runs 5] [--json] [--model-path DIR] [--compare DIR]
+
+`--compare DIR` times another checkout's coop (a `git worktree add` of an older commit) in the same run, its chat
+runs alternating with this checkout's, so both see the same machine; both are then run as `python -m coop`.
 
 Each run is a new process (what a person typing the command waits for), timed from spawn to exit. The search
 runs against a memory of `--messages` messages (stored and embedded with the real model through coop's own
@@ -9,8 +13,8 @@ code before timing starts), with `COOP_HOME` pointing at a temporary directory, 
 machine is read. "Cold" means a fresh process that must import coop, open the database and load the model;
 the operating system's file cache is left as it is (it is warm after the first run, as it is for a person
 who uses coop daily). Targets: `coop --help` median <= 0.3 s, cold search median <= 1.5 s; `coop chat` (tmux
-needed) prompt within 0.5 s, a turn typed after loading adds at most 0.15 s before the request reaches the model,
-exit within 1 s.
+needed) prompt within 0.5 s, a turn typed after loading adds at most 0.15 s before the request reaches the model, a
+first message typed at once reaches it within 1.0 s of Enter, exit within 1 s.
 """
 
 from __future__ import annotations
@@ -35,6 +39,7 @@ SEARCH_TARGET_S = 1.5
 PROMPT_TARGET_S = 0.5
 OVERHEAD_TARGET_S = 0.15
 EXIT_TARGET_S = 1.0
+AT_ONCE_TARGET_S = 1.0
 QUERIES = ["what did I say about hiking trails", "my sister's birthday present", "which database did we pick",
            "the recipe with lentils", "when is the dentist appointment", "books I wanted to read",
            "train tickets to Lyon", "how do I reset the router"]
@@ -98,6 +103,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--settle", type=float, default=20.0, help="most seconds the chat is left to load "
                                                                     "before the first turn is typed (default 20)")
     parser.add_argument("--json", action="store_true", help="print the figures as JSON on stdout")
+    parser.add_argument("--compare", metavar="DIR", default=None,
+                        help="another checkout whose coop is timed too, alternating with this one")
     args = parser.parse_args(argv)
     embedder = load_embedder("fastembed", args.model_path)
     from coop.config.loading import EmbedderConfig
@@ -106,15 +113,26 @@ def main(argv: list[str] | None = None) -> int:
     model_dir = resolve_model_path(EmbedderConfig(model_path=args.model_path or
                                                   os.environ.get("COOP_MEMORY_EMBEDDER_MODEL_PATH", "")))
     coop = coop_command()
+    checkouts = {"this": Path(__file__).resolve().parent.parent}
+    if args.compare:
+        checkouts["compare"] = Path(args.compare).resolve()
+        if not (checkouts["compare"] / "coop" / "__init__.py").is_file():
+            raise BenchError(f"--compare {args.compare}: no coop package there")
+        coop = [sys.executable, "-m", "coop"]
     # An installed coop has its bytecode compiled (pip does it at install; an editable install's first run does);
     # where PYTHONDONTWRITEBYTECODE is set that never happens, and every start would compile coop anew.
-    subprocess.run([sys.executable, "-m", "compileall", "-q", str(Path(__file__).resolve().parent.parent / "coop")],
-                   check=True)
+    for checkout in checkouts.values():
+        subprocess.run([sys.executable, "-m", "compileall", "-q", str(checkout / "coop")], check=True)
     with tempfile.TemporaryDirectory() as tmp:
         home, cwd = Path(tmp) / "home", Path(tmp)
         user = fill_memory(home, embedder, args.messages)
         env = clean_env(home, model_dir)
-        help_times, search_times = [], []
+        if args.compare:
+            env["PYTHONPATH"] = str(checkouts["this"])
+        help_times, search_times, bare_times = [], [], []
+        for _ in range(args.runs):
+            seconds, done = timed([sys.executable, "-c", "pass"], env, cwd)
+            bare_times.append(seconds)
         for _ in range(args.runs):
             seconds, done = timed(coop + ["--help"], env, cwd)
             if done.returncode != 0:
@@ -128,12 +146,14 @@ def main(argv: list[str] | None = None) -> int:
             if '"vector"' not in done.stdout:  # the model must really have been loaded and used
                 raise BenchError("`coop memory search` did not use the vector leg: the model did not load")
             search_times.append(seconds)
-        chat = chat_figures(coop, env, args) if args.chat_runs else {}
+        chat = chat_figures(coop, env, args, checkouts) if args.chat_runs else {}
     result = {
         "command": " ".join(Path(c).name if i == 0 else c for i, c in enumerate(coop)),
         "runs": args.runs,
         "messages": args.messages,
         "embedder": embedder.id,
+        "bare_median_s": round(median(bare_times), 3),
+        "bare_s": [round(t, 3) for t in bare_times],
         "help_median_s": round(median(help_times), 3),
         "help_s": [round(t, 3) for t in help_times],
         "help_target_s": HELP_TARGET_S,
@@ -148,6 +168,8 @@ def main(argv: list[str] | None = None) -> int:
     else:
         ok = lambda value, target: "meets" if value <= target else "MISSES"  # noqa: E731
         print(f"coop start-up ({result['command']}, {args.runs} runs each; {result['machine']})")
+        print(f"  python -c pass:                  median {result['bare_median_s']:.3f} s "
+              f"(min {min(bare_times):.3f}, max {max(bare_times):.3f})")
         print(f"  coop --help:                     median {result['help_median_s']:.3f} s "
               f"(min {min(help_times):.3f}, max {max(help_times):.3f}); target <= {HELP_TARGET_S} s: "
               f"{ok(result['help_median_s'], HELP_TARGET_S)}")
@@ -157,39 +179,57 @@ def main(argv: list[str] | None = None) -> int:
         if chat:
             print(f"  coop chat in tmux ({args.chat_runs} runs; bare `python -c` in tmux: median "
                   f"{chat['bare_start_median_s']:.3f} s):")
-            for key, label, target in (("prompt", "time to the prompt", PROMPT_TARGET_S),
-                                       ("first_turn_overhead", "first-turn overhead", OVERHEAD_TARGET_S),
-                                       ("exit", "exit after Ctrl-D", EXIT_TARGET_S)):
-                runs = chat[f"{key}_s"]
-                print(f"    {label + ':':<30} median {chat[key + '_median_s']:.3f} s (min {min(runs):.3f}, max "
-                      f"{max(runs):.3f}); target <= {target} s: {ok(chat[key + '_median_s'], target)}")
+            for prefix, title in (("", "this checkout"), ("compare_", f"--compare {args.compare}")):
+                if prefix + "prompt_s" not in chat:
+                    continue
+                if args.compare:
+                    print(f"   {title}:")
+                for key, label, target in CHAT_ROWS:
+                    runs = chat[f"{prefix}{key}_s"]
+                    value = chat[f"{prefix}{key}_median_s"]
+                    print(f"    {label + ':':<52} median {value:.3f} s (min {min(runs):.3f}, max {max(runs):.3f}); "
+                          f"target <= {target} s: {ok(value, target)}")
         print(f"  memory: {args.messages} messages embedded by {embedder.id}")
     return 0
 
 
-def chat_figures(coop: list[str], env: dict[str, str], args: argparse.Namespace) -> dict[str, object]:
-    """Medians of `--chat-runs` tmux runs of `coop chat`, and of as many bare interpreter starts."""
+CHAT_ROWS = (("prompt", "time to the prompt", PROMPT_TARGET_S),
+             ("first_turn_overhead", "first-turn overhead (typed after loading)", OVERHEAD_TARGET_S),
+             ("at_once", "first message typed at once: Enter -> request at the server", AT_ONCE_TARGET_S),
+             ("exit", "exit after Ctrl-D", EXIT_TARGET_S))
+
+
+def chat_figures(coop: list[str], env: dict[str, str], args: argparse.Namespace,
+                 checkouts: dict[str, Path]) -> dict[str, object]:
+    """Medians of `--chat-runs` tmux runs of `coop chat` (and of as many with the first message typed at once) for
+    each checkout, the checkouts taking turns; and of as many bare interpreter starts."""
     import shutil
 
     if shutil.which("tmux") is None:
         raise BenchError("tmux is not installed: the chat figures need a real terminal (--chat-runs 0 skips them)")
     server = chat_timing.InstantServer()
-    runs: list[dict[str, float]] = []
+    runs: dict[str, list[dict[str, float]]] = {label: [] for label in checkouts}
     bare: list[float] = []
     try:
         for _ in range(args.chat_runs):
             bare.append(chat_timing.bare_start(sys.executable, env))
-            runs.append(chat_timing.chat_run(coop, env, server, args.settle))
+            for label, checkout in checkouts.items():
+                checkout_env = dict(env, PYTHONPATH=str(checkout)) if len(checkouts) > 1 else env
+                run = chat_timing.chat_run(coop, checkout_env, server, args.settle)
+                run["at_once_s"] = chat_timing.typed_at_once_run(coop, checkout_env, server)
+                runs[label].append(run)
     except RuntimeError as exc:
         raise BenchError(f"coop chat: {exc}") from None
     finally:
         server.close()
     figures: dict[str, object] = {"bare_start_median_s": round(median(bare), 3),
                                   "bare_start_s": [round(t, 3) for t in bare]}
-    for key in ("prompt", "first_turn_overhead", "exit"):
-        values = [run[f"{key}_s"] for run in runs]
-        figures[f"{key}_median_s"] = round(median(values), 3)
-        figures[f"{key}_s"] = [round(t, 3) for t in values]
+    for label, checkout_runs in runs.items():
+        prefix = "" if label == "this" else "compare_"
+        for key, _, _ in CHAT_ROWS:
+            values = [run[f"{key}_s"] for run in checkout_runs]
+            figures[f"{prefix}{key}_median_s"] = round(median(values), 3)
+            figures[f"{prefix}{key}_s"] = [round(t, 3) for t in values]
     return figures
 
 

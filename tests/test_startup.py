@@ -162,3 +162,21 @@ def test_coop_chat_loads_the_users_vector_bits_beside_the_repl(openai_server, co
     result = run_cli("chat", "--user", "sam", input="hello there\n", env=env)
     assert result.exit_code == 0, result.stderr
     assert calls and calls[0][1] == "sam" and calls[0][2].startswith("hash/") and calls[0][0].endswith(".db")
+
+
+def test_the_warm_up_readies_the_lean_path_first_and_litellm_after_the_embedder(monkeypatch):
+    """A message typed at once needs the lean request path and the embedder; litellm's import (seconds of Python)
+    would slow both by taking the interpreter's lock, so it starts only once the embedder has loaded."""
+    from coop.cli import chat as chat_cli
+    from coop.model import llm
+
+    events: list[str] = []
+    monkeypatch.setattr(llm, "warm_lean", lambda: events.append("lean"))
+    monkeypatch.setattr(llm, "warm_up", lambda model: events.append(f"litellm {model}"))
+
+    class Loader:
+        def wait(self, timeout: float) -> None:
+            events.append("embedder loaded")
+
+    chat_cli.warm_model_client("openai/m", Loader())  # type: ignore[arg-type]
+    assert events == ["lean", "embedder loaded", "litellm openai/m"]

@@ -58,6 +58,11 @@ class EmbedderLoader:
     def ready(self) -> bool:
         return self._begun.is_set() and not self._thread.is_alive()
 
+    def wait(self, timeout: float) -> None:
+        """Until the loading is done (or `timeout`): for work that should not compete with it for the GIL."""
+        if self._begun.is_set():
+            self._thread.join(timeout)
+
     def __call__(self) -> "Embedder | None":
         if threading.current_thread() is not threading.main_thread():
             self._begun.wait(self.START_GRACE_SECONDS)
@@ -66,16 +71,23 @@ class EmbedderLoader:
         return None if self.status is None else self.status.embedder
 
 
-def warm_model_client(model: str) -> None:
-    """Import litellm (two seconds of Python), the code of its first request and the secret patterns (0.2 s of
-    detect-secrets' imports, which a process's first mask pays), off the main thread, so the first turn does not
-    pay for them."""
-    import rich.markdown  # noqa: F401 (the first reply's rendering)
-
+def warm_model_client(model: str, loader: EmbedderLoader | None = None) -> None:
+    """Off the main thread, what the first turn needs, in the order it needs it, so that a message typed the moment
+    the prompt shows reaches the model within a second: the secret patterns (0.2 s of detect-secrets' imports,
+    which the first mask pays: the history file masks the line at Enter), the lean request path
+    (coop/model/lean.py: http.client and litellm's model map as text; the first requests to a local
+    OpenAI-compatible server go out through it); then, once the embedder (which the turn's recall waits for) has
+    loaded, so as not to slow it by sharing the interpreter's lock, the first reply's rendering and litellm (3.5 s
+    of Python) with the code of its first request, which later requests go through."""
     from coop.model import llm
     from coop.privacy.secret_shapes import detector_shapes
 
     detector_shapes()
+    llm.warm_lean()
+    if loader is not None:
+        loader.wait(30.0)
+    import rich.markdown  # noqa: F401 (the first reply's rendering)
+
     llm.warm_up(model)
 
 
@@ -217,8 +229,8 @@ def chat(
 
     def start_loading() -> None:  # once the prompt is up: these threads would slow the start by taking the GIL
         loader.start()
-        threading.Thread(target=warm_model_client, args=(chat_session.model_name,), name="coop-model-warm-up",
-                         daemon=True).start()
+        threading.Thread(target=warm_model_client, args=(chat_session.model_name, loader),
+                         name="coop-model-warm-up", daemon=True).start()
 
     repl = Repl(chat_session, console=console, json_mode=json_, banner=banner, on_exit=on_exit,
                 on_start=start_loading,

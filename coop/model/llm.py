@@ -5,7 +5,8 @@ and `complete` a whole reply (the fast model's JSON). `LiteLLMModel` is the real
 model that implements the same protocol. A failure is a `ModelError` whose `kind` says what went wrong as
 data (`ErrorKind`), so callers decide on it without matching message strings.
 
-litellm is imported lazily, because the import alone costs seconds.
+litellm is imported lazily, because the import alone costs seconds; until it is loaded, a request to an
+OpenAI-compatible server goes out through coop/model/lean.py (httpx), so a chat's first message does not wait.
 
 Before the import, `LITELLM_LOCAL_MODEL_COST_MAP=True` stops litellm fetching its price list from the network
 (nothing leaves the machine except requests to the configured model), and its debug notices are silenced.
@@ -17,7 +18,6 @@ from __future__ import annotations
 
 import logging
 import os
-import re
 import threading
 import time
 import warnings
@@ -26,7 +26,8 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Protocol
 
 from coop.errors import ErrorKind, ModelError
-from coop.model import credentials, reply_limit
+from coop.model import credentials, lean, model_map, reply_limit
+from coop.model.errors import RETRYABLE_KINDS, map_error
 from coop.model.json_modes import refuses_mode
 from coop.model.ollama import OLLAMA_PROVIDERS, ollama_context
 from coop.privacy import secrets
@@ -59,6 +60,19 @@ def get_litellm() -> Any:
     return _litellm
 
 
+def loaded() -> bool:
+    """Whether litellm is imported and configured (requests go through it from then on)."""
+    return _litellm is not None
+
+
+def warm_lean() -> None:
+    """What a request sent before litellm is loaded needs (http.client, litellm's model map read as text): loaded
+    first by the chat's warm-up, so a message typed at once finds it ready."""
+    import http.client  # noqa: F401
+
+    model_map.map_text()
+
+
 def warm_up(model: str) -> None:
     """Everything the first request would otherwise import on the spot, so a chat's first turn costs what a
     later one does: litellm itself (about two seconds), a streamed completion with a tool and litellm's
@@ -78,58 +92,11 @@ def warm_up(model: str) -> None:
         log.debug("model client warm-up failed: %s", exc)
 
 
-def _clean_detail(text: str) -> str:
-    """litellm repeats class names ("litellm.InternalServerError: InternalServerError: OpenAIException - x");
-    keep the part a person can read."""
-    first = text.splitlines()[0] if text else ""
-    while True:
-        stripped = re.sub(r"^\s*(litellm\.)?[A-Za-z]*(Error|Exception)\s*[:-]\s*", "", first)
-        if stripped == first:
-            return first.strip()
-        first = stripped
-
-
-# litellm's exception class names, each with what kind of failure it is and what to do about it.
-_KINDS: dict[str, tuple[ErrorKind, str]] = {
-    "AuthenticationError": (ErrorKind.AUTH, "check the API key in the variable named by model.api_key_env"),
-    "PermissionDeniedError": (ErrorKind.AUTH, "the key is not allowed to use this model"),
-    "NotFoundError": (ErrorKind.NOT_FOUND, "check the model name (litellm form, e.g. 'openai/gpt-4o-mini')"),
-    "RateLimitError": (ErrorKind.RATE_LIMIT, "the provider is rate limiting: wait a moment and retry"),
-    "BadRequestError": (ErrorKind.BAD_REQUEST, "the provider refused the request: check the model name and its "
-                                               "options"),
-    "ContextWindowExceededError": (ErrorKind.CONTEXT_WINDOW, "the prompt is too long for this model: lower "
-                                                             "memory.context_budget"),
-    "ServiceUnavailableError": (ErrorKind.SERVER, "the provider is unavailable: retry later"),
-    "InternalServerError": (ErrorKind.SERVER, "the provider failed: retry later"),
-    "APIError": (ErrorKind.SERVER, "the provider failed: retry later"),
-}
-RETRYABLE_KINDS = frozenset({ErrorKind.RATE_LIMIT, ErrorKind.CONNECTION, ErrorKind.TIMEOUT, ErrorKind.SERVER})
-
-
-def map_error(exc: Exception, model: str, api_key: str | None = None, api_base: str | None = None) -> ModelError:
-    """A friendly `ModelError` for any provider exception: what failed, what kind of failure, what to do."""
-    name = type(exc).__name__
-    # the key that was used, however short, and every registered or key-shaped secret; masked before it is cut,
-    # so no key is cut in half and left recognisable
-    detail = secrets.mask(_clean_detail(str(exc)) or name, extra=(api_key,))[:300]
-    lowered = str(exc).lower()
-    if name == "APIConnectionError" or isinstance(exc, ConnectionError) or "connection error" in lowered \
-            or "connection refused" in lowered:
-        where = api_base or "the provider"
-        return ModelError(f"{model}: APIConnectionError: cannot reach {where}",
-                          hint="is the server running? check model.api_base and your network",
-                          kind=ErrorKind.CONNECTION)
-    if name == "Timeout" or isinstance(exc, TimeoutError) or "timed out" in lowered:
-        return ModelError(f"{model}: Timeout: no answer in time ({detail})",
-                          hint="retry, or raise model.timeout_seconds", kind=ErrorKind.TIMEOUT)
-    kind, hint = _KINDS.get(name, (ErrorKind.OTHER, "run `coop check`, or retry"))
-    if kind is ErrorKind.BAD_REQUEST and "tool" in lowered:
-        kind = ErrorKind.TOOLS_UNSUPPORTED
-    return ModelError(f"{model}: {name}: {detail}", hint=hint, kind=kind)
-
-
 def supports_tools(model: str) -> bool | None:
-    """litellm's capability data: whether `model` calls tools natively; None when litellm does not know it."""
+    """litellm's capability data: whether `model` calls tools natively; None when litellm does not know it.
+    Before litellm is loaded, an OpenAI-compatible model is looked up in its map directly (coop/model/model_map.py)."""
+    if _litellm is None and model.split("/", 1)[0] in lean.LEAN_PROVIDERS:
+        return model_map.supports_function_calling(model)
     try:
         known = get_litellm().get_model_info(model=model).get("supports_function_calling")
     except Exception:  # not in litellm's model map (any local model name): unknown
@@ -248,13 +215,14 @@ class LiteLLMModel:
         check_credentials(settings)  # before any request: the provider's answer would puzzle, after retries
         if settings.num_ctx and settings.model.split("/", 1)[0] in OLLAMA_PROVIDERS:
             kwargs = ollama_context(kwargs, settings.num_ctx, settings.model)
-        litellm = get_litellm()
         api_key = settings.api_key()
         attempt = 0
         while True:
             try:
-                return litellm.completion(model=settings.model, api_base=settings.api_base, api_key=api_key,
-                                          timeout=settings.timeout, num_retries=0, **kwargs)
+                if _litellm is None and settings.api_base and lean.eligible(settings.model, settings.api_base, kwargs):
+                    return lean.request(settings.model, settings.api_base, api_key, settings.timeout, kwargs)
+                return get_litellm().completion(model=settings.model, api_base=settings.api_base, api_key=api_key,
+                                                timeout=settings.timeout, num_retries=0, **kwargs)
             except Exception as exc:
                 error = map_error(exc, settings.model, api_key, settings.api_base)
                 if refuses_mode(error, kwargs.get("response_format")):
