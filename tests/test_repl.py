@@ -71,6 +71,7 @@ def test_unknown_and_ambiguous_commands_are_errors_never_sent(repl_factory, open
 def test_slash_commands(repl_factory, openai_server, memory):
     repl, screen = repl_factory()
     openai_server.default_reply = "ok"
+    openai_server.models = ["test-model", "other"]  # /model checks the server's list
     drive(repl, "/rem I play the oboe\r/remember\rtell me about music\r/memory\r/memory oboe\r/history\r"
                 "/sessions\r/model openai/other\r/new\r/help\r//etc is a folder\r\x04")
     shown = screen.getvalue()
@@ -83,14 +84,14 @@ def test_slash_commands(repl_factory, openai_server, memory):
     bodies = openai_server.chat_requests()
     assert [b["messages"][-1]["content"] for b in bodies] == ["tell me about music", "/etc is a folder"]
     assert bodies[-1]["model"] == "other"
-    assert len(memory.sessions()) == 2
+    assert len(memory.sessions.recent()) == 2
 
 
 def test_memory_n_shows_what_any_earlier_reply_recalled_and_why(repl_factory, openai_server, memory):
-    memory.add_fact("Lives in Porto", category="location", key="home_city", importance=0.7)
+    memory.facts.add("Lives in Porto", category="location", key="home_city", importance=0.7)
     two_days_ago = time.time() - 2 * 86400  # no continuity into today's session
-    past = memory.start_session(started_at=two_days_ago, last_activity_at=two_days_ago)
-    memory.add_message(past, "user", "My sourdough starter is called Bubbles and lives on the counter",
+    past = memory.sessions.start(started_at=two_days_ago, last_activity_at=two_days_ago)
+    memory.messages.add(past, "user", "My sourdough starter is called Bubbles and lives on the counter",
                        created_at=two_days_ago)
     repl, screen = repl_factory()
     openai_server.default_reply = "ok"
@@ -103,12 +104,54 @@ def test_memory_n_shows_what_any_earlier_reply_recalled_and_why(repl_factory, op
     assert "no reply 9 in this session" in shown and "/memory 1 to 2" in shown
 
 
-def test_forget_from_the_repl(repl_factory, memory):
-    fact = memory.add_fact("old address: 12 Elm Street")
+def test_forget_from_the_repl_asks_first_and_names_what_goes(repl_factory, memory):
+    fact = memory.facts.add("old address: 12 Elm Street")
     repl, screen = repl_factory()
-    drive(repl, f"/forget f{fact.fact_id}\r/forget f999\r\x04")
+    drive(repl, f"/forget f{fact.fact_id}\r\r/forget f{fact.fact_id}\rno\r\x04")  # Enter alone is no
+    shown = screen.getvalue()
+    assert shown.count("f1: old address: 12 Elm Street") == 2 and shown.count("nothing forgotten") == 2
+    assert [i.text for i in memory.list_items("fact")] == ["old address: 12 Elm Street"]
+    repl, screen = repl_factory()
+    drive(repl, f"/forget f{fact.fact_id}\ry\r/forget f999\r\x04")
+    assert "Forget" not in screen.getvalue().split("no fact f999")[1]  # a missing id: an error, no question
     assert "forgot f1" in screen.getvalue() and "no fact f999" in screen.getvalue()
     assert memory.list_items("fact") == []
+
+
+def test_forget_in_pipe_mode_needs_yes(memory, openai_server, coop_home):
+    config = apply_overrides(load_config(), {"model.name": "openai/test-model",
+                                             "model.api_base": openai_server.api_base})
+    session = ChatSession(memory, config, embedder=lambda: EMBEDDER)
+    fact = memory.facts.add("old address: 12 Elm Street")
+    screen = io.StringIO()
+    repl = Repl(session, console=Console(file=screen, width=100), out=io.StringIO())
+    repl.run_lines([f"/forget f{fact.fact_id}\n".encode()])
+    assert "refusing to forget without confirmation" in screen.getvalue() and "--yes" in screen.getvalue()
+    assert len(memory.list_items("fact")) == 1
+    repl = Repl(session, console=Console(file=screen, width=100), out=io.StringIO())
+    repl.run_lines([f"/forget f{fact.fact_id} --yes\n".encode()])
+    assert memory.list_items("fact") == []
+
+
+def test_model_is_checked_against_the_servers_list(repl_factory, openai_server):
+    openai_server.models = ["test-model", "gpt-4o-mini"]
+    repl, screen = repl_factory()
+    drive(repl, "/model openai/gpt-4o-mni\r\x04")
+    shown = " ".join(screen.getvalue().split())
+    assert "has no model 'gpt-4o-mni'" in shown and "did you mean /model openai/gpt-4o-mini?" in shown
+    assert "stays with openai/test-model" in shown and repl.session.model_name == "openai/test-model"
+    assert any(r["path"] == "/v1/models" for r in openai_server.requests)
+    repl, screen = repl_factory()
+    drive(repl, "/model openai/gpt-4o-mini\r\x04")
+    assert repl.session.model_name == "openai/gpt-4o-mini" and "note:" not in screen.getvalue()
+
+
+def test_model_is_accepted_with_a_note_when_the_list_cannot_be_had(repl_factory):
+    repl, screen = repl_factory(**{"model.api_base": "http://127.0.0.1:9/v1"})  # nothing listens there
+    drive(repl, "/model openai/anything\r\x04")
+    shown = " ".join(screen.getvalue().split())
+    assert "note: the server's model list could not be read" in shown and "without checking" in shown
+    assert repl.session.model_name == "openai/anything"
 
 
 def test_ctrl_c_twice_exits_and_once_does_not(repl_factory, openai_server):
@@ -147,7 +190,7 @@ def test_end_command_ends_the_session_and_starts_another(repl_factory, memory):
     repl, screen = repl_factory()
     assert repl.session.session_id is None  # nothing said yet: no session
     drive(repl, "hello\r/end\ragain\r\x04")
-    sessions = memory.sessions()
+    sessions = memory.sessions.recent()
     assert len(sessions) == 2
     first = min(s["id"] for s in sessions)
     assert {s["id"]: s["ended_at"] for s in sessions}[first] is not None and repl.session.session_id != first
@@ -157,14 +200,15 @@ def test_end_command_ends_the_session_and_starts_another(repl_factory, memory):
 def test_new_and_end_leave_no_empty_sessions_and_counts_read_right(repl_factory, memory):
     repl, screen = repl_factory()
     drive(repl, "/new\r/end\r/new\rhello\r/new\r/sessions\r\x04")
-    sessions = memory.sessions()
+    sessions = memory.sessions.recent()
     assert [s["messages"] for s in sessions] == [2]  # the one with "hello" and its reply, no empty ones
     total = memory.db.scalar("SELECT count(*) FROM sessions WHERE user_id = ?", (memory.user_id,))
     assert total == 1
     assert "2 messages" in screen.getvalue() and "msgs" not in screen.getvalue()
 
 
-def test_ctrl_x_ctrl_e_edits_in_editor(repl_factory, openai_server, tmp_path, monkeypatch, wait_until):
+def test_ctrl_x_ctrl_e_brings_the_edited_text_back_for_review(repl_factory, openai_server, tmp_path, monkeypatch,
+                                                              wait_until):
     editor = tmp_path / "editor.sh"
     editor.write_text("#!/bin/sh\nprintf 'written in the editor' > \"$1\"\n")
     editor.chmod(0o755)
@@ -173,8 +217,16 @@ def test_ctrl_x_ctrl_e_edits_in_editor(repl_factory, openai_server, tmp_path, mo
     repl, screen = repl_factory()
     openai_server.replies = ["the reply to the edited text"]
     with create_pipe_input() as pipe:
-        def later():  # the editor runs asynchronously and submits by itself; leave only after its turn
+        prompt = repl.make_prompt_session(input=pipe, output=DummyOutput())
+        seen: list[object] = []
+
+        def later():  # the editor runs asynchronously; its text must wait in the line until Enter
             try:
+                wait_until(lambda: prompt.default_buffer.text == "written in the editor", timeout=20,
+                           message="the edited text in the prompt")
+                time.sleep(0.3)
+                seen.append(list(openai_server.chat_requests()))
+                pipe.send_text(" (reviewed)\r")
                 wait_until(lambda: "the reply to the edited text" in screen.getvalue(), timeout=20,
                            message="the edited turn's reply")
             finally:
@@ -183,9 +235,10 @@ def test_ctrl_x_ctrl_e_edits_in_editor(repl_factory, openai_server, tmp_path, mo
         pipe.send_text("\x18\x05")
         feeder = threading.Thread(target=later)
         feeder.start()
-        repl.run_terminal(repl.make_prompt_session(input=pipe, output=DummyOutput()))
+        repl.run_terminal(prompt)
         feeder.join()
-    assert openai_server.chat_requests()[0]["messages"][-1]["content"] == "written in the editor"
+    assert seen == [[]]  # nothing was sent when the editor closed
+    assert openai_server.chat_requests()[0]["messages"][-1]["content"] == "written in the editor (reviewed)"
 
 
 def test_ctrl_r_searches_history(repl_factory, openai_server):

@@ -29,7 +29,7 @@ from rich.table import Table
 
 from coop import output
 from coop.chat.render import InterruptGuard, MarkdownStream, PlainStream
-from coop.chat.terminal import after_first_render, prompt_session
+from coop.chat.terminal import after_first_render, prompt_session, yes_no
 from coop.errors import CoopError, ExitCode, StoreError, UsageError
 from coop.memory.text import iso_time, plural
 from coop.model import reply_limit
@@ -60,6 +60,7 @@ class Repl:
         self.model_errors = 0
         self.store_errors = 0  # the database refused a write (full disk, read-only, locked): pipe mode exits 5
         self._stream: Any = None  # the reply being streamed, so a confirmation can pause it
+        self.ask: Callable[[str], str] | None = None  # a question to the person at the terminal; None in pipe mode
 
     # -- commands -----------------------------------------------------------------------------------------
 
@@ -129,13 +130,28 @@ class Repl:
             result.action, "remembered as")
         self.say(f"{verb} f{result.fact_id}")
 
-    def cmd_forget(self, ref: str) -> None:
-        """Forget one memory item for good: /forget f12."""
+    def cmd_forget(self, args: str) -> None:
+        """Forget one memory item for good, after a yes: /forget f12 (--yes: without asking)."""
+        from coop.memory.growth.forgetting import traces
         from coop.memory.kinds import parse_ref
 
         if self.session.incognito:
             raise UsageError("incognito: memory is read-only", hint="start coop chat without --incognito")
-        kind, number = parse_ref(ref.strip())
+        words = args.split()
+        refs = [w for w in words if w not in ("--yes", "-y")]
+        if len(refs) != 1:
+            raise UsageError("/forget needs one item id", hint="/forget f12 (ids are in /memory)")
+        kind, number = parse_ref(refs[0])
+        item = self.session.memory.get(kind, number)  # a missing id is an error before any question
+        if len(refs) == len(words):
+            if self.ask is None:
+                raise UsageError("refusing to forget without confirmation", hint=f"/forget {item.ref} --yes")
+            going = [item, *(traces(self.session.memory, item) if item.kind == "fact" else [])]
+            for other in going:
+                self.say(f"{'' if other is item else '  with '}{other.ref}: {output.one_line(other.text, 70)}")
+            if not yes_no(self.ask, f"Forget {plural(len(going), 'item')} for good?"):
+                self.say("nothing forgotten")
+                return
         gone = self.session.forget(kind, number, reason="/forget in chat")
         self.say(f"{gone.describe()}: {' '.join(gone.item.text.split())[:60]}")
 
@@ -152,7 +168,7 @@ class Repl:
         """List your recent sessions (resume one with coop chat --session ID)."""
         from datetime import datetime
 
-        sessions = self.session.memory.sessions(20)
+        sessions = self.session.memory.sessions.recent(20)
         if not sessions:
             self.say("no sessions yet")
         for s in sessions:
@@ -167,9 +183,14 @@ class Repl:
         self.say("new session: it begins with your next message" + (" (incognito)" if self.session.incognito else ""))
 
     def cmd_model(self, name: str) -> None:
-        """Show the model, or switch: /model openai/gpt-4o-mini."""
+        """Show the model, or switch: /model openai/gpt-4o-mini (checked against the server's model list)."""
         if name.strip():
+            from coop.chat.model_switch import checked_model
+
+            note = checked_model(self.session.config, name.strip(), self.session.model_name)  # unlisted: an error
             self.session.use_model(name.strip())
+            if note:
+                self.say(note)
         self.say(f"model: {self.session.model_name}")
 
     def cmd_end(self, _: str) -> None:
@@ -294,6 +315,7 @@ class Repl:
         replies written as they arrive. Ctrl-C twice or Ctrl-D leaves."""
         if self.banner is not None:
             self.console.print(self.banner(), soft_wrap=True)
+        self.ask = read
         self._started()
         self._loop(read, interactive=False)
         return int(ExitCode.MODEL) if self.model_errors else 0
@@ -336,17 +358,14 @@ class Repl:
         from prompt_toolkit import PromptSession
 
         asker: PromptSession[str] = PromptSession(input=prompt_session.input, output=prompt_session.output)
+        self.ask = asker.prompt
 
         def confirm(question: str) -> bool:
             if self._stream is not None:
                 self._stream.finish()
             shown = "".join(ch if ch.isprintable() else " " for ch in mask(question))
             self.console.print(f"[bold yellow]The model wants to {escape(shown)}.[/]", highlight=False)
-            try:
-                answer = asker.prompt("Allow this change to your memory? [y/N] ")
-            except (EOFError, KeyboardInterrupt):
-                answer = ""
-            allowed = answer.strip().lower() in ("y", "yes")
+            allowed = yes_no(asker.prompt, "Allow this change to your memory?")
             self.say("allowed" if allowed else "declined: memory was not changed")
             return allowed
 

@@ -10,7 +10,8 @@ from typing import Any, Protocol
 from coop.files.writing import private_file
 from coop.privacy.secrets import mask
 
-__all__ = ["after_first_render", "dumb_terminal", "interactive_terminal", "masked_file_history", "prompt_session"]
+__all__ = ["after_first_render", "dumb_terminal", "interactive_terminal", "masked_file_history", "prompt_session",
+           "yes_no"]
 
 
 class _Stream(Protocol):
@@ -52,7 +53,9 @@ def masked_file_history(base: type) -> type:
 
 def prompt_session(history_path: str | None, commands: list[str], **overrides: Any) -> Any:
     """A prompt_toolkit session: a persistent history at `history_path` (created 0600, each line masked; None
-    keeps it in memory), completion of `commands`, Esc Enter for a new line, Ctrl-X Ctrl-E for $EDITOR."""
+    keeps it in memory), completion of `commands`, Esc Enter for a new line, Ctrl-X Ctrl-E for $EDITOR. The
+    edited text comes back into the line for a look before Enter sends it (prompt_toolkit's own binding would
+    send it the moment the editor closes)."""
     from prompt_toolkit import PromptSession
     from prompt_toolkit.completion import WordCompleter
     from prompt_toolkit.history import FileHistory, InMemoryHistory
@@ -64,13 +67,17 @@ def prompt_session(history_path: str | None, commands: list[str], **overrides: A
     def _newline(event: Any) -> None:
         event.current_buffer.insert_text("\n")
 
+    @bindings.add("c-x", "c-e")
+    def _edit(event: Any) -> None:
+        event.current_buffer.open_in_editor(validate_and_handle=False)
+
     history: Any = InMemoryHistory()
     if history_path:
         os.close(private_file(history_path))  # created, or tightened, 0600 before prompt_toolkit opens it
         history = masked_file_history(FileHistory)(history_path)
     completer = WordCompleter(commands, sentence=True, pattern=None, match_middle=False)
     return PromptSession(history=history, completer=completer, key_bindings=bindings,
-                         enable_open_in_editor=True, multiline=False, complete_while_typing=True, **overrides)
+                         enable_open_in_editor=False, multiline=False, complete_while_typing=True, **overrides)
 
 
 def after_first_render(session: Any, callback: Callable[[], None]) -> None:
@@ -86,3 +93,12 @@ def after_first_render(session: Any, callback: Callable[[], None]) -> None:
         callback()
 
     events.add_handler(drawn)
+
+
+def yes_no(ask: Callable[[str], str], question: str) -> bool:
+    """A y/N question: only y or yes is yes; an empty answer, anything else, Ctrl-C and Ctrl-D are no."""
+    try:
+        answer = ask(f"{question} [y/N] ")
+    except (EOFError, KeyboardInterrupt):
+        return False
+    return answer.strip().lower() in ("y", "yes")
