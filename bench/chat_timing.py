@@ -25,6 +25,10 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
+# A tmux server of the benchmark's own: other tmux users are not disturbed, and the processes it starts inherit the
+# benchmark's niceness (`nice -n -15 .venv/bin/python bench/startup.py` measures close to an idle machine's figures
+# on a busy one).
+TMUX = ["tmux", "-L", "coop-bench"]
 REPLY = "Noted: the lentil recipe is in your notes from March."
 PROMPT_MARK = "›"
 
@@ -80,7 +84,7 @@ class InstantServer:
 
 
 def _screen(name: str) -> str:
-    return subprocess.run(["tmux", "capture-pane", "-p", "-t", name], capture_output=True, text=True).stdout
+    return subprocess.run([*TMUX, "capture-pane", "-p", "-t", name], capture_output=True, text=True).stdout
 
 
 def _until(check: Callable[[], bool], timeout: float, what: str) -> float:
@@ -99,7 +103,7 @@ def _spawn(name: str, command: str, env: dict[str, str], done: Path) -> float:
     started = time.monotonic()
     # started in a scratch directory: `python -m coop` would import a coop package in the current directory
     # before the one PYTHONPATH names (bench/startup.py --compare)
-    subprocess.run(["tmux", "new-session", "-d", "-s", name, "-x", "120", "-y", "40", "-c", str(done.parent), shell],
+    subprocess.run([*TMUX, "new-session", "-d", "-s", name, "-x", "120", "-y", "40", "-c", str(done.parent), shell],
                    check=True)
     return started
 
@@ -114,7 +118,7 @@ def _cpu_seconds(pid: int) -> float:
 
 def _chat_pid(name: str) -> int:
     """The `coop chat` process in the tmux pane: the child of the pane's shell."""
-    shell = subprocess.run(["tmux", "list-panes", "-t", name, "-F", "#{pane_pid}"], capture_output=True,
+    shell = subprocess.run([*TMUX, "list-panes", "-t", name, "-F", "#{pane_pid}"], capture_output=True,
                            text=True).stdout.split()[0]
     children = subprocess.run(["pgrep", "-P", shell], capture_output=True, text=True).stdout.split()
     return int(children[0]) if children else int(shell)
@@ -140,7 +144,7 @@ def bare_start(python: str, env: dict[str, str]) -> float:
         try:
             return _until(lambda: "ready" in _screen(name), 30, "the bare interpreter") - started
         finally:
-            subprocess.run(["tmux", "kill-session", "-t", name], capture_output=True)
+            subprocess.run([*TMUX, "kill-session", "-t", name], capture_output=True)
 
 
 def _chat_env(env: dict[str, str], server: InstantServer) -> dict[str, str]:
@@ -155,9 +159,9 @@ def _prompt_shown(name: str) -> bool:
 def _send_turn(name: str, server: InstantServer, text: str) -> float:
     """Type `text` and Enter; seconds from Enter to the request's arrival at the server."""
     before = len(server.arrivals)
-    subprocess.run(["tmux", "send-keys", "-t", name, "-l", text], check=True)
+    subprocess.run([*TMUX, "send-keys", "-t", name, "-l", text], check=True)
     entered = time.monotonic()
-    subprocess.run(["tmux", "send-keys", "-t", name, "Enter"], check=True)
+    subprocess.run([*TMUX, "send-keys", "-t", name, "Enter"], check=True)
     _until(lambda: len(server.arrivals) > before, 60, "the request to reach the model")
     return server.arrivals[before] - entered
 
@@ -167,7 +171,7 @@ def _exit(name: str, done: Path) -> float:
     _until(lambda: "lentil recipe is in" in _screen(name), 60, "the reply on the screen")
     time.sleep(0.3)
     exiting = time.monotonic()
-    subprocess.run(["tmux", "send-keys", "-t", name, "C-d"], check=True)
+    subprocess.run([*TMUX, "send-keys", "-t", name, "C-d"], check=True)
     ended = _until(lambda: done.exists() and done.read_text().strip() != "", 60, "coop chat to exit")
     if done.read_text().strip() != "0":
         raise RuntimeError(f"coop chat exited with {done.read_text().strip()}: {_screen(name)[-400:]}")
@@ -186,7 +190,7 @@ def chat_run(coop: list[str], env: dict[str, str], server: InstantServer, settle
             overhead = _send_turn(name, server, "where is the lentil recipe?")
             exited = _exit(name, done)
         finally:
-            subprocess.run(["tmux", "kill-session", "-t", name], capture_output=True)
+            subprocess.run([*TMUX, "kill-session", "-t", name], capture_output=True)
     return {"prompt_s": shown - started, "first_turn_overhead_s": overhead, "exit_s": exited}
 
 
@@ -202,5 +206,5 @@ def typed_at_once_run(coop: list[str], env: dict[str, str], server: InstantServe
             waited = _send_turn(name, server, "where is the lentil recipe?")
             _exit(name, done)
         finally:
-            subprocess.run(["tmux", "kill-session", "-t", name], capture_output=True)
+            subprocess.run([*TMUX, "kill-session", "-t", name], capture_output=True)
     return waited
