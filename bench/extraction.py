@@ -545,7 +545,7 @@ def _events(memory: Any, seen: dict[int, int]) -> tuple[list[dict[str, Any]], in
     items = {i.item_id: i for i in memory.list_items("fact", include_inactive=True, limit=1_000_000)}
     rows = []
     for fact_id, item in items.items():
-        history = memory.history(fact_id)
+        history = memory.facts.history(fact_id)
         rows += [(item, h) for h in history[seen.get(fact_id, 0):]]
         seen[fact_id] = len(history)
     replacing = {h.related_fact_id for _, h in rows if h.action == "SUPERSEDE"}
@@ -584,7 +584,7 @@ def run(dialogues: list[Dialogue], *, config: Any, recorder: Recorder, embedder:
         for s, session in enumerate(dialogue.sessions):
             if limit is not None and done[dialogue.source] >= limit:
                 break
-            session_id = memory.start_session(f"{dialogue.id} session {s + 1}")
+            session_id = memory.sessions.start(f"{dialogue.id} session {s + 1}")
             for turn in session:
                 if limit is not None and done[dialogue.source] >= limit:
                     break
@@ -595,13 +595,13 @@ def run(dialogues: list[Dialogue], *, config: Any, recorder: Recorder, embedder:
                     script.gold.update({f.id: f for f in turn.facts})
                 ex = Exchange(dialogue.source, dialogue.id, number, turn.user, turn.none,
                               gold=sum(not f.optional for f in turn.facts))
-                message_id = memory.add_message(session_id, "user", turn.user)
+                message_id = memory.messages.add(session_id, "user", turn.user)
                 assert message_id is not None  # None only for an external id already imported
-                reply_id = memory.add_message(session_id, "assistant", turn.assistant) if turn.assistant else None
+                reply_id = memory.messages.add(session_id, "assistant", turn.assistant) if turn.assistant else None
                 before, calls, logged = refusals.counts(), len(recorder.calls), len(log.texts)
                 try:
                     jobs.embedding(memory.user_id)(db)
-                    job = memory.record_job("extraction", session_id=session_id, message_id=message_id,
+                    job = memory.jobs.record("extraction", session_id=session_id, message_id=message_id,
                                             reply_id=reply_id)
                     jobs.extraction(memory.user_id, job)(db)
                 except Exception as exc:  # a failed job changes nothing; the bench notes it and goes on
@@ -613,7 +613,7 @@ def run(dialogues: list[Dialogue], *, config: Any, recorder: Recorder, embedder:
                 ex.proposals = sum(c.proposals for c in ex.calls)
                 ex.writes, ex.known = _events(memory, seen)
                 for write in ex.writes:  # the user's words it rests on, as coop kept them
-                    write["quote"] = next((p.quote for p in memory.provenance(write["fact"])
+                    write["quote"] = next((p.quote for p in memory.sources.provenance(write["fact"])
                                            if p.message_id == message_id), None)
                 texts = log.texts[logged:]
                 if dialogue.scored:
@@ -659,7 +659,7 @@ def _score(ex: Exchange, turn: Turn, memory: Any, stated: list[GoldFact], traps:
         kind = "other" if match is None else "trap" if match in turn.traps else \
             "optional" if match.optional else "gold"
         ex.refused_texts.append({"reason": reason, "text": text, "why": why, "match": kind})
-    assigned = {m.id for m in (best_match(f.text, candidates) for f in memory.active_facts(limit=100_000)) if m}
+    assigned = {m.id for m in (best_match(f.text, candidates) for f in memory.facts.active(limit=100_000)) if m}
     for f in turn.facts:
         if not f.optional:
             (ex.recalled if f.id in assigned else ex.missed).append(f.id)

@@ -24,7 +24,7 @@ from common import BenchError, machine, median
 def starts(path: Path, repeat: int) -> dict[str, float]:
     import numpy as np
 
-    from coop.memory.storage import bit_index, vectors
+    from coop.memory.storage import bit_index
     from coop.memory.storage.database import open_database
     from coop.memory.storage.store import MemoryStore
 
@@ -44,11 +44,11 @@ def starts(path: Path, repeat: int) -> dict[str, float]:
                     bit_index.load_beside(db, user, embedder)
                     times["load_beside"].append(time.perf_counter() - started)
                 started = time.perf_counter()
-                vectors.nearest(memory, embedder, dims, query, k=10)
+                memory.vectors.nearest(embedder, dims, query, k=10)
                 times["first_after" if beside else "first"].append(time.perf_counter() - started)
                 if not beside:
                     started = time.perf_counter()
-                    vectors.nearest(memory, embedder, dims, query, k=10)
+                    memory.vectors.nearest(embedder, dims, query, k=10)
                     times["second"].append(time.perf_counter() - started)
             finally:
                 db.close()

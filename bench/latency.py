@@ -162,7 +162,7 @@ def build(path: str, size: int, others: float, pool: list[str], vectors, embedde
             with db.atomic():
                 sessions = {}
                 for j in range(start, start + n, SESSION_MESSAGES):
-                    sessions[j // SESSION_MESSAGES] = memory.start_session(
+                    sessions[j // SESSION_MESSAGES] = memory.sessions.start(
                         f"session {j // SESSION_MESSAGES}", started_at=t0 + j * 600.0)
                 planted = [(j, needle_at[start + j]) for j in range(n)
                            if user_id == MAIN_USER and start + j in needle_at]
@@ -332,8 +332,8 @@ def ingest(path: str, embedder, model_dir: str, texts: Texts, per_round: int, ro
         session = None
         for i, text in enumerate(batch):
             if i % SESSION_MESSAGES == 0:
-                session = memory.start_session("ingest")
-            memory.add_message(session, "user" if i % 2 == 0 else "assistant", text)
+                session = memory.sessions.start("ingest")
+            memory.messages.add(session, "user" if i % 2 == 0 else "assistant", text)
         embed_pending(memory, embedder, batch_size=batch_size)
         coop.append(per_round / (time.perf_counter() - started))
     db.close()

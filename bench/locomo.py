@@ -141,11 +141,11 @@ def ingest(store, conv: Conversation, embedder, batch_size: int) -> tuple[object
     for session in conv.sessions:
         started = session.date if session.date is not None else previous + 86400
         previous = started
-        session_id = memory.start_session(f"session {session.number}", started_at=started,
+        session_id = memory.sessions.start(f"session {session.number}", started_at=started,
                                           external_id=f"{conv.sample_id}:session_{session.number}")
         for offset, turn in enumerate(session.turns):
             role = "assistant" if turn.speaker == conv.speaker_b and turn.speaker != conv.speaker_a else "user"
-            message_id = memory.add_message(session_id, role, turn.text, created_at=started + offset,
+            message_id = memory.messages.add(session_id, role, turn.text, created_at=started + offset,
                                             importance=message_importance(role, turn.text, weights),
                                             external_id=turn.dia_id)
             if message_id is not None:

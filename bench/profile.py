@@ -223,10 +223,10 @@ def build_messages(path: Path, n: int, embedder: Any) -> float:
     for number, session in enumerate(sessions):
         at = first + 365 * DAY * number / max(1, len(sessions))
         with memory.db.atomic():
-            session_id = memory.start_session(f"past {number}", started_at=at)
+            session_id = memory.sessions.start(f"past {number}", started_at=at)
             for offset, (who, text) in enumerate(session):
                 role = "user" if who == 0 else "assistant"
-                memory.add_message(session_id, role, text, created_at=at + 30 * offset,
+                memory.messages.add(session_id, role, text, created_at=at + 30 * offset,
                                    importance=message_importance(role, text, weights))
     embed_pending(memory, embedder, batch_size=128, kinds=("message",))
     db.close()

@@ -130,7 +130,7 @@ def scripted_summary(turns: list[str]) -> str:
 
 def add_summaries(memory, conv: Conversation, ids: dict[int, str]) -> int:
     by_dia = {dia: message_id for message_id, dia in ids.items()}
-    sessions = {s["id"]: s for s in memory.sessions(limit=10_000)}
+    sessions = {s["id"]: s for s in memory.sessions.recent(limit=10_000)}
     added = 0
     for session in conv.sessions:
         message_ids = [by_dia[t.dia_id] for t in session.turns if t.dia_id in by_dia]
@@ -139,11 +139,11 @@ def add_summaries(memory, conv: Conversation, ids: dict[int, str]) -> int:
         first = memory.get("message", message_ids[0])
         if first.session_id not in sessions:
             continue
-        memory.add_summary(scripted_summary([t.text for t in session.turns]), session_id=first.session_id,
+        memory.summaries.add(scripted_summary([t.text for t in session.turns]), session_id=first.session_id,
                            span=(message_ids[0], message_ids[-1]),
                            created_at=memory.get("message", message_ids[-1]).created_at + 60)
         added += 1
-    memory.mark_consolidated([m for m in ids])
+    memory.messages.mark_consolidated([m for m in ids])
     return added
 
 

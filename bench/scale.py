@@ -105,11 +105,11 @@ def add_distractors(memory, conv, sessions: list, embedder) -> int:
     for number, session in enumerate(sessions):
         started = first + (last - first) * (number + 0.5) / len(sessions)
         with memory.db.atomic():
-            session_id = memory.start_session(f"extra {number}", started_at=started)
+            session_id = memory.sessions.start(f"extra {number}", started_at=started)
             for offset, (who, utterance) in enumerate(session):
                 role = "user" if who == 0 else "assistant"
                 text = f"{names[who]}: {utterance}"
-                memory.add_message(session_id, role, text, created_at=started + 30 * offset,
+                memory.messages.add(session_id, role, text, created_at=started + 30 * offset,
                                    importance=message_importance(role, text, weights))
                 added += 1
     embed_pending(memory, embedder, batch_size=128)

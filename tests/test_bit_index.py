@@ -31,8 +31,8 @@ def small_threshold(monkeypatch):
 
 
 def fill(memory, count: int, seed: int = 0) -> tuple[list[int], np.ndarray]:
-    session = memory.start_session()
-    ids = [memory.add_message(session, "user", f"note {i}") for i in range(count)]
+    session = memory.sessions.start()
+    ids = [memory.messages.add(session, "user", f"note {i}") for i in range(count)]
     matrix = unit(np.random.default_rng(seed).standard_normal((count, DIMS)))
     store_vectors(memory, "message", ids, EMBEDDER, matrix)
     return ids, matrix
@@ -101,9 +101,9 @@ def test_another_connection_s_writes_are_seen(coop_home, small_threshold):
 def test_a_write_that_rolls_back_leaves_no_trace_in_the_copy(memory, small_threshold):
     ids, matrix = fill(memory, 50)
     top(memory, matrix[0])
-    session = memory.start_session()
+    session = memory.sessions.start()
     with pytest.raises(RuntimeError), memory.db.atomic():
-        ghost = memory.add_message(session, "user", "never committed")
+        ghost = memory.messages.add(session, "user", "never committed")
         store_vectors(memory, "message", [ghost], EMBEDDER, unit(-matrix[0][None, :]))
         assert top(memory, -matrix[0], k=1) == [ghost]  # seen inside its own transaction
         raise RuntimeError("rolled back")
@@ -113,7 +113,7 @@ def test_a_write_that_rolls_back_leaves_no_trace_in_the_copy(memory, small_thres
 
 def test_the_kind_filter_applies_in_the_scan(memory, small_threshold):
     _, matrix = fill(memory, 60)
-    fact = memory.add_fact("the one fact").fact_id
+    fact = memory.facts.add("the one fact").fact_id
     store_vectors(memory, "fact", [fact], EMBEDDER, unit(matrix[3][None, :] * -1))
     hits = nearest(memory, EMBEDDER, DIMS, -matrix[3], k=3, kinds=("fact",))
     assert [(h.kind, h.item_id) for h in hits] == [("fact", fact)]
@@ -180,8 +180,8 @@ def test_bits_loaded_beside_are_used_by_the_first_search_and_checked_first(memor
     monkeypatch.setattr(loader, "_rows", lambda *a, **k: (read.append(a), real_rows(*a, **k))[1])
     assert top(memory, matrix[7], k=1) == [ids[7]]
     assert read == []  # used as it was loaded
-    session = memory.start_session()
-    late = memory.add_message(session, "user", "late")
+    session = memory.sessions.start()
+    late = memory.messages.add(session, "user", "late")
     store_vectors(memory, "message", [late], EMBEDDER, unit(-matrix[3][None, :]))
     assert top(memory, -matrix[3], k=1) == [late]
 

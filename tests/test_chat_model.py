@@ -27,7 +27,7 @@ def session_with(memory, model: ScriptedModel, **overrides) -> ChatSession:
 
 
 def test_a_session_streams_from_the_model_it_was_given_with_memory_in_the_prompt(memory):
-    memory.add_fact("The user is allergic to peanuts", importance=0.9)
+    memory.facts.add("The user is allergic to peanuts", importance=0.9)
     model = ScriptedModel(replies=["Skip the satay."])
     chat = session_with(memory, model)
     result = chat.turn("what should I cook for guests?")
@@ -35,7 +35,7 @@ def test_a_session_streams_from_the_model_it_was_given_with_memory_in_the_prompt
     assert f"{FACTS}- f1 (since {TODAY}): The user is allergic to peanuts" in model.system_prompt()
     assert model.requests[0]["messages"][-1] == {"role": "user", "content": "what should I cook for guests?"}
     assert model.requests[0]["tools"]  # memory tools are offered by default
-    assert [m.text for m in memory.recent_messages(chat.session_id, 5)] == [
+    assert [m.text for m in memory.messages.recent(chat.session_id, 5)] == [
         "what should I cook for guests?", "Skip the satay."]
 
 
@@ -153,7 +153,7 @@ def test_the_idle_timer_never_ends_a_session_during_a_turn(memory):
     turn.join(10)
     assert chat.end_if_idle(0) is True
     assert [job for job in worker.jobs if job != "embed new messages"] == ["end the idle session"]
-    assert [m.text for m in memory.recent_messages(first_session, 5)] == ["hello", "done"]
+    assert [m.text for m in memory.messages.recent(first_session, 5)] == ["hello", "done"]
 
 
 @pytest.mark.real_model
@@ -162,11 +162,11 @@ def test_the_idle_timer_never_ends_a_session_during_a_turn(memory):
 def test_small_talk_recalls_nothing(memory, real_embedder, small_talk):
     from coop.memory.growth.embedding import embed_pending
 
-    session = memory.start_session()
+    session = memory.sessions.start()
     for text in ("Hello! How's it going with the new job?", "It's going well, thanks for asking!",
                  "Good morning! I'm going hiking with my sister Ana today.", "Thanks, that's all for now, bye!",
                  "What's up with your car? Is the gearbox fixed?", "My sister Ana is a dentist in Porto."):
-        memory.add_message(session, "user", text)
+        memory.messages.add(session, "user", text)
     embed_pending(memory, real_embedder)
     config = apply_overrides(Config(), {"memory.extraction.enabled": False})
     chat = ChatSession(memory, config, embedder=lambda: real_embedder, model=ScriptedModel())
@@ -199,11 +199,11 @@ def test_salient_messages_are_deduplicated_ranked_and_bounded(memory, hash_embed
     quarter of the memory budget, so what the turn is about still fits."""
     from coop.memory.growth.embedding import embed_pending
 
-    session = memory.start_session()
+    session = memory.sessions.start()
     for _ in range(39):
-        memory.add_message(session, "user", "Remember that I get motion sick on long bus rides.", importance=0.9)
+        memory.messages.add(session, "user", "Remember that I get motion sick on long bus rides.", importance=0.9)
     for i in range(12):
-        memory.add_message(session, "user", f"Remember that locker {i} holds my {i} spare keyboard keys.",
+        memory.messages.add(session, "user", f"Remember that locker {i} holds my {i} spare keyboard keys.",
                            importance=0.9)
     embed_pending(memory, hash_embedder)
     config = apply_overrides(Config(), {"memory.extraction.enabled": False})

@@ -64,7 +64,7 @@ def test_relevant_past_from_another_session_is_dated_and_an_unrelated_one_is_not
 
 
 def test_prompt_order_preamble_facts_past_history_new_message(memory, openai_server):
-    memory.add_fact("prefers metric units", importance=0.9)
+    memory.facts.add("prefers metric units", importance=0.9)
     earlier = make_session(memory, openai_server)
     openai_server.default_reply = "fine"
     earlier.turn("I cycled 40 km to the lake last summer")
@@ -83,7 +83,7 @@ def test_prompt_order_preamble_facts_past_history_new_message(memory, openai_ser
 
 def test_memory_budget_holds(memory, openai_server):
     for i in range(200):
-        memory.add_fact(f"important fact number {i} about the user's many hobbies and habits", importance=0.95)
+        memory.facts.add(f"important fact number {i} about the user's many hobbies and habits", importance=0.95)
     session = make_session(memory, openai_server, overrides={"memory.context_budget": 2000,
                                                              "memory.memory_budget_fraction": 0.1})
     result = session.turn("hi")
@@ -222,18 +222,18 @@ def test_resume_a_session_brings_its_messages_back(memory, openai_server):
     again.turn("continue")
     contents = [m["content"] for m in openai_server.chat_requests()[-1]["messages"][1:]]
     assert contents == ["we were talking about sourdough", "sure", "continue"]
-    assert memory.sessions()[0]["messages"] == 4
+    assert memory.sessions.recent()[0]["messages"] == 4
 
 
 def test_users_do_not_see_each_others_memory(store, openai_server):
-    store.user("bob").add_fact("bob's secret recipe uses saffron", importance=0.95)
+    store.user("bob").facts.add("bob's secret recipe uses saffron", importance=0.95)
     session = make_session(store.user("ana"), openai_server)
     session.turn("what is in the secret recipe with saffron?")
     assert "saffron" not in openai_server.system_prompt()
 
 
 def test_incognito_reads_memory_and_writes_nothing(memory, openai_server):
-    memory.add_fact("my cat is called Miso", importance=0.9)
+    memory.facts.add("my cat is called Miso", importance=0.9)
     before = memory.stats()
     session = make_session(memory, openai_server, incognito=True)
     session.turn("what is my cat called?")
@@ -243,7 +243,7 @@ def test_incognito_reads_memory_and_writes_nothing(memory, openai_server):
 
 
 def test_memory_tools_search_get_timeline_write(memory, openai_server):
-    memory.add_fact("favourite tea is genmaicha")
+    memory.facts.add("favourite tea is genmaicha")
     openai_server.replies = [
         {"tool_calls": [{"name": "memory_search", "arguments": json.dumps({"query": "tea", "limit": 500})},
                         {"name": "memory_write", "arguments": json.dumps({"text": "drinks tea every morning"})}]},
@@ -294,7 +294,7 @@ def test_tool_arguments_are_validated(memory, openai_server, name, arguments, fr
 
 def test_tool_results_are_bounded(memory, openai_server):
     for i in range(40):
-        memory.add_fact(f"tea note {i} " + "long words " * 80)
+        memory.facts.add(f"tea note {i} " + "long words " * 80)
     session = make_session(memory, openai_server)
     output = session.tools.run("memory_search", json.dumps({"query": "tea note", "limit": 20}))
     assert len(output) <= 6000
@@ -303,7 +303,7 @@ def test_tool_results_are_bounded(memory, openai_server):
 def test_trace_file_has_events_and_no_secrets(memory, openai_server, tmp_path, monkeypatch):
     monkeypatch.setenv("TEST_MODEL_KEY", "sk-trace-secret-98765")
     trace = tmp_path / "trace.jsonl"
-    memory.add_fact("likes hiking in the Alps", importance=0.9)
+    memory.facts.add("likes hiking in the Alps", importance=0.9)
     session = ChatSession(memory, make_config(openai_server, **{"model.api_key_env": "TEST_MODEL_KEY"}),
                           embedder=lambda: EMBEDDER, tracer=Tracer(str(trace)))
     session.turn("any hiking ideas?")
@@ -338,4 +338,4 @@ def test_end_marks_the_session_ended(memory, openai_server):
     session = make_session(memory, openai_server)
     session.turn("hello")
     session.end()
-    assert memory.sessions()[0]["ended_at"] is not None
+    assert memory.sessions.recent()[0]["ended_at"] is not None

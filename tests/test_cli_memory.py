@@ -102,9 +102,9 @@ def mixed(run_cli, memory):
     """Two facts through the CLI and two imported messages of one session for user ana."""
     add(run_cli, "I play the cello in an orchestra")
     add(run_cli, "My cat is called Miso")
-    session = memory.start_session("music")
-    memory.add_message(session, "user", "Rehearsal of the cello suite went well tonight", external_id="chat-17")
-    memory.add_message(session, "assistant", "Glad the cello rehearsal went well!")
+    session = memory.sessions.start("music")
+    memory.messages.add(session, "user", "Rehearsal of the cello suite went well tonight", external_id="chat-17")
+    memory.messages.add(session, "assistant", "Glad the cello rehearsal went well!")
     return session
 
 

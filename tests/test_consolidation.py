@@ -37,10 +37,10 @@ def make_config(server, **overrides):
 
 
 def ended_session(memory, texts=("I am going to Kyoto in April", "Sounds lovely", "With my friend Mia", "Nice")):
-    session = memory.start_session()
+    session = memory.sessions.start()
     for i, text in enumerate(texts):
-        memory.add_message(session, "user" if i % 2 == 0 else "assistant", text)
-    memory.end_session(session)
+        memory.messages.add(session, "user" if i % 2 == 0 else "assistant", text)
+    memory.sessions.end(session)
     return session
 
 
@@ -68,8 +68,8 @@ def test_a_finished_span_becomes_a_summary_and_facts(memory, openai_server):
 
 def test_open_recent_spans_wait_and_runs_are_bounded(memory, openai_server):
     config = make_config(openai_server, **{"memory.consolidation.max_spans_per_run": 2})
-    open_session = memory.start_session()
-    memory.add_message(open_session, "user", "still talking")
+    open_session = memory.sessions.start()
+    memory.messages.add(open_session, "user", "still talking")
     for _ in range(3):
         ended_session(memory)
     openai_server.background_default = SUMMARY
@@ -126,7 +126,7 @@ def test_kill_9_in_the_middle_of_consolidation_leaves_nothing_half_written(coop_
     database = open_database(str(db_path))
     memory = MemoryStore(database).user("ana")
     ended_session(memory)
-    memory.add_fact("Has a friend called Mia", source="user")
+    memory.facts.add("Has a friend called Mia", source="user")
     database.close()
     openai_server.background_default = json.dumps({"summary": "Kyoto trip.", "facts": [
         {"category": "travel", "key": None, "value": "Plans a trip to Kyoto", "importance": 0.7,
@@ -259,9 +259,9 @@ def test_the_next_reply_is_not_delayed_by_a_slow_extraction(threaded_session, op
 def test_the_backlog_is_embedded_at_the_next_start(threaded_session, coop_home):
     database = open_database(str(coop_home / "coop.db"))
     memory = MemoryStore(database).user("ana")
-    old = memory.start_session()
+    old = memory.sessions.start()
     for i in range(30):
-        memory.add_message(old, "user", f"written while the embedder was offline {i}")
+        memory.messages.add(old, "user", f"written while the embedder was offline {i}")
     database.close()
     session, worker = threaded_session()
     session.catch_up()
@@ -289,7 +289,7 @@ def test_an_idle_session_ends_and_the_next_message_starts_a_new_one(threaded_ses
     assert not session.end_if_idle(3600)
     assert session.end_if_idle(0)
     assert worker.wait_idle(20)
-    assert session.memory.sessions()[0]["ended_at"] is not None
+    assert session.memory.sessions.recent()[0]["ended_at"] is not None
     session.turn("back again")
     assert session.session_id != first
 

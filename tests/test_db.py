@@ -82,8 +82,8 @@ def test_uncreatable_directory_is_a_store_error(tmp_path):
 
 
 def test_fts_triggers_follow_insert_update_delete(memory):
-    session = memory.start_session()
-    mid = memory.add_message(session, "user", "the quick brown fox")
+    session = memory.sessions.start()
+    mid = memory.messages.add(session, "user", "the quick brown fox")
     match = "select rowid from message_context_fts where message_context_fts match ?"
     assert [r[0] for r in memory.db.execute(match, ('"fox"',))] == [mid]
     memory.db.execute("update messages set content = 'a lazy dog' where id = ?", (mid,))
@@ -96,9 +96,9 @@ def test_fts_triggers_follow_insert_update_delete(memory):
 
 def test_atomic_rolls_back_everything_inside(memory):
     with pytest.raises(RuntimeError), memory.db.atomic():
-        memory.add_fact("first fact")
+        memory.facts.add("first fact")
         with memory.db.atomic():
-            memory.add_fact("second fact")
+            memory.facts.add("second fact")
         raise RuntimeError("boom")
     assert memory.list_items("fact") == []
 
@@ -117,8 +117,8 @@ def test_a_schema_3_database_loses_messages_fts_and_keeps_every_message_findable
     old = open_database(path, migrate=False)
     dbmod.apply_migrations(old, dbmod.MIGRATIONS[:3])  # a database as coop wrote it before m004
     memory = MemoryStore(old).user("ana")
-    session = memory.start_session()
-    wanted = memory.add_message(session, "user", "my sister Ola plays the cello")
+    session = memory.sessions.start()
+    wanted = memory.messages.add(session, "user", "my sister Ola plays the cello")
     assert old.scalar("SELECT count(*) FROM messages_fts WHERE messages_fts MATCH 'cello'") == 1
     old.close()
 
@@ -127,7 +127,7 @@ def test_a_schema_3_database_loses_messages_fts_and_keeps_every_message_findable
     assert "messages_fts" not in names and not any(n.startswith("messages_fts_") for n in names)
     memory = MemoryStore(new).user("ana")
     assert [h.item.item_id for h in search(memory, "cello", kinds=("message",)).hits] == [wanted]
-    later = memory.add_message(session, "user", "the cello needs new strings")
+    later = memory.messages.add(session, "user", "the cello needs new strings")
     assert {h.item.item_id for h in search(memory, "cello", kinds=("message",)).hits} == {wanted, later}
     assert fulltext_problems(new) == []
 
@@ -135,10 +135,10 @@ def test_a_schema_3_database_loses_messages_fts_and_keeps_every_message_findable
 def test_damaged_full_text_indexes_are_found_and_rebuilt(memory):
     from coop.memory.retrieval.search import search
 
-    session = memory.start_session()
-    message = memory.add_message(session, "user", "we adopted a greyhound named Pixel")
-    memory.add_message(session, "assistant", "what a lovely name")
-    fact = memory.add_fact("Has a greyhound named Pixel").fact_id
+    session = memory.sessions.start()
+    message = memory.messages.add(session, "user", "we adopted a greyhound named Pixel")
+    memory.messages.add(session, "assistant", "what a lovely name")
+    fact = memory.facts.add("Has a greyhound named Pixel").fact_id
     assert fulltext_problems(memory.db) == []
     # A message's entry lost (as a copy made mid-write could leave it) and a fact's entry on the wrong row.
     memory.db.execute("DELETE FROM message_context_fts WHERE rowid = ?", (message,))
@@ -157,8 +157,8 @@ def test_damaged_full_text_indexes_are_found_and_rebuilt(memory):
 
 
 def test_an_index_entry_for_the_wrong_row_is_found_even_when_the_counts_agree(memory):
-    session = memory.start_session()
-    message = memory.add_message(session, "user", "the heron came back to the pond")
+    session = memory.sessions.start()
+    message = memory.messages.add(session, "user", "the heron came back to the pond")
     memory.db.execute("DELETE FROM message_context_fts WHERE rowid = ?", (message,))
     memory.db.execute("INSERT INTO message_context_fts (rowid, content, context) VALUES (?, 'heron', '')",
                       (message + 100,))

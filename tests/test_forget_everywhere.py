@@ -42,11 +42,11 @@ def test_a_marker_written_through_every_road_is_nowhere_after_one_forget(coop_ho
         chat.turn(f"{FACT}, please keep it")
         # /remember, and a tool result that quotes the fact
         fact = chat.remember(FACT)
-        memory.add_message(chat.session_id, "tool", json.dumps({"facts": [f"f1: {FACT}"]}), tool_name="memory_search",
+        memory.messages.add(chat.session_id, "tool", json.dumps({"facts": [f"f1: {FACT}"]}), tool_name="memory_search",
                            tool_call_id="call_1")
         chat.end()
         # a summary that states it, a log line and a trace event that quote it (as a careless one would)
-        memory.add_summary(f"The user said their locker code is {MARKER}.", session_id=chat.session_id)
+        memory.summaries.add(f"The user said their locker code is {MARKER}.", session_id=chat.session_id)
         logging.getLogger("coop.test").info("extraction proposed %r", FACT)
         Tracer(str(trace_file)).event("error", error=f"could not parse {FACT}")
     # an MCP host's record

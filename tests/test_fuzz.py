@@ -53,10 +53,10 @@ TEXT = st.one_of(st.text(ANY_CHAR, max_size=80),
 
 @pytest.fixture
 def seeded(memory):
-    session = memory.start_session()
+    session = memory.sessions.start()
     for text in ("I keep bees in Lyon", "我住在北京", "the NEAR operator and \"quotes\"", "tea: green, hot"):
-        memory.add_message(session, "user", text)
-        memory.add_fact(text)
+        memory.messages.add(session, "user", text)
+        memory.facts.add(text)
     from coop.memory.growth.embedding import embed_pending
 
     embed_pending(memory, EMBEDDER)
@@ -406,7 +406,7 @@ def test_fuzzed_extraction_and_reconciliation_replies(memory):
     from coop.memory.growth.extract import ModelReplyError, extract_facts, model_decider, parse_decision
     from coop.memory.growth.reconcile import Candidate, FactWriter
 
-    memory.add_fact("Lives in Lyon", category="location", key="city")
+    memory.facts.add("Lives in Lyon", category="location", key="city")
 
     @MANY
     @given(reply=REPLIES, decision=REPLIES, limit=st.integers(0, 6))
@@ -435,10 +435,10 @@ def test_fuzzed_consolidation_replies_are_all_or_nothing(memory):
     @SOME
     @given(reply=REPLIES)
     def run(reply):
-        session = memory.start_session()
+        session = memory.sessions.start()
         for i in range(2):
-            memory.add_message(session, "user" if i == 0 else "assistant", f"message {i}")
-        memory.end_session(session)
+            memory.messages.add(session, "user" if i == 0 else "assistant", f"message {i}")
+        memory.sessions.end(session)
         before = memory.db.scalar("SELECT count(*) FROM summaries")
         facts_before = memory.db.scalar("SELECT count(*) FROM fact_history")
         report = consolidate(memory, config, lambda messages: reply,

@@ -141,7 +141,7 @@ def make_session(memory, server):
 
 def snapshot(memory) -> list[tuple[Any, ...]]:
     return sorted((f.item_id, f.text, f.category, f.key, f.superseded_at, f.archived_at,
-                   len(memory.history(f.item_id))) for f in memory.list_items("fact", include_inactive=True))
+                   len(memory.facts.history(f.item_id))) for f in memory.list_items("fact", include_inactive=True))
 
 
 def decision_reply(action: str, target: int) -> str:
@@ -151,7 +151,7 @@ def decision_reply(action: str, target: int) -> str:
 @pytest.mark.parametrize("name", list(ATTACKS))
 def test_an_attack_changes_nothing_and_is_refused_in_the_log(name, memory, openai_server, coop_home):
     attack = ATTACKS[name]
-    ids = [memory.add_fact(text, category=category, key=key, source="user").fact_id
+    ids = [memory.facts.add(text, category=category, key=key, source="user").fact_id
            for text, category, key in attack.existing]
     before = snapshot(memory)
     openai_server.replies = [attack.reply]
@@ -173,23 +173,23 @@ def test_an_attack_changes_nothing_and_is_refused_in_the_log(name, memory, opena
 
 
 def test_a_plan_still_weighed_is_kept_as_a_plan_and_never_moves_the_user(memory, openai_server, coop_home):
-    lyon = memory.add_fact(*LYON[:1], category=LYON[1], key=LYON[2], source="user").fact_id
+    lyon = memory.facts.add(*LYON[:1], category=LYON[1], key=LYON[2], source="user").fact_id
     openai_server.background_replies = [
         json.dumps({"facts": [fact("Is considering moving to Berlin", "I'm thinking of moving to Berlin", "location",
                                    "city", stance="plan")]}),
         decision_reply("SUPERSEDE", lyon)]
     make_session(memory, openai_server).turn("I'm thinking of moving to Berlin.")
-    assert memory.find_by_key("location", "city").item_id == lyon
-    assert sorted(f.text for f in memory.active_facts()) == ["Is considering moving to Berlin", "Lives in Lyon"]
+    assert memory.facts.find_by_key("location", "city").item_id == lyon
+    assert sorted(f.text for f in memory.facts.active()) == ["Is considering moving to Berlin", "Lives in Lyon"]
 
 
 def test_another_users_fact_and_a_forgotten_one_are_never_targets(store, openai_server, coop_home):
     from coop.memory.growth.forgetting import forget_with_traces
 
-    other = store.user("bo").add_fact("Lives in Oslo", category="location", key="city", source="user").fact_id
+    other = store.user("bo").facts.add("Lives in Oslo", category="location", key="city", source="user").fact_id
     ana = store.user("ana")
-    near = ana.add_fact("Lives near the sea", category="location", source="user").fact_id  # the reconciler is asked
-    gone = ana.add_fact("Lives in Rome", category="location", key="city", source="user").fact_id
+    near = ana.facts.add("Lives near the sea", category="location", source="user").fact_id  # the reconciler is asked
+    gone = ana.facts.add("Lives in Rome", category="location", key="city", source="user").fact_id
     forget_with_traces(ana, "fact", gone, reason="forgotten by the user")
     for target in (other, gone):
         openai_server.background_replies = [json.dumps({"facts": [fact("Lives in Porto", "I moved to Porto",
@@ -198,8 +198,8 @@ def test_another_users_fact_and_a_forgotten_one_are_never_targets(store, openai_
         with logging_to_file(coop_home):
             make_session(ana, openai_server).turn("I moved to Porto")
     assert store.user("bo").get("fact", other).text == "Lives in Oslo"
-    assert [h.action for h in store.user("bo").history(other)] == ["ADD"]
-    assert ana.is_active_fact(near) and not ana.exists("fact", gone)
+    assert [h.action for h in store.user("bo").facts.history(other)] == ["ADD"]
+    assert ana.facts.is_active(near) and not ana.exists("fact", gone)
     assert "memory refused [target]" in (coop_home / LOG_FILE).read_text(encoding="utf-8")
 
 
@@ -207,20 +207,20 @@ def test_the_users_own_write_replaces_only_its_own_key_or_a_named_fact(memory, o
     """`coop memory add` (and /remember, MCP memory_remember) never asks the reconciler to change another fact:
     a dentist visit is not the allergy, a conference trip is not the home city."""
     config = coop_home_config(openai_server)
-    allergy = memory.add_fact(*ALLERGY[:1], category=ALLERGY[1], key=ALLERGY[2], source="user").fact_id
-    lyon = memory.add_fact(*LYON[:1], category=LYON[1], key=LYON[2], source="user").fact_id
+    allergy = memory.facts.add(*ALLERGY[:1], category=ALLERGY[1], key=ALLERGY[2], source="user").fact_id
+    lyon = memory.facts.add(*LYON[:1], category=LYON[1], key=LYON[2], source="user").fact_id
     openai_server.background_default = decision_reply("UPDATE", allergy)
     for text, category in (("Visited a dentist last week", "health"), ("Went to Berlin for a conference",
                                                                         "location")):
         result = run_cli("--config", config, "memory", "add", text, "--category", category, "--user", "ana")
         assert result.exit_code == 0, result.stderr
-    assert memory.get("fact", allergy).text == "Allergic to penicillin" and memory.is_active_fact(allergy)
-    assert memory.find_by_key("location", "city").item_id == lyon
+    assert memory.get("fact", allergy).text == "Allergic to penicillin" and memory.facts.is_active(allergy)
+    assert memory.facts.find_by_key("location", "city").item_id == lyon
     assert openai_server.background_requests() == []  # the reconciler was never asked
     result = run_cli("--config", config, "memory", "add", "Lives in Porto", "--category", "location",
                      "--replaces", f"f{lyon}", "--user", "ana")
     assert result.exit_code == 0, result.stderr
-    assert memory.find_by_key("location", "city").text == "Lives in Porto"
+    assert memory.facts.find_by_key("location", "city").text == "Lives in Porto"
     assert memory.get("fact", lyon).superseded_by is not None
 
 

@@ -45,16 +45,16 @@ def build(store, world) -> dict[str, dict]:
         refs: dict[str, set[int]] = {"fact": set(), "message": set(), "summary": set()}
         sessions: set[int] = set()
         for text, key, importance in data["facts"]:
-            refs["fact"].add(memory.add_fact(text, category="general", key=key, importance=importance).fact_id)
+            refs["fact"].add(memory.facts.add(text, category="general", key=key, importance=importance).fact_id)
         for turns in data["sessions"]:
-            session = memory.start_session()
+            session = memory.sessions.start()
             sessions.add(session)
             for i, text in enumerate(turns):
-                refs["message"].add(memory.add_message(session, "user" if i % 2 == 0 else "assistant", text,
+                refs["message"].add(memory.messages.add(session, "user" if i % 2 == 0 else "assistant", text,
                                                        importance=0.9 if i == 0 else 0.4))
-            memory.end_session(session)
+            memory.sessions.end(session)
         for text in data["summaries"]:
-            refs["summary"].add(memory.add_summary(text, session_id=next(iter(sessions), None)))
+            refs["summary"].add(memory.summaries.add(text, session_id=next(iter(sessions), None)))
         # superseded rows belong to the user too
         refs["fact"] |= {row[0] for row in memory.db.execute("SELECT id FROM facts WHERE user_id = ?",
                                                               (memory.user_id,))}
@@ -125,8 +125,8 @@ def test_no_library_path_returns_another_users_rows(store, openai_server):
             assert {(h.kind, h.item_id) for h in hits} <= mine
             # listing and reading
             assert refs_of(memory.list_items(limit=10_000, include_inactive=True)) == mine
-            assert refs_of(memory.salient(0.0, 10_000)) <= mine
-            assert refs_of(memory.active_facts(limit=10_000)) <= mine
+            assert refs_of(memory.messages.salient(0.0, 10_000)) <= mine
+            assert refs_of(memory.facts.active(limit=10_000)) <= mine
             for kind, ids in foreign.items():
                 assert memory.get_many(kind, ids) == {}
                 for item_id in ids:
@@ -134,19 +134,19 @@ def test_no_library_path_returns_another_users_rows(store, openai_server):
                         memory.get(kind, item_id)
             for fact_id in foreign["fact"]:
                 with pytest.raises(NotFoundError):
-                    memory.history(fact_id)
+                    memory.facts.history(fact_id)
             for message_id in foreign["message"]:
                 with pytest.raises(NotFoundError):
-                    memory.around(message_id)
+                    memory.messages.around(message_id)
             for message_id in data["refs"]["message"]:
-                assert refs_of(memory.around(message_id, before=50, after=50)) <= mine
+                assert refs_of(memory.messages.around(message_id, before=50, after=50)) <= mine
             # sessions
-            assert {s["id"] for s in memory.sessions(1000)} == data["sessions"]
+            assert {s["id"] for s in memory.sessions.recent(1000)} == data["sessions"]
             for session_id in other_sessions(owned, user_id):
-                assert not memory.session_exists(session_id)
-                assert memory.recent_messages(session_id, 100) == []
+                assert not memory.sessions.exists(session_id)
+                assert memory.messages.recent(session_id, 100) == []
                 with pytest.raises(NotFoundError):
-                    memory.add_message(session_id, "user", "sneaking into another user's session")
+                    memory.messages.add(session_id, "user", "sneaking into another user's session")
                 with pytest.raises(NotFoundError):
                     ChatSession(memory, config, embedder=lambda: EMBEDDER, session_id=session_id)
             # counts and export
@@ -243,9 +243,9 @@ def test_a_new_users_failed_first_write_does_not_break_the_next(store):
     (here: a session that is not theirs) the row was rolled back but remembered as made, and every later write
     of that user failed on the foreign key."""
     owner = store.user("owner")
-    session = owner.start_session()
+    session = owner.sessions.start()
     newcomer = store.user("newcomer")
     with pytest.raises(NotFoundError):
-        newcomer.add_message(session, "user", "into someone else's session")
-    assert newcomer.add_fact("my first fact").action == "ADD"
-    assert newcomer.add_message(newcomer.start_session(), "user", "hello") is not None
+        newcomer.messages.add(session, "user", "into someone else's session")
+    assert newcomer.facts.add("my first fact").action == "ADD"
+    assert newcomer.messages.add(newcomer.sessions.start(), "user", "hello") is not None

@@ -17,9 +17,9 @@ ONE_LINER = "Be careful, that must hurt."
 def _fill(memory):
     """Each message in its own session (no neighbours' words), among unrelated ones, so IDF is meaningful."""
     for i in range(30):
-        memory.add_message(memory.start_session(), "user", f"talking about the weather and gardening, day {i}")
+        memory.messages.add(memory.sessions.start(), "user", f"talking about the weather and gardening, day {i}")
     for text in (ONE_LINER, STORY):
-        memory.add_message(memory.start_session(), "user", text)
+        memory.messages.add(memory.sessions.start(), "user", text)
 
 
 def test_the_factor_keeps_the_average_and_favours_longer_messages_less_than_bm25_does():
@@ -71,12 +71,12 @@ def test_the_full_text_cut_is_made_after_re_weighting(memory, monkeypatch):
     from coop.memory.storage import text_index
 
     for i in range(30):
-        memory.add_message(memory.start_session(), "user", f"talking about the weather and gardening, day {i}")
+        memory.messages.add(memory.sessions.start(), "user", f"talking about the weather and gardening, day {i}")
     shorts = ["That must hurt a bit.", "Ouch, does it hurt?", "It can hurt, be careful.", "Did that hurt much?"]
     story = ("Last month I had a setback at the trail race: I hurt my ankle on the rocks near the end of the course, "
              "and it hurt for weeks while I went to physical therapy twice a week and slowly got back to running.")
     for text in [*shorts, story]:
-        memory.add_message(memory.start_session(), "user", text)
+        memory.messages.add(memory.sessions.start(), "user", text)
     raw = [memory.get("message", i).text for _, i, _ in fts_leg(memory, "hurt", kinds=("message",), limit=10)]
     assert raw.index(story) == len(shorts)  # FTS5 alone: behind every one-liner
 
@@ -94,5 +94,5 @@ def test_lengths_read_with_the_matches_are_the_stored_lengths(memory):
     lengths: dict[int, int] = {}
     matches = fts_leg(memory, "hurt weather", kinds=("message",), lengths=lengths)
     ids = [item_id for _, item_id, _ in matches]
-    assert len(ids) == 32 and lengths == memory.message_lengths(ids)
+    assert len(ids) == 32 and lengths == memory.messages.lengths(ids)
     assert with_message_lengths(memory, matches, lengths=lengths) == with_message_lengths(memory, matches)

@@ -44,10 +44,10 @@ def test_an_argument_of_the_wrong_type_is_one_line_naming_it(memory):
 
 def test_forget_over_mcp_scrubs_coops_files_and_answers_with_a_receipt(coop_home, memory):
     marker = "qvzr5521"
-    session = memory.start_session()
-    said = memory.add_message(session, "user", f"My gate code is {marker}")
-    fact = memory.add_fact(f"Gate code is {marker}", category="general").fact_id
-    memory.link_sources(fact, [said])
+    session = memory.sessions.start()
+    said = memory.messages.add(session, "user", f"My gate code is {marker}")
+    fact = memory.facts.add(f"Gate code is {marker}", category="general").fact_id
+    memory.sources.link(fact, [said])
     with logging_to_file(coop_home):
         logging.getLogger("coop.test").info("a careless line quoting %s", f"Gate code is {marker}")
     (coop_home / "history").write_text(f"\n# 2026-01-01 10:00:00.000000\n+My gate code is {marker}\n"

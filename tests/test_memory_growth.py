@@ -81,7 +81,7 @@ def test_saying_the_same_thing_in_20_turns_yields_one_fact(memory, openai_server
 
 
 def test_a_move_supersedes_the_old_city_with_history(memory, openai_server, run_cli):
-    memory.add_fact("Lives in Paris", category="location", key="city", source="extraction")
+    memory.facts.add("Lives in Paris", category="location", key="city", source="extraction")
     openai_server.background_replies = [
         facts_reply(("location", "city", "Lives in Lyon", 0.7, "I moved from Paris to Lyon")),
         json.dumps({"action": "SUPERSEDE", "target": 1, "confidence": 0.95, "reason": "moved to Lyon"}),
@@ -111,8 +111,8 @@ def test_a_move_supersedes_the_old_city_with_history(memory, openai_server, run_
                  marks=pytest.mark.slow, id="late"),  # slow: waits out three real timeouts (attempt and retries)
 ])
 def test_bad_extraction_replies_change_nothing_existing(memory, openai_server, reply):
-    memory.add_fact("Works as a nurse", category="work", key="job", source="user")
-    memory.add_fact("Has two sisters", source="user")
+    memory.facts.add("Works as a nurse", category="work", key="job", source="user")
+    memory.facts.add("Has two sisters", source="user")
     before = [(f.item_id, f.text, f.mention_count, f.superseded_at) for f in memory.list_items("fact")]
     openai_server.background_replies = [reply] * 3  # the first attempt and both retries
     openai_server.replies = ["reply"]
@@ -140,12 +140,12 @@ def test_extraction_is_skipped_in_incognito_and_when_disabled(memory, openai_ser
 
 
 def test_a_forgotten_fact_is_never_recreated_by_extraction(memory, openai_server):
-    fact = memory.add_fact("Has a tattoo of a whale", source="extraction")
+    fact = memory.facts.add("Has a tattoo of a whale", source="extraction")
     memory.forget("fact", fact.fact_id)
     openai_server.background_default = facts_reply(("body", None, "Has a tattoo of a whale", 0.5))
     make_session(memory, openai_server).turn("about my whale tattoo...")
     assert memory.list_items("fact") == []
-    memory.add_fact("Has a tattoo of a whale", source="user")  # the user may say it again themselves
+    memory.facts.add("Has a tattoo of a whale", source="user")  # the user may say it again themselves
     assert active(memory) == ["Has a tattoo of a whale"]
 
 
@@ -185,14 +185,14 @@ def test_reconciliation_decisions(memory):
         decisions.append((candidate.value, [e.item_id for e in existing]))
         return script.pop(0)
 
-    memory.add_fact("Likes tea", category="taste", key="drink")
-    memory.add_fact("Has a cat", category="pets")
+    memory.facts.add("Likes tea", category="taste", key="drink")
+    memory.facts.add("Has a cat", category="pets")
     embed_pending(memory, EMBEDDER)
     writer = writer_for(memory, decide=decide, related_threshold=0.0)
     script = [Decision("UPDATE", 1, 0.9, "more precise")]
     assert writer.write(Candidate("Likes green tea", category="taste", key="drink", evidence="I only drink green tea")).action == "UPDATE"
     assert memory.get("fact", 1).text == "Likes green tea"
-    assert memory.history(1)[-1].action == "UPDATE" and memory.history(1)[-1].old_value == "Likes tea"
+    assert memory.facts.history(1)[-1].action == "UPDATE" and memory.facts.history(1)[-1].old_value == "Likes tea"
     script = [Decision("NONE", 2, 0.9, "same cat")]
     assert writer.write(Candidate("Owns a cat", category="pets")).action == "MERGE"
     assert memory.get("fact", 2).mention_count == 2
@@ -201,7 +201,7 @@ def test_reconciliation_decisions(memory):
     script = [Decision("UPDATE", 999, 0.9, "no such fact")]
     assert writer.write(Candidate("Has a parrot", category="pets")).action == "ADD"
     assert all(existing for _, existing in decisions)
-    reasons = [h.reason for h in memory.history(2)]
+    reasons = [h.reason for h in memory.facts.history(2)]
     assert "already known: same cat" in reasons
 
 
@@ -209,12 +209,12 @@ def test_reconciliation_failure_keeps_both_and_loses_nothing(memory):
     def broken(candidate, existing):
         raise TimeoutError("the fast model timed out")
 
-    memory.add_fact("Lives in Paris", category="location", key="city")
+    memory.facts.add("Lives in Paris", category="location", key="city")
     writer = writer_for(memory, decide=broken)
     result = writer.write(Candidate("Lives in Lyon", category="location", key="city"))
     assert result.action == "ADD"
     assert active(memory) == ["Lives in Lyon", "Lives in Paris"]
-    assert "reconciliation failed" in memory.history(result.fact_id)[0].reason
+    assert "reconciliation failed" in memory.facts.history(result.fact_id)[0].reason
 
 
 def test_model_decider_parses_the_fast_models_json(memory, openai_server):
@@ -222,7 +222,7 @@ def test_model_decider_parses_the_fast_models_json(memory, openai_server):
 
     config = make_config(openai_server)
     decide = model_decider(fast_complete(config))
-    memory.add_fact("Lives in Paris", category="location", key="city")
+    memory.facts.add("Lives in Paris", category="location", key="city")
     openai_server.background_replies = ['Decision:\n```json\n{"action": "supersede", "target": "f1", '
                                         '"confidence": 0.8, "reason": "moved"}\n```']
     decision = decide(Candidate("Lives in Lyon", "location", "city"), memory.list_items("fact"))
@@ -236,8 +236,8 @@ def test_every_pipeline_decision_is_in_history_with_a_reason(memory):
     writer.write(Candidate("Lives in Oslo", category="location", key="city"))
     writer.write(Candidate("Lives in Bergen", category="location", key="city"))
     for fact in memory.list_items("fact", include_inactive=True):
-        assert all(h.reason for h in memory.history(fact.item_id))
-    assert [h.action for h in memory.history(1)] == ["ADD", "MERGE"]
+        assert all(h.reason for h in memory.facts.history(fact.item_id))
+    assert [h.action for h in memory.facts.history(1)] == ["ADD", "MERGE"]
 
 
 # -- standing instructions ---------------------------------------------------------------------------------
@@ -296,12 +296,12 @@ def test_an_explicit_remember_is_salient_in_the_next_session(memory, openai_serv
 def test_retention_archives_by_last_use_not_age(memory):
     settings = load_config().memory.retention
     now = time.time()
-    unused = memory.add_fact("Once tried sushi", importance=0.5).fact_id
-    recalled = memory.add_fact("Likes jazz", importance=0.5).fact_id
-    popular = memory.add_fact("Plays piano", importance=0.5).fact_id
-    pinned = memory.add_fact("Allergic to penicillin", importance=0.95).fact_id
+    unused = memory.facts.add("Once tried sushi", importance=0.5).fact_id
+    recalled = memory.facts.add("Likes jazz", importance=0.5).fact_id
+    popular = memory.facts.add("Plays piano", importance=0.5).fact_id
+    pinned = memory.facts.add("Allergic to penicillin", importance=0.95).fact_id
     for _ in range(3):
-        memory.add_fact("Plays piano")
+        memory.facts.add("Plays piano")
     year_ago = now - 400 * 86400
     memory.db.execute("UPDATE facts SET created_at = ?, updated_at = ?", (year_ago, year_ago))
     memory.db.execute("UPDATE facts SET last_recalled_at = ? WHERE id = ?", (now - 86400, recalled))
@@ -309,7 +309,7 @@ def test_retention_archives_by_last_use_not_age(memory):
     assert memory.get("fact", unused).archived_at is not None
     for kept in (recalled, popular, pinned):
         assert memory.get("fact", kept).archived_at is None
-    assert memory.history(unused)[-1].action == "ARCHIVE"
+    assert memory.facts.history(unused)[-1].action == "ARCHIVE"
     assert [h.item.text for h in search(memory, "sushi", include_inactive=True).hits] == ["Once tried sushi"]
     assert search(memory, "sushi").hits == []
     off = apply_overrides(load_config(), {"memory.retention.enabled": False}).memory.retention
@@ -318,6 +318,6 @@ def test_retention_archives_by_last_use_not_age(memory):
 
 
 def test_recalled_facts_are_marked_used(memory, openai_server):
-    fact = memory.add_fact("Speaks Portuguese", importance=0.9)
+    fact = memory.facts.add("Speaks Portuguese", importance=0.9)
     make_session(memory, openai_server).turn("hi")
     assert memory.get("fact", fact.fact_id).last_recalled_at is not None

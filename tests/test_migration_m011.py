@@ -57,7 +57,7 @@ def test_m011_masks_old_rows_and_drops_plain_forgotten_hashes(tmp_path):
     assert db.scalar("SELECT content_hash FROM forgotten") is None
     # the fact's hash follows its masked value: the same text added again is a mention, not a second fact
     memory = MemoryStore(db).user("ana")
-    assert memory.find_exact("Perplexity key [secret]", "general") is not None
+    assert memory.facts.find_exact("Perplexity key [secret]", "general") is not None
     # the migration's rewrite leaves the keys neither in the file nor in its WAL
     db.close()
     for name in (path, path + "-wal"):
@@ -70,13 +70,13 @@ def test_forgotten_hashes_are_keyed_by_a_private_file_outside_the_database(tmp_p
     path = str(tmp_path / "coop.db")
     db = open_database(path)
     memory = MemoryStore(db).user("ana")
-    fact = memory.add_fact("Bank PIN is 4821")
+    fact = memory.facts.add("Bank PIN is 4821")
     memory.forget("fact", fact.fact_id)
     stored = db.scalar("SELECT content_hash FROM forgotten")
     # no plain hash of any candidate matches: trying every PIN from the database alone finds nothing
     plain = {hashlib.sha256(f"bank pin is {pin:04d}".encode()).hexdigest() for pin in range(10_000)}
     assert stored not in plain and len(stored) == 64
-    assert memory.was_forgotten("Bank PIN is 4821") and not memory.was_forgotten("Bank PIN is 4822")
+    assert memory.forgotten.was_forgotten("Bank PIN is 4821") and not memory.forgotten.was_forgotten("Bank PIN is 4822")
     key_file = key_path(path)
     assert stat.S_IMODE(os.stat(key_file).st_mode) == 0o600
     key = Path(key_file).read_text(encoding="ascii").strip()
@@ -87,4 +87,4 @@ def test_forgotten_hashes_are_keyed_by_a_private_file_outside_the_database(tmp_p
 
     forget_key._process_keys.clear()
     again = MemoryStore(open_database(path)).user("ana")
-    assert again.was_forgotten("bank pin is 4821")
+    assert again.forgotten.was_forgotten("bank pin is 4821")

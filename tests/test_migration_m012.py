@@ -24,8 +24,8 @@ def _old_database(path: str) -> str:
     db = open_database(path, migrate=False)
     apply_migrations(db, MIGRATIONS[:11])
     memory = MemoryStore(db).user("ana")
-    memory.add_fact("likes green tea")
-    memory.add_fact("climbs in Fontainebleau")
+    memory.facts.add("likes green tea")
+    memory.facts.add("climbs in Fontainebleau")
     embed_pending(memory, EMBEDDER)
     name = "vec_" + hashlib.sha1(EMBEDDER.id.encode("utf-8")).hexdigest()[:12]
     with db.atomic():
@@ -59,7 +59,7 @@ def test_an_old_database_loses_its_vec0_tables_and_keeps_its_vectors(coop_home, 
     memory = MemoryStore(db).user("ana")
     hits = nearest(memory, EMBEDDER.id, EMBEDDER.dims, EMBEDDER.embed_query("green tea"), k=1)
     assert [memory.get("fact", h.item_id).text for h in hits] == ["likes green tea"]
-    memory.add_fact("drinks oolong")  # writing vectors after the migration needs no index either
+    memory.facts.add("drinks oolong")  # writing vectors after the migration needs no index either
     embed_pending(memory, EMBEDDER)
     assert index_status(db)[0]["stored"] == 3
     db.close()
@@ -81,8 +81,8 @@ def test_a_database_without_vec0_tables_migrates_as_well(coop_home):
 
 def test_index_status_counts_the_vectors_the_bit_scan_cannot_see(memory):
     """A vector whose sign bits are missing is found by no bit scan: `coop check` learns it from index_status."""
-    memory.add_fact("likes green tea")
-    memory.add_fact("climbs in Fontainebleau")
+    memory.facts.add("likes green tea")
+    memory.facts.add("climbs in Fontainebleau")
     embed_pending(memory, EMBEDDER)
     memory.db.execute("UPDATE embeddings SET bits = NULL WHERE id = (SELECT min(id) FROM embeddings)")
     [status] = index_status(memory.db)

@@ -16,11 +16,11 @@ WORDS = TEXT.split()
 @pytest.fixture
 def seeded(memory):
     """A user fact with a long text, a fact learned by extraction (for review), and a later change (history)."""
-    session = memory.start_session("talk")
-    said = memory.add_message(session, "user", "I moved to Porto in 2019 with Rui and our two cats")
-    fact = memory.add_fact(TEXT, category="location", key="home_city", source="extraction")
-    memory.link_sources(fact.fact_id, [said], "moved to Porto in 2019")
-    memory.add_fact("Works as a nurse at the Santo António hospital on night shifts", category="work")
+    session = memory.sessions.start("talk")
+    said = memory.messages.add(session, "user", "I moved to Porto in 2019 with Rui and our two cats")
+    fact = memory.facts.add(TEXT, category="location", key="home_city", source="extraction")
+    memory.sources.link(fact.fact_id, [said], "moved to Porto in 2019")
+    memory.facts.add("Works as a nurse at the Santo António hospital on night shifts", category="work")
     return fact.fact_id
 
 

@@ -32,12 +32,12 @@ def test_fact_slot_trims_lowers_and_cuts_at_the_stored_limits():
 
 
 def _stored(memory, text: str) -> tuple[str | None, str | None]:
-    [fact] = [f for f in memory.active_facts() if f.text == text]
+    [fact] = [f for f in memory.facts.active() if f.text == text]
     return fact.category, fact.key
 
 
 def test_a_long_category_and_key_are_cut_alike_by_storage_and_extraction(memory):
-    memory.add_fact("Plays the theremin", category=LONG_CATEGORY, key=LONG_KEY)
+    memory.facts.add("Plays the theremin", category=LONG_CATEGORY, key=LONG_KEY)
     assert _stored(memory, "Plays the theremin") == CUT
     [candidate] = facts_from([{"category": LONG_CATEGORY, "key": LONG_KEY, "value": "Plays the cello on Sundays",
                                "importance": 0.5}], 5, source="user")
@@ -96,7 +96,7 @@ def test_retention_archives_by_the_one_decay(memory):
     from coop.memory.growth.consolidate import apply_retention
 
     retention = MemoryConfig().retention
-    fact = memory.add_fact("Tried a kumquat once", category="food", importance=0.2)
+    fact = memory.facts.add("Tried a kumquat once", category="food", importance=0.2)
     created = memory.get("fact", fact.fact_id).created_at
     # the day its weight falls below the line, by `decayed`: archived then, not a day before
     days = next(d for d in range(1, 3650) if decayed(0.2, d, retention.half_life_days) < retention.archive_below)
@@ -177,7 +177,7 @@ def test_recall_uses_the_profiles_fact_floor(memory):
     from coop.memory.growth.embedding import embed_pending
     from coop.memory.retrieval.turn import turn_context
 
-    fact = memory.add_fact("Keeps bees on the roof", category="hobbies", importance=0.3).fact_id
+    fact = memory.facts.add("Keeps bees on the roof", category="hobbies", importance=0.3).fact_id
     generic = _Embedder()  # above any cosine: neither search nor the fact floor lets it through
     strict = _Embedder(replace(STRICT, fact_floor=1.01, similarity_floor=1.01, word_similarity_floor=1.01))
     embed_pending(memory, generic)

@@ -52,9 +52,9 @@ def test_a_long_message_is_found_by_its_nearest_sentence(memory):
     embedder = TableEmbedder({text: [0, 0, 1, 0], "We hiked for hours in the rain.": [0, 0, 1, 0],
                               "My sister Sara got engaged to Tom last week.": [1, 0, 0, 0],
                               "who did Sara get engaged to": [1, 0, 0, 0]})
-    session = memory.start_session()
-    message = memory.add_message(session, "user", text)
-    other = memory.add_message(session, "user", "Nothing to see here at all")
+    session = memory.sessions.start()
+    message = memory.messages.add(session, "user", text)
+    other = memory.messages.add(session, "user", "Nothing to see here at all")
     embed_pending(memory, embedder)
     assert "My sister Sara got engaged to Tom last week." in embedder.seen  # parts embedded with the whole
     query = embedder.embed_query("who did Sara get engaged to")
@@ -69,14 +69,14 @@ def test_a_long_message_is_found_by_its_nearest_sentence(memory):
 def test_a_message_in_a_session_about_the_question_outranks_a_lone_match(memory):
     """Two messages say the same; one is followed by more talk of the subject, the other by talk of other things.
     With the session's evidence the first ranks first; without it they tie."""
-    lone_session, alone = memory.start_session(), None
-    alone = memory.add_message(lone_session, "user", "the quokka photo came out well")
-    memory.add_message(lone_session, "assistant", "shall we book the dentist then")
-    memory.add_message(lone_session, "user", "and the car needs new tyres")
-    company_session = memory.start_session()
-    accompanied = memory.add_message(company_session, "user", "the quokka photo came out well")
-    memory.add_message(company_session, "assistant", "a quokka smiling at the camera on Rottnest")
-    memory.add_message(company_session, "user", "quokka families everywhere on the island")
+    lone_session, alone = memory.sessions.start(), None
+    alone = memory.messages.add(lone_session, "user", "the quokka photo came out well")
+    memory.messages.add(lone_session, "assistant", "shall we book the dentist then")
+    memory.messages.add(lone_session, "user", "and the car needs new tyres")
+    company_session = memory.sessions.start()
+    accompanied = memory.messages.add(company_session, "user", "the quokka photo came out well")
+    memory.messages.add(company_session, "assistant", "a quokka smiling at the camera on Rottnest")
+    memory.messages.add(company_session, "user", "quokka families everywhere on the island")
     with_sessions = search(memory, "quokka photo", settings=RetrievalSettings.defaults().but(bm25_floor=0.0))
     scores = {hit.item.item_id: hit.score for hit in with_sessions.hits}
     assert scores[accompanied] > scores[alone]
@@ -93,11 +93,11 @@ def test_a_message_next_to_talk_of_the_question_outranks_a_lone_match(memory):
     query, said = "quokka photo", "the quokka photo came out well"
     embedder = TableEmbedder({query: [1, 0, 0, 0], said: [1, 0, 0, 0],
                               "we spent a whole day on Rottnest island": [0.8, 0.6, 0, 0]})
-    near_session, lone_session = memory.start_session(), memory.start_session()
-    memory.add_message(near_session, "user", "we spent a whole day on Rottnest island")
-    beside = memory.add_message(near_session, "user", said)
-    memory.add_message(lone_session, "user", "the car needs new tyres")
-    alone = memory.add_message(lone_session, "user", said)
+    near_session, lone_session = memory.sessions.start(), memory.sessions.start()
+    memory.messages.add(near_session, "user", "we spent a whole day on Rottnest island")
+    beside = memory.messages.add(near_session, "user", said)
+    memory.messages.add(lone_session, "user", "the car needs new tyres")
+    alone = memory.messages.add(lone_session, "user", said)
     embed_pending(memory, embedder)
     settings = RetrievalSettings.defaults().but(bm25_floor=0.0, session_weight=0.0)
     scores = {hit.item.item_id: hit.score for hit in search(memory, query, embedder=embedder, settings=settings).hits}
@@ -111,14 +111,14 @@ def test_a_message_next_to_talk_of_the_question_outranks_a_lone_match(memory):
 
 def test_neighbours_are_the_messages_just_before_and_after_in_the_same_session(store):
     ana, bob = store.user("ana"), store.user("bob")
-    first, second = ana.start_session(), ana.start_session()
-    a1 = ana.add_message(first, "user", "one")
-    b1 = ana.add_message(second, "user", "other session")
-    a2 = ana.add_message(first, "assistant", "two")
-    bob.add_message(bob.start_session(), "user", "bob's own")
-    a3 = ana.add_message(first, "user", "three")
-    assert ana.neighbour_ids([a1, a2, a3, b1]) == {a1: (None, a2), a2: (a1, a3), a3: (a2, None), b1: (None, None)}
-    assert bob.neighbour_ids([a2]) == {}  # another user's message is not found at all
+    first, second = ana.sessions.start(), ana.sessions.start()
+    a1 = ana.messages.add(first, "user", "one")
+    b1 = ana.messages.add(second, "user", "other session")
+    a2 = ana.messages.add(first, "assistant", "two")
+    bob.messages.add(bob.sessions.start(), "user", "bob's own")
+    a3 = ana.messages.add(first, "user", "three")
+    assert ana.messages.neighbour_ids([a1, a2, a3, b1]) == {a1: (None, a2), a2: (a1, a3), a3: (a2, None), b1: (None, None)}
+    assert bob.messages.neighbour_ids([a2]) == {}  # another user's message is not found at all
 
 
 def test_items_embedded_before_sentence_parts_are_embedded_again_on_upgrade(coop_home):
@@ -134,14 +134,14 @@ def test_items_embedded_before_sentence_parts_are_embedded_again_on_upgrade(coop
     old = open_database(path, migrate=False)
     apply_migrations(old, MIGRATIONS[:8])  # schema 8: parts exist, but these vectors were made without them
     memory = MemoryStore(old).user("ana")
-    session = memory.start_session()
-    long_id = memory.add_message(session, "user", story)
-    short_id = memory.add_message(session, "user", "Just one short sentence here.")
-    with_parts = memory.add_message(session, "user", "I moved to Lyon last year. The flat is near the river.")
+    session = memory.sessions.start()
+    long_id = memory.messages.add(session, "user", story)
+    short_id = memory.messages.add(session, "user", "Just one short sentence here.")
+    with_parts = memory.messages.add(session, "user", "I moved to Lyon last year. The flat is near the river.")
     embedder = TableEmbedder({story: [1, 0, 0, 0], "hike view": [1, 0.2, 0, 0]})
     store_vectors(memory, "message", [long_id, short_id], embedder.id, embedder.embed([story, "x"]))
     embed_pending(memory, embedder)  # with_parts: the current path, parts included
-    summary = memory.add_summary("They hiked up the hill. They talked about the view at length.", session_id=session)
+    summary = memory.summaries.add("They hiked up the hill. They talked about the view at length.", session_id=session)
     store_vectors(memory, "summary", [summary], embedder.id, embedder.embed(["s"]))
     old.close()
 

@@ -34,8 +34,8 @@ def known(ctx) -> str:
 def test_every_fact_is_in_the_profile_whatever_the_question_shares_with_it(memory):
     for text, category in (("Lives in Porto", "location"), ("Has a grey cat named Mochi", "pets"),
                            ("Is allergic to penicillin", "health")):
-        memory.add_fact(text, category=category, importance=0.7)
-    memory.add_fact("Always answer briefly", category="instruction")
+        memory.facts.add(text, category=category, importance=0.7)
+    memory.facts.add("Always answer briefly", category="instruction")
     embed_pending(memory, EMBEDDER)
     ctx = context(memory, "What's the weather like today?")
     assert all(text in known(ctx) for text in ("Lives in Porto", "Has a grey cat named Mochi",
@@ -47,11 +47,11 @@ def test_every_fact_is_in_the_profile_whatever_the_question_shares_with_it(memor
 
 def test_with_more_facts_than_fit_the_profile_keeps_what_describes_the_person(memory):
     now = time.time()
-    core = [memory.add_fact(text, category=category, importance=importance).fact_id for text, category, importance
+    core = [memory.facts.add(text, category=category, importance=importance).fact_id for text, category, importance
             in (("Lives in Porto", "location", 0.7), ("Works as a UX designer", "work", 0.7),
                 ("Is allergic to penicillin", "health", 0.9), ("Is vegetarian", "diet", 0.7))]
     for i in range(300):
-        memory.add_fact(f"Watched documentary number {i} about volcanoes", category="media", importance=0.3)
+        memory.facts.add(f"Watched documentary number {i} about volcanoes", category="media", importance=0.3)
     ctx = context(memory, "hello", **{"memory.context_budget": 8000})
     shown = {r.item.item_id for r in ctx.prompt.recalled}
     assert set(core) <= shown
@@ -67,7 +67,7 @@ def test_with_more_facts_than_fit_the_profile_keeps_what_describes_the_person(me
 
 def test_profile_score_weighs_importance_category_relevance_use_and_recency(memory):
     now = time.time()
-    base = memory.add_fact("Likes jazz", category="hobbies", importance=0.5)
+    base = memory.facts.add("Likes jazz", category="hobbies", importance=0.5)
     item = memory.get("fact", base.fact_id)
     plain = profile.score(item, 0.0, now)
     assert profile.score(item, 0.5, now) > plain  # relevance to the turn
@@ -85,9 +85,9 @@ def test_profile_score_weighs_importance_category_relevance_use_and_recency(memo
 
 
 def test_a_fact_near_the_turn_is_recalled_by_relevance_at_the_facts_floor(memory, real_embedder):
-    near = memory.add_fact("Is allergic to penicillin", category="health", importance=0.3).fact_id
+    near = memory.facts.add("Is allergic to penicillin", category="health", importance=0.3).fact_id
     for i in range(200):
-        memory.add_fact(f"Watched documentary number {i} about volcanoes", category="media", importance=0.5)
+        memory.facts.add(f"Watched documentary number {i} about volcanoes", category="media", importance=0.5)
     embed_pending(memory, real_embedder)
     cfg = Config().memory
     ctx = turn_context(memory, "Can I take penicillin for my infection?", cfg=cfg, embedder=real_embedder)
@@ -97,8 +97,8 @@ def test_a_fact_near_the_turn_is_recalled_by_relevance_at_the_facts_floor(memory
 
 
 def test_superseded_values_are_never_current_and_former_values_come_when_asked(memory):
-    old = memory.add_fact("Lives in Lisbon", category="location", key="home_city").fact_id
-    new = memory.add_fact("Lives in Porto", category="location", key="home_city").fact_id
+    old = memory.facts.add("Lives in Lisbon", category="location", key="home_city").fact_id
+    new = memory.facts.add("Lives in Porto", category="location", key="home_city").fact_id
     embed_pending(memory, EMBEDDER)
     for question in ("Any good restaurants near me?", "Where do I live?"):
         ctx = context(memory, question)
@@ -111,26 +111,26 @@ def test_superseded_values_are_never_current_and_former_values_come_when_asked(m
 
 
 def test_a_dependent_fact_is_marked_until_it_is_said_again(memory):
-    commute = memory.add_fact("Takes the tram to the Lisbon office", category="work").fact_id
-    unrelated = memory.add_fact("Has a grey cat named Mochi", category="pets").fact_id
-    memory.add_fact("Lives in Lisbon", category="location", key="home_city")
+    commute = memory.facts.add("Takes the tram to the Lisbon office", category="work").fact_id
+    unrelated = memory.facts.add("Has a grey cat named Mochi", category="pets").fact_id
+    memory.facts.add("Lives in Lisbon", category="location", key="home_city")
     time.sleep(0.01)
-    memory.add_fact("Lives in Porto", category="location", key="home_city")
-    marks = profile.out_of_date(memory, memory.active_facts())
+    memory.facts.add("Lives in Porto", category="location", key="home_city")
+    marks = profile.out_of_date(memory, memory.facts.active())
     assert set(marks) == {commute} and unrelated not in marks
-    memory.bump_fact(commute, reason="said again")
-    assert profile.out_of_date(memory, memory.active_facts()) == {}
+    memory.facts.bump(commute, reason="said again")
+    assert profile.out_of_date(memory, memory.facts.active()) == {}
 
 
 def test_continuity_needs_a_turn_that_follows_on_or_a_short_clean_block(memory):
     from coop.memory.retrieval.context import Recalled
     from coop.memory.retrieval.recall import continuing
 
-    session = memory.start_session()
-    short = [Recalled(memory.get("message", memory.add_message(session, "user", "Kyoto ryokans?")), "continuity")]
-    cut = [Recalled(memory.get("message", memory.add_message(session, "assistant", "Well, the [interrupted]")),
+    session = memory.sessions.start()
+    short = [Recalled(memory.get("message", memory.messages.add(session, "user", "Kyoto ryokans?")), "continuity")]
+    cut = [Recalled(memory.get("message", memory.messages.add(session, "assistant", "Well, the [interrupted]")),
                     "continuity")]
-    long = [Recalled(memory.get("message", memory.add_message(session, "user", "ryokan garden " * 200)),
+    long = [Recalled(memory.get("message", memory.messages.add(session, "user", "ryokan garden " * 200)),
                      "continuity")]
     embed_pending(memory, EMBEDDER)
     query = EMBEDDER.embed_query("How do I reverse a list in Python?")
@@ -142,8 +142,8 @@ def test_continuity_needs_a_turn_that_follows_on_or_a_short_clean_block(memory):
 
 
 def test_coop_memory_recall_shows_what_a_prompt_would_hold_and_why(memory, run_cli):
-    memory.add_fact("Lives in Porto", category="location", key="home_city", importance=0.7)
-    memory.add_fact("Always answer briefly", category="instruction")
+    memory.facts.add("Lives in Porto", category="location", key="home_city", importance=0.7)
+    memory.facts.add("Always answer briefly", category="instruction")
     result = run_cli("memory", "recall", "What should I wear today?", "--user", "ana", "--json")
     assert result.exit_code == 0, result.stderr
     data = result.json()
@@ -161,7 +161,7 @@ def test_coop_memory_recall_shows_what_a_prompt_would_hold_and_why(memory, run_c
 def test_mcp_memory_context_returns_the_same_recall(memory, question, run_cli):
     from tests.test_mcp import call, make_server, text
 
-    memory.add_fact("Lives in Porto", category="location", key="home_city", importance=0.7)
+    memory.facts.add("Lives in Porto", category="location", key="home_city", importance=0.7)
     server, _ = make_server(memory)
     data = json.loads(text(call(server, "memory_context", {"question": question})))
     cli = run_cli("memory", "recall", question, "--user", "ana", "--json").json()
@@ -174,8 +174,8 @@ def test_past_found_by_words_alone_is_for_a_turn_about_the_users_life(memory):
     from coop.memory.retrieval.recall import is_personal
 
     month_ago = time.time() - 86400 * 30
-    session = memory.start_session(started_at=month_ago, last_activity_at=month_ago)
-    memory.add_message(session, "user", "We've got a pup and a kitty, and here's our cat sleeping on the sofa!",
+    session = memory.sessions.start(started_at=month_ago, last_activity_at=month_ago)
+    memory.messages.add(session, "user", "We've got a pup and a kitty, and here's our cat sleeping on the sofa!",
                        created_at=month_ago)
     floors = {"memory.prompt_word_similarity_floor": -1.0, "memory.word_similarity_floor": -1.0}
     impersonal = context(memory, "Why do cats purr when they are sleeping?", **floors)
@@ -193,8 +193,8 @@ def test_an_impersonal_question_that_names_a_past_subject_recalls_it(memory):
     from coop.memory.retrieval.recall import names_its_subject
 
     month_ago = time.time() - 86400 * 30
-    session = memory.start_session(started_at=month_ago, last_activity_at=month_ago)
-    memory.add_message(session, "user", "That charity race was great: we ran to raise awareness for mental health.",
+    session = memory.sessions.start(started_at=month_ago, last_activity_at=month_ago)
+    memory.messages.add(session, "user", "That charity race was great: we ran to raise awareness for mental health.",
                        created_at=month_ago)
     floors = {"memory.prompt_word_similarity_floor": -1.0, "memory.word_similarity_floor": -1.0,
               "memory.similarity_floor": 1.0}  # found by its words alone
@@ -208,16 +208,16 @@ def test_an_impersonal_question_that_names_a_past_subject_recalls_it(memory):
     assert names_its_subject("How long is a charity race usually?", said) is True  # a phrase in common
     assert names_its_subject("Why do people raise awareness for health?", said) is True  # three words in common
     assert names_its_subject("Why do cats purr when they are sleeping?",
-                             memory.get("message", memory.add_message(session, "user", "Here's our cat sleeping on "
+                             memory.get("message", memory.messages.add(session, "user", "Here's our cat sleeping on "
                                                                       "the sofa!", created_at=month_ago))) is False
 
 
 def test_review_lists_a_fact_out_of_date_whatever_its_source_and_keep_settles_it(memory, run_cli, monkeypatch):
-    commute = memory.add_fact("Takes the tram to the Lisbon office", category="work", source="user").fact_id
-    memory.add_fact("Lives in Lisbon", category="location", key="home_city", source="user")
+    commute = memory.facts.add("Takes the tram to the Lisbon office", category="work", source="user").fact_id
+    memory.facts.add("Lives in Lisbon", category="location", key="home_city", source="user")
     time.sleep(0.01)
-    memory.add_fact("Lives in Porto", category="location", key="home_city", source="user")
-    memory.mark_reviewed(time.time() + 1)  # nothing new to review, and still the stale fact is listed
+    memory.facts.add("Lives in Porto", category="location", key="home_city", source="user")
+    memory.sources.mark_reviewed(time.time() + 1)  # nothing new to review, and still the stale fact is listed
     [listed] = json.loads(run_cli("memory", "review", "--user", "ana", "--json").stdout)
     assert listed["id"] == f"f{commute}" and "out_of_date" in listed["flags"]
     monkeypatch.setattr("coop.cli.memory_review.on_terminal", lambda: True)
@@ -225,7 +225,7 @@ def test_review_lists_a_fact_out_of_date_whatever_its_source_and_keep_settles_it
     assert kept.exit_code == 0, kept.stderr
     assert f"f{commute} confirmed: no longer marked out of date" in kept.stdout
     assert json.loads(run_cli("memory", "review", "--user", "ana", "--json").stdout) == []
-    assert profile.out_of_date(memory, memory.active_facts()) == {}
+    assert profile.out_of_date(memory, memory.facts.active()) == {}
 
 
 def test_a_past_item_with_code_keeps_its_lines_and_a_cut_block_is_closed(memory):
@@ -233,9 +233,9 @@ def test_a_past_item_with_code_keeps_its_lines_and_a_cut_block_is_closed(memory)
 
     from coop.memory.retrieval.context import PAST_ITEM_MAX_CHARS, Recalled, past_line
 
-    session = memory.start_session()
+    session = memory.sessions.start()
     code = "Here you go:\n```python\ndef add(a, b):\n    return a + b\n```"
-    item = memory.get("message", memory.add_message(session, "assistant", code))
+    item = memory.get("message", memory.messages.add(session, "assistant", code))
     line = past_line(Recalled(item, "continuity"))
     assert "```python\ndef add(a, b):\n    return a + b\n```" in line  # code stays code, not one flattened line
     long = replace(item, text="```\n" + "x = 1\n" * PAST_ITEM_MAX_CHARS)

@@ -37,11 +37,11 @@ def learned(memory, text: str, *, said: str | None = None, quote: str | None = N
     """A fact written by a machine source, linked to the user's message that said it (with its quote)."""
     message = None
     if said is not None:
-        session = memory.start_session("talk")
-        message = memory.add_message(session, "user", said, origin=origin)
-    fact = memory.add_fact(text, category=category, key=key, source=source)
+        session = memory.sessions.start("talk")
+        message = memory.messages.add(session, "user", said, origin=origin)
+    fact = memory.facts.add(text, category=category, key=key, source=source)
     if message is not None:
-        memory.link_sources(fact.fact_id, [message], quote)
+        memory.sources.link(fact.fact_id, [message], quote)
     return fact.fact_id, message
 
 
@@ -50,14 +50,14 @@ def fact(run_cli, ref: str) -> dict:
 
 
 def active_texts(memory) -> list[str]:
-    return sorted(item.text for item in memory.active_facts())
+    return sorted(item.text for item in memory.facts.active())
 
 
 # --- why ---------------------------------------------------------------------------------------------------
 
 
 def test_why_shows_the_quote_the_message_the_writer_and_the_history(memory, run_cli):
-    memory.add_fact("Lives in Paris", category="location", key="city", source="extraction")
+    memory.facts.add("Lives in Paris", category="location", key="city", source="extraction")
     city, message = learned(memory, "Lives in Lyon", said="I moved to Lyon last spring, it is lovely",
                             quote="I moved to Lyon", category="location", key="city")
     session = memory.get("message", message).session_id
@@ -80,7 +80,7 @@ def test_why_shows_the_quote_the_message_the_writer_and_the_history(memory, run_
 
 
 def test_why_json_is_one_object_with_sources_and_history(memory, run_cli):
-    memory.add_fact("Lives in Paris", category="location", key="city", source="extraction")
+    memory.facts.add("Lives in Paris", category="location", key="city", source="extraction")
     city, message = learned(memory, "Lives in Lyon", said="we moved to Lyon", quote="moved to Lyon",
                             category="location", key="city", source="host", origin="host")
     data = ok_json(run_cli("memory", "why", f"f{city}", "--user", "ana", "--json"))
@@ -150,11 +150,11 @@ def test_edit_supersedes_the_fact_with_the_users_words_and_keeps_the_old_one(run
 
 
 def test_edit_refuses_a_fact_that_is_not_current_and_names_the_current_one(memory, run_cli):
-    memory.add_fact("Lives in Lyon", category="location", key="city")
-    memory.add_fact("Lives in Paris", category="location", key="city")
-    memory.add_fact("Lives in Rome", category="location", key="city")
-    archived = memory.add_fact("Likes jazz").fact_id
-    memory.archive_fact(archived, reason="unused")
+    memory.facts.add("Lives in Lyon", category="location", key="city")
+    memory.facts.add("Lives in Paris", category="location", key="city")
+    memory.facts.add("Lives in Rome", category="location", key="city")
+    archived = memory.facts.add("Likes jazz").fact_id
+    memory.facts.archive(archived, reason="unused")
     assert_error(run_cli("memory", "edit", "f1", "Lives in Oslo", "--user", "ana"), ExitCode.USAGE,
                  "f1 was superseded; f3 is current now", "edit f3 instead")
     assert_error(run_cli("memory", "edit", f"f{archived}", "Likes blues", "--user", "ana"), ExitCode.USAGE,
@@ -164,10 +164,10 @@ def test_edit_refuses_a_fact_that_is_not_current_and_names_the_current_one(memor
 
 
 def test_edit_refuses_bad_input_and_changes_nothing(memory, run_cli):
-    fact_id = memory.add_fact("answer briefly", category="instruction").fact_id
-    session = memory.start_session()
-    message = memory.add_message(session, "user", "hello")
-    before = (active_texts(memory), len(memory.history(fact_id)))
+    fact_id = memory.facts.add("answer briefly", category="instruction").fact_id
+    session = memory.sessions.start()
+    message = memory.messages.add(session, "user", "hello")
+    before = (active_texts(memory), len(memory.facts.history(fact_id)))
     assert_error(run_cli("memory", "edit", f"f{fact_id}", "   ", "--user", "ana"), ExitCode.USAGE, "fact is empty")
     assert_error(run_cli("memory", "edit", f"f{fact_id}", "x" * 10_001, "--user", "ana"), ExitCode.USAGE,
                  "fact is too long")
@@ -176,23 +176,23 @@ def test_edit_refuses_bad_input_and_changes_nothing(memory, run_cli):
     assert_error(run_cli("memory", "edit", f"m{message}", "hi", "--user", "ana"), ExitCode.USAGE,
                  "is a message; edit takes a fact")
     assert_error(run_cli("memory", "edit", "f99", "hi", "--user", "ana"), ExitCode.NOT_FOUND, "no fact f99")
-    assert (active_texts(memory), len(memory.history(fact_id))) == before
+    assert (active_texts(memory), len(memory.facts.history(fact_id))) == before
 
 
 def test_edit_to_the_same_text_changes_nothing(memory, run_cli):
-    fact_id = memory.add_fact("Lives in Lyon", source="extraction").fact_id
+    fact_id = memory.facts.add("Lives in Lyon", source="extraction").fact_id
     data = ok_json(run_cli("memory", "edit", f"f{fact_id}", "lives in  LYON.", "--user", "ana", "--json"))
     assert (data["action"], data["id"], data["supersedes"]) == ("NONE", f"f{fact_id}", None)
     assert run_cli("memory", "edit", f"f{fact_id}", "Lives in Lyon", "--user", "ana").stdout == \
         f"f{fact_id} already says that: nothing changed\n"
-    assert [e.action for e in memory.history(fact_id)] == ["ADD"]
+    assert [e.action for e in memory.facts.history(fact_id)] == ["ADD"]
 
 
 # --- add --replaces ----------------------------------------------------------------------------------------
 
 
 def test_add_replaces_supersedes_the_named_fact_whatever_its_slot(memory, run_cli):
-    old = memory.add_fact("Drinks tea every morning", category="preference", source="extraction").fact_id
+    old = memory.facts.add("Drinks tea every morning", category="preference", source="extraction").fact_id
     data = ok_json(run_cli("memory", "add", "Drinks coffee every morning", "--replaces", f"f{old}", "--user", "ana",
                            "--json"))
     assert (data["action"], data["supersedes"], data["source"]) == ("SUPERSEDE", f"f{old}", "user")
@@ -201,10 +201,10 @@ def test_add_replaces_supersedes_the_named_fact_whatever_its_slot(memory, run_cl
 
 
 def test_add_replaces_needs_a_current_fact(memory, run_cli):
-    memory.add_fact("Lives in Lyon", category="location", key="city")
-    memory.add_fact("Lives in Paris", category="location", key="city")
-    session = memory.start_session()
-    message = memory.add_message(session, "user", "hello")
+    memory.facts.add("Lives in Lyon", category="location", key="city")
+    memory.facts.add("Lives in Paris", category="location", key="city")
+    session = memory.sessions.start()
+    message = memory.messages.add(session, "user", "hello")
     assert_error(run_cli("memory", "add", "Lives in Rome", "--replaces", "f1", "--user", "ana"), ExitCode.USAGE,
                  "f2 is current now", "--replaces f2 instead")
     assert_error(run_cli("memory", "add", "Lives in Rome", "--replaces", "f9", "--user", "ana"), ExitCode.NOT_FOUND,
@@ -233,7 +233,7 @@ def test_review_json_lists_what_machines_learned_oldest_first_and_changes_nothin
     city, message = learned(memory, "Lives in Lyon", said="I moved to Lyon", quote="moved to Lyon",
                             category="location", key="city")
     tea, _ = learned(memory, "Likes tea", said="I like tea", source="host", origin="host")
-    tool = memory.add_fact("Has a dog", source="model", importance=0.9).fact_id
+    tool = memory.facts.add("Has a dog", source="model", importance=0.9).fact_id
     items = ok_json(run_cli("memory", "review", "--user", "ana", "--json"))
     assert [item["id"] for item in items] == [f"f{city}", f"f{tea}", f"f{tool}"]
     first = items[0]
@@ -244,7 +244,7 @@ def test_review_json_lists_what_machines_learned_oldest_first_and_changes_nothin
     assert first["flags"] == []
     assert items[1]["flags"] == ["from_host", "unquoted"] and items[1]["quote"] is None
     assert items[2]["flags"] == ["pinned", "unquoted"]
-    assert memory.reviewed_at() is None, "listing is not reviewing"
+    assert memory.sources.reviewed_at() is None, "listing is not reviewing"
     assert [item["id"] for item in ok_json(run_cli("memory", "review", "--all", "--user", "ana", "--json"))] == \
         ["f1", f"f{city}", f"f{tea}", f"f{tool}"]
 
@@ -255,9 +255,9 @@ def test_review_off_a_terminal_lists_and_says_how_to_review(memory, run_cli):
     assert result.exit_code == 0, result.stderr
     assert f"f{fact_id}" in result.stdout and "Lives in Lyon" in result.stdout and "“moved to Lyon”" in result.stdout
     assert "1 fact to review; nothing was changed" in result.stderr and "in a terminal" in result.stderr
-    assert memory.reviewed_at() is None and active_texts(memory) == ["Lives in Lyon"]
-    assert memory.history(fact_id)[-1].action == "ADD"
-    memory.mark_reviewed(memory.history(fact_id)[-1].created_at + 1)
+    assert memory.sources.reviewed_at() is None and active_texts(memory) == ["Lives in Lyon"]
+    assert memory.facts.history(fact_id)[-1].action == "ADD"
+    memory.sources.mark_reviewed(memory.facts.history(fact_id)[-1].created_at + 1)
     quiet = run_cli("memory", "review", "--user", "ana")
     assert quiet.exit_code == 0 and quiet.stdout == "" and "nothing new to review since" in quiet.stderr
 
@@ -275,16 +275,16 @@ def test_review_keeps_pins_edits_and_forgets_on_a_terminal(memory, run_cli, term
     assert f"pinned f{pinned}" in result.stdout and f"forgot f{forgotten}" in result.stdout
     assert "reviewed: 1 kept, 1 pinned, 1 edited, 1 forgotten" in result.stderr
 
-    assert memory.get("fact", kept).importance == 0.5 and [e.action for e in memory.history(kept)] == ["ADD"]
+    assert memory.get("fact", kept).importance == 0.5 and [e.action for e in memory.facts.history(kept)] == ["ADD"]
     assert memory.get("fact", pinned).importance == 0.9
-    assert memory.history(pinned)[-1].reason == "pinned by the user (review)"
-    paris = memory.find_by_key("location", "city")
+    assert memory.facts.history(pinned)[-1].reason == "pinned by the user (review)"
+    paris = memory.facts.find_by_key("location", "city")
     assert paris is not None and paris.text == "Lives in Paris" and paris.source == "user"
     assert memory.get("fact", edited).superseded_by == paris.item_id
     assert paris.embedder == "hash/tokens/384", "an edit in review is embedded too"
     assert not memory.exists("fact", forgotten) and not memory.exists("message", message)
     assert active_texts(memory) == ["Has a dog called Rex", "Likes tea", "Lives in Paris"]
-    assert memory.reviewed_at() is not None
+    assert memory.sources.reviewed_at() is not None
     assert review_ids(run_cli) == [], "everything was decided: nothing comes back"
     new, _ = learned(memory, "Plays chess", said="I play chess", quote="I play chess")
     assert review_ids(run_cli) == [f"f{new}"], "what is learned after the review is next"
@@ -300,7 +300,7 @@ def test_review_asks_again_after_a_bad_answer_a_refused_edit_or_a_declined_forge
     assert f"with m{message}: I like tea" in result.stderr, "a forget lists what goes with the fact"
     assert "reviewed: 1 kept" in result.stderr
     assert active_texts(memory) == ["Likes tea"] and memory.exists("message", message)
-    assert [e.action for e in memory.history(fact_id)] == ["ADD"]
+    assert [e.action for e in memory.facts.history(fact_id)] == ["ADD"]
 
 
 def test_skipped_and_unreached_facts_come_back_at_the_next_review(memory, run_cli, terminal):
@@ -332,10 +332,10 @@ def test_an_interrupted_review_keeps_what_was_decided(memory, run_cli, terminal)
 
 
 def test_a_fact_rewritten_in_place_is_reviewed_whatever_its_source(memory, run_cli):
-    own = memory.add_fact("Works at Acme", category="work", key="employer").fact_id
-    memory.mark_reviewed(memory.history(own)[-1].created_at + 0.001)
+    own = memory.facts.add("Works at Acme", category="work", key="employer").fact_id
+    memory.sources.mark_reviewed(memory.facts.history(own)[-1].created_at + 0.001)
     assert review_ids(run_cli) == []
-    memory.update_fact_value(own, "Works at Acme in Lyon", reason="refined by extraction")
+    memory.facts.update_value(own, "Works at Acme in Lyon", reason="refined by extraction")
     [item] = ok_json(run_cli("memory", "review", "--user", "ana", "--json"))
     assert (item["id"], item["change"], item["source"]) == (f"f{own}", "updated", "user")
     assert "updated" in item["flags"]
@@ -362,18 +362,18 @@ def test_export_and_import_keep_sources_quotes_and_origin(tmp_path, memory, run_
     from coop.memory.storage.store import MemoryStore
 
     restored = MemoryStore(open_database(str(tmp_path / "restored.db"))).user("ana")
-    restored.add_message(restored.start_session("earlier"), "user", "an earlier message: ids move")
+    restored.messages.add(restored.sessions.start("earlier"), "user", "an earlier message: ids move")
     for _ in range(2):  # twice: the second import adds nothing and doubles no link
         report = ok_json(run_cli("--config", str(other), "memory", "import", str(exported), "--user", "ana",
                                  "--json"))
         assert report["problems"] == []
-    lyon = restored.find_by_key("location", "city")
+    lyon = restored.facts.find_by_key("location", "city")
     assert lyon is not None
-    [source] = restored.provenance(lyon.item_id)
+    [source] = restored.sources.provenance(lyon.item_id)
     assert (source.text, source.quote, source.origin) == ("I moved to Lyon last spring", "moved to Lyon", None)
     assert source.message_id != said, "linked to the imported message under its new id"
-    [tea_fact] = [item for item in restored.active_facts() if item.text == "Likes tea"]
-    [host_source] = restored.provenance(tea_fact.item_id)
+    [tea_fact] = [item for item in restored.facts.active() if item.text == "Likes tea"]
+    [host_source] = restored.sources.provenance(tea_fact.item_id)
     assert (host_source.text, host_source.origin, tea_fact.source) == ("she said she likes tea", "host", "host")
     why = ok_json(run_cli("--config", str(other), "memory", "why", lyon.ref, "--user", "ana", "--json"))
     assert [s["quote"] for s in why["sources"]] == ["moved to Lyon"]
@@ -405,9 +405,9 @@ def test_old_exports_import_and_bad_provenance_is_a_problem(tmp_path, memory, ru
     assert [(p["where"], p["reason"]) for p in report["problems"]] == \
         [("line 7", "sources is not a list of objects: skipped")]
     assert (report["messages_added"], report["facts_added"]) == (2, 2)
-    by_text = {item.text: item for item in memory.active_facts()}
-    assert memory.provenance(by_text["Keeps bees"].item_id) == [], "an export from before provenance: no links"
-    [link] = memory.provenance(by_text["Has a key"].item_id)
+    by_text = {item.text: item for item in memory.facts.active()}
+    assert memory.sources.provenance(by_text["Keeps bees"].item_id) == [], "an export from before provenance: no links"
+    [link] = memory.sources.provenance(by_text["Has a key"].item_id)
     assert link.text == "I keep bees" and link.quote == f"my key {MARKER}", "quotes are masked as all text is"
     odd = [m for m in memory.list_items("message") if m.text == "odd origin"]
-    assert len(odd) == 1 and memory.host_messages([odd[0].item_id]) == set(), "an unknown origin is dropped"
+    assert len(odd) == 1 and memory.sources.host_messages([odd[0].item_id]) == set(), "an unknown origin is dropped"

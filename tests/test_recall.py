@@ -14,7 +14,6 @@ from coop.memory.growth.evidence import adds_to, states
 from coop.memory.growth.forgetting import forget_with_traces, traces
 from coop.memory.retrieval.context import Recalled, build_prompt, fact_line
 from coop.memory.retrieval.recall import is_conversation, newer_first, without_repeats
-from coop.memory.storage import vectors
 
 
 class FixedEmbedder:
@@ -26,7 +25,7 @@ class FixedEmbedder:
 
 def put_vector(memory, kind, item_id, values):
     vector = np.asarray(values, dtype=np.float32)
-    vectors.store_vectors(memory, kind, [item_id], FixedEmbedder.id, (vector / np.linalg.norm(vector)).reshape(1, -1))
+    memory.vectors.store(kind, [item_id], FixedEmbedder.id, (vector / np.linalg.norm(vector)).reshape(1, -1))
 
 
 def recalled(memory, kind, item_id, score=1.0, reason="relevance"):
@@ -43,15 +42,15 @@ def test_states_needs_the_facts_words_with_every_name_and_adds_to_tells_more_fro
 
 
 def test_a_facts_source_message_and_a_bare_restatement_are_left_out_but_a_summary_that_tells_more_stays(memory):
-    session = memory.start_session()
-    source = memory.add_message(session, "user", "btw my sister Ana works as a dentist")
-    echo = memory.add_message(session, "assistant", "Your sister Ana works as a dentist, noted.")
-    other = memory.add_message(session, "user", "we should visit Ana soon")
-    fact = memory.add_fact("Sister Ana works as a dentist", category="family").fact_id
-    memory.link_sources(fact, [source])
-    richer = memory.add_summary("Ana, the user's sister, works as a dentist and moved to Porto in 2024.",
+    session = memory.sessions.start()
+    source = memory.messages.add(session, "user", "btw my sister Ana works as a dentist")
+    echo = memory.messages.add(session, "assistant", "Your sister Ana works as a dentist, noted.")
+    other = memory.messages.add(session, "user", "we should visit Ana soon")
+    fact = memory.facts.add("Sister Ana works as a dentist", category="family").fact_id
+    memory.sources.link(fact, [source])
+    richer = memory.summaries.add("Ana, the user's sister, works as a dentist and moved to Porto in 2024.",
                                 session_id=session)
-    copy = memory.add_message(session, "user", "we should visit Ana soon")
+    copy = memory.messages.add(session, "user", "we should visit Ana soon")
     past = [recalled(memory, "message", i, score) for i, score in ((source, 0.9), (echo, 0.8), (other, 0.7),
                                                                     (copy, 0.6))]
     past.append(recalled(memory, "summary", richer, 0.5))
@@ -60,19 +59,19 @@ def test_a_facts_source_message_and_a_bare_restatement_are_left_out_but_a_summar
 
 
 def test_tool_results_tool_call_stubs_and_empty_replies_are_not_conversation(memory):
-    session = memory.start_session()
-    tool = memory.add_message(session, "tool", json.dumps({"results": [{"text": "Lives in Lyon"}]}),
+    session = memory.sessions.start()
+    tool = memory.messages.add(session, "tool", json.dumps({"results": [{"text": "Lives in Lyon"}]}),
                               tool_name="memory_search", tool_call_id="c1")
-    stub = memory.add_message(session, "assistant", "", tool_calls=json.dumps([{"id": "c1"}]))
-    said = memory.add_message(session, "user", "I live in Lyon")
+    stub = memory.messages.add(session, "assistant", "", tool_calls=json.dumps([{"id": "c1"}]))
+    said = memory.messages.add(session, "user", "I live in Lyon")
     assert [is_conversation(memory.get("message", i)) for i in (tool, stub, said)] == [False, False, True]
 
 
 def test_of_two_facts_about_one_thing_the_newer_comes_first_marked_as_newer(memory):
-    old = memory.add_fact("Lives in Lyon", category="location", key="home_city").fact_id
+    old = memory.facts.add("Lives in Lyon", category="location", key="home_city").fact_id
     time.sleep(0.01)
-    new = memory.add_fact("Moved to Berlin", category="location", key="city").fact_id
-    tea = memory.add_fact("Likes green tea", category="preference").fact_id
+    new = memory.facts.add("Moved to Berlin", category="location", key="city").fact_id
+    tea = memory.facts.add("Likes green tea", category="preference").fact_id
     put_vector(memory, "fact", old, [1, 0.2, 0])
     put_vector(memory, "fact", new, [1, 0.4, 0])  # close to the old one: about the same thing
     put_vector(memory, "fact", tea, [0, 0, 1])
@@ -85,7 +84,7 @@ def test_of_two_facts_about_one_thing_the_newer_comes_first_marked_as_newer(memo
 
 
 def test_facts_carry_id_and_date_and_a_first_person_pin_is_quoted_as_the_users(memory):
-    pinned = memory.add_fact("I am allergic to peanuts", importance=0.9).fact_id
+    pinned = memory.facts.add("I am allergic to peanuts", importance=0.9).fact_id
     item = memory.get("fact", pinned)
     day = time.strftime("%Y-%m-%d", time.localtime(item.created_at))
     prompt = build_prompt(preamble="P", facts=[Recalled(item, "salience")], new_message="hi", context_budget=4000,
@@ -96,8 +95,8 @@ def test_facts_carry_id_and_date_and_a_first_person_pin_is_quoted_as_the_users(m
 def test_a_past_message_already_in_the_history_is_not_recalled_again(memory):
     from coop.memory.retrieval.context import HistoryMessage
 
-    session = memory.start_session()
-    said = memory.add_message(session, "user", "I adopted a cat named Miso")
+    session = memory.sessions.start()
+    said = memory.messages.add(session, "user", "I adopted a cat named Miso")
     history = [HistoryMessage("user", "I adopted a cat named Miso", said), HistoryMessage("assistant", "Lovely!")]
     prompt = build_prompt(preamble="P", past=[recalled(memory, "message", said)], history=history,
                           new_message="what is my cat called?", context_budget=4000, memory_fraction=0.25)
@@ -107,16 +106,16 @@ def test_a_past_message_already_in_the_history_is_not_recalled_again(memory):
 
 
 def seeded_forget(memory):
-    session = memory.start_session()
-    source = memory.add_message(session, "user", "my sister Ana works as a dentist")
-    echo = memory.add_message(session, "assistant", "A dentist, like your sister Ana? Noted.")
-    kept = memory.add_message(session, "user", "and my brother plays the cello")
-    memory.add_message(session, "assistant", "Nice!")
-    summary = memory.add_summary("The user's sister Ana works as a dentist.", session_id=session,
+    session = memory.sessions.start()
+    source = memory.messages.add(session, "user", "my sister Ana works as a dentist")
+    echo = memory.messages.add(session, "assistant", "A dentist, like your sister Ana? Noted.")
+    kept = memory.messages.add(session, "user", "and my brother plays the cello")
+    memory.messages.add(session, "assistant", "Nice!")
+    summary = memory.summaries.add("The user's sister Ana works as a dentist.", session_id=session,
                                  span=(source, kept + 1))
-    memory.mark_consolidated([source, echo, kept, kept + 1])
-    fact = memory.add_fact("Sister Ana works as a dentist", category="family").fact_id
-    memory.link_sources(fact, [source])
+    memory.messages.mark_consolidated([source, echo, kept, kept + 1])
+    fact = memory.facts.add("Sister Ana works as a dentist", category="family").fact_id
+    memory.sources.link(fact, [source])
     return fact, source, echo, kept, summary
 
 
@@ -142,7 +141,7 @@ def test_coop_memory_forget_shows_and_removes_the_traces_and_only_keeps_them(mem
     assert lines[0] == f"forgot f{fact}" and lines[1] == "cleaned: facts 1"  # the receipt (issue 27)
     assert len(memory.list_items("message")) == 4 and len(memory.list_items("summary")) == 1
 
-    again = memory.add_fact("Sister Ana works as a dentist", category="family", source="user").fact_id
+    again = memory.facts.add("Sister Ana works as a dentist", category="family", source="user").fact_id
     result = runner.invoke(app, ["memory", "forget", f"f{again}", "--yes", "--user", "ana"])
     assert result.exit_code == 0, result.output
     assert f"forgot f{again} and 3 items that said it" in result.output
@@ -163,8 +162,8 @@ def test_an_extracted_fact_is_linked_to_its_message_and_shown_once_in_a_later_pr
     first = ChatSession(memory, config, embedder=lambda: embedder)
     result = first.turn("I have a cat named Miso")
     [fact] = memory.list_items("fact")
-    assert memory.sources_of([fact.item_id]) == {fact.item_id: {result.user_message_id}}
-    assert memory.pending_jobs() == []  # the recorded extraction finished and left no row
+    assert memory.sources.of_facts([fact.item_id]) == {fact.item_id: {result.user_message_id}}
+    assert memory.jobs.pending() == []  # the recorded extraction finished and left no row
     first.end()
     second = ChatSession(memory, config, embedder=lambda: embedder)
     second.turn("what is my cat Miso like?")
@@ -173,9 +172,9 @@ def test_an_extracted_fact_is_linked_to_its_message_and_shown_once_in_a_later_pr
 
 
 def test_past_items_are_chosen_by_score_and_a_newer_one_is_shown_before_the_older_it_disagrees_with(memory):
-    old_session, new_session = memory.start_session(), memory.start_session()
-    old = memory.add_message(old_session, "user", "I work at Google on search", created_at=time.time() - 86400 * 90)
-    new = memory.add_message(new_session, "user", "I started at Microsoft on Azure last week")
+    old_session, new_session = memory.sessions.start(), memory.sessions.start()
+    old = memory.messages.add(old_session, "user", "I work at Google on search", created_at=time.time() - 86400 * 90)
+    new = memory.messages.add(new_session, "user", "I started at Microsoft on Azure last week")
     put_vector(memory, "message", old, [1, 0.1, 0])
     put_vector(memory, "message", new, [1, 0.3, 0])
     entries = [recalled(memory, "message", old, 0.9), recalled(memory, "message", new, 0.5)]

@@ -114,7 +114,7 @@ def test_a_chat_an_import_an_add_loop_and_consolidation_write_at_once(coop_home,
         assert db.scalar("SELECT count(*) FROM sessions WHERE user_id = 'sam' AND external_id LIKE 'claude:conv-%'") \
             == conversations
         for i in range(adds):
-            assert memory.find_exact(f"added fact number {i} about owls", "general") is not None
+            assert memory.facts.find_exact(f"added fact number {i} about owls", "general") is not None
         assert db.scalar("SELECT count(*) FROM summaries WHERE user_id = 'sam'") >= 1  # consolidation ran too
     finally:
         db.close()
@@ -138,13 +138,13 @@ def test_threads_with_their_own_connections_and_the_consolidation_worker(coop_ho
         try:
             memory = MemoryStore(db).user("ana")
             fact_writer = FactWriter(memory, config.memory.extraction, embedder=EMBEDDER)
-            session = memory.start_session()
+            session = memory.sessions.start()
             barrier.wait()
             for i in range(per_writer):
-                memory.add_message(session, "user", f"writer {number} note {i}")
+                memory.messages.add(session, "user", f"writer {number} note {i}")
                 if i % 10 == 9:
-                    memory.end_session(session)  # a finished span for consolidation
-                    session = memory.start_session()
+                    memory.sessions.end(session)  # a finished span for consolidation
+                    session = memory.sessions.start()
                 if i % 4 == 0:
                     from coop.memory.growth.reconcile import Candidate
 
@@ -184,7 +184,7 @@ def test_threads_with_their_own_connections_and_the_consolidation_worker(coop_ho
         for i in range(per_writer):
             assert setup.scalar("SELECT count(*) FROM messages WHERE content = ?", (f"writer {number} note {i}",)) == 1
         for i in range(0, per_writer, 4):
-            assert memory.find_exact(f"writer {number} likes number {i}", "general") is not None
+            assert memory.facts.find_exact(f"writer {number} likes number {i}", "general") is not None
     assert setup.scalar("SELECT count(*) FROM summaries") >= writers * per_writer // 10 - writers
     assert setup.scalar("SELECT count(*) FROM messages WHERE consolidated_at IS NULL AND session_id IN "
                         "(SELECT id FROM sessions WHERE ended_at IS NOT NULL)") == 0
@@ -203,7 +203,7 @@ def test_the_first_vectors_of_two_processes_at_once(coop_home, monkeypatch):
     for user in ("ana", "bo"):
         memory = MemoryStore(setup).user(user)
         for i in range(20):
-            memory.add_fact(f"{user} fact {i}")
+            memory.facts.add(f"{user} fact {i}")
     setup.close()
     original = vectors.store_vectors
     barrier = threading.Barrier(2)

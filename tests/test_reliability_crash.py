@@ -56,13 +56,13 @@ while True:
     op = rng.random()
     if op < 0.40:
         if uid not in sessions or rng.random() < 0.05:
-            sessions[uid] = memory.start_session(f"trial {seed}")
-        mid = memory.add_message(sessions[uid], rng.choice(["user", "assistant"]),
+            sessions[uid] = memory.sessions.start(f"trial {seed}")
+        mid = memory.messages.add(sessions[uid], rng.choice(["user", "assistant"]),
                                  f"message {seed}-{i}: walnut trees, kayaks and the number {rng.randint(0, 10**6)}")
         out.write(f"m {uid} {mid}\n")
     elif op < 0.60:
         key = rng.choice([None, None, "city", "job"])
-        result = memory.add_fact(f"fact {seed}-{i}: owns {rng.randint(1, 10**6)} bicycles", key=key,
+        result = memory.facts.add(f"fact {seed}-{i}: owns {rng.randint(1, 10**6)} bicycles", key=key,
                                  category="general")
         out.write(f"f {uid} {result.fact_id}\n")
     elif op < 0.75:  # the write pipeline: the fact and its vector in one transaction
@@ -85,7 +85,7 @@ while True:
         row = db.one("SELECT id FROM facts WHERE user_id = ? AND superseded_at IS NULL ORDER BY random() LIMIT 1",
                      (uid,))
         if row is not None:
-            memory.update_fact_value(row[0], f"rewritten {seed}-{i}", reason="test")
+            memory.facts.update_value(row[0], f"rewritten {seed}-{i}", reason="test")
             out.write(f"u {uid} {row[0]}\n")
     out.flush()
 """

@@ -46,7 +46,7 @@ def test_a_deeply_nested_toml_value_is_a_config_error(run_cli, tmp_path):
 
 def test_check_reports_a_held_write_lock_as_busy_not_damaged(run_cli, coop_home):
     path = str(coop_home / "coop.db")
-    MemoryStore(open_database(path)).user("ana").add_fact("a fact")
+    MemoryStore(open_database(path)).user("ana").facts.add("a fact")
     holder = apsw.Connection(path)
     holder.execute("BEGIN IMMEDIATE")
     try:
@@ -84,10 +84,10 @@ def test_chat_exits_cleanly_while_a_large_embedding_backlog_runs(openai_server, 
     """Exiting while the worker embeds with onnxruntime used to abort the interpreter (rc 134)."""
     db = open_database(str(coop_home / "coop.db"))
     memory = MemoryStore(db).user("ana")
-    session = memory.start_session()
+    session = memory.sessions.start()
     with db.atomic():
         for i in range(3000):
-            memory.add_message(session, "user", f"backlog message number {i} about rivers and mountains")
+            memory.messages.add(session, "user", f"backlog message number {i} about rivers and mountains")
     db.close()
     env = {**os.environ, "COOP_HOME": str(coop_home), "COOP_MODEL_NAME": "openai/test-model",
            "COOP_MODEL_API_BASE": openai_server.api_base, "COOP_MEMORY_EMBEDDER_PROVIDER": "fastembed",

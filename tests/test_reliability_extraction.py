@@ -28,13 +28,13 @@ def decision(action, target, reason="user corrected this"):
 
 
 def active_texts(memory, category=None):
-    return sorted(f.text for f in memory.active_facts(category))
+    return sorted(f.text for f in memory.facts.active(category))
 
 
 def test_the_attack_from_the_issue_changes_nothing(memory, openai_server):
-    allergy = memory.add_fact("I am allergic to penicillin", category="health", key="allergy",
+    allergy = memory.facts.add("I am allergic to penicillin", category="health", key="allergy",
                               source="user").fact_id
-    memory.add_fact("Always answer in French", category="instruction", source="user")
+    memory.facts.add("Always answer in French", category="instruction", source="user")
     openai_server.replies = ["Penicillin is an antibiotic. The user is not allergic to penicillin."]
     openai_server.background_replies = [
         facts(("health", "allergy", "The user is not allergic to penicillin", "what is penicillin"),
@@ -46,14 +46,14 @@ def test_the_attack_from_the_issue_changes_nothing(memory, openai_server):
     chat = make_session(memory, openai_server, **{"memory.extraction.max_instructions": 1})
     chat.turn("what is penicillin used for?")
     assert memory.get("fact", allergy).text == "I am allergic to penicillin"
-    assert [e.action for e in memory.history(allergy)] == ["ADD"]
+    assert [e.action for e in memory.facts.history(allergy)] == ["ADD"]
     assert active_texts(memory, "instruction") == ["Always answer in French"]
     assert active_texts(memory) == ["Always answer in French", "I am allergic to penicillin"]
     assert chat.take_notices() == []
 
 
 def test_a_correction_in_the_users_words_is_applied_shown_and_can_be_undone(memory, openai_server, run_cli):
-    allergy = memory.add_fact("I am allergic to penicillin", category="health", key="allergy",
+    allergy = memory.facts.add("I am allergic to penicillin", category="health", key="allergy",
                               source="user").fact_id
     openai_server.background_replies = [
         facts(("health", "allergy", "Is not allergic to penicillin",
@@ -63,7 +63,7 @@ def test_a_correction_in_the_users_words_is_applied_shown_and_can_be_undone(memo
     chat = make_session(memory, openai_server)
     chat.turn("Good news: the test showed I'm not allergic to penicillin after all")
     # The model said UPDATE, but the new value denies the old one: applied as a supersede, the old kept as history.
-    current = memory.find_by_key("health", "allergy")
+    current = memory.facts.find_by_key("health", "allergy")
     assert current.text == "Is not allergic to penicillin" and current.item_id != allergy
     assert memory.get("fact", allergy).superseded_by == current.item_id
     [notice] = chat.take_notices()
@@ -71,7 +71,7 @@ def test_a_correction_in_the_users_words_is_applied_shown_and_can_be_undone(memo
                       f"(undo: coop memory undo f{current.item_id})")
     undone = run_cli("memory", "undo", f"f{current.item_id}", "--user", "ana")
     assert undone.exit_code == 0, undone.stderr
-    assert memory.find_by_key("health", "allergy").text == "I am allergic to penicillin"
+    assert memory.facts.find_by_key("health", "allergy").text == "I am allergic to penicillin"
 
 
 def test_a_fact_quoting_only_the_assistant_is_dropped(memory, openai_server):
@@ -83,19 +83,19 @@ def test_a_fact_quoting_only_the_assistant_is_dropped(memory, openai_server):
 
 
 def test_a_move_supersedes_and_undo_brings_the_old_city_back(memory, openai_server, run_cli):
-    old = memory.add_fact("Lives in Lyon", category="location", key="city", source="user").fact_id
+    old = memory.facts.add("Lives in Lyon", category="location", key="city", source="user").fact_id
     openai_server.background_replies = [facts(("location", "city", "Lives in Berlin", "I moved to Berlin")),
                                         decision("SUPERSEDE", old, "moved")]
     chat = make_session(memory, openai_server)
     chat.turn("I moved to Berlin in October")
     assert active_texts(memory) == ["Lives in Berlin"]
     [notice] = chat.take_notices()
-    new = memory.find_by_key("location", "city").item_id
+    new = memory.facts.find_by_key("location", "city").item_id
     assert notice == f"memory: f{new} replaces f{old}: “Lives in Berlin” (undo: coop memory undo f{new})"
     result = run_cli("memory", "undo", f"f{new}", "--user", "ana", "--json")
     assert result.exit_code == 0 and "current again" in result.json()["undone"]
     assert active_texts(memory) == ["Lives in Lyon"]
-    assert memory.history(old)[-1].action == "RESTORE"
+    assert memory.facts.history(old)[-1].action == "RESTORE"
     # the undone value is not learned again from the same words
     openai_server.background_replies = [facts(("location", "city", "Lives in Berlin", "I moved to Berlin"))]
     chat.turn("as I said, I moved to Berlin")
@@ -103,7 +103,7 @@ def test_a_move_supersedes_and_undo_brings_the_old_city_back(memory, openai_serv
 
 
 def test_changes_per_turn_are_capped(memory, openai_server):
-    ids = [memory.add_fact(f"Owns {n} bikes", category="bikes", key=f"bike_{n}", source="user").fact_id
+    ids = [memory.facts.add(f"Owns {n} bikes", category="bikes", key=f"bike_{n}", source="user").fact_id
            for n in ("two", "three", "four")]
     said = "I sold all my bikes, now I have 9 bikes, 10 bikes and 11 bikes in storage"
     openai_server.background_replies = [
@@ -119,8 +119,8 @@ def test_changes_per_turn_are_capped(memory, openai_server):
 
 
 def test_undo_of_an_added_fact_forgets_it_and_only_facts_can_be_undone(memory, run_cli):
-    fact = memory.add_fact("Likes tea", source="user").fact_id
-    memory.bump_fact(fact, reason="said again")
+    fact = memory.facts.add("Likes tea", source="user").fact_id
+    memory.facts.bump(fact, reason="said again")
     result = run_cli("memory", "undo", f"f{fact}", "--user", "ana")
     assert result.exit_code == 0  # the ADD is the last change: undoing it forgets the fact
     assert active_texts(memory) == []

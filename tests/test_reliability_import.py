@@ -497,7 +497,7 @@ def test_chatgpt_messages_without_ids_get_stable_ids_of_their_own(tmp_path, memo
 
 def test_a_long_conversation_commits_in_bounded_batches_and_a_rerun_finishes_it(tmp_path, memory, monkeypatch):
     from coop.errors import StoreError
-    from coop.memory.storage.store import UserMemory
+    from coop.memory.storage.messages import Messages
     from coop.memory.transfer import batches
 
     monkeypatch.setattr(batches, "BATCH_ROWS", 100)
@@ -517,7 +517,7 @@ def test_a_long_conversation_commits_in_bounded_batches_and_a_rerun_finishes_it(
 
     memory.db.conn.set_update_hook(count_row)
     memory.db.conn.set_commit_hook(on_commit)
-    original = UserMemory.add_message
+    original = Messages.add
     calls = [0]
 
     def failing(self, *args, **kwargs):
@@ -526,14 +526,14 @@ def test_a_long_conversation_commits_in_bounded_batches_and_a_rerun_finishes_it(
             raise StoreError("database or disk is full", hint="free some space")
         return original(self, *args, **kwargs)
 
-    monkeypatch.setattr(UserMemory, "add_message", failing)
+    monkeypatch.setattr(Messages, "add", failing)
     with pytest.raises(StoreError):
         do_import(memory, export)
     committed = memory.stats()["messages"]
     assert 600 <= committed < 750, "whole batches before the failure stay; the batch at hand is rolled back"
     assert len(sizes) >= 7 and max(sizes) <= 100, f"messages per transaction: {sizes}"
 
-    monkeypatch.setattr(UserMemory, "add_message", original)
+    monkeypatch.setattr(Messages, "add", original)
     report = do_import(memory, export)
     assert (report.messages_added, report.messages_skipped) == (1_000 - committed, committed)
     assert texts_of(memory) == texts
@@ -545,11 +545,11 @@ def test_the_import_pauses_after_each_slice_of_holding_the_lock(memory):
 
     clock = [0.0]
     slept: list[float] = []
-    session = memory.start_session("s")
+    session = memory.sessions.start("s")
     with batches.Batches(memory, rows=10, seconds=0.25, sleep=slept.append, clock=lambda: clock[0]) as writing:
         for i in range(100):
             with writing.record():
-                memory.add_message(session, "user", f"row {i}")
+                memory.messages.add(session, "user", f"row {i}")
             clock[0] += 0.05  # each row holds the lock 50 ms
     assert writing.commits >= 10
     # 100 rows of 50 ms hold the lock 5 s: a pause after each 1.5 s, longer than SQLite's longest busy sleep
@@ -597,7 +597,7 @@ def test_memory_add_in_another_process_never_fails_during_a_large_import(tmp_pat
     try:
         user = MemoryStore(db).user_ids()[0]
         for number in range(len(results)):
-            assert MemoryStore(db).user(user).find_exact(f"added fact number {number} about owls", "general")
+            assert MemoryStore(db).user(user).facts.find_exact(f"added fact number {number} about owls", "general")
     finally:
         db.close()
 
@@ -608,20 +608,20 @@ def test_memory_add_in_another_process_never_fails_during_a_large_import(tmp_pat
 def _chat_like(memory) -> None:
     """What chatting leaves: sessions and messages without source ids, tool calls, facts, a summary."""
     for number in range(3):
-        session = memory.start_session(f"chat {number}" if number else None, started_at=1_700_000_000.0 + number)
+        session = memory.sessions.start(f"chat {number}" if number else None, started_at=1_700_000_000.0 + number)
         for turn in range(6):
-            memory.add_message(session, "user", f"question {turn} of chat {number}",
+            memory.messages.add(session, "user", f"question {turn} of chat {number}",
                                created_at=1_700_000_000.5 + number * 100 + turn * 2)
-            memory.add_message(session, "assistant", f"answer {turn}", created_at=1_700_000_001.5 + turn * 2
+            memory.messages.add(session, "assistant", f"answer {turn}", created_at=1_700_000_001.5 + turn * 2
                                + number * 100)
-        memory.add_message(session, "assistant", "", created_at=1_700_000_050.0 + number, tool_calls='[{"id": "x"}]')
-        memory.add_message(session, "tool", '{"hits": []}', created_at=1_700_000_051.0 + number, tool_call_id="x",
+        memory.messages.add(session, "assistant", "", created_at=1_700_000_050.0 + number, tool_calls='[{"id": "x"}]')
+        memory.messages.add(session, "tool", '{"hits": []}', created_at=1_700_000_051.0 + number, tool_call_id="x",
                            tool_name="memory_search")
-        memory.end_session(session)
-    memory.add_message(None, "user", "a message outside any session", created_at=1_700_000_900.0)
-    memory.add_fact("keeps bees on the balcony", category="hobby")
-    memory.forget("fact", memory.add_fact("my old phone PIN is 1234", category="general").fact_id)
-    memory.add_summary("They talked about bees.", created_at=1_700_000_999.0)
+        memory.sessions.end(session)
+    memory.messages.add(None, "user", "a message outside any session", created_at=1_700_000_900.0)
+    memory.facts.add("keeps bees on the balcony", category="hobby")
+    memory.forget("fact", memory.facts.add("my old phone PIN is 1234", category="general").fact_id)
+    memory.summaries.add("They talked about bees.", created_at=1_700_000_999.0)
 
 
 def _counts(memory) -> dict[str, int]:

@@ -30,15 +30,15 @@ def test_a_forgotten_fact_is_gone_from_the_file_the_wal_history_and_exports(coop
     db = open_database(path)
     memory = MemoryStore(db).user("ana")
     for i in range(40):  # enough rows that the index has segments and pages to leave traces in
-        memory.add_fact(f"unrelated fact number {i} about gardening")
-    old = memory.add_fact("The user lives in Quixotlan", category="location", key="city").fact_id
-    new = memory.add_fact("The user lives in Paris", category="location", key="city")
+        memory.facts.add(f"unrelated fact number {i} about gardening")
+    old = memory.facts.add("The user lives in Quixotlan", category="location", key="city").fact_id
+    new = memory.facts.add("The user lives in Paris", category="location", key="city")
     assert new.action == "SUPERSEDE" and new.previous_id == old
     assert b"Quixotlan" in raw_bytes(path)
     memory.forget("fact", old)
     assert b"Quixotlan" not in raw_bytes(path), "the forgotten text is still readable in the database or its WAL"
     assert all("Quixotlan" not in (e.old_value or "") + (e.new_value or "") + (e.reason or "")
-               for e in memory.history(new.fact_id))
+               for e in memory.facts.history(new.fact_id))
     assert [h.item.item_id for h in search(memory, "Quixotlan", include_inactive=True).hits] == []
     import io
 
@@ -52,12 +52,12 @@ def test_a_forgotten_message_is_gone_from_the_file_and_its_neighbours_index_entr
     path = str(coop_home / "coop.db")
     db = open_database(path)
     memory = MemoryStore(db).user("ana")
-    session = memory.start_session()
-    secret = memory.add_message(session, "user", "my locker code is zebrafinch-7741")
-    memory.add_message(session, "assistant", "noted")
-    memory.add_message(session, "user", "thanks")
+    session = memory.sessions.start()
+    secret = memory.messages.add(session, "user", "my locker code is zebrafinch-7741")
+    memory.messages.add(session, "assistant", "noted")
+    memory.messages.add(session, "user", "thanks")
     for i in range(30):
-        memory.add_message(session, "user", f"filler message {i}")
+        memory.messages.add(session, "user", f"filler message {i}")
     memory.forget("message", secret)
     data = raw_bytes(path)
     assert b"zebrafinch" not in data and b"7741" not in data
@@ -66,13 +66,13 @@ def test_a_forgotten_message_is_gone_from_the_file_and_its_neighbours_index_entr
 
 
 def test_a_chinese_fact_passes_check_and_survives_reindex(memory, run_cli):
-    fact = memory.add_fact("用户喜欢徒步旅行").fact_id
+    fact = memory.facts.add("用户喜欢徒步旅行").fact_id
     assert fulltext_problems(memory.db) == []
     assert [h.item.item_id for h in search(memory, "徒步").hits] == [fact]
     rebuild_fulltext(memory.db)
     assert fulltext_problems(memory.db) == []
     assert [h.item.item_id for h in search(memory, "徒步").hits] == [fact]
-    memory.add_summary("我们讨论了徒步路线")
+    memory.summaries.add("我们讨论了徒步路线")
     assert fulltext_problems(memory.db) == []
 
 
@@ -83,18 +83,18 @@ def test_a_commit_that_fails_rolls_back_and_later_writes_commit(coop_home):
     writer = open_database(path, busy_timeout_ms=50)
     writer.conn.execute("pragma journal_mode = delete").fetchall()
     memory = MemoryStore(writer).user("ana")
-    memory.add_fact("first fact")
+    memory.facts.add("first fact")
     reader = apsw.Connection(path)
     reader.execute("BEGIN")
     reader.execute("SELECT count(*) FROM facts").fetchall()  # a shared lock held across the writer's COMMIT
     with pytest.raises(StoreError):
-        memory.add_fact("written while the reader holds its lock")
+        memory.facts.add("written while the reader holds its lock")
     assert not writer.conn.in_transaction
     reader.execute("COMMIT")
-    memory.add_fact("written after the reader let go")
+    memory.facts.add("written after the reader let go")
     writer.close()
     again = MemoryStore(open_database(path)).user("ana")
-    assert [i.text for i in again.active_facts()] == ["first fact", "written after the reader let go"]
+    assert [i.text for i in again.facts.active()] == ["first fact", "written after the reader let go"]
 
 
 @pytest.mark.parametrize("text", ["\u200b", "\u200b\u200c\u200d\ufeff", " \u2060 \u200e "])
@@ -102,8 +102,8 @@ def test_a_fact_of_invisible_characters_is_refused(memory, text):
     from coop.errors import UsageError
 
     with pytest.raises(UsageError, match="empty"):
-        memory.add_fact(text)
-    assert memory.active_facts() == []
+        memory.facts.add(text)
+    assert memory.facts.active() == []
 
 
 def test_an_instruction_with_the_text_of_a_fact_is_stored_as_an_instruction(memory, hash_embedder):
@@ -114,5 +114,5 @@ def test_an_instruction_with_the_text_of_a_fact_is_stored_as_an_instruction(memo
     fact = writer.write(Candidate("answer in French", source="user"))
     instruction = writer.write(Candidate("answer in French", category="instruction", source="user"))
     assert fact is not None and instruction is not None and instruction.action == "ADD"
-    assert [i.text for i in memory.active_facts("instruction")] == ["answer in French"]
-    assert len(memory.active_facts()) == 2
+    assert [i.text for i in memory.facts.active("instruction")] == ["answer in French"]
+    assert len(memory.facts.active()) == 2

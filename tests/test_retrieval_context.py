@@ -28,8 +28,8 @@ def _texts(result):
 
 
 def _conversation(memory, texts, session=None):
-    session = session if session is not None else memory.start_session()
-    return session, [memory.add_message(session, "user" if i % 2 == 0 else "assistant", text)
+    session = session if session is not None else memory.sessions.start()
+    return session, [memory.messages.add(session, "user" if i % 2 == 0 else "assistant", text)
                      for i, text in enumerate(texts)]
 
 
@@ -45,12 +45,12 @@ def test_a_reply_is_found_by_the_words_of_the_question_before_it(memory):
 def test_context_comes_only_from_earlier_messages_of_the_same_session(memory):
     first, _ = _conversation(memory, ["the weather is fine", "I bought a theremin yesterday"])
     _conversation(memory, ["unrelated talk in another session"])
-    memory.add_message(first, "user", "a later message")  # a later message: its context is the theremin turn
+    memory.messages.add(first, "user", "a later message")  # a later message: its context is the theremin turn
     found = _texts(search(memory, "theremin", embedder=None, kinds=("message",)))
     assert found == ["I bought a theremin yesterday", "a later message"]
     assert "the weather is fine" not in found  # an earlier message never borrows the words of a later one
     # a message without a session has no neighbours
-    memory.add_message(None, "user", "no session here")
+    memory.messages.add(None, "user", "no session here")
     assert "no session here" not in _texts(search(memory, "theremin", embedder=None, kinds=("message",)))
 
 
@@ -71,10 +71,10 @@ def test_changing_a_messages_text_reindexes_it_and_its_followers(memory):
 
 
 def test_the_day_a_message_was_written_is_searchable(memory):
-    session = memory.start_session()
+    session = memory.sessions.start()
     when = datetime(2023, 5, 8, 13, 56).timestamp()  # a Monday, local time
-    memory.add_message(session, "user", "we met at the cafe", created_at=when)
-    memory.add_message(session, "user", "another day entirely", created_at=when + 86400)
+    memory.messages.add(session, "user", "we met at the cafe", created_at=when)
+    memory.messages.add(session, "user", "another day entirely", created_at=when + 86400)
     assert _texts(search(memory, "monday", embedder=None)) == ["we met at the cafe"]
     assert _texts(search(memory, "8 May", embedder=None))[0] == "we met at the cafe"
     assert len(search(memory, "2023", embedder=None).hits) == 2
@@ -128,9 +128,9 @@ def test_score_fusion_lets_meaning_reorder_word_matches_below_the_floor(memory):
     word order. Both are recalled either way; nothing the words did not match is let in below the floor."""
     embedder = FixedEmbedder({"tennis": [1, 0, 0, 0], "tennis elbow again": [0.6, 0.8, 0, 0],
                               "tennis club fees": [0.1, 0, 0.995, 0], "a racket sport": [0.5, 0, 0, 0.866]})
-    memory.add_fact("tennis club fees")
-    memory.add_fact("tennis elbow again")
-    memory.add_fact("a racket sport")
+    memory.facts.add("tennis club fees")
+    memory.facts.add("tennis elbow again")
+    memory.facts.add("a racket sport")
     embed_pending(memory, embedder)
     by_words = _texts(search(memory, "tennis", embedder=None))
     score = search(memory, "tennis", embedder=embedder, settings=RetrievalSettings.defaults().but(floor=0.7))
@@ -179,9 +179,9 @@ def test_a_match_of_words_and_meaning_outranks_a_stronger_match_of_either_alone(
 def test_similarities_are_exact_and_stay_within_the_user(store):
     ana, bob = store.user("ana"), store.user("bob")
     embedder = FixedEmbedder({})
-    a = ana.add_fact("a").fact_id
-    b = bob.add_fact("b").fact_id
-    unembedded = ana.add_fact("c").fact_id
+    a = ana.facts.add("a").fact_id
+    b = bob.facts.add("b").fact_id
+    unembedded = ana.facts.add("c").fact_id
     store_vectors(ana, "fact", [a], embedder.id, np.array([[0.6, 0.8, 0, 0]], np.float32))
     store_vectors(bob, "fact", [b], embedder.id, np.array([[1, 0, 0, 0]], np.float32))
     got = similarities(ana, embedder.id, 4, np.array([1, 0, 0, 0], np.float32),
@@ -307,10 +307,10 @@ def test_the_most_common_words_are_left_out_when_matching_them_all_would_cost_to
     def affordable_terms(memory, terms, budget=None):
         return memory.text.affordable_terms(terms, budget)
 
-    session = memory.start_session()
+    session = memory.sessions.start()
     for i in range(30):
-        memory.add_message(session, "user", f"weather report number {i}")
-    memory.add_message(session, "user", "the weather turned into a blizzard")
+        memory.messages.add(session, "user", f"weather report number {i}")
+    memory.messages.add(session, "user", "the weather turned into a blizzard")
     assert affordable_terms(memory, ["weather", "blizzard"]) == ["weather", "blizzard"]  # cheap: all kept
     assert affordable_terms(memory, ["weather", "blizzard"], budget=10) == ["blizzard"]
     assert affordable_terms(memory, ["weather", "report"], budget=1) in (["weather"], ["report"])  # one always kept
@@ -327,9 +327,9 @@ def test_vector_counts_follow_every_insert_and_delete(store, hash_embedder):
     from coop.memory.storage.vectors import partition_size
 
     ana, bob = store.user("ana"), store.user("bob")
-    session = ana.start_session()
-    ids = [ana.add_message(session, "user", f"note {i}") for i in range(5)]
-    bob.add_fact("bob's fact")
+    session = ana.sessions.start()
+    ids = [ana.messages.add(session, "user", f"note {i}") for i in range(5)]
+    bob.facts.add("bob's fact")
     embed_pending(ana, hash_embedder)
     embed_pending(bob, hash_embedder)
     assert partition_size(ana, hash_embedder.id) == 5 and partition_size(bob, hash_embedder.id) == 1
@@ -354,10 +354,10 @@ def test_another_users_better_matches_never_crowd_out_this_users(store):
     """The message leg takes the best matches of all users before filtering by user (cheaper than joining every
     match); when others' messages fill that set, it must still find this user's."""
     ana, bob = store.user("ana"), store.user("bob")
-    session = bob.start_session()
+    session = bob.sessions.start()
     for i in range(300):
-        bob.add_message(session, "user", f"quokka quokka quokka {i}")
-    ana.add_message(ana.start_session(), "user", "a long note that mentions one quokka among many other words")
+        bob.messages.add(session, "user", f"quokka quokka quokka {i}")
+    ana.messages.add(ana.sessions.start(), "user", "a long note that mentions one quokka among many other words")
     # (no word floor: "quokka" is in every message here, which BM25 rightly scores as no evidence at all)
     unfloored = RetrievalSettings.defaults().but(bm25_floor=0.0)
     found = search(ana, "quokka", embedder=None, limit=5, settings=unfloored)

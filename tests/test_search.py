@@ -26,7 +26,7 @@ FTS_FACT = "he said hi to the minus column value at the start"
     ("OR NOT", False), ("NEAR(a b)", False), ('he said "hi', True), ("col:value", True), ("-minus", True),
     ("prefix*", False), ("a AND (b OR", False), ("^start", True), ("{x}", False), ("'; drop table", False)])
 def test_fts_syntax_in_user_text_never_raises(memory, query, found):
-    memory.add_fact(FTS_FACT)
+    memory.facts.add(FTS_FACT)
     result = search(memory, query)  # must not raise whatever the text
     assert _texts(result) == ([FTS_FACT] if found else [])
     assert result.legs["fts"] == (1 if found else 0)
@@ -46,9 +46,9 @@ def test_function_words_are_dropped_unless_nothing_else_is_left():
 
 def test_bm25_best_match_ranks_first(memory):
     """SQLite's bm25() is lower for better matches; ranking it the wrong way round puts the worst first."""
-    memory.add_fact("a long note that mentions a kayak once among many many other unrelated words here")
-    memory.add_fact("kayak kayak kayak trip")
-    memory.add_fact("nothing relevant")
+    memory.facts.add("a long note that mentions a kayak once among many many other unrelated words here")
+    memory.facts.add("kayak kayak kayak trip")
+    memory.facts.add("nothing relevant")
     result = search(memory, "kayak", embedder=None)
     assert _texts(result) == ["kayak kayak kayak trip",
                               "a long note that mentions a kayak once among many many other unrelated words here"]
@@ -58,13 +58,13 @@ def test_bm25_best_match_ranks_first(memory):
 
 
 def test_stemming_finds_other_forms(memory):
-    memory.add_fact("she was running marathons last year")
+    memory.facts.add("she was running marathons last year")
     assert _texts(search(memory, "runs", embedder=None)) == ["she was running marathons last year"]
 
 
 def test_similarity_floor_keeps_unrelated_items_out(memory, hash_embedder):
-    memory.add_fact("green tea")
-    memory.add_fact("volcanic rock")
+    memory.facts.add("green tea")
+    memory.facts.add("volcanic rock")
     embed_pending(memory, hash_embedder)
     strict = search(memory, "green tea", embedder=hash_embedder, settings=RetrievalSettings.defaults().but(floor=0.99))
     loose = search(memory, "green tea", embedder=hash_embedder, settings=RetrievalSettings.defaults().but(floor=-1.0))
@@ -73,8 +73,8 @@ def test_similarity_floor_keeps_unrelated_items_out(memory, hash_embedder):
 
 
 def test_items_in_both_legs_outrank_single_leg_items_and_explain_shows_legs(memory, hash_embedder):
-    memory.add_fact("jazz piano lessons on tuesday")
-    memory.add_fact("jazz festival")
+    memory.facts.add("jazz piano lessons on tuesday")
+    memory.facts.add("jazz festival")
     embed_pending(memory, hash_embedder)
     rrf = RetrievalSettings.defaults().but(floor=0.6, fusion="rrf")
     result = search(memory, "jazz piano lessons", embedder=hash_embedder, settings=rrf)
@@ -95,9 +95,9 @@ def test_rrf_sums_reciprocal_ranks():
 
 
 def test_chinese_and_japanese_words_inside_sentences(memory):
-    memory.add_fact("我住在北京，喜欢吃饺子")
-    memory.add_fact("東京タワーの近くに住んでいます")
-    memory.add_fact("I live in Berlin")
+    memory.facts.add("我住在北京，喜欢吃饺子")
+    memory.facts.add("東京タワーの近くに住んでいます")
+    memory.facts.add("I live in Berlin")
     assert _texts(search(memory, "北京", embedder=None)) == ["我住在北京，喜欢吃饺子"]
     assert _texts(search(memory, "饺子", embedder=None)) == ["我住在北京，喜欢吃饺子"]
     assert _texts(search(memory, "東京", embedder=None)) == ["東京タワーの近くに住んでいます"]
@@ -107,18 +107,18 @@ def test_chinese_and_japanese_words_inside_sentences(memory):
 
 
 def test_accents_and_case_are_folded(memory):
-    memory.add_fact("Rendez-vous au Café de Flore")
+    memory.facts.add("Rendez-vous au Café de Flore")
     assert _texts(search(memory, "cafe", embedder=None)) == ["Rendez-vous au Café de Flore"]
 
 
 def test_full_text_filters_apply_before_limit(store):
     ana = store.user("ana")
     for i in range(200):
-        store.user("bob").add_fact(f"marmalade recipe number {i}")
-    session = ana.start_session()
+        store.user("bob").facts.add(f"marmalade recipe number {i}")
+    session = ana.sessions.start()
     for i in range(100):
-        ana.add_message(session, "user", f"marmalade again {i}")
-    ana.add_fact("my grandmother's marmalade")
+        ana.messages.add(session, "user", f"marmalade again {i}")
+    ana.facts.add("my grandmother's marmalade")
     unfloored = RetrievalSettings.defaults().but(bm25_floor=0.0)  # "marmalade" is in every row: no evidence
     only_facts = search(ana, "marmalade", embedder=None, limit=1, kinds=("fact",), settings=unfloored)
     assert _texts(only_facts) == ["my grandmother's marmalade"]
@@ -127,17 +127,17 @@ def test_full_text_filters_apply_before_limit(store):
 
 
 def test_superseded_facts_are_hidden_unless_asked(memory):
-    memory.add_fact("favourite colour is blue", category="taste", key="colour")
-    memory.add_fact("favourite colour is green", category="taste", key="colour")
+    memory.facts.add("favourite colour is blue", category="taste", key="colour")
+    memory.facts.add("favourite colour is green", category="taste", key="colour")
     assert _texts(search(memory, "favourite colour", embedder=None)) == ["favourite colour is green"]
     both = search(memory, "favourite colour", embedder=None, include_inactive=True)
     assert sorted(_texts(both)) == ["favourite colour is blue", "favourite colour is green"]
 
 
 def test_searches_messages_and_summaries_too(memory, hash_embedder):
-    session = memory.start_session()
-    memory.add_message(session, "user", "we talked about the aurora borealis trip")
-    memory.add_summary("Planned an aurora trip to Tromsø in March", session_id=session)
+    session = memory.sessions.start()
+    memory.messages.add(session, "user", "we talked about the aurora borealis trip")
+    memory.summaries.add("Planned an aurora trip to Tromsø in March", session_id=session)
     embed_pending(memory, hash_embedder)
     result = search(memory, "aurora", embedder=hash_embedder)
     assert {hit.kind for hit in result.hits} == {"message", "summary"}
@@ -152,14 +152,14 @@ def test_bad_queries(memory):
         search(memory, "caf\udce9")
     with pytest.raises(UsageError):
         search(memory, "tea", kinds=("facts",))
-    memory.add_fact("tea")
+    memory.facts.add("tea")
     assert _texts(search(memory, "tea\x00time", embedder=None)) == ["tea"]
 
 
 @pytest.mark.real_model
 def test_real_model_finds_by_meaning_and_keeps_unrelated_out(memory, real_embedder):
-    memory.add_fact("I adore long walks on mountain trails")
-    memory.add_fact("I owe Ana twenty euros")
+    memory.facts.add("I adore long walks on mountain trails")
+    memory.facts.add("I owe Ana twenty euros")
     embed_pending(memory, real_embedder)
     result = search(memory, "hiking", embedder=real_embedder)
     assert _texts(result) == ["I adore long walks on mountain trails"]
@@ -185,8 +185,8 @@ def test_a_word_match_far_in_meaning_is_not_a_hit(memory, hash_embedder):
     """With a vector, a candidate found by words alone also needs `word_floor` cosine."""
     from coop.memory.growth.embedding import embed_pending
 
-    session = memory.start_session()
-    memory.add_message(session, "user", "spreadsheet formulas quarterly budget planning and going over taxes again")
+    session = memory.sessions.start()
+    memory.messages.add(session, "user", "spreadsheet formulas quarterly budget planning and going over taxes again")
     embed_pending(memory, hash_embedder)
     query = "taxes"
     loose = RetrievalSettings.defaults().but(word_floor=-1.0)

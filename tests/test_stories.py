@@ -103,7 +103,7 @@ def test_a_move_replaces_the_old_city_though_the_keys_differ(memory, openai_serv
                       old_fact=fact("location", "home_city", "Lives in Lyon", "I live in Lyon"),
                       new_fact=fact("location", "city", "Lives in Berlin", "I moved to Berlin"),
                       stale="Lyon", current="Lives in Berlin")
-    [history] = [e for e in memory.history(1) if e.action == "SUPERSEDE"]
+    [history] = [e for e in memory.facts.history(1) if e.action == "SUPERSEDE"]
     assert history.reason == "changed"
 
 
@@ -146,7 +146,7 @@ def test_a_forgotten_fact_reaches_no_later_prompt_by_any_road(memory, openai_ser
         summary="The user's sister Ana works as a dentist.")
     openai_server.replies = ["A dentist, like your sister Ana? Noted."]
     session(memory, openai_server, said, consolidate=True)
-    memory.add_message(memory.start_session(), "tool", json.dumps({"results": [{"text": "Ana works as a dentist"}]}),
+    memory.messages.add(memory.sessions.start(), "tool", json.dumps({"results": [{"text": "Ana works as a dentist"}]}),
                        tool_name="memory_search", tool_call_id="c1")
     assert memory.list_items("summary"), "the ended session was summarised"
     [forgotten] = memory.list_items("fact")
@@ -196,7 +196,7 @@ def test_after_an_idle_end_the_next_first_prompt_picks_up_where_it_left_off(memo
     assert "summary: Planning a trip to Kyoto: comparing ryokans." in carried
     assert "assistant: Both are lovely." in carried and carried.count("Tawaraya") == 1
     assert "Where the previous conversation left off" not in second  # the first turn only
-    assert nxt.session_id != memory.sessions()[-1]["id"]
+    assert nxt.session_id != memory.sessions.recent()[-1]["id"]
 
 
 def test_an_extraction_left_by_an_exit_is_finished_at_the_next_start(memory, openai_server):
@@ -204,11 +204,11 @@ def test_an_extraction_left_by_an_exit_is_finished_at_the_next_start(memory, ope
     openai_server.background_default = {"status": 500}  # the fast model is gone when the turn ends
     openai_server.default_reply = "ok"
     session(memory, openai_server, said)
-    assert memory.list_items("fact") == [] and len(memory.pending_jobs()) == 1
+    assert memory.list_items("fact") == [] and len(memory.jobs.pending()) == 1
     openai_server.background_default = fast_model({said: [fact("hobby", "hobby", "Keeps bees", said)]})
     later = ChatSession(memory, config_for(openai_server), embedder=lambda: EMBEDDER)
     later.catch_up()
-    assert memory.pending_jobs() == []
+    assert memory.jobs.pending() == []
     later.turn("any tips for my bees in winter?")
     assert "Keeps bees" in facts_section(openai_server)
 
@@ -248,11 +248,11 @@ def test_a_fact_is_shown_once_beside_its_source_a_restatement_and_a_tool_result(
     openai_server.background_default = fast_model({said: [fact("location", "city", "Lives in Berlin", said)]})
     openai_server.replies = ["Berlin with Miso, lovely.", "ok"]
     session(memory, openai_server, said)
-    s = memory.start_session()
-    memory.add_message(s, "assistant", "", tool_calls=json.dumps([{"id": "c9", "type": "function"}]))
-    memory.add_message(s, "tool", json.dumps({"results": [{"id": "f1", "text": "Lives in Berlin"}]}),
+    s = memory.sessions.start()
+    memory.messages.add(s, "assistant", "", tool_calls=json.dumps([{"id": "c9", "type": "function"}]))
+    memory.messages.add(s, "tool", json.dumps({"results": [{"id": "f1", "text": "Lives in Berlin"}]}),
                        tool_name="memory_search", tool_call_id="c9")
-    memory.add_summary("The user lives in Berlin.", session_id=s)
+    memory.summaries.add("The user lives in Berlin.", session_id=s)
     session(memory, openai_server, "any Berlin tips for living here?")
     seen = prompt_text(openai_server)
     assert seen.count("Lives in Berlin") == 1 and re.search(r"- f\d+ \(since \d{4}-\d\d-\d\d\): Lives in Berlin",
@@ -261,10 +261,10 @@ def test_a_fact_is_shown_once_beside_its_source_a_restatement_and_a_tool_result(
 
 
 def test_small_talk_recalls_nothing(memory, openai_server):
-    session_id = memory.start_session()
+    session_id = memory.sessions.start()
     for text in ("How's the weather in Lyon?", "It's going great with the new job", "Hello from the train!"):
-        memory.add_message(session_id, "user", text, created_at=time.time() - 86400 * 3)
-    memory.end_session(session_id, at=time.time() - 86400 * 3)
+        memory.messages.add(session_id, "user", text, created_at=time.time() - 86400 * 3)
+    memory.sessions.end(session_id, at=time.time() - 86400 * 3)
     from coop.memory.growth.embedding import embed_pending
 
     embed_pending(memory, EMBEDDER)
@@ -303,7 +303,7 @@ def test_a_question_about_a_former_value_shows_it_dated_as_former(memory, openai
     session(memory, openai_server, "Where did I live before?")
     system = openai_server.system_prompt()
     earlier = system.split("Earlier values (former: no longer true, for questions about the past):\n", 1)[1]
-    porto = memory.find_by_key("location", "home_city")
+    porto = memory.facts.find_by_key("location", "home_city")
     assert re.search(rf"- f\d+ \(since [\d-]+, former, until [\d-]+; now f{porto.item_id}\): Lives in Lisbon", earlier)
     assert "Lives in Lisbon" not in facts_section(openai_server) and "Lives in Porto" in facts_section(openai_server)
 
@@ -313,12 +313,12 @@ def test_a_fact_that_depended_on_a_replaced_one_is_marked_until_settled(memory, 
     session(memory, openai_server, "How long will my commute take tomorrow?")
     line = next(x for x in facts_section(openai_server).splitlines() if "Commutes to the Lisbon office" in x)
     lisbon = next(f for f in memory.list_items("fact", include_inactive=True) if f.text == "Lives in Lisbon")
-    porto = memory.find_by_key("location", "home_city")
+    porto = memory.facts.find_by_key("location", "home_city")
     assert f"may be out of date: {lisbon.ref} was replaced by {porto.ref}" in line
     listed = run_cli("memory", "review", "--json", "--user", "ana").json()
     commute = next(f for f in listed if f["text"] == "Commutes to the Lisbon office by tram")
     assert "out_of_date" in commute["flags"]
-    memory.bump_fact(int(commute["id"][1:]), reason="said again")  # the user (or an extraction) states it again
+    memory.facts.bump(int(commute["id"][1:]), reason="said again")  # the user (or an extraction) states it again
     session(memory, openai_server, "How long will my commute take tomorrow?")
     assert "may be out of date" not in facts_section(openai_server)
     listed = run_cli("memory", "review", "--json", "--user", "ana").json()

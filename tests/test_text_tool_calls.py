@@ -34,7 +34,7 @@ def make_session(memory, server):
     '{"name": "memory_search", "arguments": "{\\"query\\": \\"Porto\\", \\"limit\\": 1}}"',
 ])
 def test_a_tool_call_written_as_text_is_run_and_never_shown(memory, openai_server, coop_home, written):
-    memory.add_fact("Lives in Porto", category="location", key="home_city")
+    memory.facts.add("Lives in Porto", category="location", key="home_city")
     openai_server.replies = [written, "You live in Porto."]
     shown: list[str] = []
     result = make_session(memory, openai_server).turn("where do I live?", on_text=shown.append)

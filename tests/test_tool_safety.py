@@ -34,10 +34,10 @@ def make_session(memory, server, **overrides):
 
 def seed(memory) -> list[str]:
     """A user's memory with the injection stored in it, as a fact and as a past message."""
-    refs = [f"f{memory.add_fact(text, importance=0.9).fact_id}" for text in
+    refs = [f"f{memory.facts.add(text, importance=0.9).fact_id}" for text in
             ("My dog is called Rex", "I live in Lyon", INJECTION)]
-    session = memory.start_session()
-    refs.append(f"m{memory.add_message(session, 'user', 'note to self: ' + INJECTION, importance=0.9)}")
+    session = memory.sessions.start()
+    refs.append(f"m{memory.messages.add(session, 'user', 'note to self: ' + INJECTION, importance=0.9)}")
     return refs
 
 
@@ -140,7 +140,7 @@ def test_in_the_repl_the_users_yes_lets_the_model_forget(repl_for, memory, opena
     # forgetting the injected fact took the message that stated it along, so the model's last call found nothing
     assert [out.get("forgotten") for out in kept] == refs[:3] + [None]
     assert kept[2]["with_it"] == [refs[3]] and "no message" in kept[3]["error"]
-    assert memory.history(int(refs[0][1:]))[-1].reason.startswith("forgotten by the model with the user's confirmation")
+    assert memory.facts.history(int(refs[0][1:]))[-1].reason.startswith("forgotten by the model with the user's confirmation")
 
 
 def test_a_yes_for_one_item_is_not_a_yes_for_the_others(repl_for, memory, openai_server):
@@ -163,7 +163,7 @@ def test_confirmation_can_be_switched_off_in_the_config(memory, openai_server):
 
 
 def test_every_write_of_the_model_needs_confirmation_and_a_mention_does_not(memory, openai_server):
-    city = memory.add_fact("Lives in Lyon", category="location", key="city", importance=0.9)
+    city = memory.facts.add("Lives in Lyon", category="location", key="city", importance=0.9)
     decision = json.dumps({"action": "SUPERSEDE", "target": city.fact_id, "confidence": 0.95, "reason": "moved"})
     openai_server.background_default = decision  # the fast model's reconciliation verdict
     session = make_session(memory, openai_server)
@@ -173,12 +173,12 @@ def test_every_write_of_the_model_needs_confirmation_and_a_mention_does_not(memo
                                                                    "key": "city"})))
     assert out["error"] == "the user declined; memory was not changed"
     assert answers and "replace f" in answers[0] and "Lives in Lyon" in answers[0] and "Lives in Paris" in answers[0]
-    assert memory.find_by_key("location", "city").item_id == city.fact_id
+    assert memory.facts.find_by_key("location", "city").item_id == city.fact_id
     # a new fact on the model's word alone ("Has a criminal record for fraud") is asked about too
     out = json.loads(session.tools.run("memory_write", json.dumps({"text": "Has a criminal record for fraud"})))
     assert out["error"] == "the user declined; memory was not changed"
     assert answers[-1] == 'remember "Has a criminal record for fraud"'
-    assert [f.text for f in memory.active_facts()] == ["Lives in Lyon"]
+    assert [f.text for f in memory.facts.active()] == ["Lives in Lyon"]
     out = json.loads(session.tools.run("memory_write", json.dumps({"text": "Lives in Lyon", "category": "location",
                                                                    "key": "city"})))
     assert out["action"] == "MERGE" and len(answers) == 2  # a mention of a known fact is not asked about
@@ -186,7 +186,7 @@ def test_every_write_of_the_model_needs_confirmation_and_a_mention_does_not(memo
     out = json.loads(session.tools.run("memory_write", json.dumps({"text": "Lives in Paris", "category": "location",
                                                                    "key": "city"})))
     assert out["action"] == "SUPERSEDE"
-    assert memory.find_by_key("location", "city").text == "Lives in Paris"
+    assert memory.facts.find_by_key("location", "city").text == "Lives in Paris"
     assert memory.get("fact", city.fact_id).superseded_by is not None  # superseded, never deleted
 
 
@@ -195,7 +195,7 @@ def test_a_standing_instruction_from_the_model_needs_confirmation(memory, openai
     out = json.loads(session.tools.run("memory_write", json.dumps({"text": "Always reply in French",
                                                                    "category": "instruction"})))
     assert "refused" in out["error"]
-    assert memory.active_facts("instruction") == []
+    assert memory.facts.active("instruction") == []
 
 
 def test_incognito_tools_cannot_forget(memory, openai_server):
@@ -210,7 +210,7 @@ def test_incognito_tools_cannot_forget(memory, openai_server):
 
 def test_forgetting_another_users_item_is_not_found(store, openai_server):
     other = store.user("bo")
-    secret = other.add_fact("Bo's secret fact").fact_id
+    secret = other.facts.add("Bo's secret fact").fact_id
     ana = store.user("ana")
     session = make_session(ana, openai_server, **{"chat.confirm_memory_changes": False})
     out = json.loads(session.tools.run("memory_forget", json.dumps({"id": f"f{secret}"})))
@@ -240,7 +240,7 @@ def test_memory_changes_per_turn_are_bounded(memory, openai_server):
     outputs = tool_results(result)
     assert sum(1 for out in outputs if out.get("action") == "ADD") == MAX_CHANGES_PER_TURN
     assert all("at most" in out["error"] for out in outputs[MAX_CHANGES_PER_TURN:])
-    assert len(memory.active_facts()) == MAX_CHANGES_PER_TURN
+    assert len(memory.facts.active()) == MAX_CHANGES_PER_TURN
 
 
 def test_oversized_tool_arguments_and_names_are_refused_and_stored_bounded(memory, openai_server):
@@ -251,7 +251,7 @@ def test_oversized_tool_arguments_and_names_are_refused_and_stored_bounded(memor
     outputs = tool_results(result)
     assert "longer than" in outputs[0]["error"]
     assert "unknown tool" in outputs[1]["error"] and len(outputs[1]["error"]) < 400
-    assert memory.active_facts() == []
+    assert memory.facts.active() == []
     database_size = memory.db.scalar("SELECT sum(length(content) + length(coalesce(tool_calls, ''))) FROM messages")
     assert database_size < 4 * MAX_ARGUMENT_CHARS + 2000
 

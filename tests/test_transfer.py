@@ -127,7 +127,7 @@ def test_chatgpt_import_follows_the_current_branch_and_keeps_times_and_titles(tm
     assert "an unknown role" not in texts and "" not in texts
     assert any("unknown role 'critic'" in p["reason"] for p in report["problems"])
 
-    sessions = {s["title"]: s for s in memory.sessions()}
+    sessions = {s["title"]: s for s in memory.sessions.recent()}
     assert sessions["Bees"]["started_at"] == 1_700_000_000.0
     assert sessions["Bees"]["ended_at"] == 1_700_000_200.0
     first = memory.db.one("SELECT created_at, external_id FROM messages WHERE content = ?",
@@ -161,7 +161,7 @@ def test_a_later_export_with_new_turns_adds_only_them_to_the_same_session(tmp_pa
     report = run_cli("memory", "import", str(export), "--user", "sam", "--json").json()
     assert (report["sessions_added"], report["messages_added"]) == (0, 1)
     memory = _open_user(coop_home / "coop.db", "sam")
-    bread = next(s for s in memory.sessions() if s["title"] == "Bread")
+    bread = next(s for s in memory.sessions.recent() if s["title"] == "Bread")
     assert bread["messages"] == 3
 
 
@@ -211,7 +211,7 @@ def test_claude_import_with_content_blocks_attachments_and_odd_messages(tmp_path
     assert any("unknown sender 'narrator'" in r for r in reasons)
     assert any("not an object" in r for r in reasons)
     assert any("no uuid" in r for r in reasons)
-    (session,) = memory.sessions()
+    (session,) = memory.sessions.recent()
     assert session["title"] == "Trip planning"
     assert output_time(session["started_at"]) == "2024-03-01T10:00:00"
     assert memory.db.scalar("SELECT external_id FROM messages ORDER BY id LIMIT 1") == "claude:m-1"
@@ -277,28 +277,28 @@ def test_library_import_reports_progress_through_the_file(tmp_path, memory):
 def _fill(memory) -> None:
     """A memory with one of everything: sessions, tool messages, facts with supersede/archive/history,
     a summary over a span, a forgotten item."""
-    s1 = memory.start_session("first chat", started_at=1000.0)
-    first = memory.add_message(s1, "user", "I live in Paris and keep bees", created_at=1001.0, importance=0.7)
-    memory.add_message(s1, "assistant", "", created_at=1002.0, tool_calls='[{"id": "c1"}]')
-    memory.add_message(s1, "tool", '{"results": []}', created_at=1003.0, tool_name="memory_search",
+    s1 = memory.sessions.start("first chat", started_at=1000.0)
+    first = memory.messages.add(s1, "user", "I live in Paris and keep bees", created_at=1001.0, importance=0.7)
+    memory.messages.add(s1, "assistant", "", created_at=1002.0, tool_calls='[{"id": "c1"}]')
+    memory.messages.add(s1, "tool", '{"results": []}', created_at=1003.0, tool_name="memory_search",
                        tool_call_id="c1")
-    last = memory.add_message(s1, "assistant", "Noted: Paris, bees.", created_at=1004.0)
+    last = memory.messages.add(s1, "assistant", "Noted: Paris, bees.", created_at=1004.0)
     memory.db.execute("UPDATE messages SET consolidated_at = 2000.0 WHERE id IN (?, ?)", (first, last))
-    memory.end_session(s1)
-    s2 = memory.start_session(None, started_at=3000.0)
-    memory.add_message(s2, "user", "I moved to Lyon", created_at=3001.0)
-    memory.add_message(None, "user", "a message outside any session", created_at=3002.0)
-    memory.add_fact("lives in Paris", category="location", key="city", source="extraction")
-    memory.add_fact("lives in Lyon", category="location", key="city", source="extraction")
-    bees = memory.add_fact("keeps bees", category="hobby", importance=0.8)
-    memory.add_fact("keeps bees", category="hobby")  # a MERGE: mention count 2
-    old = memory.add_fact("likes jazz", category="preference")
-    memory.archive_fact(old.fact_id, reason="unused for a year")
-    memory.add_fact("answer briefly", category="instruction")
-    gone = memory.add_fact("my old phone PIN", category="general")
+    memory.sessions.end(s1)
+    s2 = memory.sessions.start(None, started_at=3000.0)
+    memory.messages.add(s2, "user", "I moved to Lyon", created_at=3001.0)
+    memory.messages.add(None, "user", "a message outside any session", created_at=3002.0)
+    memory.facts.add("lives in Paris", category="location", key="city", source="extraction")
+    memory.facts.add("lives in Lyon", category="location", key="city", source="extraction")
+    bees = memory.facts.add("keeps bees", category="hobby", importance=0.8)
+    memory.facts.add("keeps bees", category="hobby")  # a MERGE: mention count 2
+    old = memory.facts.add("likes jazz", category="preference")
+    memory.facts.archive(old.fact_id, reason="unused for a year")
+    memory.facts.add("answer briefly", category="instruction")
+    gone = memory.facts.add("my old phone PIN", category="general")
     memory.forget("fact", gone.fact_id)
-    memory.add_summary("Ana said she lives in Paris and keeps bees.", session_id=s1, span=(first, last))
-    memory.touch_facts([bees.fact_id])
+    memory.summaries.add("Ana said she lives in Paris and keeps bees.", session_id=s1, span=(first, last))
+    memory.facts.touch([bees.fact_id])
 
 
 def _portable(memory) -> dict[str, Any]:
@@ -352,14 +352,14 @@ def test_export_then_import_into_an_empty_database_gives_back_the_same_data(tmp_
     for part in original:
         assert restored[part] == original[part], part
     # history is readable through the store too, and the restored facts are searchable and embedded
-    city = restored_memory.find_by_key("location", "city")
+    city = restored_memory.facts.find_by_key("location", "city")
     assert city is not None and city.text == "lives in Lyon"
-    assert [h.action for h in restored_memory.history(city.superseded_by or city.item_id)][:1] == ["ADD"]
+    assert [h.action for h in restored_memory.facts.history(city.superseded_by or city.item_id)][:1] == ["ADD"]
     assert restored_memory.stats()["unembedded"] == 0
     # the record that something was forgotten moves, content-free: no hash leaves the database, so the guard
     # against learning it again stays with the database that forgot it (issue 27)
-    assert restored_memory.stats()["forgotten"] == 1 and not restored_memory.was_forgotten("my old phone PIN")
-    assert _open_user(coop_home / "coop.db", "ana").was_forgotten("my old phone PIN")
+    assert restored_memory.stats()["forgotten"] == 1 and not restored_memory.forgotten.was_forgotten("my old phone PIN")
+    assert _open_user(coop_home / "coop.db", "ana").forgotten.was_forgotten("my old phone PIN")
     assert '"content_hash": null' in exported.read_text(encoding="utf-8")
 
     again = run_cli("--config", str(other), "memory", "import", str(exported), "--user", "ana", "--json").json()
@@ -377,12 +377,12 @@ def test_coop_import_into_a_memory_that_knows_a_fact_merges_and_newer_key_wins(t
     exported = tmp_path / "ana.jsonl"
     export_user(memory, "coop", exported, io.StringIO())
     bob = MemoryStore(memory.db).user("bob")
-    bob.add_fact("keeps bees", category="hobby")
-    newer_city = bob.add_fact("lives in Berlin", category="location", key="city")
+    bob.facts.add("keeps bees", category="hobby")
+    newer_city = bob.facts.add("lives in Berlin", category="location", key="city")
     report = import_file(bob, exported, importance=ImportanceConfig())
     assert report.facts_skipped >= 1  # "keeps bees" was known already
-    assert len([f for f in bob.active_facts() if f.text == "keeps bees"]) == 1
-    city = bob.find_by_key("location", "city")
+    assert len([f for f in bob.facts.active() if f.text == "keeps bees"]) == 1
+    city = bob.facts.find_by_key("location", "city")
     assert city is not None and city.item_id == newer_city.fact_id, "the newer value for a key stays active"
     assert {f.text for f in bob.list_items("fact", include_inactive=True, limit=100)} >= {"lives in Paris",
                                                                                          "lives in Lyon"}
@@ -433,7 +433,7 @@ def test_markdown_export_is_readable(tmp_path, memory, run_cli):
 
 def test_export_is_of_one_user_only(tmp_path, memory, run_cli):
     _fill(memory)
-    MemoryStore(memory.db).user("eve").add_fact("eve's secret plan", category="general")
+    MemoryStore(memory.db).user("eve").facts.add("eve's secret plan", category="general")
     memory.db.close()
     text = run_cli("memory", "export", "--user", "ana").stdout
     assert "eve's secret plan" not in text
@@ -489,9 +489,9 @@ def test_an_interrupted_reembed_keeps_old_vectors_and_resumes(memory, hash_embed
     from coop.memory.growth.embedding import embed_pending
     from coop.memory.transfer.reembed import reembed
 
-    session = memory.start_session("s")
+    session = memory.sessions.start("s")
     for number in range(30):
-        memory.add_message(session, "user", f"message number {number} about topic {number % 4}")
+        memory.messages.add(session, "user", f"message number {number} about topic {number % 4}")
     embed_pending(memory, hash_embedder)
     new = HashEmbedder(32)
 
@@ -541,10 +541,10 @@ def test_a_failing_database_stops_the_import_instead_of_skipping_records(tmp_pat
     def full(*args, **kwargs):
         raise StoreError("database or disk is full", hint="free some space")
 
-    monkeypatch.setattr(type(memory), "add_message", full)
+    monkeypatch.setattr(type(memory.messages), "add", full)
     with pytest.raises(StoreError):
         import_file(memory, export, importance=ImportanceConfig())
-    assert memory.sessions() == [], "the conversation's transaction was rolled back whole"
+    assert memory.sessions.recent() == [], "the conversation's transaction was rolled back whole"
 
 
 def test_imported_items_never_take_the_id_of_a_forgotten_one(tmp_path, memory):
@@ -558,10 +558,10 @@ def test_imported_items_never_take_the_id_of_a_forgotten_one(tmp_path, memory):
     exported = tmp_path / "ana.jsonl"
     export_user(memory, "coop", exported, io.StringIO())
     bob = MemoryStore(memory.db).user("bob")
-    session = bob.start_session()
-    message = bob.add_message(session, "user", "my bank PIN is 4321")
-    fact = bob.add_fact("Bank PIN is 4321").fact_id
-    summary = bob.add_summary("Bob shared his bank PIN.", session_id=session, span=(message, message))
+    session = bob.sessions.start()
+    message = bob.messages.add(session, "user", "my bank PIN is 4321")
+    fact = bob.facts.add("Bank PIN is 4321").fact_id
+    summary = bob.summaries.add("Bob shared his bank PIN.", session_id=session, span=(message, message))
     for kind, item_id in (("summary", summary), ("fact", fact), ("message", message)):
         bob.forget(kind, item_id)
     report = import_file(bob, exported, importance=ImportanceConfig())

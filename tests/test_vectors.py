@@ -15,10 +15,10 @@ from coop.memory.storage.vectors import index_status, nearest
 
 
 def test_embed_pending_fills_vectors_with_their_sign_bits(memory, hash_embedder):
-    session = memory.start_session()
+    session = memory.sessions.start()
     for i in range(5):
-        memory.add_message(session, "user", f"note number {i}")
-    memory.add_fact("likes green tea")
+        memory.messages.add(session, "user", f"note number {i}")
+    memory.facts.add("likes green tea")
     assert embed_pending(memory, hash_embedder, batch_size=2) == 6
     assert embed_pending(memory, hash_embedder) == 0
     assert memory.stats()["unembedded"] == 0
@@ -32,7 +32,7 @@ def test_a_vector_write_creates_and_writes_no_vec0_table(memory, hash_embedder):
     without sqlite-vec on the connection."""
     assert memory.db.has_vec
     tables_before = {row[0] for row in memory.db.execute("SELECT name FROM sqlite_master")}
-    memory.add_fact("likes green tea")
+    memory.facts.add("likes green tea")
     embed_pending(memory, hash_embedder)
     tables_after = {row[0] for row in memory.db.execute("SELECT name FROM sqlite_master")}
     assert memory.db.scalar("SELECT count(*) FROM embeddings") == 1
@@ -42,7 +42,7 @@ def test_a_vector_write_creates_and_writes_no_vec0_table(memory, hash_embedder):
 
 
 def test_vectors_of_another_embedder_are_never_compared(memory):
-    memory.add_fact("likes green tea")
+    memory.facts.add("likes green tea")
     small, big = HashEmbedder(32), HashEmbedder(64)
     embed_pending(memory, small)
     query = big.embed_query("green tea")
@@ -57,21 +57,21 @@ def test_user_filter_applies_before_k(store, hash_embedder):
     ana = store.user("ana")
     for i in range(300):
         other = store.user(f"user{i % 3}")
-        other.add_fact(f"green tea ceremony {i}")
+        other.facts.add(f"green tea ceremony {i}")
     for i in range(3):
         embed_pending(store.user(f"user{i}"), hash_embedder)
-    ana.add_fact("I once drank coffee near a tea garden")
+    ana.facts.add("I once drank coffee near a tea garden")
     embed_pending(ana, hash_embedder)
     hits = nearest(ana, hash_embedder.id, hash_embedder.dims, hash_embedder.embed_query("green tea ceremony"), k=1)
     assert [(h.kind, ana.get(h.kind, h.item_id).text) for h in hits] == [("fact", "I once drank coffee near a tea garden")]
 
 
 def test_kind_filter_and_superseded_facts_apply_before_k(memory, hash_embedder):
-    session = memory.start_session()
+    session = memory.sessions.start()
     for i in range(250):
-        memory.add_message(session, "user", f"tea time {i}")
-    memory.add_fact("tea is my favourite drink", category="taste", key="drink")
-    memory.add_fact("tea with milk is my favourite drink", category="taste", key="drink")
+        memory.messages.add(session, "user", f"tea time {i}")
+    memory.facts.add("tea is my favourite drink", category="taste", key="drink")
+    memory.facts.add("tea with milk is my favourite drink", category="taste", key="drink")
     embed_pending(memory, hash_embedder)
     query = hash_embedder.embed_query("tea")
     hits = nearest(memory, hash_embedder.id, hash_embedder.dims, query, k=1, kinds=("fact",))
@@ -82,8 +82,8 @@ def test_kind_filter_and_superseded_facts_apply_before_k(memory, hash_embedder):
 
 
 def test_floor_drops_weak_matches(memory, hash_embedder):
-    memory.add_fact("green tea")
-    memory.add_fact("volcanic rock formations")
+    memory.facts.add("green tea")
+    memory.facts.add("volcanic rock formations")
     embed_pending(memory, hash_embedder)
     query = hash_embedder.embed_query("green tea")
     hits = nearest(memory, hash_embedder.id, hash_embedder.dims, query, k=5, floor=0.5)
@@ -98,7 +98,7 @@ def test_search_without_sqlite_vec_gives_the_same_answers(coop_home, monkeypatch
     rng = np.random.default_rng(1)
     words = ["tea", "coffee", "mountain", "river", "piano", "guitar", "paris", "lyon", "bread", "cheese"]
     for _ in range(120):
-        memory.add_fact(" ".join(rng.choice(words, size=3)) + f" {rng.integers(1e6)}")
+        memory.facts.add(" ".join(rng.choice(words, size=3)) + f" {rng.integers(1e6)}")
     embed_pending(memory, hash_embedder)
     query = hash_embedder.embed_query("tea mountain piano")
     indexed = nearest(memory, hash_embedder.id, hash_embedder.dims, query, k=10)
@@ -113,7 +113,7 @@ def test_search_without_sqlite_vec_gives_the_same_answers(coop_home, monkeypatch
     assert [h.item_id for h in nearest(plain, hash_embedder.id, hash_embedder.dims, query, k=10)] == \
         [h.item_id for h in exact]
     # A write without sqlite-vec is searchable at once, here and from a connection with it: nothing to rebuild.
-    lesson = plain.add_fact("tea mountain piano lesson").fact_id
+    lesson = plain.facts.add("tea mountain piano lesson").fact_id
     embed_pending(plain, hash_embedder)
     assert nearest(plain, hash_embedder.id, hash_embedder.dims, query, k=1)[0].item_id == lesson
     without.close()
@@ -135,9 +135,9 @@ def test_a_failing_embedder_records_the_error_per_row(memory):
             return super().embed(texts)
 
     embedder = Picky(32)
-    session = memory.start_session()
-    good = memory.add_message(session, "user", "a fine message")
-    bad = memory.add_message(session, "user", "poison pill")
+    session = memory.sessions.start()
+    good = memory.messages.add(session, "user", "a fine message")
+    bad = memory.messages.add(session, "user", "poison pill")
     assert embed_pending(memory, embedder) == 1
     assert memory.get("message", good).embedder == embedder.id
     failed = memory.get("message", bad)

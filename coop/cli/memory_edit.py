@@ -45,7 +45,7 @@ def edit_fact(memory: UserMemory, fact_id: int, text: str, *,
                              hint=f"{item.ref} is unchanged")
         if content_hash(fields.value) == content_hash(item.text):
             return item, None
-        return item, memory.supersede_fact(fact_id, fields, reason=reason)
+        return item, memory.facts.supersede(fact_id, fields, reason=reason)
 
 
 def embed_new_facts(app_state: AppContext, memory: UserMemory) -> None:

@@ -73,12 +73,12 @@ def entries_of(memory: UserMemory, learned: list[Learned], pinned_at: float,
     """Each fact with its quotes, the facts it replaced and its flags: pinned (always recalled), updated (an
     older fact rewritten in place), replaces (it superseded another), from_host (learned from what an MCP host
     recorded), unquoted (written by a machine with no quote of the user linked)."""
-    quotes = memory.quotes_of(entry.item.item_id for entry in learned)
-    hosts = memory.host_messages(m for links in quotes.values() for m, _ in links)
+    quotes = memory.sources.quotes_of(entry.item.item_id for entry in learned)
+    hosts = memory.sources.host_messages(m for links in quotes.values() for m, _ in links)
     found = []
     for entry in learned:
         item, links = entry.item, quotes.get(entry.item.item_id, [])
-        supersedes = [fact.ref for fact in memory.replaced_facts(item.item_id)]
+        supersedes = [fact.ref for fact in memory.facts.replaced(item.item_id)]
         flags = [flag for flag, present in (
             ("pinned", (item.importance or 0) >= pinned_at),
             ("updated", entry.change == "UPDATE"),
@@ -110,11 +110,11 @@ def review(
     app_state = state(ctx)
     memory = app_state.memory(user)
     started = time.time()  # what changes during the review is for the next one
-    since = None if all_ else memory.reviewed_at()
+    since = None if all_ else memory.sources.reviewed_at()
     from coop.memory.retrieval.profile import candidates, out_of_date
     from coop.memory.storage.links import Learned
 
-    learned = memory.learned_since(since, None if all_ else REVIEWED_SOURCES, limit=MAX_REVIEWED)
+    learned = memory.sources.learned_since(since, None if all_ else REVIEWED_SOURCES, limit=MAX_REVIEWED)
     stale = out_of_date(memory, candidates(memory))
     listed = {entry.item.item_id for entry in learned}
     learned = sorted(learned + [Learned(fact, fact.updated_at or fact.created_at, "ADD")
@@ -186,10 +186,10 @@ def _decide(memory: UserMemory, entry: Entry, action: str) -> bool:
 
     item = entry.learned.item
     if action == "keep" and "out_of_date" in entry.flags:
-        memory.bump_fact(item.item_id, reason="still true after a related change (confirmed in review)")
+        memory.facts.bump(item.item_id, reason="still true after a related change (confirmed in review)")
         output.out().print(f"{item.ref} confirmed: no longer marked out of date", highlight=False)
     if action == "pin":
-        memory.bump_fact(item.item_id, importance=PIN_IMPORTANCE, reason="pinned by the user (review)")
+        memory.facts.bump(item.item_id, importance=PIN_IMPORTANCE, reason="pinned by the user (review)")
         output.out().print(f"pinned {item.ref}", highlight=False)
     elif action == "edit":
         text = typer.prompt("new text", err=True)
@@ -221,7 +221,7 @@ def _walk(app_state: AppContext, memory: UserMemory, entries: list[Entry], reach
     position = 0
     while position < len(entries):
         entry = entries[position]
-        if not memory.is_active_fact(entry.learned.item.item_id):  # changed since the list was read: next time
+        if not memory.facts.is_active(entry.learned.item.item_id):  # changed since the list was read: next time
             position += 1
             continue
         _show(entry, position + 1, len(entries))
@@ -240,7 +240,8 @@ def _walk(app_state: AppContext, memory: UserMemory, entries: list[Entry], reach
         position += 1
     if tally["edit"]:
         embed_new_facts(app_state, memory)
-    memory.mark_reviewed(reached if first_open is None else math.nextafter(first_open.learned.changed_at, -math.inf))
+    memory.sources.mark_reviewed(reached if first_open is None
+                                 else math.nextafter(first_open.learned.changed_at, -math.inf))
     counts = ", ".join(f"{tally[action]} {word}" for action, word in (
         ("keep", "kept"), ("pin", "pinned"), ("edit", "edited"), ("forget", "forgotten"), ("skip", "skipped"))
         if tally[action])

@@ -45,10 +45,10 @@ def why(
     number = fact_ref(item_id, "why")
     memory = state(ctx).memory(user)
     item = memory.get("fact", number)  # a forgotten fact is gone: not found
-    sources = memory.provenance(number)
-    replaced = memory.replaced_facts(number)
+    sources = memory.sources.provenance(number)
+    replaced = memory.facts.replaced(number)
     try:
-        entries = memory.history(number)
+        entries = memory.facts.history(number)
     except NotFoundError:  # a fact restored without its history
         entries = []
     added = next((entry for entry in entries if entry.action == "ADD"), None)

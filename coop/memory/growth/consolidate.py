@@ -74,7 +74,7 @@ def find_spans(memory: UserMemory, *, min_age_seconds: float, span_messages: int
     """Unconsolidated spans that are finished with, oldest first."""
     now = time.time() if now is None else now
     by_session: dict[int, list[int]] = {}
-    for message_id, sid in memory.unconsolidated(written_before=now - min_age_seconds, session_id=session_id):
+    for message_id, sid in memory.messages.unconsolidated(written_before=now - min_age_seconds, session_id=session_id):
         by_session.setdefault(sid, []).append(message_id)
     spans: list[list[Item]] = []
     for ids in by_session.values():
@@ -120,17 +120,17 @@ def consolidate_span(memory: UserMemory, span: list[Item], complete: Complete, w
     written = 0
     with memory.transaction():
         if summary and summary.strip():
-            summary_id = memory.add_summary(summary.strip(), session_id=span[0].session_id, span=(ids[0], ids[-1]),
+            summary_id = memory.summaries.add(summary.strip(), session_id=span[0].session_id, span=(ids[0], ids[-1]),
                                             created_at=span[-1].created_at)
         for plan in plans:
             result = writer.apply(plan)
             if result is not None:
                 written += 1
                 said = plan.candidate
-                memory.link_sources(result.fact_id, [m.item_id for m in user_messages
+                memory.sources.link(result.fact_id, [m.item_id for m in user_messages
                                                      if find_quote(said.evidence, [m.text]) is not None],
                                     quote=said.evidence)
-        memory.mark_consolidated(ids)
+        memory.messages.mark_consolidated(ids)
     return summary_id, written
 
 
@@ -141,7 +141,7 @@ def apply_retention(memory: UserMemory, settings: "RetentionConfig", salience_th
         return 0
     now = time.time() if now is None else now
     archived = 0
-    for fact in memory.active_facts(limit=1_000_000):
+    for fact in memory.facts.active(limit=1_000_000):
         if fact.category == INSTRUCTION or (fact.mention_count or 1) >= settings.keep_mentions:
             continue
         if (fact.importance or 0) >= salience_threshold:
@@ -150,7 +150,7 @@ def apply_retention(memory: UserMemory, settings: "RetentionConfig", salience_th
         days = max(0.0, (now - last_used) / 86400)
         weight = decayed(fact.importance or 0, days, settings.half_life_days)
         if weight < settings.archive_below:
-            memory.archive_fact(fact.item_id, reason=f"unused for {days:.0f} days (weight {weight:.3f} < "
+            memory.facts.archive(fact.item_id, reason=f"unused for {days:.0f} days (weight {weight:.3f} < "
                                                      f"{settings.archive_below})")
             archived += 1
     return archived

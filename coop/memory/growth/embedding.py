@@ -12,14 +12,13 @@ from collections.abc import Callable, Sequence
 
 from coop.memory.embedder import Embedder
 from coop.memory.kinds import KINDS
-from coop.memory.storage import vectors
-from coop.memory.storage.scope import UserScope
+from coop.memory.storage.store import UserMemory
 from coop.memory.text import sentence_parts
 
 log = logging.getLogger(__name__)
 
 
-def embed_pending(memory: UserScope, embedder: Embedder, *, batch_size: int = 64,
+def embed_pending(memory: UserMemory, embedder: Embedder, *, batch_size: int = 64,
                   limit: int | None = None, kinds: Sequence[str] = KINDS,
                   should_stop: Callable[[], bool] = lambda: False) -> int:
     """Embed this user's items that have no vector yet, in batches; returns how many were embedded.
@@ -32,7 +31,7 @@ def embed_pending(memory: UserScope, embedder: Embedder, *, batch_size: int = 64
         last_id = 0
         while (limit is None or done < limit) and not (done and should_stop()):  # at least one batch
             take = batch_size if limit is None else min(batch_size, limit - done)
-            rows = vectors.pending_items(memory, kind, after_id=last_id, limit=take)
+            rows = memory.vectors.pending(kind, after_id=last_id, limit=take)
             if not rows:
                 break
             last_id = rows[-1][0]
@@ -40,7 +39,7 @@ def embed_pending(memory: UserScope, embedder: Embedder, *, batch_size: int = 64
     return done
 
 
-def _embed_batch(memory: UserScope, kind: str, rows: list[tuple[int, str]], embedder: Embedder) -> int:
+def _embed_batch(memory: UserMemory, kind: str, rows: list[tuple[int, str]], embedder: Embedder) -> int:
     """Each item's whole text and, for a text of several sentences, each sentence, in one call to the model."""
     texts = [text or "" for _, text in rows]
     split = [sentence_parts(text) for text in texts]
@@ -50,18 +49,18 @@ def _embed_batch(memory: UserScope, kind: str, rows: list[tuple[int, str]], embe
         if len(rows) == 1:
             message = f"{type(exc).__name__}: {exc}"[:500]
             log.warning("embedding %s %d failed: %s", kind, rows[0][0], message)
-            vectors.record_embedding_error(memory, kind, rows[0][0], message)
+            memory.vectors.record_error(kind, rows[0][0], message)
             return 0
         return sum(_embed_batch(memory, kind, [row], embedder) for row in rows)
     wholes, at, parts = matrix[:len(rows)], len(rows), []
     for sentences in split:
         parts.append(matrix[at:at + len(sentences)] if sentences else None)
         at += len(sentences)
-    vectors.store_vectors(memory, kind, [item_id for item_id, _ in rows], embedder.id, wholes, parts)
+    memory.vectors.store(kind, [item_id for item_id, _ in rows], embedder.id, wholes, parts)
     return len(rows)
 
 
-def embed_backlog(memory: UserScope, embedder: Embedder, *, batch_size: int = 64,
+def embed_backlog(memory: UserMemory, embedder: Embedder, *, batch_size: int = 64,
                   progress: Callable[[int], None] | None = None) -> int:
     """Embed everything of this user that has no vector yet, a few batches at a time; returns how many."""
     total = 0

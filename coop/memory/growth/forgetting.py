@@ -60,7 +60,7 @@ def receipt(gone: list[Forgotten], files: dict[str, int]) -> list[str]:
 def traces(memory: UserMemory, fact: Item) -> list[Item]:
     """The messages and summaries that carry a fact: its sources, and whatever states it. Oldest first."""
     found: dict[tuple[str, int], Item] = {}
-    sources = memory.sources_of([fact.item_id]).get(fact.item_id, set())
+    sources = memory.sources.of_facts([fact.item_id]).get(fact.item_id, set())
     for message_id, item in memory.get_many("message", sources).items():
         found[("message", message_id)] = item
     words = sorted(content_words(fact.text), key=len, reverse=True)
@@ -79,11 +79,11 @@ def forget_with_traces(memory: UserMemory, kind: str, item_id: int, *, reason: s
     gone = Forgotten(item, traces(memory, item) if kind == "fact" and not keep_traces else [])
     with memory.transaction():
         for trace in gone.traces:
-            span = memory.summary_span(trace.item_id) if trace.kind == "summary" else None
+            span = memory.summaries.span(trace.item_id) if trace.kind == "summary" else None
             gone.cleaned.update(memory.forget(trace.kind, trace.item_id, reason=f"{reason} (it stated {item.ref})"))
             gone.cleaned[_PLACES[trace.kind]] += 1
             if span is not None:
-                memory.unmark_consolidated(trace.session_id, *span)
+                memory.messages.unmark_consolidated(trace.session_id, *span)
         gone.cleaned.update(memory.forget(kind, item_id, reason=reason))
         gone.cleaned[_PLACES[kind]] += 1
     memory.checkpoint()  # (each forget's own checkpoint waited for this transaction)

@@ -21,7 +21,6 @@ from coop.memory.growth.embedding import embed_pending
 from coop.memory.growth.extract import Complete, ExtractionContext, extract_facts, model_decider
 from coop.memory.growth.reconcile import FactWriter
 from coop.memory.kinds import INSTRUCTION
-from coop.memory.storage import vectors
 from coop.memory.storage.connection import Database
 from coop.memory.storage.items import FactWrite, Item
 from coop.memory.storage.links import MAX_JOB_ATTEMPTS, PendingJob
@@ -70,7 +69,7 @@ class MemoryJobs:
 
         def run(db: Database) -> str | None:
             memory = _user(db, user_id)
-            job = next((j for j in memory.pending_jobs() if j.job_id == job_id), None)
+            job = next((j for j in memory.jobs.pending() if j.job_id == job_id), None)
             return None if job is None or self.complete is None else self._extract(memory, job)
 
         return run
@@ -81,7 +80,7 @@ class MemoryJobs:
         def run(db: Database) -> str | None:
             memory = _user(db, user_id)
             notices = []
-            for job in memory.pending_jobs(limit) if self.complete is not None else []:
+            for job in memory.jobs.pending(limit) if self.complete is not None else []:
                 if self.stopping.is_set():
                     break
                 notice = self._extract(memory, job)
@@ -93,13 +92,13 @@ class MemoryJobs:
 
     def _extract(self, memory: UserMemory, job: PendingJob) -> str | None:
         assert self.complete is not None
-        if memory.job_attempted(job.job_id) > MAX_JOB_ATTEMPTS:
+        if memory.jobs.attempted(job.job_id) > MAX_JOB_ATTEMPTS:
             log.warning("extraction of m%d failed %d times; given up", job.message_id, MAX_JOB_ATTEMPTS)
-            memory.finish_job(job.job_id)
+            memory.jobs.finish(job.job_id)
             return None
         texts = memory.get_many("message", [job.message_id] + ([job.reply_id] if job.reply_id else []))
         if job.message_id not in texts:  # forgotten since: nothing to learn from it
-            memory.finish_job(job.job_id)
+            memory.jobs.finish(job.job_id)
             return None
         user_text = texts[job.message_id].text
         reply = texts[job.reply_id].text if job.reply_id in texts else ""
@@ -107,7 +106,7 @@ class MemoryJobs:
                                     earlier=earlier_turns(memory, job.message_id),
                                     known=related_facts(memory, self.embedder(), user_text))
         settings = self.config.memory.extraction
-        source = "host" if memory.host_messages([job.message_id]) else "extraction"  # an MCP host's account
+        source = "host" if memory.sources.host_messages([job.message_id]) else "extraction"  # an MCP host's account
         candidates = extract_facts(self.complete, user_text, reply, settings.max_facts_per_turn, context, source)
         writer = self.writer(memory)
         done: list[str] = []
@@ -122,12 +121,12 @@ class MemoryJobs:
             result = writer.apply(plan)
             if result is None:
                 continue
-            memory.link_sources(result.fact_id, [job.message_id], quote=candidate.evidence)
+            memory.sources.link(result.fact_id, [job.message_id], quote=candidate.evidence)
             if result.action == "MERGE":
                 continue
             changes += result.action in CHANGES
             done.append(describe_change(memory, result))
-        memory.finish_job(job.job_id)
+        memory.jobs.finish(job.job_id)
         return "memory: " + "; ".join(done) if done else None
 
     def consolidation(self, user_id: str, *, session_id: int | None = None, ended: bool = False) -> Job:
@@ -147,7 +146,7 @@ class MemoryJobs:
         consolidation = self.consolidation(user_id, session_id=session_id, ended=True)
 
         def run(db: Database) -> str | None:
-            _user(db, user_id).end_session(session_id)
+            _user(db, user_id).sessions.end(session_id)
             return consolidation(db)
 
         return run
@@ -160,7 +159,7 @@ KNOWN_FACTS = 10    # the user's facts nearest the message, shown so keys stay s
 
 def earlier_turns(memory: UserMemory, message_id: int) -> list[tuple[str, str]]:
     """The conversation just before a message: (role, text) of its session's user and assistant lines."""
-    before = memory.around(message_id, before=EARLIER_TURNS, after=0)[:-1]
+    before = memory.messages.around(message_id, before=EARLIER_TURNS, after=0)[:-1]
     return [(m.role or "user", m.text) for m in before if m.role in ("user", "assistant") and m.text.strip()]
 
 
@@ -170,12 +169,12 @@ def related_facts(memory: UserMemory, embedder: Embedder | None, text: str) -> l
     if embedder is not None:
         try:
             vector = embedder.embed([text])[0]
-            hits = vectors.nearest(memory, embedder.id, embedder.dims, vector, k=KNOWN_FACTS, kinds=("fact",))
+            hits = memory.vectors.nearest(embedder.id, embedder.dims, vector, k=KNOWN_FACTS, kinds=("fact",))
             items = memory.get_many("fact", [h.item_id for h in hits])
             found.update((i, items[i]) for i in (h.item_id for h in hits) if i in items)
         except Exception as exc:  # the extraction still runs, with less context
             log.warning("finding related facts failed: %s", exc)
-    for fact in memory.active_facts(limit=KNOWN_FACTS, newest_first=True):
+    for fact in memory.facts.active(limit=KNOWN_FACTS, newest_first=True):
         if len(found) >= KNOWN_FACTS * 3 // 2:
             break
         found.setdefault(fact.item_id, fact)
@@ -190,7 +189,7 @@ def describe_change(memory: UserMemory, result: FactWrite) -> str:
     shown = text if len(text) <= 80 else text[:79] + "…"
     ref = f"f{result.fact_id}"
     if fact.category == INSTRUCTION and result.action in CHANGES:
-        old = memory.history(result.fact_id)[-1].old_value if result.action == "UPDATE" else \
+        old = memory.facts.history(result.fact_id)[-1].old_value if result.action == "UPDATE" else \
             memory.get("fact", result.previous_id).text if result.previous_id is not None else None
         was = f"“{old if len(old or '') <= 80 else (old or '')[:79] + '…'}” -> " if old else ""
         return f"standing instruction changed: {was}“{shown}” ({ref}; undo: coop memory undo {ref})"

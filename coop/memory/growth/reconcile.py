@@ -38,7 +38,6 @@ from coop.memory.growth.instructions import widens
 from coop.memory.growth.refusals import refuse
 from coop.memory.growth.sameness import refines, same_thing, says_nothing_new
 from coop.memory.kinds import INSTRUCTION, fact_slot
-from coop.memory.storage import vectors
 from coop.memory.storage.facts import FactFields
 from coop.memory.storage.items import FactWrite, Item
 from coop.memory.storage.store import UserMemory
@@ -143,7 +142,7 @@ class FactWriter:
             return refused
         if candidate.source == "user" and candidate.replaces is not None:
             return self._replacing(candidate)
-        exact = self.memory.find_exact(candidate.value, candidate.category)
+        exact = self.memory.facts.find_exact(candidate.value, candidate.category)
         if exact is not None and (candidate.key is None or exact.key in (None, candidate.key)):
             return Plan("MERGE", candidate, "exact duplicate: mention counted", exact.item_id)
         vector, neighbours = self._neighbours(candidate)
@@ -155,7 +154,7 @@ class FactWriter:
                     and content_words(item.text) | negations(item.text) == words:
                 return Plan("MERGE", candidate, f"near duplicate of f{item.item_id} (cosine {similarity:.2f})",
                             item.item_id, vector)
-        same_key = self.memory.find_by_key(candidate.category, candidate.key) if candidate.key else None
+        same_key = self.memory.facts.find_by_key(candidate.category, candidate.key) if candidate.key else None
         if candidate.stance == "plan":  # a plan still weighed never takes a slot or changes a fact
             return self._keep_both(candidate, same_key, vector, "a plan the user is weighing: added beside")
         if candidate.source == "user" or self.decide is None:
@@ -184,7 +183,7 @@ class FactWriter:
                    category=INSTRUCTION, text=candidate.value)
             return Plan("SKIP", candidate, "an instruction that widens what the assistant may reveal or do is "
                                            "written only by the user (coop memory add)")
-        if candidate.source in MACHINE_SOURCES and self.memory.was_forgotten(candidate.value):
+        if candidate.source in MACHINE_SOURCES and self.memory.forgotten.was_forgotten(candidate.value):
             refuse("forgotten", "the user forgot this fact; it is not re-created", category=candidate.category)
             return Plan("SKIP", candidate, "the user forgot this fact; it is not re-created")
         return None
@@ -207,7 +206,7 @@ class FactWriter:
         if candidate.category == "general":
             return []
         order = {item.item_id: -similarity for item, similarity in neighbours}
-        same = self.memory.active_facts(candidate.category, limit=200, newest_first=True)
+        same = self.memory.facts.active(candidate.category, limit=200, newest_first=True)
         same.sort(key=lambda item: order.get(item.item_id, 0.0))
         return same[:SAME_SUBJECT_LIMIT]
 
@@ -219,7 +218,7 @@ class FactWriter:
         except Exception as exc:  # the fact is still written; it is embedded later
             log.warning("embedding a new fact failed: %s", exc)
             return None, []
-        hits = vectors.nearest(self.memory, self.embedder.id, self.embedder.dims, vector, k=5, kinds=("fact",))
+        hits = self.memory.vectors.nearest(self.embedder.id, self.embedder.dims, vector, k=5, kinds=("fact",))
         items = self.memory.get_many("fact", [h.item_id for h in hits])
         return vector, [(items[h.item_id], h.similarity) for h in hits if h.item_id in items]
 
@@ -276,19 +275,19 @@ class FactWriter:
             log.info("fact skipped: %s", plan.reason)
             return None
         with memory.transaction():
-            target = plan.target_id if plan.target_id is not None and memory.is_active_fact(plan.target_id) else None
+            target = plan.target_id if plan.target_id is not None and memory.facts.is_active(plan.target_id) else None
             if plan.action == "MERGE" and target is not None:
-                memory.bump_fact(target, importance=c.importance, reason=plan.reason)
+                memory.facts.bump(target, importance=c.importance, reason=plan.reason)
                 return FactWrite(target, "MERGE")
             if plan.action == "UPDATE" and target is not None:
-                memory.update_fact_value(target, c.value, reason=plan.reason)
+                memory.facts.update_value(target, c.value, reason=plan.reason)
                 self._store_vector(target, plan.vector)
                 return FactWrite(target, "UPDATE")
             if plan.action == "SUPERSEDE" and target is not None:
-                result = memory.supersede_fact(target, self._fields(c), reason=plan.reason)
+                result = memory.facts.supersede(target, self._fields(c), reason=plan.reason)
                 self._store_vector(result.fact_id, plan.vector)
                 return result
-            result = memory.add_fact(c.value, category=c.category, key=c.key, importance=c.importance,
+            result = memory.facts.add(c.value, category=c.category, key=c.key, importance=c.importance,
                                      source=c.source, reason=plan.reason)
             if result.action != "MERGE":
                 self._store_vector(result.fact_id, plan.vector)
@@ -303,10 +302,10 @@ class FactWriter:
     def _store_vector(self, fact_id: int, vector: Any) -> None:
         if vector is None or self.embedder is None:
             return
-        vectors.store_vectors(self.memory, "fact", [fact_id], self.embedder.id, vector.reshape(1, -1))
+        self.memory.vectors.store("fact", [fact_id], self.embedder.id, vector.reshape(1, -1))
 
     def _cap_instructions(self) -> None:
-        active = self.memory.active_facts(INSTRUCTION)
+        active = self.memory.facts.active(INSTRUCTION)
         for item in active[: max(0, len(active) - self.settings.max_instructions)]:
-            self.memory.archive_fact(item.item_id, reason=f"over the cap of {self.settings.max_instructions} "
+            self.memory.facts.archive(item.item_id, reason=f"over the cap of {self.settings.max_instructions} "
                                                           "standing instructions (oldest archived)")

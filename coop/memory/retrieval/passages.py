@@ -40,7 +40,7 @@ def with_neighbour_evidence(memory: UserMemory, fused: Scored[D], cosines: dict[
            if key[0] == "message"][:NEIGHBOUR_CANDIDATES]
     if not top:
         return fused
-    neighbours = memory.neighbour_ids(item_id for _, item_id in top)
+    neighbours = memory.messages.neighbour_ids(item_id for _, item_id in top)
     wanted = {("message", n) for pair in neighbours.values() for n in pair if n is not None}
     near = {key: cosines[key] for key in wanted if key in cosines}
     near.update(cosines_of(sorted(wanted - near.keys())))
@@ -62,7 +62,7 @@ def with_session_evidence(memory: UserMemory, fused: Scored[D], weight: float) -
     messages = [item_id for kind, item_id in fused if kind == "message"]
     if not messages:
         return fused
-    session_of = memory.session_ids(messages)
+    session_of = memory.messages.session_ids(messages)
     best: dict[int, list[float]] = {}
     for (kind, item_id), (score, _) in fused.items():
         if kind == "message" and item_id in session_of:

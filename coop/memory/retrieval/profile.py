@@ -29,7 +29,6 @@ from typing import TYPE_CHECKING
 
 from coop.memory.kinds import INSTRUCTION, decayed
 from coop.memory.retrieval.context import Recalled
-from coop.memory.storage import vectors
 from coop.memory.storage.items import Item
 from coop.memory.words import names_and_numbers
 
@@ -71,15 +70,15 @@ PAST_QUESTION = re.compile(
 
 def candidates(memory: "UserMemory") -> list[Item]:
     """Every active fact that may be shown (standing instructions aside), newest first."""
-    return [f for f in memory.active_facts(limit=CANDIDATES, newest_first=True) if f.category != INSTRUCTION]
+    return [f for f in memory.facts.active(limit=CANDIDATES, newest_first=True) if f.category != INSTRUCTION]
 
 
 def nearest(memory: "UserMemory", embedder: "Embedder | None", query: "np.ndarray | None") -> dict[int, float]:
     """Fact id -> cosine with the turn, for the facts nearest it."""
     if embedder is None or query is None:
         return {}
-    exact = vectors.kind_size(memory, embedder.id, "fact") <= EXACT_FACTS
-    hits = vectors.nearest(memory, embedder.id, embedder.dims, query, k=NEAREST, kinds=("fact",), exact=exact)
+    exact = memory.vectors.size(embedder.id, "fact") <= EXACT_FACTS
+    hits = memory.vectors.nearest(embedder.id, embedder.dims, query, k=NEAREST, kinds=("fact",), exact=exact)
     return {h.item_id: h.similarity for h in hits}
 
 
@@ -111,7 +110,7 @@ def best(memory: "UserMemory", cosines: dict[int, float], now: float, *, pool: i
     """The `pool` best profile entries for this turn, best first, and how many candidates there were. The
     scores are made from each fact's signals alone (one lean read of every active fact); only the best become
     items, so a memory of thousands of facts costs a few milliseconds."""
-    signals = memory.fact_signals()
+    signals = memory.facts.signals()
     ranked = sorted(((signal_score(category, importance, changed, recalled, cosines.get(fact_id, 0.0), now,
                                    slot=keyed, trait=not is_event(text)), fact_id)
                      for fact_id, category, importance, changed, recalled, keyed, text in signals
@@ -126,7 +125,7 @@ def out_of_date(memory: "UserMemory", facts: Sequence[Item]) -> dict[int, str]:
     value named and the new one does not ("Commutes to the Lisbon office by tram", after "Lives in Lisbon" became
     "Lives in Porto"). Settled when the fact changes or is said again after the change (its `updated_at`)."""
     marks: dict[int, str] = {}
-    replaced = memory.superseded_facts()
+    replaced = memory.facts.superseded()
     if not replaced:
         return marks
     successors = memory.get_many("fact", [f.superseded_by for f in replaced if f.superseded_by])
@@ -157,13 +156,13 @@ def former_values(memory: "UserMemory", shown: Sequence[Recalled], limit: int = 
     """The earlier values of the shown facts, newest first, each marked former with the span it held."""
     former: list[Recalled] = []
     for entry in shown:
-        chain = memory.replaced_facts(entry.item.item_id)
+        chain = memory.facts.replaced(entry.item.item_id)
         while chain and len(former) < limit:
             old = chain.pop()
             until = old.superseded_at or entry.item.created_at
             former.append(Recalled(old, "history", entry.score, note=f"former, until {_day(until)}; now "
                                                                       f"{entry.item.ref}"))
-            chain = memory.replaced_facts(old.item_id) + chain
+            chain = memory.facts.replaced(old.item_id) + chain
         if len(former) >= limit:
             break
     return former

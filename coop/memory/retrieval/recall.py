@@ -50,7 +50,6 @@ from coop.memory.retrieval.salience import rank_salient
 from coop.memory.retrieval.search import SearchResult, search_or_full_text
 from coop.memory.retrieval.settings import RetrievalSettings, prompt_word_floor
 from coop.memory.retrieval.terms import FILLER_WORDS, has_content
-from coop.memory.storage import vectors
 from coop.memory.storage.items import Item
 from coop.memory.text import content_hash, estimate_tokens
 from coop.memory.words import adds_to, content_sequence, content_words, states
@@ -140,10 +139,10 @@ def recall(memory: "UserMemory", text: str, query: str, *, embedder: "Embedder |
     facts: dict[int, Recalled] = {}
     past: dict[tuple[str, int], Recalled] = {}
     salient_messages = []
-    for item in memory.salient(cfg.salience_threshold, limit=50):
+    for item in memory.messages.salient(cfg.salience_threshold, limit=50):
         if item.kind == "message" and item.item_id not in shown and is_conversation(item):
             salient_messages.append(item)  # (pinned facts are in the profile, first by their importance)
-    learned = memory.facts_from_messages(m.item_id for m in salient_messages)
+    learned = memory.sources.facts_from_messages(m.item_id for m in salient_messages)
     salient_messages = [m for m in salient_messages if m.item_id not in learned]  # the fact speaks for it
     out.salience_ms = (time.perf_counter() - started) * 1000
     if searching:  # before salience's ranking, which waits for the embedding: search reads words first
@@ -295,7 +294,7 @@ def continuing(memory: "UserMemory", previous: list[Recalled], text: str, embedd
     if embedder is None or query is None:
         return []
     refs = [(r.item.kind, r.item.item_id) for r in previous]
-    near = vectors.similarities(memory, embedder.id, embedder.dims, query, refs)
+    near = memory.vectors.similarities(embedder.id, embedder.dims, query, refs)
     return previous if any(cosine >= floor for cosine in near.values()) else []
 
 
@@ -308,7 +307,7 @@ def without_repeats(memory: "UserMemory", facts: Sequence[Recalled], past: Itera
     """Past items minus what the recalled facts already say (their sources, and texts that state them), minus
     messages that only said what a superseded fact said, and minus repeated texts (the best-ranked copy stays)."""
     sources: set[int] = set()
-    for ids in memory.sources_of(r.item.item_id for r in facts).values():
+    for ids in memory.sources.of_facts(r.item.item_id for r in facts).values():
         sources |= ids
     fact_texts = [r.item.text for r in facts]
     facts_with_word: dict[str, list[str]] = {}  # a text states a fact only if it shares a content word with it
@@ -316,7 +315,7 @@ def without_repeats(memory: "UserMemory", facts: Sequence[Recalled], past: Itera
         for word in content_words(fact):
             facts_with_word.setdefault(word, []).append(fact)
     past = sorted(past, key=lambda r: -r.score)
-    extracted = memory.facts_from_messages(r.item.item_id for r in past if r.item.kind == "message")
+    extracted = memory.sources.facts_from_messages(r.item.item_id for r in past if r.item.kind == "message")
     seen: set[str] = set()
     kept = []
     for entry in past:
@@ -345,7 +344,7 @@ def newer_first(memory: "UserMemory", embedder: "Embedder | None", entries: list
     import numpy as np
 
     refs = [(r.item.kind, r.item.item_id) for r in entries]
-    found = vectors.item_vectors(memory, embedder.id, embedder.dims, refs)
+    found = memory.vectors.vectors(embedder.id, embedder.dims, refs)
     with_vector = [k for k, ref in enumerate(refs) if ref in found]
     if len(with_vector) < 2:
         return entries
@@ -384,9 +383,9 @@ def _join(note: str, more: str) -> str:
 def previous_session(memory: "UserMemory", session_id: int | None, now: float) -> list[Recalled]:
     """The session before this one, when it was active within `CONTINUITY_HOURS`: its latest summary and its
     last lines, oldest first."""
-    previous = memory.previous_session(session_id, active_after=now - CONTINUITY_HOURS * 3600)
+    previous = memory.sessions.previous(session_id, active_after=now - CONTINUITY_HOURS * 3600)
     if previous is None:
         return []
-    summaries = memory.session_summaries(previous, limit=1)
-    tail = [m for m in memory.recent_messages(previous, CONTINUITY_TAIL * 3) if is_conversation(m)]
+    summaries = memory.summaries.of_session(previous, limit=1)
+    tail = [m for m in memory.messages.recent(previous, CONTINUITY_TAIL * 3) if is_conversation(m)]
     return [Recalled(item, "continuity") for item in summaries + tail[-CONTINUITY_TAIL:]]

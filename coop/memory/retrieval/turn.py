@@ -39,7 +39,7 @@ def turn_context(memory: "UserMemory", text: str, *, cfg: "MemoryConfig", embedd
     found = recall(memory, text, query if query is not None else text, embedder=embedder, cfg=cfg,
                    settings=settings, shown=shown or set(), first_turn=not history, session_id=session_id,
                    now=time.time() if now is None else now)
-    prompt = build_prompt(preamble=preamble, instructions=memory.active_facts(INSTRUCTION,
+    prompt = build_prompt(preamble=preamble, instructions=memory.facts.active(INSTRUCTION,
                                                                               limit=MAX_INSTRUCTIONS_SHOWN),
                           facts=found.facts, profile=found.profile, former=found.former, past=found.past,
                           previous=found.previous, history=list(history), anchor=anchor, new_message=text,

@@ -4,7 +4,7 @@ Facts are never deleted by an update: a new value for the same (category, key) s
 kept with `superseded_by` / `superseded_at`, and every change is written to `fact_history` with its reason.
 The fact pipeline (growth/reconcile.py), consolidation, the model's tools and the importer decide *what* to
 write; the statements that do it are here, so the rules (one active fact per key, the history row, fresh ids,
-vectors dropped when a text changes) hold for every writer alike. `forget` (store.py) is the one exception
+vectors dropped when a text changes) hold for every writer alike. `forget` (forgetting.py) is the one exception
 the user asks for: it deletes the row and scrubs its history through `scrub_history`. Every text written here
 (value, category, key, history values and reasons) is masked first (`coop.privacy.secrets.mask`): no API key is stored.
 """
@@ -13,13 +13,21 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
+from typing import Any
 
-from coop.errors import UsageError
+from coop.errors import NotFoundError, UsageError
 from coop.memory.kinds import ACTIVE_FACT, fact_slot
 from coop.memory.storage import vectors
-from coop.memory.storage.items import FACT_SOURCES, MAX_FACT_CHARS, FactWrite
-from coop.memory.storage.reads import Reads
-from coop.memory.storage.scope import fresh_id_sql
+from coop.memory.storage.items import (
+    FACT_COLUMNS,
+    FACT_SOURCES,
+    MAX_FACT_CHARS,
+    FactWrite,
+    HistoryEntry,
+    Item,
+    fact_item,
+)
+from coop.memory.storage.scope import Part, fresh_id_sql
 from coop.memory.text import check_text, content_hash
 from coop.privacy.secrets import mask, mask_optional
 
@@ -67,10 +75,59 @@ class RestoredFact:
         return self.superseded_at is None and self.archived_at is None
 
 
-class FactRecords(Reads):
-    """Fact writes for one user. Each method is one transaction (or a savepoint inside the caller's)."""
+class Facts(Part):
+    """One user's facts (`memory.facts`): every write (each one transaction, or a savepoint inside the caller's)
+    and the reads of facts by text, key and state, with their history."""
 
-    def add_fact(self, value: str, *, category: str = "general", key: str | None = None,
+    def is_active(self, fact_id: int) -> bool:
+        return self.db.scalar(f"SELECT 1 FROM facts WHERE id = ? AND user_id = ? AND {ACTIVE_FACT}",
+                              (fact_id, self.user_id)) is not None
+
+    def find_exact(self, value: str, category: str) -> Item | None:
+        """The active fact with this category and normalised text, if any."""
+        row = self.db.one(f"SELECT {FACT_COLUMNS} FROM facts WHERE user_id = ? AND category = ? "
+                          f"AND content_hash = ? AND {ACTIVE_FACT} ORDER BY id LIMIT 1",
+                          (self.user_id, category.strip().lower(), content_hash(mask(value))))  # stored masked
+        return fact_item(row) if row else None
+
+    def with_hash(self, category: str, digest: str) -> list[Item]:
+        """Every fact of this user (active or not) in `category` whose normalised text has this hash."""
+        rows = self.db.execute(f"SELECT {FACT_COLUMNS} FROM facts WHERE user_id = ? AND category = ? "
+                               "AND content_hash = ? ORDER BY id", (self.user_id, category, digest))
+        return [fact_item(r) for r in rows]
+
+    def find_by_key(self, category: str, key: str) -> Item | None:
+        row = self.db.one(f"SELECT {FACT_COLUMNS} FROM facts WHERE user_id = ? AND category = ? AND key = ? "
+                          f"AND {ACTIVE_FACT}", (self.user_id, category.strip().lower(), key.strip().lower()))
+        return fact_item(row) if row else None
+
+    def signals(self, limit: int = 100_000) -> list[tuple[int, str, float, float, float | None, bool, str]]:
+        """(id, category, importance, last changed, last recalled, has a key, text) of every active fact but the
+        standing instructions, newest first: what the profile ranks, without building an Item per fact."""
+        return [(int(r[0]), r[1], float(r[2]), float(r[3]), r[4], bool(r[5]), r[6]) for r in self.db.execute(
+            f"SELECT id, category, importance, updated_at, last_recalled_at, key IS NOT NULL, value FROM facts "
+            f"WHERE user_id = ? AND {ACTIVE_FACT} AND category != 'instruction' ORDER BY updated_at DESC, id DESC "
+            "LIMIT ?", (self.user_id, limit))]
+
+    def active(self, category: str | None = None, *, limit: int = 1000, newest_first: bool = False) -> list[Item]:
+        """Active facts (of one category), oldest change first, or newest first."""
+        where = "AND category = ?" if category else ""
+        params: tuple[Any, ...] = (self.user_id, category, limit) if category else (self.user_id, limit)
+        order = "updated_at DESC, id DESC" if newest_first else "updated_at, id"
+        rows = self.db.execute(f"SELECT {FACT_COLUMNS} FROM facts WHERE user_id = ? AND {ACTIVE_FACT} {where} "
+                               f"ORDER BY {order} LIMIT ?", params)
+        return [fact_item(r) for r in rows]
+
+    def history(self, fact_id: int) -> list[HistoryEntry]:
+        """Every recorded change of one fact, oldest first; a fact that was never this user's is not found."""
+        rows = list(self.db.execute("SELECT action, old_value, new_value, reason, created_at, related_fact_id "
+                                    "FROM fact_history WHERE user_id = ? AND fact_id = ? ORDER BY id",
+                                    (self.user_id, fact_id)))
+        if not rows:
+            raise NotFoundError(f"no history for f{fact_id}", hint="list facts with `coop memory list --kind fact`")
+        return [HistoryEntry(*row) for row in rows]
+
+    def add(self, value: str, *, category: str = "general", key: str | None = None,
                  importance: float = 0.5, source: str = "user", reason: str | None = None) -> FactWrite:
         """Write one fact: an exact duplicate counts a mention of the existing row (MERGE); a new value for an
         existing (category, key) supersedes the old row (kept, marked); anything else is an ADD."""
@@ -81,20 +138,20 @@ class FactRecords(Reads):
                                   f"AND {ACTIVE_FACT} AND (key IS ? OR ? IS NULL) ORDER BY id LIMIT 1",
                                   (self.user_id, fields.category, content_hash(fields.value), fields.key, fields.key))
             if same is not None:
-                self.bump_fact(int(same), importance=fields.importance,
+                self.bump(int(same), importance=fields.importance,
                                reason=reason or "exact duplicate: mention counted")
                 return FactWrite(int(same), "MERGE")
             holder = self.find_by_key(fields.category, fields.key) if fields.key else None
             if holder is not None:
-                return self.supersede_fact(holder.item_id, fields,
+                return self.supersede(holder.item_id, fields,
                                            reason=reason or f"new value for {fields.category}/{fields.key}")
             fact_id = self._insert(fields, reason or f"added by {fields.source}")
             return FactWrite(fact_id, "ADD")
 
-    def supersede_fact(self, target_id: int, fields: FactFields, *, reason: str) -> FactWrite:
+    def supersede(self, target_id: int, fields: FactFields, *, reason: str) -> FactWrite:
         """A new row for the new value; the old row stays, marked superseded by it (never deleted). The new row
         takes over the old one's (category, key) slot when the old one had a key."""
-        target = self.get("fact", target_id)
+        target = self.memory.get("fact", target_id)
         if target.key is not None:
             fields = FactFields(fields.value, target.category or fields.category, target.key, fields.importance,
                                 fields.source)
@@ -107,7 +164,7 @@ class FactRecords(Reads):
             same = self.find_exact(fields.value, fields.category)
             if same is not None and same.key in (None, fields.key):  # the new value is known already: count it
                 fact_id = same.item_id
-                self.bump_fact(fact_id, importance=fields.importance, reason=reason)
+                self.bump(fact_id, importance=fields.importance, reason=reason)
             else:
                 fact_id = self._insert(fields, reason, now)
             self.db.execute("UPDATE facts SET superseded_by = ? WHERE id = ? AND user_id = ?",
@@ -115,7 +172,7 @@ class FactRecords(Reads):
             self.record_history(target_id, "SUPERSEDE", target.text, fields.value, reason, now, related=fact_id)
         return FactWrite(fact_id, "SUPERSEDE", previous_id=target_id)
 
-    def bump_fact(self, fact_id: int, *, importance: float = 0.0, reason: str) -> None:
+    def bump(self, fact_id: int, *, importance: float = 0.0, reason: str) -> None:
         """Count one more mention of an existing fact (MERGE): no new row."""
         now = time.time()
         with self.db.atomic():
@@ -124,20 +181,20 @@ class FactRecords(Reads):
                             (now, importance, fact_id, self.user_id))
             self.record_history(fact_id, "MERGE", None, None, reason, now)
 
-    def update_fact_value(self, fact_id: int, value: str, *, reason: str) -> None:
+    def update_value(self, fact_id: int, value: str, *, reason: str) -> None:
         """Rewrite a fact's text in place (UPDATE: a refinement of the same fact); the old text stays in history.
         Its vectors are dropped so it is embedded again."""
         value = mask(check_text(value, "fact", MAX_FACT_CHARS).strip())
-        old = self.get("fact", fact_id)
+        old = self.memory.get("fact", fact_id)
         now = time.time()
         with self.db.atomic():
-            vectors.delete_item_vectors(self, "fact", fact_id)
+            vectors.delete_item_vectors(self.memory, "fact", fact_id)
             self.db.execute("UPDATE facts SET value = ?, content_hash = ?, updated_at = ?, embedder = NULL, "
                             "mention_count = mention_count + 1 WHERE id = ? AND user_id = ?",
                             (value, content_hash(value), now, fact_id, self.user_id))
             self.record_history(fact_id, "UPDATE", old.text, value, reason, now)
 
-    def archive_fact(self, fact_id: int, *, reason: str) -> None:
+    def archive(self, fact_id: int, *, reason: str) -> None:
         """Take a fact out of active use without deleting it: it stays searchable with --archived."""
         now = time.time()
         with self.db.atomic():
@@ -145,7 +202,7 @@ class FactRecords(Reads):
                             (now, fact_id, self.user_id))
             self.record_history(fact_id, "ARCHIVE", None, None, reason, now)
 
-    def restore_fact(self, fact: RestoredFact, *, reason: str) -> int:
+    def restore(self, fact: RestoredFact, *, reason: str) -> int:
         """Write a fact from an export as it was recorded. When this user already has an active fact for the same
         (category, key), the newer of the two (by `updated_at`) keeps the slot and the other is superseded by it,
         with a history row; returns the new row's id."""
@@ -173,7 +230,7 @@ class FactRecords(Reads):
                 self.record_history(older, "SUPERSEDE", None, None, reason, now, related=newer)
         return new_id
 
-    def reinstate_fact(self, fact_id: int, *, reason: str) -> None:
+    def reinstate(self, fact_id: int, *, reason: str) -> None:
         """Make a superseded fact current again (its successor was taken back): RESTORE in its history."""
         now = time.time()
         with self.db.atomic():
@@ -206,7 +263,7 @@ class FactRecords(Reads):
                         (self.user_id, text))
         self.record_history(fact_id, "FORGET", None, None, reason, at)
 
-    def touch_facts(self, fact_ids: list[int]) -> None:
+    def touch(self, fact_ids: list[int]) -> None:
         """Record that these facts were just recalled into a prompt (retention goes by last use)."""
         if fact_ids:
             self.db.execute(f"UPDATE facts SET last_recalled_at = ? WHERE user_id = ? AND id IN "
@@ -221,3 +278,16 @@ class FactRecords(Reads):
              content_hash(fields.value), now, now)))
         self.record_history(fact_id, "ADD", None, fields.value, reason, now)
         return fact_id
+
+    def replaced(self, fact_id: int) -> list[Item]:
+        """The facts that `fact_id` superseded (kept, marked superseded by it), oldest first."""
+        return [fact_item(r) for r in self.db.execute(
+            f"SELECT {FACT_COLUMNS} FROM facts WHERE user_id = ? AND superseded_by = ? AND superseded_at IS NOT NULL "
+            "ORDER BY id", (self.user_id, fact_id))]
+
+    def superseded(self, limit: int = 200) -> list[Item]:
+        """Facts replaced by a newer one (not archived, not forgotten), the most recently replaced first: what
+        the profile's "may be out of date" marks and "former" lines are made from."""
+        return [fact_item(r) for r in self.db.execute(
+            f"SELECT {FACT_COLUMNS} FROM facts WHERE user_id = ? AND superseded_at IS NOT NULL "
+            "AND superseded_by IS NOT NULL ORDER BY superseded_at DESC, id DESC LIMIT ?", (self.user_id, limit))]

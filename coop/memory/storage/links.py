@@ -17,8 +17,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from coop.memory.kinds import active_fact
-from coop.memory.storage.facts import FactRecords
 from coop.memory.storage.items import FACT_COLUMNS, Item, fact_item
+from coop.memory.storage.scope import Part
 from coop.privacy.secrets import mask
 
 MAX_QUOTE_CHARS = 1000
@@ -59,10 +59,11 @@ class PendingJob:
     attempts: int
 
 
-class Links(FactRecords):
-    """Provenance links, the review mark and the durable job queue of one user."""
+class Sources(Part):
+    """Where one user's facts came from (`memory.sources`): the messages and quotes they were learned from, and
+    the review mark."""
 
-    def link_sources(self, fact_id: int, message_ids: Iterable[int], quote: str | None = None) -> None:
+    def link(self, fact_id: int, message_ids: Iterable[int], quote: str | None = None) -> None:
         """Record that fact `fact_id` rests on these messages (ids of other users' messages are ignored), with
         the user's words it quoted as evidence (kept on the first link; a later mention does not replace it)."""
         quote = mask(quote[:MAX_QUOTE_CHARS]) if quote else None
@@ -100,7 +101,7 @@ class Links(FactRecords):
             f"SELECT id FROM messages WHERE +user_id = ? AND origin = 'host' AND id IN ({','.join('?' * len(ids))})",
             (self.user_id, *ids))}
 
-    def sources_of(self, fact_ids: Iterable[int]) -> dict[int, set[int]]:
+    def of_facts(self, fact_ids: Iterable[int]) -> dict[int, set[int]]:
         """Fact id -> the ids of the messages it was extracted from."""
         ids = sorted(set(fact_ids))
         found: dict[int, set[int]] = {}
@@ -121,26 +122,11 @@ class Links(FactRecords):
             return found
         rows = list(self.db.execute(f"SELECT message_id, fact_id FROM fact_sources WHERE user_id = ? AND message_id IN "
                                     f"({','.join('?' * len(ids))})", (self.user_id, *ids)))
-        facts = self.get_many("fact", [int(r[1]) for r in rows])
+        facts = self.memory.get_many("fact", [int(r[1]) for r in rows])
         for message_id, fact_id in rows:
             if int(fact_id) in facts:
                 found.setdefault(int(message_id), []).append(facts[int(fact_id)])
         return found
-
-    def replaced_facts(self, fact_id: int) -> list[Item]:
-        """The facts that `fact_id` superseded (kept, marked superseded by it), oldest first."""
-        return [fact_item(r) for r in self.db.execute(
-            f"SELECT {FACT_COLUMNS} FROM facts WHERE user_id = ? AND superseded_by = ? AND superseded_at IS NOT NULL "
-            "ORDER BY id", (self.user_id, fact_id))]
-
-    def superseded_facts(self, limit: int = 200) -> list[Item]:
-        """Facts replaced by a newer one (not archived, not forgotten), the most recently replaced first: what
-        the profile's "may be out of date" marks and "former" lines are made from."""
-        return [fact_item(r) for r in self.db.execute(
-            f"SELECT {FACT_COLUMNS} FROM facts WHERE user_id = ? AND superseded_at IS NOT NULL "
-            "AND superseded_by IS NOT NULL ORDER BY superseded_at DESC, id DESC LIMIT ?", (self.user_id, limit))]
-
-    # -- review -------------------------------------------------------------------------------------------
 
     def reviewed_at(self) -> float | None:
         """When the user's last review (`coop memory review`) reached; None before the first."""
@@ -175,23 +161,25 @@ class Links(FactRecords):
             f"WHERE f.user_id = ? AND {active_fact('f')} {of_source} ORDER BY 16, f.id LIMIT ?", params)
         return [Learned(fact_item(r[:15]), float(r[15]), "UPDATE" if r[16] and not r[17] else "ADD") for r in rows]
 
-    # -- durable jobs -------------------------------------------------------------------------------------
 
-    def record_job(self, kind: str, *, session_id: int | None, message_id: int, reply_id: int | None) -> int:
+class Jobs(Part):
+    """One user's durable memory jobs (`memory.jobs`): recorded before they run, deleted when done."""
+
+    def record(self, kind: str, *, session_id: int | None, message_id: int, reply_id: int | None) -> int:
         return int(self.db.scalar(
             "INSERT INTO memory_jobs (user_id, kind, session_id, message_id, reply_id, created_at) "
             "VALUES (?,?,?,?,?,?) RETURNING id", (self.user_id, kind, session_id, message_id, reply_id, time.time())))
 
-    def pending_jobs(self, limit: int = 100) -> list[PendingJob]:
+    def pending(self, limit: int = 100) -> list[PendingJob]:
         """Jobs recorded and not finished, oldest first."""
         return [PendingJob(int(r[0]), r[1], r[2], int(r[3]), r[4], int(r[5])) for r in self.db.execute(
             "SELECT id, kind, session_id, message_id, reply_id, attempts FROM memory_jobs WHERE user_id = ? "
             "ORDER BY id LIMIT ?", (self.user_id, limit))]
 
-    def job_attempted(self, job_id: int) -> int:
+    def attempted(self, job_id: int) -> int:
         """Count one more attempt (before the job runs, so a crash inside it counts too); returns the count."""
         return int(self.db.scalar("UPDATE memory_jobs SET attempts = attempts + 1 WHERE id = ? AND user_id = ? "
                                   "RETURNING attempts", (job_id, self.user_id)) or 0)
 
-    def finish_job(self, job_id: int) -> None:
+    def finish(self, job_id: int) -> None:
         self.db.execute("DELETE FROM memory_jobs WHERE id = ? AND user_id = ?", (job_id, self.user_id))

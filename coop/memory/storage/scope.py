@@ -1,14 +1,19 @@
 """`UserScope`: a database connection bound to one user. Everything that touches user rows takes one, so no
-statement can forget its `user_id`; `UserMemory` (store.py) builds on it with reads and writes."""
+statement can forget its `user_id`; `UserMemory` (store.py) is one, composed of `Part`s (sessions, messages,
+facts...), each a view of it."""
 
 from __future__ import annotations
 
 import time
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from coop.memory.kinds import REGISTRY
 from coop.memory.storage.connection import Database
+
+if TYPE_CHECKING:
+    from coop.memory.storage.store import UserMemory
 
 
 def fresh_id_sql(kind: str) -> str:
@@ -45,3 +50,23 @@ class UserScope:
     def read_only(self) -> bool:
         """True when the store was opened for reading only (nothing this session says will be kept)."""
         return self.db.read_only
+
+
+class Part:
+    """One concern of a user's memory (its sessions, messages, facts, sources, jobs, forgetting): a view of the
+    `UserMemory` it belongs to, whose connection and user every statement uses. Parts reach each other through
+    `self.memory` (a fact's write drops its vectors through `memory.vectors`)."""
+
+    def __init__(self, memory: "UserMemory") -> None:
+        self.memory = memory
+
+    @property
+    def db(self) -> Database:
+        return self.memory.db
+
+    @property
+    def user_id(self) -> str:
+        return self.memory.user_id
+
+    def ensure_user(self) -> None:
+        self.memory.ensure_user()

@@ -13,12 +13,15 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import apsw
 
 from coop.memory.kinds import REGISTRY, active_fact
 from coop.memory.storage.lengths import with_message_lengths
-from coop.memory.storage.reads import Reads
+
+if TYPE_CHECKING:
+    from coop.memory.storage.store import UserMemory
 
 # Most postings (term, message) the message full-text leg reads for one query; see `affordable_terms`.
 POSTINGS_BUDGET = 12_000
@@ -45,7 +48,7 @@ def match_expression(phrases: Sequence[str]) -> str | None:
 class SqliteTextIndex:
     """FTS5 full text over one user's items (`UserMemory.text`)."""
 
-    def __init__(self, scope: Reads) -> None:
+    def __init__(self, scope: "UserMemory") -> None:
         self.scope = scope
 
     def matches(self, phrases: Sequence[str], terms: Sequence[str], *, kinds: Sequence[str], limit: int,

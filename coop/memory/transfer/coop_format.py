@@ -125,7 +125,7 @@ class _CoopImport:
         self.facts: dict[int, int] = {}
         self.new_facts: set[int] = set()  # imported now (history is copied only for these)
         self.supersede_links: list[tuple[int, int]] = []
-        self.known_sessions = memory.sessions_by_start()  # before this import wrote anything
+        self.known_sessions = memory.sessions.by_start()  # before this import wrote anything
         self.new_sessions: set[int] = set()  # made by this import: nothing in them to recognise
         self.times = Times(time.time())  # stand-ins for a conversation's unusable times
         self.message_keys: OrderedDict[int | None, dict[tuple[str, float, str], int]] = OrderedDict()
@@ -138,7 +138,7 @@ class _CoopImport:
         last_activity = self.times.optional(record, "last_activity_at")
         own = _str(record, "external_id", optional=True, limit=500)
         external = own or _derived_id("s", old_id, raw_start)
-        existing = self.memory.session_by_external_id(external)
+        existing = self.memory.sessions.by_external_id(external)
         if existing is None and _unsourced(own):
             existing = self.known_sessions.get((started, title), self.known_sessions.get((started,
                                                                                           mask_optional(title))))
@@ -146,7 +146,7 @@ class _CoopImport:
             self.sessions[old_id] = existing
             self.times.started(existing, started)
             return
-        new_id = self.memory.start_session(title, started_at=started, external_id=external, ended_at=ended,
+        new_id = self.memory.sessions.start(title, started_at=started, external_id=external, ended_at=ended,
                                            last_activity_at=last_activity or started)
         self.sessions[old_id] = new_id
         self.times.started(new_id, started)
@@ -158,7 +158,7 @@ class _CoopImport:
         keys = self.message_keys.get(session)
         if keys is None:
             keys = {(row_role, row_created, _digest(text)): message_id
-                    for message_id, row_role, row_created, text in self.memory.session_message_rows(session)}
+                    for message_id, row_role, row_created, text in self.memory.messages.of_session(session)}
             self.message_keys[session] = keys
             if len(self.message_keys) > _CACHED_SESSIONS:
                 self.message_keys.popitem(last=False)
@@ -190,12 +190,12 @@ class _CoopImport:
             self.messages[old_id] = known
             self.report.messages_skipped += 1
             return
-        new_id = self.memory.add_message(
+        new_id = self.memory.messages.add(
             session, role, content, created_at=created, importance=importance, external_id=external,
             tool_name=tool_name, tool_call_id=tool_call_id, tool_calls=tool_calls, consolidated_at=consolidated,
             origin=origin if origin in ORIGINS else None)
         if new_id is None:
-            self.messages[old_id] = self.memory.message_by_external_id(external) or 0
+            self.messages[old_id] = self.memory.messages.by_external_id(external) or 0
             self.report.messages_skipped += 1
             return
         self.messages[old_id] = new_id
@@ -227,7 +227,7 @@ class _CoopImport:
             self.report.facts_skipped += 1
             self._link(same, sources)  # (a file from before provenance was exported left it without them)
             return
-        new_id = self.memory.restore_fact(restored, reason="import: the newer value for this key wins")
+        new_id = self.memory.facts.restore(restored, reason="import: the newer value for this key wins")
         self._link(new_id, sources)
         self.facts[old_id] = new_id
         self.new_facts.add(new_id)
@@ -255,16 +255,16 @@ class _CoopImport:
         for old_message, quote in sources:
             message_id = self.messages.get(old_message)
             if message_id:
-                self.memory.link_sources(fact_id, [message_id], quote)
+                self.memory.sources.link(fact_id, [message_id], quote)
 
     def _known(self, fields: FactFields, created: float, active: bool) -> int | None:
         """The fact of this user that a record is: the same text and creation time, or (for an active record)
         the same active fact."""
-        for item in self.memory.facts_with_hash(fields.category, content_hash(fields.value)):
+        for item in self.memory.facts.with_hash(fields.category, content_hash(fields.value)):
             if item.created_at == created:
                 return item.item_id
         if active:
-            exact = self.memory.find_exact(fields.value, fields.category)
+            exact = self.memory.facts.find_exact(fields.value, fields.category)
             if exact is not None:
                 return exact.item_id
         return None
@@ -277,7 +277,7 @@ class _CoopImport:
         if action not in HISTORY_ACTIONS:
             raise _Invalid(f"unknown action {action!r}")
         related = _int(record, "related_fact_id", optional=True)
-        self.memory.record_history(fact_id, action, _str(record, "old_value", optional=True),
+        self.memory.facts.record_history(fact_id, action, _str(record, "old_value", optional=True),
                                    _str(record, "new_value", optional=True),
                                    _str(record, "reason", optional=True, limit=10_000), _time(record, "created_at"),
                                    related=self.facts.get(related) if related is not None else None)
@@ -287,11 +287,11 @@ class _CoopImport:
         if not text.strip():
             raise _Invalid("text is empty")
         created = _time(record, "created_at")
-        if self.memory.has_summary(text, created):
+        if self.memory.summaries.has(text, created):
             return
         old_session, start, end = (_int(record, name, optional=True) for name in
                                    ("session_id", "span_start_id", "span_end_id"))
-        self.memory.add_summary(text, session_id=self.sessions.get(old_session) if old_session is not None else None,
+        self.memory.summaries.add(text, session_id=self.sessions.get(old_session) if old_session is not None else None,
                                 span=(self.messages.get(start) if start is not None else None,
                                       self.messages.get(end) if end is not None else None), created_at=created)
         self.report.summaries_added += 1
@@ -302,18 +302,18 @@ class _CoopImport:
             raise _Invalid(f"unknown kind {kind!r}")
         _str(record, "content_hash", optional=True, limit=200)  # checked, never kept: only this database's keyed
         at = _time(record, "forgotten_at")  # hash may be stored, and an older export's plain hash can be reversed
-        if not self.memory.has_forgotten_record(kind, at):
-            self.memory.record_forgotten(kind, None, at)
+        if not self.memory.forgotten.has_record(kind, at):
+            self.memory.forgotten.record(kind, None, at)
 
     def finish(self) -> None:
         """Point `superseded_by` at the new ids, now that every fact of the file has one."""
         for new_id, old_target in self.supersede_links:
             target = self.facts.get(old_target)
             if target is not None:
-                self.memory.link_superseded(new_id, target)
+                self.memory.facts.link_superseded(new_id, target)
         self.report.problems += [Problem(where, why) for where, why in self.times.problems()]
         for session in self.new_sessions:  # every message of it failed: no empty session is left behind
-            if self.memory.drop_if_empty(session):
+            if self.memory.sessions.drop_if_empty(session):
                 self.report.sessions_added -= 1
 
 

@@ -39,7 +39,7 @@ def _with_sources(memory: UserMemory, facts: Iterator[dict[str, Any]]) -> Iterat
     """Each fact record with `sources`: the messages it was learned from (this export's ids) and the user's words
     it quoted from each, read 500 facts at a time."""
     while chunk := list(islice(facts, 500)):
-        links = memory.quotes_of(record["id"] for record in chunk)
+        links = memory.sources.quotes_of(record["id"] for record in chunk)
         for record in chunk:
             record["sources"] = [{"message_id": message_id, "quote": quote}
                                  for message_id, quote in links.get(record["id"], [])]

@@ -89,8 +89,8 @@ def _store_conversation(memory: UserMemory, conversation: ImportedConversation, 
     start = conversation.started_at or next((m.created_at for m in messages if m.created_at), None) or time.time()
     try:
         with batches.record(savepoint=False):  # one atomic call
-            existed = memory.session_by_external_id(conversation.external_id)
-            session_id = memory.start_session(conversation.title, started_at=start,
+            existed = memory.sessions.by_external_id(conversation.external_id)
+            session_id = memory.sessions.start(conversation.title, started_at=start,
                                               external_id=conversation.external_id)
     except StoreError:
         raise  # the database itself failed (disk full, read-only): stop; committed batches stay
@@ -106,7 +106,7 @@ def _store_conversation(memory: UserMemory, conversation: ImportedConversation, 
             continue
         try:
             with batches.record(savepoint=False):  # add_message is atomic
-                added = memory.add_message(session_id, message.role, message.content, created_at=clock,
+                added = memory.messages.add(session_id, message.role, message.content, created_at=clock,
                                            importance=score(message.role, message.content, weights),
                                            external_id=message.external_id, tool_name=message.tool_name)
         except StoreError:
@@ -119,7 +119,7 @@ def _store_conversation(memory: UserMemory, conversation: ImportedConversation, 
         else:
             report.messages_added += 1
     with batches.record(savepoint=False):  # one statement
-        if existed is None and report.messages_added == added_before and memory.drop_if_empty(session_id):
+        if existed is None and report.messages_added == added_before and memory.sessions.drop_if_empty(session_id):
             return  # every message failed: no empty session is left behind
-        memory.end_session(session_id, at=max(conversation.ended_at or clock, clock), last_activity_at=clock)
+        memory.sessions.end(session_id, at=max(conversation.ended_at or clock, clock), last_activity_at=clock)
     report.sessions_added += existed is None

@@ -14,7 +14,6 @@ from dataclasses import dataclass
 from coop.memory.embedder import Embedder
 from coop.memory.growth.embedding import embed_pending
 from coop.memory.kinds import KINDS
-from coop.memory.storage import vectors
 from coop.memory.storage.store import UserMemory
 
 
@@ -33,7 +32,7 @@ def reembed(memory: UserMemory, embedder: Embedder, *, batch_size: int = 64,
     for kind in KINDS:
         while True:
             # Hand the next slice of stale items to the ordinary backlog path: it embeds `embedder IS NULL` rows.
-            left = vectors.hand_back_for_embedding(memory, kind, embedder.id, batch_size * 4)
+            left = memory.vectors.hand_back(kind, embedder.id, batch_size * 4)
             done = embed_pending(memory, embedder, batch_size=batch_size, kinds=(kind,))
             embedded += done
             if progress is not None and done:
@@ -44,5 +43,5 @@ def reembed(memory: UserMemory, embedder: Embedder, *, batch_size: int = 64,
     dropped = 0
     gone: list[str] = []
     if failed == 0:
-        dropped, gone = vectors.drop_other_embedders(memory, embedder.id)
+        dropped, gone = memory.vectors.drop_other_embedders(embedder.id)
     return ReembedReport(embedded, failed, dropped, gone)

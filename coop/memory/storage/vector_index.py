@@ -1,0 +1,116 @@
+"""The SQLite vector index: one user's vectors in `embeddings`, searched by the in-memory bit scan with an exact
+re-rank (`vectors.py`, `bit_index.py`), behind `interface.VectorIndex`.
+
+Within a turn (`reading_once()`), each item's stored vector is read from the database once: the turn asks for the
+cosines of search's candidates, then of their neighbours, then of the profile's facts and of what it dedups, and
+the same items come up again and again."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any
+
+from coop.memory.kinds import KINDS
+from coop.memory.storage import vectors
+from coop.memory.storage.scope import UserScope
+from coop.memory.storage.vectors import VectorHit
+
+if TYPE_CHECKING:
+    import numpy as np
+
+Row = tuple[Any, ...]  # (kind, item_id, vector, parts) as stored
+
+
+class SqliteVectorIndex:
+    """The vectors of one user (`UserMemory.vectors`)."""
+
+    def __init__(self, scope: UserScope) -> None:
+        self.scope = scope
+        self._rows: dict[tuple[str, str, int], Row | None] | None = None  # (embedder, kind, id) -> row; None: off
+        self.reads = 0  # rows read from the database by `vectors`/`similarities` (for tests and traces)
+
+    @contextmanager
+    def reading_once(self) -> Iterator[None]:
+        """Within the block each item's vector is read at most once (items without one: looked up once)."""
+        outer = self._rows is not None
+        if not outer:
+            self._rows = {}
+        try:
+            yield
+        finally:
+            if not outer:
+                self._rows = None
+
+    # -- writes ---------------------------------------------------------------------------------------------
+    def store(self, kind: str, item_ids: Sequence[int], embedder_id: str, wholes: "np.ndarray",
+              parts: Sequence["np.ndarray | None"] | None = None) -> None:
+        vectors.store_vectors(self.scope, kind, item_ids, embedder_id, wholes, parts)
+
+    def delete(self, kind: str, item_id: int) -> None:
+        vectors.delete_item_vectors(self.scope, kind, item_id)
+
+    def pending(self, kind: str, *, after_id: int, limit: int) -> list[tuple[int, str]]:
+        """Items of `kind` still to embed (id, text), in id order after `after_id`."""
+        return vectors.pending_items(self.scope, kind, after_id=after_id, limit=limit)
+
+    def record_error(self, kind: str, item_id: int, message: str) -> None:
+        vectors.record_embedding_error(self.scope, kind, item_id, message)
+
+    def hand_back(self, kind: str, keep_embedder: str, limit: int) -> int:
+        return vectors.hand_back_for_embedding(self.scope, kind, keep_embedder, limit)
+
+    def drop_other_embedders(self, keep: str) -> tuple[int, list[str]]:
+        return vectors.drop_other_embedders(self.scope, keep)
+
+    # -- reads ----------------------------------------------------------------------------------------------
+    def nearest(self, embedder_id: str, dims: int, query: "np.ndarray", *, k: int, kinds: Sequence[str] = KINDS,
+                floor: float | None = None, exact: bool = False, include_inactive: bool = False) -> list[VectorHit]:
+        return vectors.nearest(self.scope, embedder_id, dims, query, k=k, kinds=kinds, floor=floor, exact=exact,
+                               include_inactive=include_inactive)
+
+    def vectors(self, embedder_id: str, dims: int,
+                items: Sequence[tuple[str, int]]) -> dict[tuple[str, int], "np.ndarray"]:
+        """The stored (whole) vectors from `embedder_id` of these items (items without one are left out)."""
+        import numpy as np
+
+        rows = self._item_rows(embedder_id, items)
+        if not rows:
+            return {}
+        matrix = np.frombuffer(b"".join(row[2] for row in rows), dtype=np.float32).reshape(len(rows), dims)
+        return {(row[0], row[1]): vector for row, vector in zip(rows, matrix)}
+
+    def similarities(self, embedder_id: str, dims: int, query: "np.ndarray",
+                     items: Sequence[tuple[str, int]]) -> dict[tuple[str, int], float]:
+        """The exact cosine between `query` and each of these items: with its whole vector or its nearest part,
+        as `nearest` ranks them (items without a vector are left out)."""
+        import numpy as np
+
+        rows = self._item_rows(embedder_id, items)
+        if not rows:
+            return {}
+        scores = vectors._best_cosines(rows, np.asarray(query, dtype=np.float32).reshape(-1), dims)
+        return {(row[0], row[1]): float(score) for row, score in zip(rows, scores)}
+
+    def size(self, embedder_id: str, kind: str | None = None) -> int:
+        """How many vectors this user has from this embedder (of `kind`, when given)."""
+        if kind is None:
+            return vectors.partition_size(self.scope, embedder_id)
+        return vectors.kind_size(self.scope, embedder_id, kind)
+
+    def _item_rows(self, embedder_id: str, items: Sequence[tuple[str, int]]) -> list[Row]:
+        wanted = list(dict.fromkeys(items))
+        if self._rows is None:
+            rows = vectors._item_rows(self.scope, embedder_id, wanted)
+            self.reads += len(rows)
+            return rows
+        missing = [item for item in wanted if (embedder_id, *item) not in self._rows]
+        if missing:
+            read = vectors._item_rows(self.scope, embedder_id, missing)
+            self.reads += len(read)
+            for item in missing:
+                self._rows[(embedder_id, *item)] = None
+            for row in read:
+                self._rows[(embedder_id, row[0], row[1])] = row
+        found = (self._rows[(embedder_id, *item)] for item in wanted)
+        return [row for row in found if row is not None]
