@@ -17,7 +17,6 @@ from coop.memory.kinds import decayed
 from coop.memory.retrieval.context import Recalled
 from coop.memory.storage.items import Item
 from coop.memory.storage.store import UserMemory
-from coop.memory.storage.vectors import similarities
 from coop.memory.text import content_hash
 
 SALIENCE_SHARE = 0.25
@@ -34,7 +33,8 @@ def rank_salient(memory: UserMemory, items: list[Item], query: str, embedder: Em
     if embedder is not None:
         try:
             vector = embedder.embed_query(query)
-            cosines = similarities(memory, embedder.id, embedder.dims, vector, [("message", i.item_id) for i in items])
+            cosines = memory.vectors.similarities(embedder.id, embedder.dims, vector,
+                                                  [("message", i.item_id) for i in items])
         except Exception:  # an embedder failure costs the ordering, never the turn
             cosines = {}
     best: dict[str, Recalled] = {}

@@ -48,7 +48,6 @@ from coop.memory.retrieval.settings import FUSIONS, RetrievalSettings
 from coop.memory.retrieval.terms import check_query, query_terms, unspaced_phrases
 from coop.memory.storage.items import Item
 from coop.memory.storage.store import UserMemory
-from coop.memory.storage.vectors import nearest, similarities
 
 if TYPE_CHECKING:
     import numpy as np
@@ -113,7 +112,7 @@ def vector_leg(memory: UserMemory, embedder: Embedder, query: str, *, kinds: Seq
     when the caller already has it."""
     if vector is None:
         vector = embedder.embed_query(query)
-    hits = nearest(memory, embedder.id, embedder.dims, vector, k=limit, kinds=kinds, floor=floor,
+    hits = memory.vectors.nearest(embedder.id, embedder.dims, vector, k=limit, kinds=kinds, floor=floor,
                    include_inactive=include_inactive)
     return [(h.kind, h.item_id, h.similarity) for h in hits]
 
@@ -161,7 +160,7 @@ def search(memory: UserMemory, query: str, *, embedder: Embedder | None = None, 
            kinds: Sequence[str] = KINDS, settings: RetrievalSettings | None = None, include_inactive: bool = False,
            candidates: int | None = None) -> SearchResult:
     """The fused top `limit` items for `query`, over the kinds asked for. Without an embedder: full text only."""
-    settings = settings or _DEFAULTS
+    settings = (settings or _DEFAULTS).for_embedder(embedder)  # floors left at default: the embedder's own
     query = check_query(query)
     for kind in kinds:
         if kind not in KINDS:
@@ -199,7 +198,7 @@ def search(memory: UserMemory, query: str, *, embedder: Embedder | None = None, 
         if embedder is not None and vector is not None:
             cosines = {(kind, item_id): cos for kind, item_id, cos in legs["vector"]}
             missing = [(kind, item_id) for kind, item_id, _ in legs["fts"] if (kind, item_id) not in cosines]
-            cosines.update(similarities(memory, embedder.id, embedder.dims, vector, missing))
+            cosines.update(memory.vectors.similarities(embedder.id, embedder.dims, vector, missing))
         fused = score_fusion(legs, cosines, settings.vector_weight, settings.agreement_weight)
     rare_word = ({kind: memory.text.rare_word_score(kind) for kind in {kind for kind, _ in fused}}
                  if settings.bm25_floor > 0 else {})
@@ -207,8 +206,10 @@ def search(memory: UserMemory, query: str, *, embedder: Embedder | None = None, 
              if "vector" in value[1] or _words_are_enough(value[1], cosines.get(key), settings,
                                                          rare_word.get(key[0], 0.0))}
     if settings.fusion == "score" and settings.neighbour_weight > 0 and embedder is not None and vector is not None:
-        fused = with_neighbour_evidence(memory, fused, cosines, settings.neighbour_weight,
-                                        lambda items: similarities(memory, embedder.id, embedder.dims, vector, items))
+        def cosines_of(items: Sequence[tuple[str, int]]) -> dict[tuple[str, int], float]:
+            return memory.vectors.similarities(embedder.id, embedder.dims, vector, items)
+
+        fused = with_neighbour_evidence(memory, fused, cosines, settings.neighbour_weight, cosines_of)
     if settings.fusion == "score" and settings.session_weight > 0:
         fused = with_session_evidence(memory, fused, settings.session_weight)
     ranked = sorted(fused.items(), key=lambda kv: kv[1][0], reverse=True)[:limit]

@@ -36,9 +36,10 @@ def turn_context(memory: "UserMemory", text: str, *, cfg: "MemoryConfig", embedd
     """The prompt a turn with `text` gets, and what recall found for it. `history` is the session so far (none:
     the first message of a new session); `shown`, the ids of messages the history shows already."""
     settings = settings if settings is not None else RetrievalSettings.from_config(cfg)
-    found = recall(memory, text, query if query is not None else text, embedder=embedder, cfg=cfg,
-                   settings=settings, shown=shown or set(), first_turn=not history, session_id=session_id,
-                   now=time.time() if now is None else now)
+    with memory.vectors.reading_once():  # search, its neighbours, salience and the profile share candidates
+        found = recall(memory, text, query if query is not None else text, embedder=embedder, cfg=cfg,
+                       settings=settings, shown=shown or set(), first_turn=not history, session_id=session_id,
+                       now=time.time() if now is None else now)
     prompt = build_prompt(preamble=preamble, instructions=memory.facts.active(INSTRUCTION,
                                                                               limit=MAX_INSTRUCTIONS_SHOWN),
                           facts=found.facts, profile=found.profile, former=found.former, past=found.past,

@@ -66,8 +66,13 @@ class SqliteVectorIndex:
     # -- reads ----------------------------------------------------------------------------------------------
     def nearest(self, embedder_id: str, dims: int, query: "np.ndarray", *, k: int, kinds: Sequence[str] = KINDS,
                 floor: float | None = None, exact: bool = False, include_inactive: bool = False) -> list[VectorHit]:
-        return vectors.nearest(self.scope, embedder_id, dims, query, k=k, kinds=kinds, floor=floor, exact=exact,
-                               include_inactive=include_inactive)
+        seen: dict[tuple[str, int], Row] | None = {} if self._rows is not None else None
+        hits = vectors.nearest(self.scope, embedder_id, dims, query, k=k, kinds=kinds, floor=floor, exact=exact,
+                               include_inactive=include_inactive, keep=seen)
+        if seen and self._rows is not None:
+            self.reads += len(seen)
+            self._rows.update(((embedder_id, *item), row) for item, row in seen.items())
+        return hits
 
     def vectors(self, embedder_id: str, dims: int,
                 items: Sequence[tuple[str, int]]) -> dict[tuple[str, int], "np.ndarray"]:
@@ -89,7 +94,7 @@ class SqliteVectorIndex:
         rows = self._item_rows(embedder_id, items)
         if not rows:
             return {}
-        scores = vectors._best_cosines(rows, np.asarray(query, dtype=np.float32).reshape(-1), dims)
+        scores = vectors.best_cosines(rows, np.asarray(query, dtype=np.float32).reshape(-1), dims)
         return {(row[0], row[1]): float(score) for row, score in zip(rows, scores)}
 
     def size(self, embedder_id: str, kind: str | None = None) -> int:
@@ -101,12 +106,12 @@ class SqliteVectorIndex:
     def _item_rows(self, embedder_id: str, items: Sequence[tuple[str, int]]) -> list[Row]:
         wanted = list(dict.fromkeys(items))
         if self._rows is None:
-            rows = vectors._item_rows(self.scope, embedder_id, wanted)
+            rows = vectors.item_rows(self.scope, embedder_id, wanted)
             self.reads += len(rows)
             return rows
         missing = [item for item in wanted if (embedder_id, *item) not in self._rows]
         if missing:
-            read = vectors._item_rows(self.scope, embedder_id, missing)
+            read = vectors.item_rows(self.scope, embedder_id, missing)
             self.reads += len(read)
             for item in missing:
                 self._rows[(embedder_id, *item)] = None

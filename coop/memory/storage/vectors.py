@@ -126,12 +126,14 @@ def drop_other_embedders(memory: UserScope, keep: str) -> tuple[int, list[str]]:
 
 def nearest(memory: UserScope, embedder_id: str, dims: int, query: "np.ndarray", *, k: int,
             kinds: Sequence[str] = KINDS, floor: float | None = None, exact: bool = False,
-            include_inactive: bool = False) -> list[VectorHit]:
+            include_inactive: bool = False,
+            keep: dict[tuple[str, int], tuple[Any, ...]] | None = None) -> list[VectorHit]:
     """The `k` items most similar to `query` among this user's vectors from this embedder, best first.
 
     Only vectors made by `embedder_id` are read, so two models' vectors are never compared. Items below
     `floor` (cosine) are dropped after ranking. `exact=True` skips the bit pre-selection (for measuring it).
-    Superseded and archived facts are excluded before ranking unless `include_inactive`.
+    Superseded and archived facts are excluded before ranking unless `include_inactive`. `keep`, when given,
+    receives every row read, by (kind, id), so the turn does not read them again (`vector_index.reading_once`).
     """
     import numpy as np
 
@@ -163,13 +165,15 @@ def nearest(memory: UserScope, embedder_id: str, dims: int, query: "np.ndarray",
             f"AND kind IN ({','.join('?' * len(kinds))}){active}", (memory.user_id, embedder_id, *kinds)))
     if not rows:
         return []
-    scores = _best_cosines(rows, query, dims)
+    if keep is not None:
+        keep.update(((row[0], row[1]), row) for row in rows)
+    scores = best_cosines(rows, query, dims)
     order = np.argsort(-scores)[:k] if len(rows) > k else np.argsort(-scores)
     hits = [VectorHit(rows[i][0], rows[i][1], float(scores[i])) for i in order]
     return [h for h in hits if floor is None or h.similarity >= floor]
 
 
-def _best_cosines(rows: Sequence[tuple[Any, ...]], query: "np.ndarray", dims: int) -> "np.ndarray":
+def best_cosines(rows: Sequence[tuple[Any, ...]], query: "np.ndarray", dims: int) -> "np.ndarray":
     """Per row (`..., vector, parts`), the cosine of the query with the whole vector or the best of its parts
     (float16 sentence vectors, when the item has them): an item is as near as its nearest sentence."""
     import numpy as np
@@ -184,7 +188,7 @@ def _best_cosines(rows: Sequence[tuple[Any, ...]], query: "np.ndarray", dims: in
     return scores
 
 
-def _item_rows(memory: UserScope, embedder_id: str, items: Sequence[tuple[str, int]]) -> list[tuple[Any, ...]]:
+def item_rows(memory: UserScope, embedder_id: str, items: Sequence[tuple[str, int]]) -> list[tuple[Any, ...]]:
     """(kind, item_id, vector, parts) of these items' vectors from `embedder_id` (items without one are left out),
     each looked up by (kind, item_id, embedder): `+user_id` keeps the planner off `embeddings_user`, which would
     scan every vector of the user."""
@@ -206,7 +210,7 @@ def item_vectors(memory: UserScope, embedder_id: str, dims: int,
     """The stored (whole) vectors from `embedder_id` of these items (items without one are left out)."""
     import numpy as np
 
-    rows = _item_rows(memory, embedder_id, items)
+    rows = item_rows(memory, embedder_id, items)
     if not rows:
         return {}
     matrix = np.frombuffer(b"".join(row[2] for row in rows), dtype=np.float32).reshape(len(rows), dims)
@@ -220,10 +224,10 @@ def similarities(memory: UserScope, embedder_id: str, dims: int, query: "np.ndar
     full-text candidates their similarity too."""
     import numpy as np
 
-    rows = _item_rows(memory, embedder_id, items)
+    rows = item_rows(memory, embedder_id, items)
     if not rows:
         return {}
-    scores = _best_cosines(rows, np.asarray(query, dtype=np.float32).reshape(-1), dims)
+    scores = best_cosines(rows, np.asarray(query, dtype=np.float32).reshape(-1), dims)
     return {(row[0], row[1]): float(score) for row, score in zip(rows, scores)}
 
 
