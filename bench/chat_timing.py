@@ -156,6 +156,13 @@ def _prompt_shown(name: str) -> bool:
     return any(line.startswith(PROMPT_MARK) for line in _screen(name).splitlines())
 
 
+def _wait_for_prompt(name: str) -> float:
+    try:
+        return _until(lambda: _prompt_shown(name), 60, "the prompt")
+    except RuntimeError as exc:
+        raise RuntimeError(f"{exc}; the screen: {' | '.join(_screen(name).split(chr(10)))[-600:]}") from None
+
+
 def _send_turn(name: str, server: InstantServer, text: str) -> float:
     """Type `text` and Enter; seconds from Enter to the request's arrival at the server."""
     before = len(server.arrivals)
@@ -185,7 +192,7 @@ def chat_run(coop: list[str], env: dict[str, str], server: InstantServer, settle
         done = Path(tmp) / "done"
         started = _spawn(name, " ".join(shlex.quote(c) for c in coop) + " chat", _chat_env(env, server), done)
         try:
-            shown = _until(lambda: _prompt_shown(name), 60, "the prompt")
+            shown = _wait_for_prompt(name)
             _settled(_chat_pid(name), settle)  # the background loading finishes
             overhead = _send_turn(name, server, "where is the lentil recipe?")
             exited = _exit(name, done)
@@ -202,7 +209,7 @@ def typed_at_once_run(coop: list[str], env: dict[str, str], server: InstantServe
         done = Path(tmp) / "done"
         _spawn(name, " ".join(shlex.quote(c) for c in coop) + " chat", _chat_env(env, server), done)
         try:
-            _until(lambda: _prompt_shown(name), 60, "the prompt")
+            _wait_for_prompt(name)
             waited = _send_turn(name, server, "where is the lentil recipe?")
             _exit(name, done)
         finally:

@@ -5,7 +5,8 @@ the moment the prompt shows, exit; see `chat_timing.py`).
     .venv/bin/python bench/startup.py [--runs 7] [--chat-runs 5] [--json] [--model-path DIR] [--compare DIR]
 
 `--compare DIR` times another checkout's coop (a `git worktree add` of an older commit) in the same run, its chat
-runs alternating with this checkout's, so both see the same machine; both are then run as `python -m coop`.
+runs alternating with this checkout's, so both see the same machine; both are then run as `python -m coop`, and each
+chats in a home of its own that starts empty (an older coop may not open a database this one has migrated).
 
 Each run is a new process (what a person typing the command waits for), timed from spawn to exit. The search
 runs against a memory of `--messages` messages (stored and embedded with the real model through coop's own
@@ -214,7 +215,10 @@ def chat_figures(coop: list[str], env: dict[str, str], args: argparse.Namespace,
         for _ in range(args.chat_runs):
             bare.append(chat_timing.bare_start(sys.executable, env))
             for label, checkout in checkouts.items():
-                checkout_env = dict(env, PYTHONPATH=str(checkout)) if len(checkouts) > 1 else env
+                checkout_env = env
+                if len(checkouts) > 1:
+                    chat_home = Path(env["COOP_HOME"]).parent / f"chat-home-{label}"
+                    checkout_env = dict(env, PYTHONPATH=str(checkout), COOP_HOME=str(chat_home))
                 run = chat_timing.chat_run(coop, checkout_env, server, args.settle)
                 run["at_once_s"] = chat_timing.typed_at_once_run(coop, checkout_env, server)
                 runs[label].append(run)
