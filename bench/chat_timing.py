@@ -75,7 +75,11 @@ class InstantServer:
                 self.end_headers()
                 self.wfile.write(data)
 
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        class Server(ThreadingHTTPServer):
+            def handle_error(self, request: Any, client_address: Any) -> None:
+                pass  # a client that drops a kept-alive connection as it exits: nothing the figures depend on
+
+        self._httpd = Server(("127.0.0.1", 0), Handler)
         self.api_base = f"http://127.0.0.1:{self._httpd.server_address[1]}/v1"
         threading.Thread(target=self._httpd.serve_forever, daemon=True).start()
 
