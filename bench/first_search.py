@@ -44,11 +44,11 @@ def starts(path: Path, repeat: int) -> dict[str, float]:
                     bit_index.load_beside(db, user, embedder)
                     times["load_beside"].append(time.perf_counter() - started)
                 started = time.perf_counter()
-                memory.vectors.nearest(embedder, dims, query, k=10)
+                memory.embedder.vectors.nearest(dims, query, k=10)
                 times["first_after" if beside else "first"].append(time.perf_counter() - started)
                 if not beside:
                     started = time.perf_counter()
-                    memory.vectors.nearest(embedder, dims, query, k=10)
+                    memory.embedder.vectors.nearest(dims, query, k=10)
                     times["second"].append(time.perf_counter() - started)
             finally:
                 db.close()

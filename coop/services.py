@@ -22,8 +22,7 @@ if TYPE_CHECKING:
     from coop.memory.growth.reconcile import FactWriter
     from coop.memory.growth.worker import BackgroundWorker
     from coop.memory.retrieval.settings import RetrievalSettings
-    from coop.memory.storage.connection import Database
-    from coop.memory.storage.store import UserMemory
+    from coop.memory.storage.store import MemoryStore, UserMemory
     from coop.model.llm import ChatModel
 
 def load_embedder(config: "Config") -> "EmbedderStatus":
@@ -55,7 +54,7 @@ class Services:
     config: "Config"
     user: str | None = None
     warn: Callable[[str, str | None], None] = lambda message, hint: None  # how a failed embedder load is told
-    _db: "Database | None" = field(default=None, repr=False)
+    _store: "MemoryStore | None" = field(default=None, repr=False)
     _embedder: "EmbedderStatus | None" = field(default=None, repr=False)
 
     def user_id(self, override: str | None = None) -> str:
@@ -68,25 +67,25 @@ class Services:
         except Exception:
             return "default"
 
-    def db(self) -> "Database":
-        if self._db is None:
+    def store(self) -> "MemoryStore":
+        """The configured store (`memory.db_path`), opened and migrated once."""
+        if self._store is None:
             from coop.config.loading import coop_home, resolve_db_path
             from coop.files.writing import private_dir
-            from coop.memory.storage.database import open_database
+            from coop.memory.storage.store import MemoryStore
 
             if resolve_db_path(self.config) == str(coop_home() / "coop.db"):
                 private_dir(coop_home())  # coop's own directory: 0700, even if an old install left it open
-            self._db = open_database(resolve_db_path(self.config), busy_timeout_ms=self.config.memory.busy_timeout_ms)
-        return self._db
+            self._store = MemoryStore.open(resolve_db_path(self.config),
+                                           busy_timeout_ms=self.config.memory.busy_timeout_ms)
+        return self._store
 
-    def use_database(self, db: "Database") -> None:
-        """Serve from this database instead (an in-memory one for `coop chat --incognito`)."""
-        self._db = db
+    def use_store(self, store: "MemoryStore") -> None:
+        """Serve from this store instead (a throwaway one for `coop chat --incognito`)."""
+        self._store = store
 
     def memory(self, user: str | None = None) -> "UserMemory":
-        from coop.memory.storage.store import MemoryStore
-
-        return MemoryStore(self.db()).user(self.user_id(user))
+        return self.store().user(self.user_id(user))
 
     def embedder(self) -> "Embedder | None":
         """The configured embedder, loaded once; when it cannot load, say so once and carry on without it."""
@@ -109,12 +108,15 @@ class Services:
     def writer(self, memory: "UserMemory") -> "FactWriter":
         return self.jobs().writer(memory)
 
-    def worker(self, db_path: str) -> "BackgroundWorker":
+    def worker(self) -> "BackgroundWorker | None":
+        """A background worker with a handle of its own on the store; None for a throwaway store, which no
+        second handle can reach."""
         from coop.memory.growth.worker import BackgroundWorker
 
-        return BackgroundWorker(db_path, busy_timeout_ms=self.config.memory.busy_timeout_ms)
+        store = self.store()
+        return None if store.throwaway else BackgroundWorker(store.reopen)
 
     def close(self) -> None:
-        if self._db is not None:
-            self._db.close()
-            self._db = None
+        if self._store is not None:
+            self._store.close()
+            self._store = None

@@ -181,7 +181,7 @@ def test_kill_9_in_the_middle_of_consolidation_leaves_nothing_half_written(coop_
 def test_the_worker_stops_within_its_timeout_even_with_a_job_running(coop_home):
     """`coop chat` gives the worker 2 s at exit (worker.stop(timeout=2.0)); a job that runs longer must not hold
     the exit up. The bound is the same whatever the timeout, so a short one keeps the test quick."""
-    worker = BackgroundWorker(str(coop_home / "coop.db"))
+    worker = BackgroundWorker(lambda: MemoryStore.open(str(coop_home / "coop.db")))
     running, release = threading.Event(), threading.Event()
 
     def slow_job(db) -> None:
@@ -200,7 +200,7 @@ def test_the_worker_stops_within_its_timeout_even_with_a_job_running(coop_home):
 
 
 def test_a_failing_job_is_logged_and_the_worker_goes_on(coop_home):
-    worker = BackgroundWorker(str(coop_home / "coop.db"))
+    worker = BackgroundWorker(lambda: MemoryStore.open(str(coop_home / "coop.db")))
     worker.submit("broken", lambda db: 1 / 0)
     worker.submit("fine", lambda db: "done")
     assert worker.wait_idle(10)
@@ -219,7 +219,7 @@ def threaded_session(coop_home, openai_server):
         path = str(coop_home / "coop.db")
         database = open_database(path)
         memory = MemoryStore(database).user("ana")
-        worker = BackgroundWorker(path)
+        worker = BackgroundWorker(lambda: MemoryStore.open(path))
         session = ChatSession(memory, make_config(openai_server, **overrides), embedder=lambda: EMBEDDER,
                               worker=worker)
         sessions.append((session, worker, database))

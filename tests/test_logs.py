@@ -62,7 +62,7 @@ def test_a_failed_background_job_becomes_a_notice_at_the_next_prompt(coop_home, 
     config = apply_overrides(load_config(), {"model.name": "openai/test-model",
                                              "model.api_base": openai_server.api_base,
                                              "model.api_key_env": "COOP_TEST_MODEL_KEY"})
-    worker = BackgroundWorker(db_path)
+    worker = BackgroundWorker(lambda: MemoryStore.open(db_path))
     session = ChatSession(memory, config, embedder=lambda: HashEmbedder(64), worker=worker)
     openai_server.replies = ["Noted!", "Sure."]
     openai_server.background_default = {"status": 500, "message": f"upstream exploded ({SECRET})"}  # retries too

@@ -44,12 +44,12 @@ def text(result) -> str:
 def seed(memory) -> dict[str, int]:
     from coop.memory.growth.embedding import embed_pending
 
-    session = memory.start_session("trip")
-    first = memory.add_message(session, "user", "We are planning a trip to Lisbon in May")
-    middle = memory.add_message(session, "assistant", "Lisbon in May is warm; book the tram tour early")
-    last = memory.add_message(session, "user", "My sister Ana will come along")
-    fact = memory.add_fact("Is vegetarian", category="diet").fact_id
-    rule = memory.add_fact("Answer in short sentences", category="instruction").fact_id
+    session = memory.sessions.start("trip")
+    first = memory.messages.add(session, "user", "We are planning a trip to Lisbon in May")
+    middle = memory.messages.add(session, "assistant", "Lisbon in May is warm; book the tram tour early")
+    last = memory.messages.add(session, "user", "My sister Ana will come along")
+    fact = memory.facts.add("Is vegetarian", category="diet").fact_id
+    rule = memory.facts.add("Answer in short sentences", category="instruction").fact_id
     embed_pending(memory, EMBEDDER)
     return {"first": first, "middle": middle, "last": last, "fact": fact, "rule": rule}
 
@@ -87,7 +87,7 @@ def test_search_get_and_timeline_read_the_users_memory(memory):
 
 def test_another_users_memory_is_out_of_reach(store, memory):
     other = store.user("bob")
-    secret = other.add_fact("Bob's bank PIN hint: birthday", category="general").fact_id
+    secret = other.facts.add("Bob's bank PIN hint: birthday", category="general").fact_id
     server, _ = make_server(memory)
     result = call(server, "memory_get", {"id": f"f{secret}"})
     assert result.is_error and "Bob" not in text(result)
@@ -131,9 +131,9 @@ def test_bad_arguments_are_tool_errors_with_a_hint_and_the_server_goes_on(memory
 
 
 def test_results_keep_the_chats_limits(memory):
-    session = memory.start_session()
+    session = memory.sessions.start()
     for i in range(30):
-        memory.add_message(session, "user", f"note {i} about the garden " + "long words " * 200)
+        memory.messages.add(session, "user", f"note {i} about the garden " + "long words " * 200)
     server, _ = make_server(memory)
     result = text(call(server, "memory_search", {"query": "garden", "limit": 500}))
     assert len(result) <= MAX_RESULT_CHARS
@@ -162,14 +162,14 @@ def test_remember_goes_through_the_write_pipeline_with_its_dedup_and_supersede(m
                                                               "key": "home city"})))
     assert first["action"] == "ADD" and again["action"] == "MERGE" and again["id"] == first["id"]
     assert moved["action"] == "SUPERSEDE"
-    assert [f.text for f in memory.active_facts()] == ["Lives in Lisbon"]
+    assert [f.text for f in memory.facts.active()] == ["Lives in Lisbon"]
 
 
 def test_forget_takes_the_facts_traces_along(memory):
-    session = memory.start_session()
-    said = memory.add_message(session, "user", "My locker code is 4417")
-    fact = memory.add_fact("Locker code is 4417", category="general").fact_id
-    memory.link_sources(fact, [said])
+    session = memory.sessions.start()
+    said = memory.messages.add(session, "user", "My locker code is 4417")
+    fact = memory.facts.add("Locker code is 4417", category="general").fact_id
+    memory.sources.link(fact, [said])
     server, _ = make_server(memory, allow_writes=True)
     gone = json.loads(text(call(server, "memory_forget", {"id": f"f{fact}", "reason": "the user asked"})))
     assert gone["forgotten"] == f"f{fact}" and f"m{said}" in gone["with_it"]
@@ -186,22 +186,22 @@ def test_record_stores_the_exchange_and_extraction_learns_from_it(db, memory):
 
     class InlineWorker:  # runs each job at once on the same database, as the real worker would on its own
         def submit(self, name, job):
-            job(db)
+            job(memory.backend)
 
     server, core = make_server(memory, allow_writes=True, complete=fast_model, worker=InlineWorker())
     result = json.loads(text(call(server, "memory_record", {
         "user_message": "Please note: I am allergic to peanuts.",
         "assistant_reply": "Noted, I will avoid peanuts in recipes."})))
     assert len(result["recorded"]) == 2 and result["session_id"] == core.session_id
-    assert [m.text for m in memory.recent_messages(core.session_id, 5)] == [
+    assert [m.text for m in memory.messages.recent(core.session_id, 5)] == [
         "Please note: I am allergic to peanuts.", "Noted, I will avoid peanuts in recipes."]
-    [learned] = memory.active_facts()
+    [learned] = memory.facts.active()
     assert learned.text == "Is allergic to peanuts"
     # the host's account of its conversation, not words typed into coop: the fact carries that source
     assert learned.source == "host"
-    [source] = memory.provenance(learned.item_id)
+    [source] = memory.sources.provenance(learned.item_id)
     assert source.origin == "host" and source.quote == "I am allergic to peanuts"
-    assert memory.pending_jobs() == []
+    assert memory.jobs.pending() == []
     empty = call(server, "memory_record", {"user_message": " ", "assistant_reply": "x"})
     assert empty.is_error and "user_message" in text(empty)
 

@@ -55,8 +55,6 @@ def test_coop_memory_add_cuts_where_extraction_does(run_cli):
     assert (fact["category"], fact["key"]) == CUT
 
 
-@pytest.mark.xfail(strict=True, reason="the tool registry's memory_write schema cuts category and key at 60 "
-                                       "(coop/memory/tools/registry.py maxLength); it should use kinds' limits")
 def test_the_models_tool_cuts_where_every_writer_does(memory):
     from coop.chat.tools import MemoryTools
 
@@ -68,9 +66,6 @@ def test_the_models_tool_cuts_where_every_writer_does(memory):
     assert _stored(memory, "Plays the harp") == CUT
 
 
-@pytest.mark.xfail(strict=True, reason="a coop export's fact with a category over 100 or a key over 200 "
-                                       "characters is refused (coop/memory/transfer/coop_format.py limit=100/200) "
-                                       "instead of cut as every other writer cuts")
 def test_an_import_cuts_where_every_writer_does(tmp_path, run_cli):
     now = time.time()
     records = [{"format": "coop", "version": 1, "user": "sam", "exported_at": now, "records": 1},

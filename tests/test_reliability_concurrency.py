@@ -128,7 +128,7 @@ def test_threads_with_their_own_connections_and_the_consolidation_worker(coop_ho
     config = apply_overrides(load_config(), {"memory.consolidation.span_messages": 10})
     summary = json.dumps({"summary": "A span of numbered notes.", "facts": [{"value": "Writes numbered notes",
                                                                     "evidence": "note"}]})
-    worker = BackgroundWorker(path, busy_timeout_ms=5000)
+    worker = BackgroundWorker(lambda: MemoryStore.open(path))
     writers, per_writer = 3, 120
     errors: list[BaseException] = []
     barrier = threading.Barrier(writers)
@@ -154,8 +154,8 @@ def test_threads_with_their_own_connections_and_the_consolidation_worker(coop_ho
         finally:
             db.close()
 
-    def consolidation_job(db) -> None:
-        memory = MemoryStore(db).user("ana")
+    def consolidation_job(store) -> None:
+        memory = store.user("ana")
         report = consolidate(memory, config, lambda messages: summary,
                              FactWriter(memory, config.memory.extraction, embedder=EMBEDDER), ended=True)
         assert not report.errors, report.errors

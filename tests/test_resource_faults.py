@@ -71,6 +71,7 @@ def test_a_full_database_is_a_clear_error_nothing_partial_and_the_repl_goes_on(m
     repl, screen = make_repl(memory, openai_server)
     repl.handle("hello", interactive=False)
     db = memory.db
+    db.execute("vacuum")  # no free pages left to write into (m012's dropped vec0 tables left some)
     db.execute(f"pragma max_page_count = {db.scalar('pragma page_count')}")
     before = counts(db)
     requests = len(openai_server.chat_requests())

@@ -59,10 +59,10 @@ def test_every_coop_variable_the_code_reads_is_known():
 
 
 def test_forget_asks_about_every_item_it_lists(memory, run_cli, monkeypatch):
-    session = memory.start_session("talk")
-    said = memory.add_message(session, "user", "I live in Porto now")
-    fact = memory.add_fact("Lives in Porto", category="location", key="city", source="extraction")
-    memory.link_sources(fact.fact_id, [said], "live in Porto")
+    session = memory.sessions.start("talk")
+    said = memory.messages.add(session, "user", "I live in Porto now")
+    fact = memory.facts.add("Lives in Porto", category="location", key="city", source="extraction")
+    memory.sources.link(fact.fact_id, [said], "live in Porto")
     monkeypatch.setattr("coop.cli.memory.on_terminal", lambda: True)  # a person answers (CliRunner's input)
     result = run_cli("memory", "forget", f"f{fact.fact_id}", "--user", "ana", input="n\n")
     assert result.exit_code == 0
@@ -75,7 +75,7 @@ def test_forget_asks_about_every_item_it_lists(memory, run_cli, monkeypatch):
 
 def test_ctrl_c_during_reembed_says_what_was_kept(memory, run_cli, monkeypatch):
     for text in ("Lives in Porto", "Works as a nurse", "Keeps bees"):
-        memory.add_fact(text)
+        memory.facts.add(text)
 
     def interrupted(memory, embedder, *, batch_size, progress):
         progress(2)
@@ -89,7 +89,7 @@ def test_ctrl_c_during_reembed_says_what_was_kept(memory, run_cli, monkeypatch):
 
 
 def test_the_explain_footer_is_a_line_of_its_own(memory, run_cli):
-    memory.add_fact("Lives in Porto")
+    memory.facts.add("Lives in Porto")
     result = run_cli("memory", "search", "Porto", "--explain", "--user", "ana")
     assert result.exit_code == 0 and result.stdout.endswith("\n")
     assert re.fullmatch(r"\ncandidates: [^\n]+ ms\n", result.stderr), result.stderr

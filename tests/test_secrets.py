@@ -193,7 +193,7 @@ def test_a_key_pasted_into_the_config_is_never_repeated_in_the_error(tmp_path, r
     assert leaks(result.stdout + result.stderr) == []
     for args in (["check"], ["check", "--json"]):
         result = run_cli("--config", str(path), *args)
-        assert result.exit_code == 1 and "config" in result.stdout
+        assert result.exit_code == 2 and "config" in result.stdout
         assert leaks(result.stdout + result.stderr) == []
 
 
@@ -367,7 +367,7 @@ def test_a_key_in_the_wrong_setting_is_named_never_shown(tmp_path, coop_home, ru
     human = run_cli("--config", str(path), "check", env=env)
     report = run_cli("--config", str(path), "check", "--json", env=env)
     for result in (human, report):
-        assert result.exit_code == 1 and key not in result.stdout + result.stderr
+        assert result.exit_code == 2 and key not in result.stdout + result.stderr
     config = report.json()["checks"][0]
     assert (config["name"], config["severity"]) == ("config", "error")
     # the setting is named; the value is not repeated (a key in `fast`, or that is a variable's name in form) or

@@ -62,9 +62,9 @@ def test_the_chats_specs_and_the_mcp_tools_are_one_registrys(memory):
 
 
 def test_the_registrys_bounds_are_the_ones_applied_in_both(memory):
-    session = memory.start_session()
+    session = memory.sessions.start()
     for i in range(30):
-        memory.add_message(session, "user", f"garden note {i}")
+        memory.messages.add(session, "user", f"garden note {i}")
     limit = registry.find(registry.MCP, "memory_search").parameters["properties"]["limit"]
     chat = MemoryTools(memory, lambda: EMBEDDER, lambda: FactWriter(memory, ExtractionConfig()))
     in_chat = json.loads(chat.run("memory_search", json.dumps({"query": "garden note", "limit": 500})))
@@ -89,7 +89,7 @@ from coop.memory.storage.store import MemoryStore
 
 embedder = HashEmbedder(64)
 memory = MemoryStore(open_database({str(tmp_path / 'coop.db')!r})).user("ana")
-fact = memory.add_fact("Is vegetarian", category="diet").fact_id
+fact = memory.facts.add("Is vegetarian", category="diet").fact_id
 core = MemoryServer(memory, MemoryJobs(Config(), None, lambda: embedder), lambda: embedder, allow_writes=True)
 
 async def go():
@@ -134,7 +134,7 @@ def test_the_chat_and_mcp_record_an_exchange_through_one_recorder(memory, monkey
     chat_user = memory.get("message", turn.user_message_id)
     host_user = memory.get("message", int(answer["recorded"][0][1:]))
     assert chat_user.importance == host_user.importance  # weighed by the same rule
-    titles = {s["id"]: s["title"] for s in memory.sessions()}
+    titles = {s["id"]: s["title"] for s in memory.sessions.recent()}
     assert titles[chat.session_id] == titles[core.session_id] == "I keep bees in the garden"
 
 
@@ -157,7 +157,7 @@ class SlowEmbedder:
 
 
 def test_another_mcp_call_runs_while_remember_embeds(memory):
-    fact = memory.add_fact("Is vegetarian", category="diet").fact_id
+    fact = memory.facts.add("Is vegetarian", category="diet").fact_id
     slow = SlowEmbedder("Plays the cello")
     core = MemoryServer(memory, MemoryJobs(Config(), None, lambda: slow), lambda: slow, allow_writes=True)
     answers: dict[str, Any] = {}
@@ -180,7 +180,7 @@ def test_another_mcp_call_runs_while_remember_embeds(memory):
 
 
 def test_a_reconciling_model_call_runs_outside_the_lock(memory):
-    known = memory.add_fact("Lives in Lyon", category="location", key="home_city").fact_id
+    known = memory.facts.add("Lives in Lyon", category="location", key="home_city").fact_id
     inside, release = threading.Event(), threading.Event()
 
     def slow_model(candidate, existing):

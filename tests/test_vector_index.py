@@ -41,7 +41,7 @@ def test_within_reading_once_each_vector_is_read_from_the_database_once(memory):
     with index.reading_once():
         first = index.similarities(EMBEDDER.id, EMBEDDER.dims, query, items)
         again = index.similarities(EMBEDDER.id, EMBEDDER.dims, query, items[::-1])
-        wholes = index.vectors(EMBEDDER.id, EMBEDDER.dims, items)
+        wholes = index.read(EMBEDDER.id, EMBEDDER.dims, items)
         hits = index.nearest(EMBEDDER.id, EMBEDDER.dims, query, k=5, exact=True)
         after_nearest = index.reads
         index.similarities(EMBEDDER.id, EMBEDDER.dims, query, [(h.kind, h.item_id) for h in hits])
@@ -75,5 +75,5 @@ def test_the_sqlite_indexes_are_the_seams_protocols(memory):
     vectors: VectorIndex = memory.vectors
     for name in ("matches", "rare_word_score"):
         assert callable(getattr(text, name))
-    for name in ("reading_once", "store", "delete", "pending", "nearest", "vectors", "similarities", "size"):
+    for name in ("reading_once", "store", "delete", "pending", "nearest", "read", "similarities", "size"):
         assert callable(getattr(vectors, name))

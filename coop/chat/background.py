@@ -34,7 +34,7 @@ class Background:
             self.worker.submit(name, job)
             return
         try:
-            notice = job(self.memory.db)
+            notice = job(self.memory.backend)
             if notice:
                 self.inline_notices.append(notice)
         except Exception as exc:

@@ -115,12 +115,12 @@ class ChatSession:
 
     def resume(self, session_id: int) -> None:
         """Continue an earlier session: its last messages come back into working memory."""
-        if not self.memory.session_exists(session_id):
+        if not self.memory.sessions.exists(session_id):
             raise NotFoundError(f"no session {session_id} for user {self.memory.user_id}",
                                 hint="list sessions with /sessions or `coop chat` then /sessions")
         self.session_id = session_id
         self.working.clear()
-        for item in self.memory.recent_messages(session_id, self.working.messages.maxlen or 50):
+        for item in self.memory.messages.recent(session_id, self.working.messages.maxlen or 50):
             if item.role in ("user", "assistant"):
                 self.working.add(HistoryMessage(item.role, item.text, item.item_id))
 
@@ -226,7 +226,7 @@ class ChatSession:
         extractions a previous process recorded but did not get to."""
         self.learn()
         if not self.incognito and self.config.memory.extraction.enabled and self.jobs.complete is not None \
-                and self.memory.pending_jobs(1):
+                and self.memory.jobs.pending(1):
             self.background.run("finish earlier extractions", self.jobs.pending(self.memory.user_id))
 
     def writer(self) -> FactWriter:
@@ -249,7 +249,7 @@ class ChatSession:
         """End this session: it is marked ended and consolidated in the background."""
         if self.session_id is None or self.incognito:
             return
-        self.memory.end_session(self.session_id)
+        self.memory.sessions.end(self.session_id)
         if self.worker is not None and self.config.memory.consolidation.enabled:
             self.worker.submit("consolidate the ended session", self.jobs.consolidation(
                 self.memory.user_id, session_id=self.session_id, ended=True))

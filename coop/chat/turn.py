@@ -42,7 +42,7 @@ def run_turn(session: Any, text: str, model: llm.ChatModel, on_text: Callable[[s
     prompt = session.prepare(text)
     user_id = session.said("user", text)
     if user_id is not None and session.session_id is not None and session.working.anchor is None:
-        session.memory.set_session_title(session.session_id, " ".join(text.split())[:80])
+        session.memory.sessions.set_title(session.session_id, " ".join(text.split())[:80])
     session.working.add(HistoryMessage("user", text, user_id))
     if user_id is not None:
         _touch_recalled(session, prompt)
@@ -127,4 +127,4 @@ def _touch_recalled(session: Any, prompt: Prompt) -> None:
     """Mark recalled facts as used now: retention archives by last use, not by age."""
     ids = [r.item.item_id for r in prompt.recalled if r.item.kind == "fact"]
     if ids:
-        session.memory.touch_facts(ids)
+        session.memory.facts.touch(ids)

@@ -145,7 +145,7 @@ def chat(
     from coop.files.logs import logging_to_file
     from coop.files.trace import NO_TRACE, Tracer
     from coop.memory.growth.embedders import missing_model
-    from coop.memory.storage.bit_index import load_beside
+    from coop.memory.storage.store import THROWAWAY, MemoryStore
     from coop.memory.text import plural
     from coop.model import llm
     from coop.services import chat_model
@@ -162,15 +162,13 @@ def chat(
     llm.check_credentials(llm.model_settings(config))  # a missing key is named now, not after the first message
     services = app_state.services()
     db_path = resolve_db_path(config)
-    if incognito and db_path != ":memory:" and not os.path.exists(db_path):
-        db_path = ":memory:"  # nothing to read, and nothing may be written
-    if incognito or db_path == ":memory:":
-        from coop.memory.storage.database import open_database
-
-        services.use_database(open_database(db_path, busy_timeout_ms=config.memory.busy_timeout_ms))
+    if incognito and db_path != THROWAWAY and not os.path.exists(db_path):
+        db_path = THROWAWAY  # nothing to read, and nothing may be written
+    if incognito:  # a handle of its own, which the session never writes through
+        services.use_store(MemoryStore.open(db_path, busy_timeout_ms=config.memory.busy_timeout_ms))
     memory = services.memory(user)
-    loader = EmbedderLoader(config, then=lambda embedder: load_beside(memory.db, memory.user_id, embedder.id))
-    worker = None if incognito or db_path == ":memory:" else services.worker(db_path)
+    loader = EmbedderLoader(config, then=lambda embedder: memory.vectors.warm(embedder.id))
+    worker = None if incognito else services.worker()
     tracer = Tracer(config.trace.file) if config.trace.file and not incognito else NO_TRACE
     try:
         chat_session = ChatSession(memory, config, embedder=loader, model=chat_model(config),
@@ -179,13 +177,13 @@ def chat(
     except StoreError as exc:
         if worker is not None:
             worker.stop(timeout=0.5)
-        if memory.db.read_only:  # the memory can still be used, without saving
+        if memory.read_only:  # the memory can still be used, without saving
             raise StoreError(exc.message, hint=f"{exc.hint}; or chat with --incognito to use your memory "
                                                "without saving anything") from None
         raise
 
-    if memory.db.read_only and not incognito:  # said at once, not at the first message
-        raise StoreError(f"the database is read-only: {memory.db.path}; nothing was written",
+    if memory.read_only and not incognito:  # said at once, not at the first message
+        raise StoreError(f"the database is read-only: {memory.backend.location}; nothing was written",
                          hint="check the permissions of the file and its directory; or chat with --incognito to "
                               "use your memory without saving anything")
     chat_session.catch_up()

@@ -9,10 +9,8 @@ API-key check says only whether the variable is set, and every message and hint 
 from __future__ import annotations
 
 import os
-import stat
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
@@ -20,13 +18,14 @@ import typer
 from coop import output
 from coop.cli.context import state
 from coop.errors import ConfigError, CoopError, ExitCode
+from coop.memory.storage.health import DAMAGED_HINT, Finding, guarded
 from coop.memory.text import plural
 from coop.model.credentials import key_variable, missing_key, missing_key_hint
 from coop.privacy.secrets import mask, mask_optional
 
 if TYPE_CHECKING:
     from coop.config.loading import Config
-    from coop.memory.storage.database import Database
+    from coop.memory.storage.store import MemoryStore
 
 # The key variable litellm reads for common providers, by the model string's prefix. Local servers need none.
 @dataclass(frozen=True)
@@ -131,63 +130,8 @@ def check_server(model: str, api_base: str, api_key: str | None) -> Check:
                    "fine for a server without a model list; check model.api_base if chat fails")
 
 
-def check_sqlite(db: "Database") -> list[Check]:
-    version = db.scalar("select sqlite_version()")
-    checks = []
-    try:
-        db.execute("create virtual table temp.coop_check_fts using fts5(x)")
-        db.execute("drop table temp.coop_check_fts")
-        checks.append(ok("sqlite", f"SQLite {version} with FTS5"))
-    except Exception as exc:
-        checks.append(failure("sqlite", f"SQLite {version} has no FTS5: {exc}", "reinstall apsw"))
-    if db.has_vec:
-        checks.append(ok("sqlite-vec", f"sqlite-vec {db.vec_version} loaded"))
-    else:
-        checks.append(warning("sqlite-vec", f"sqlite-vec not loaded ({db.vec_error}); vector search uses the "
-                                            "slower numpy path", "pip install sqlite-vec"))
-    return checks
-
-
-def check_database(db: "Database", path: str) -> list[Check]:
-    from coop.memory.storage.fulltext import fulltext_problems
-    from coop.memory.storage.migrations import SCHEMA_VERSION, schema_version
-
-    checks = []
-    version = schema_version(db)
-    checks.append(ok("schema", f"schema version {version} is current") if version == SCHEMA_VERSION else
-                  failure("schema", f"schema version {version}, expected {SCHEMA_VERSION}",
-                          "run any coop command to migrate"))
-    result = db.scalar("pragma integrity_check")
-    checks.append(ok("integrity", "integrity_check: ok") if result == "ok" else
-                  failure("integrity", f"integrity_check: {result}", DAMAGED_HINT))
-    if getattr(db, "read_only", False):  # FTS5's check is an INSERT, which a read-only database refuses
-        checks.append(warning("full-text index", "not checked: the database is read-only"))
-    else:
-        bad_fts = fulltext_problems(db)
-        checks.append(ok("full-text index", "in step with its tables") if not bad_fts else
-                      failure("full-text index", f"out of step: {', '.join(bad_fts)}",
-                              "run: coop memory reindex (it rebuilds them from the stored text)"))
-    if path != ":memory:":
-        try:
-            with db.atomic():
-                db.execute("create table if not exists temp_write_probe (x)")  # a real write takes the lock
-                db.execute("drop table temp_write_probe")
-            checks.append(ok("writable", f"{path} is writable"))
-        except CoopError as exc:
-            checks.append(failure("writable", exc.message, exc.hint))
-        loose = [f"{p} ({oct(mode)})" for p, mode, want in
-                 ((path, stat.S_IMODE(os.stat(path).st_mode), 0o600),
-                  (str(Path(path).parent), stat.S_IMODE(os.stat(Path(path).parent).st_mode), 0o700))
-                 if mode & ~want]
-        checks.append(ok("permissions", "database private to you (0600, directory 0700)") if not loose else
-                      warning("permissions", "readable by others: " + ", ".join(loose),
-                              f"chmod 600 {path}; chmod 700 {Path(path).parent}"))
-    return checks
-
-
-def check_embedder(config: "Config", db: "Database") -> list[Check]:
+def check_embedder(config: "Config", store: "MemoryStore") -> list[Check]:
     from coop.memory.growth.embedders import resolve_model_path
-    from coop.memory.storage.vectors import index_status, stored_embedders
     from coop.services import load_embedder
 
     settings = config.memory.embedder
@@ -200,7 +144,7 @@ def check_embedder(config: "Config", db: "Database") -> list[Check]:
     else:
         where = resolve_model_path(settings) if settings.provider == "fastembed" else None
         checks.append(ok("embedder", f"{status.embedder.id} loaded" + (f" from {where}" if where else "")))
-    stored = stored_embedders(db)
+    stored = store.embedders()
     others = {e: n for e, n in stored.items() if e != status.configured_id}
     if others:
         detail = ", ".join(f"{n} from {e}" for e, n in others.items())
@@ -211,21 +155,10 @@ def check_embedder(config: "Config", db: "Database") -> list[Check]:
     else:
         count = stored.get(status.configured_id, 0)
         checks.append(ok("stored vectors", f"{plural(count, 'vector')}, all from the configured embedder"))
-    pending = sum(db.scalar(f"select count(*) from {t} where embedder is null")
-                  for t in ("messages", "facts", "summaries"))
-    if pending:
-        verb = "has" if pending == 1 else "have"
-        checks.append(warning("embedding backlog", f"{plural(pending, 'item')} {verb} no vector yet",
-                              "run `coop memory reembed`, or let coop catch up in the background"))
-    for index in index_status(db):
-        if index["indexed"] is not None and (index["dirty"] or index["indexed"] != index["stored"]):
-            checks.append(warning("vector index", f"index of {index['embedder']} is out of step "
-                                                  f"({index['indexed']} of {index['stored']}); "
-                                                  "it is rebuilt on next search"))
     return checks
 
 
-def run_checks(load: Callable[[], "Config"], open_db: Callable[["Config"], "Database"],
+def run_checks(load: Callable[[], "Config"], open_store: Callable[["Config"], "MemoryStore"],
                probe: bool = False) -> list[Check]:
     """Every check, in order; a failure to load the config or open the database ends the list there."""
     from coop.config.loading import resolve_db_path
@@ -243,37 +176,27 @@ def run_checks(load: Callable[[], "Config"], open_db: Callable[["Config"], "Data
         checks += [Check(name, severity, message, hint) for severity, name, message, hint in found]
     path = resolve_db_path(config)
     try:
-        db = open_db(config)
+        store = open_store(config)
     except CoopError as exc:
         hint = exc.hint if exc.hint and "coop check" not in exc.hint else DAMAGED_HINT
         return checks + [failure("database", exc.message, hint)]
     try:
         checks.append(ok("database", f"database at {path}"))
-        checks += _guarded("sqlite", check_sqlite, db)
-        checks += _guarded("integrity", check_database, db, path)
-        checks += _guarded("stored vectors", check_embedder, config, db)  # loading never raises; reads can
+        findings = store.check()  # the store's own: engine, schema, integrity, indexes, writable, vectors
+        checks += [Check(f.name, f.severity, f.message, f.hint) for f in findings if f.name != "embedding backlog"
+                   and f.name != "vector index"]
+        checks += guarded_checks("stored vectors", lambda: check_embedder(config, store))  # reads can raise
+        checks += [Check(f.name, f.severity, f.message, f.hint) for f in findings if f.name in
+                   ("embedding backlog", "vector index")]
     finally:
-        db.close()
+        store.close()
     return checks
 
 
-DAMAGED_HINT = "restore a backup, or move the file aside (coop then starts a new one)"
-
-
-def _guarded(name: str, run: Callable[..., list[Check]], *args: object) -> list[Check]:
-    """One group of checks; a database that fails while being read (a corrupted page) is reported as a failed
-    check, so the rest of the report still prints, instead of ending `coop check` with a traceback."""
-    import apsw
-
-    try:
-        return run(*args)
-    except CoopError as exc:
-        return [failure(name, exc.message, exc.hint)]
-    except apsw.BusyError:  # another program holds the write lock: the file is not damaged, just busy
-        return [warning(name, "the database is busy: another program holds its lock, so this was not checked",
-                        "run `coop check` again when the other coop (an import, a chat) is done")]
-    except apsw.Error as exc:
-        return [failure(name, f"the database cannot be read: {type(exc).__name__}: {exc}", DAMAGED_HINT)]
+def guarded_checks(name: str, run: Callable[[], list[Check]]) -> list[Check]:
+    """A group of checks that reads the store: a failure to read is a failed check (`health.guarded`)."""
+    found = guarded(name, lambda: [Finding(c.name, c.severity, c.message, c.hint) for c in run()])
+    return [Check(f.name, f.severity, f.message, f.hint) for f in found]
 
 
 def check(
@@ -285,11 +208,12 @@ def check(
 ) -> None:
     """Validate the config, the database, the embedder and the model setup."""
     from coop.config.loading import resolve_db_path
-    from coop.memory.storage.database import open_database
+    from coop.memory.storage.store import MemoryStore
 
     app_state = state(ctx)
     checks = run_checks(app_state.config,  # (which registers the configured key variables' values to mask)
-                        lambda c: open_database(resolve_db_path(c), busy_timeout_ms=c.memory.busy_timeout_ms), probe)
+                        lambda c: MemoryStore.open(resolve_db_path(c), busy_timeout_ms=c.memory.busy_timeout_ms),
+                        probe)
     errors = sum(1 for c in checks if c.severity == "error")
     warnings = sum(1 for c in checks if c.severity == "warning")
     if json_:

@@ -13,8 +13,7 @@ import typer
 if TYPE_CHECKING:
     from coop.config.loading import Config
     from coop.memory.embedder import Embedder
-    from coop.memory.storage.connection import Database
-    from coop.memory.storage.store import UserMemory
+    from coop.memory.storage.store import MemoryStore, UserMemory
     from coop.services import Services
 
 
@@ -67,8 +66,8 @@ class AppContext:
     def user_id(self, override: str | None = None) -> str:
         return self.services().user_id(override)
 
-    def db(self) -> "Database":
-        return self.services().db()
+    def store(self) -> "MemoryStore":
+        return self.services().store()
 
     def memory(self, user: str | None = None) -> "UserMemory":
         return self.services().memory(user)

@@ -29,7 +29,7 @@ def serve(
         return
     import anyio
 
-    from coop.config.loading import coop_home, resolve_db_path
+    from coop.config.loading import coop_home
     from coop.files.logs import logging_to_file
     from coop.mcp.server import MemoryServer, build_server
     from coop.memory.retrieval.settings import RetrievalSettings
@@ -41,8 +41,7 @@ def serve(
     # never onto stdout, the protocol's: a failed embedder load (it loads with the first search) goes to coop.log
     services.warn = lambda message, hint: log.warning("%s (%s)", message, hint)
     memory = services.memory(user)
-    db_path = resolve_db_path(config)
-    worker = services.worker(db_path) if allow_writes and db_path != ":memory:" else None
+    worker = services.worker() if allow_writes else None
     jobs = services.jobs()
     core = MemoryServer(memory, jobs, services.embedder, allow_writes=allow_writes, worker=worker,
                         settings=RetrievalSettings.from_config(config.memory))
@@ -51,7 +50,7 @@ def serve(
         with logging_to_file(coop_home(), secrets=secrets, debug=app_state.debug):
             log.info("serving %s's memory over stdio (%s)", memory.user_id,
                      "read and write" if allow_writes else "read-only")
-            if worker is not None and jobs.complete is not None and memory.pending_jobs(1):
+            if worker is not None and jobs.complete is not None and memory.jobs.pending(1):
                 worker.submit("finish earlier extractions", jobs.pending(memory.user_id))
             anyio.run(build_server(core).run_stdio_async)
     finally:

@@ -312,7 +312,7 @@ def history(
     kind, number = parse_ref(item_id)
     if kind != "fact":
         raise UsageError(f"{item_id} is a {kind}; only facts have a history", hint="give a fact id such as f12")
-    entries = state(ctx).memory(user).history(number)
+    entries = state(ctx).memory(user).facts.history(number)
     if json_:
         output.print_json([output.history_json(entry) for entry in entries])
         return

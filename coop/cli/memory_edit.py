@@ -36,7 +36,7 @@ def edit_fact(memory: UserMemory, fact_id: int, text: str, *,
     from coop.memory.storage.facts import FactFields
     from coop.memory.text import content_hash
 
-    with memory.db.atomic():  # checked and written at once: no other writer changes the fact in between
+    with memory.transaction():  # checked and written at once: no other writer changes the fact in between
         item = current_fact(memory, fact_id, "edit")
         fields = FactFields.checked(text, category=item.category, key=item.key, source="user",
                                     importance=0.5 if item.importance is None else item.importance)

@@ -184,10 +184,9 @@ def reindex(ctx: typer.Context, json_: JsonOption = False) -> None:
     """Rebuild the full-text indexes from the stored text (when `coop check` finds them out of step).
 
     Covers every user of the database, since the indexes are shared; vectors are left as they are."""
-    from coop.memory.storage.fulltext import rebuild_fulltext
 
     started = time.monotonic()
-    counts = rebuild_fulltext(state(ctx).db())
+    counts = state(ctx).store().rebuild_fulltext()
     if json_:
         output.print_json({"indexed": counts, "seconds": round(time.monotonic() - started, 2)})
         return

@@ -21,7 +21,6 @@ from coop.memory.growth.embedding import embed_pending
 from coop.memory.growth.extract import Complete, ExtractionContext, extract_facts, model_decider
 from coop.memory.growth.reconcile import FactWriter
 from coop.memory.kinds import INSTRUCTION
-from coop.memory.storage.connection import Database
 from coop.memory.storage.items import FactWrite, Item
 from coop.memory.storage.links import MAX_JOB_ATTEMPTS, PendingJob
 from coop.memory.storage.store import MemoryStore, UserMemory
@@ -31,7 +30,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-Job = Callable[[Database], "str | None"]
+Job = Callable[[MemoryStore], "str | None"]
 
 
 @dataclass
@@ -54,10 +53,10 @@ class MemoryJobs:
         worker, so that submitting never waits for a model that is still loading."""
         batch_size = self.config.memory.embedder.batch_size
 
-        def run(db: Database) -> str | None:
+        def run(store: MemoryStore) -> str | None:
             embedder = self.embedder()
             if embedder is not None:
-                embed_pending(_user(db, user_id), embedder, batch_size=batch_size, should_stop=self.stopping.is_set)
+                embed_pending(store.user(user_id), embedder, batch_size=batch_size, should_stop=self.stopping.is_set)
             return None
 
         return run
@@ -67,8 +66,8 @@ class MemoryJobs:
         write pipeline, linked to the user's message. A failure anywhere changes nothing; the row stays for the
         next start (at most `MAX_JOB_ATTEMPTS` tries)."""
 
-        def run(db: Database) -> str | None:
-            memory = _user(db, user_id)
+        def run(store: MemoryStore) -> str | None:
+            memory = store.user(user_id)
             job = next((j for j in memory.jobs.pending() if j.job_id == job_id), None)
             return None if job is None or self.complete is None else self._extract(memory, job)
 
@@ -77,8 +76,8 @@ class MemoryJobs:
     def pending(self, user_id: str, limit: int = 20) -> Job:
         """At start: the extractions a previous process recorded and did not finish (it exited first)."""
 
-        def run(db: Database) -> str | None:
-            memory = _user(db, user_id)
+        def run(store: MemoryStore) -> str | None:
+            memory = store.user(user_id)
             notices = []
             for job in memory.jobs.pending(limit) if self.complete is not None else []:
                 if self.stopping.is_set():
@@ -130,8 +129,8 @@ class MemoryJobs:
         return "memory: " + "; ".join(done) if done else None
 
     def consolidation(self, user_id: str, *, session_id: int | None = None, ended: bool = False) -> Job:
-        def run(db: Database) -> str | None:
-            memory = _user(db, user_id)
+        def run(store: MemoryStore) -> str | None:
+            memory = store.user(user_id)
             embedder = self.embedder()
             report = consolidate(memory, self.config, self.complete, self.writer(memory, embedder),
                                  session_id=session_id, ended=ended)
@@ -145,9 +144,9 @@ class MemoryJobs:
         """End a session (after an idle spell) and consolidate it, on the worker's connection."""
         consolidation = self.consolidation(user_id, session_id=session_id, ended=True)
 
-        def run(db: Database) -> str | None:
-            _user(db, user_id).sessions.end(session_id)
-            return consolidation(db)
+        def run(store: MemoryStore) -> str | None:
+            store.user(user_id).sessions.end(session_id)
+            return consolidation(store)
 
         return run
 
@@ -197,6 +196,3 @@ def describe_change(memory: UserMemory, result: FactWrite) -> str:
             "SUPERSEDE": f"{ref} replaces f{result.previous_id}"}.get(result.action, f"{ref} {result.action.lower()}")
     return f"{what}: “{shown}” (undo: coop memory undo {ref})"
 
-
-def _user(db: Database, user_id: str) -> UserMemory:
-    return MemoryStore(db).user(user_id)

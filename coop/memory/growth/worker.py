@@ -15,12 +15,11 @@ import queue
 import threading
 from collections.abc import Callable
 
-from coop.memory.storage.connection import Database
-from coop.memory.storage.database import open_database
+from coop.memory.storage.store import MemoryStore
 
 log = logging.getLogger(__name__)
 
-Job = Callable[[Database], "str | None"]  # returns a notice for the user, or None
+Job = Callable[[MemoryStore], "str | None"]  # returns a notice for the user, or None
 
 
 def failure_notice(name: str, exc: BaseException) -> str:
@@ -30,9 +29,9 @@ def failure_notice(name: str, exc: BaseException) -> str:
 
 
 class BackgroundWorker:
-    def __init__(self, db_path: str, *, busy_timeout_ms: int = 5000, name: str = "coop-worker") -> None:
-        self._db_path = db_path
-        self._busy_timeout_ms = busy_timeout_ms
+    def __init__(self, open_store: Callable[[], MemoryStore], *, name: str = "coop-worker") -> None:
+        """`open_store` opens a handle of the worker's own on the store (called in the worker's thread)."""
+        self._open_store = open_store
         self._jobs: queue.Queue[tuple[str, Job] | None] = queue.Queue()
         self._idle = threading.Event()
         self._idle.set()
@@ -69,7 +68,7 @@ class BackgroundWorker:
         return self._thread.is_alive()
 
     def _run(self) -> None:
-        db: Database | None = None
+        store: MemoryStore | None = None
         try:
             while True:
                 entry = self._jobs.get()
@@ -77,9 +76,9 @@ class BackgroundWorker:
                     return
                 name, job = entry
                 try:
-                    if db is None:
-                        db = open_database(self._db_path, busy_timeout_ms=self._busy_timeout_ms)
-                    notice = job(db)
+                    if store is None:
+                        store = self._open_store()
+                    notice = job(store)
                     if notice:
                         with self._lock:
                             self._notices.append(notice)
@@ -95,8 +94,8 @@ class BackgroundWorker:
                         if self._pending == 0:
                             self._idle.set()
         finally:
-            if db is not None:
-                db.close()
+            if store is not None:
+                store.close()
 
 
 class Timer:

@@ -344,7 +344,7 @@ def newer_first(memory: "UserMemory", embedder: "Embedder | None", entries: list
     import numpy as np
 
     refs = [(r.item.kind, r.item.item_id) for r in entries]
-    found = memory.vectors.vectors(embedder.id, embedder.dims, refs)
+    found = memory.vectors.read(embedder.id, embedder.dims, refs)
     with_vector = [k for k, ref in enumerate(refs) if ref in found]
     if len(with_vector) < 2:
         return entries

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from coop.memory.kinds import KINDS
-from coop.memory.storage.connection import connect
+from coop.memory.storage.connection import THROWAWAY, connect
 from coop.memory.storage.sign_bits import sign_bits
 
 if TYPE_CHECKING:
@@ -173,7 +173,7 @@ def load_beside(target: "Database", user_id: str, embedder_id: str) -> bool:
     and the copy is checked against the database before its first use, like any other. False when there was
     nothing to do: a copy is there already, or the database lives in memory (no second connection sees it)."""
     key = _key(user_id, embedder_id)
-    if key in target.caches or target.path == ":memory:":
+    if key in target.caches or target.path == THROWAWAY:
         return False
     source = connect(target.path)
     try:

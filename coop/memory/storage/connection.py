@@ -24,6 +24,10 @@ from coop.memory.storage.sign_bits import sign_bits_blob
 from coop.memory.text import content_hash, fts_text, sentence_part_count
 from coop.privacy.secrets import mask_optional
 
+# The location of a store that lives in memory only (`memory.db_path = ":memory:"`, `coop chat --incognito`):
+# nothing outlives the process, and no second handle can reach it.
+THROWAWAY = ":memory:"
+
 
 @dataclass
 class Database:
@@ -34,6 +38,7 @@ class Database:
     vec_version: str | None = None
     vec_error: str | None = None
     read_only: bool = False  # opened from a place nobody here can write: reads work, writes are StoreErrors
+    busy_timeout_ms: int = 5000
     caches: dict[str, Any] = field(default_factory=dict, repr=False)  # derived, checked copies (bit_index)
     _depth: int = field(default=0, repr=False)
 
@@ -101,7 +106,7 @@ class Database:
         """Copy the write-ahead log into the database file and truncate it (best effort: a reader that holds an
         old snapshot keeps its frames until it is done). After a forget, so the forgotten text's old pages do
         not linger in the -wal file."""
-        if self.read_only or self.path == ":memory:" or self.conn.in_transaction:
+        if self.read_only or self.path == THROWAWAY or self.conn.in_transaction:
             return
         try:
             self.conn.execute("pragma wal_checkpoint(TRUNCATE)").fetchall()
@@ -225,8 +230,8 @@ def connect(path: str, *, busy_timeout_ms: int = 5000) -> Database:
     A database in a place nobody here can write (a read-only disk, a backup without write permission) opens
     read-only: everything that reads works, and every write is a `StoreError` that says the database is
     read-only."""
-    read_only = path != ":memory:" and _unwritable(path)
-    if path != ":memory:" and not read_only:
+    read_only = path != THROWAWAY and _unwritable(path)
+    if path != THROWAWAY and not read_only:
         _make_private_path(path)
     try:
         if read_only:
@@ -239,7 +244,7 @@ def connect(path: str, *, busy_timeout_ms: int = 5000) -> Database:
         conn.execute(f"pragma busy_timeout = {int(busy_timeout_ms)}")
         conn.execute("pragma foreign_keys = on")
         conn.execute("pragma secure_delete = on")  # deleted rows are overwritten with zeros, not left in free space
-        if path != ":memory:" and not read_only:
+        if path != THROWAWAY and not read_only:
             row = conn.execute("pragma journal_mode = wal").fetchone()
             if row is None:
                 raise StoreError(f"cannot set the journal mode of the database {path}",
@@ -270,5 +275,6 @@ def connect(path: str, *, busy_timeout_ms: int = 5000) -> Database:
         raise StoreError(f"cannot open the database {path}: {exc}",
                          hint="run `coop check` for details") from None
     vec_version, vec_error = _load_sqlite_vec(conn)
-    db = Database(conn=conn, path=path, vec_version=vec_version, vec_error=vec_error, read_only=read_only)
+    db = Database(conn=conn, path=path, vec_version=vec_version, vec_error=vec_error, read_only=read_only,
+                  busy_timeout_ms=busy_timeout_ms)
     return db

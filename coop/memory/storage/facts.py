@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from coop.errors import NotFoundError, UsageError
-from coop.memory.kinds import ACTIVE_FACT, fact_slot
+from coop.memory.kinds import ACTIVE_FACT, INSTRUCTION, fact_slot
 from coop.memory.storage import vectors
 from coop.memory.storage.items import (
     FACT_COLUMNS,
@@ -106,8 +106,8 @@ class Facts(Part):
         standing instructions, newest first: what the profile ranks, without building an Item per fact."""
         return [(int(r[0]), r[1], float(r[2]), float(r[3]), r[4], bool(r[5]), r[6]) for r in self.db.execute(
             f"SELECT id, category, importance, updated_at, last_recalled_at, key IS NOT NULL, value FROM facts "
-            f"WHERE user_id = ? AND {ACTIVE_FACT} AND category != 'instruction' ORDER BY updated_at DESC, id DESC "
-            "LIMIT ?", (self.user_id, limit))]
+            f"WHERE user_id = ? AND {ACTIVE_FACT} AND category != ? ORDER BY updated_at DESC, id DESC "
+            "LIMIT ?", (self.user_id, INSTRUCTION, limit))]
 
     def active(self, category: str | None = None, *, limit: int = 1000, newest_first: bool = False) -> list[Item]:
         """Active facts (of one category), oldest change first, or newest first."""

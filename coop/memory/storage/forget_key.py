@@ -20,6 +20,7 @@ import os
 import secrets
 import threading
 
+from coop.memory.storage.connection import THROWAWAY
 from coop.memory.text import normalise_text
 
 KEY_BYTES = 32
@@ -37,7 +38,7 @@ def forget_key(db_path: str) -> bytes:
     with _lock:
         if db_path in _process_keys:
             return _process_keys[db_path]
-        key = _read_or_make(key_path(db_path)) if db_path != ":memory:" else None
+        key = _read_or_make(key_path(db_path)) if db_path != THROWAWAY else None
         _process_keys[db_path] = key if key is not None else secrets.token_bytes(KEY_BYTES)
         return _process_keys[db_path]
 

@@ -65,13 +65,17 @@ class VectorIndex(Protocol):
                 floor: float | None = None, exact: bool = False,
                 include_inactive: bool = False) -> "list[VectorHit]": ...
 
-    def vectors(self, embedder_id: str, dims: int,
+    def read(self, embedder_id: str, dims: int,
                 items: Sequence[tuple[str, int]]) -> "dict[tuple[str, int], np.ndarray]": ...
 
     def similarities(self, embedder_id: str, dims: int, query: "np.ndarray",
                      items: Sequence[tuple[str, int]]) -> dict[tuple[str, int], float]: ...
 
     def size(self, embedder_id: str, kind: str | None = None) -> int: ...
+
+    def warm(self, embedder_id: str) -> bool:
+        """Ready the index for a first search, from another thread (best effort)."""
+        ...
 
 
 class UserStore(Protocol):

@@ -44,7 +44,7 @@ def with_message_lengths(memory: "UserMemory", matches: list[tuple[str, int, flo
     messages = [item_id for kind, item_id, _ in matches if kind == "message"]
     if not messages or b == FTS5_B:
         return matches
-    known = memory.message_lengths(messages) if lengths is None else lengths
+    known = memory.messages.lengths(messages) if lengths is None else lengths
     lengths = {item_id: known[item_id] for item_id in messages if item_id in known}
     if not lengths:
         return matches

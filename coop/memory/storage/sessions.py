@@ -12,7 +12,7 @@ from coop.privacy.secrets import mask, mask_optional
 class Sessions(Part):
     """The sessions of one user."""
 
-    def __call__(self, limit: int = 20) -> list[dict[str, Any]]:  # transitional: `memory.sessions(limit)`
+    def __call__(self, limit: int = 20) -> list[dict[str, Any]]:  # transitional: `memory.sessions.recent(limit)`
         return self.recent(limit)
 
     def previous(self, session_id: int | None, *, active_after: float) -> int | None:

@@ -21,11 +21,14 @@ from functools import cached_property
 from typing import Any
 
 from coop.errors import NotFoundError, UsageError
-from coop.memory.kinds import ACTIVE_FACT, KINDS, REGISTRY, make_ref
+from coop.memory.kinds import ACTIVE_FACT, INSTRUCTION, KINDS, REGISTRY, make_ref
 from coop.memory.kinds import kind as lookup_kind
+from coop.memory.storage import fulltext, health
+from coop.memory.storage.connection import THROWAWAY as THROWAWAY
 from coop.memory.storage.connection import Database
 from coop.memory.storage.facts import Facts
 from coop.memory.storage.forgetting import Forgetting
+from coop.memory.storage.health import Finding
 from coop.memory.storage.items import BUILDERS, COLUMNS, FACT_COLUMNS, MAX_USER_ID_CHARS, Item, fact_item
 from coop.memory.storage.links import Jobs, Sources
 from coop.memory.storage.messages import Messages
@@ -37,6 +40,11 @@ from coop.memory.storage.vector_index import SqliteVectorIndex
 from coop.memory.text import check_text
 
 
+def whose(user_id: str) -> str:
+    """"ana's", and "your" for the user called "you" (the name a first run picks when it knows no other)."""
+    return "your" if user_id == "you" else f"{user_id}'s"
+
+
 def check_user_id(user_id: str) -> str:
     if not user_id or not user_id.strip() or len(user_id) > MAX_USER_ID_CHARS:
         raise UsageError(f"not a valid user id: {user_id!r}", hint="use a short name such as 'ana'")
@@ -45,16 +53,63 @@ def check_user_id(user_id: str) -> str:
 
 
 class MemoryStore:
-    """The database as a whole: hands out `UserMemory` handles and answers questions about every user."""
+    """The store as a whole (`interface.Backend`, SQLite): opened and migrated on `open`, hands out `UserMemory`
+    handles, a handle of its own for another thread (`reopen`), and says how it is (`check`)."""
 
     def __init__(self, db: Database) -> None:
         self.db = db
+
+    @classmethod
+    def open(cls, location: str, *, busy_timeout_ms: int = 5000, migrate: bool = True) -> "MemoryStore":
+        """The store at `location` (a file path, created if need be; `THROWAWAY` for one that lives in memory and
+        is gone at exit), migrated to the current schema."""
+        from coop.memory.storage.database import open_database
+
+        return cls(open_database(location, busy_timeout_ms=busy_timeout_ms, migrate=migrate))
+
+    @property
+    def location(self) -> str:
+        return self.db.path
+
+    @property
+    def read_only(self) -> bool:
+        return self.db.read_only
+
+    @property
+    def throwaway(self) -> bool:
+        """True for a store that lives in memory only: no other handle can reach it, nothing outlives the process."""
+        return self.db.path == THROWAWAY
+
+    def reopen(self) -> "MemoryStore":
+        """A handle of its own on the same store, for another thread (an apsw connection is one thread's)."""
+        if self.throwaway:
+            raise UsageError("a throwaway store cannot be opened twice", hint="give memory.db_path a file")
+        return MemoryStore.open(self.db.path, busy_timeout_ms=self.db.busy_timeout_ms)
+
+    def close(self) -> None:
+        self.db.close()
 
     def user(self, user_id: str) -> "UserMemory":
         return UserMemory(self.db, check_user_id(user_id))
 
     def user_ids(self) -> list[str]:
         return [row[0] for row in self.db.execute("SELECT id FROM users ORDER BY id")]
+
+    def check(self) -> list[Finding]:
+        """How the store is: its engine, schema, integrity, full-text indexes, whether it can be written, its
+        permissions, its embedding backlog and vector index (`health.py`)."""
+        db = self.db
+        return (health.guarded("sqlite", lambda: health.engine(db)) +
+                health.guarded("integrity", lambda: health.integrity(db)) +
+                health.guarded("stored vectors", lambda: health.vector_findings(db)))
+
+    def embedders(self) -> dict[str, int]:
+        """Every embedder that has vectors in the store, with its count (any user)."""
+        return health.stored(self.db)
+
+    def rebuild_fulltext(self) -> dict[str, int]:
+        """Build every full-text index again from the stored text; the rows indexed per index."""
+        return fulltext.rebuild_fulltext(self.db)
 
 
 class UserMemory(UserScope):
@@ -94,6 +149,11 @@ class UserMemory(UserScope):
         """The user's vector index (`vector_index.py`)."""
         return SqliteVectorIndex(self)
 
+    @property
+    def backend(self) -> MemoryStore:
+        """The store this memory is in (for a job that reaches other users' memories or opens its own)."""
+        return MemoryStore(self.db)
+
     def forget(self, kind: str, item_id: int, *, reason: str = "forgotten by the user") -> dict[str, int]:
         """Delete one item for good (`forgetting.py`); returns what went where, for the receipt."""
         return self.forgotten.forget(kind, item_id, reason=reason)
@@ -108,7 +168,7 @@ class UserMemory(UserScope):
         row = self.db.one(f"SELECT {COLUMNS[kind]} FROM {spec.table} WHERE id = ? AND user_id = ?",
                           (item_id, self.user_id))
         if row is None:
-            raise NotFoundError(f"no {kind} {make_ref(kind, item_id)} in {self.user_id}'s memory",
+            raise NotFoundError(f"no {kind} {make_ref(kind, item_id)} in {whose(self.user_id)} memory",
                                 hint="list items with `coop memory list`")
         return BUILDERS[kind](row)
 
@@ -132,9 +192,10 @@ class UserMemory(UserScope):
     def list_items(self, kind: str | None = None, *, limit: int = 50, include_inactive: bool = False) -> list[Item]:
         """The newest items first; facts are the active ones unless `include_inactive`."""
         active = "" if include_inactive else f"AND {ACTIVE_FACT}"
-        if kind == "instruction":  # standing instructions are facts of their own category
-            rows = self.db.execute(f"SELECT {FACT_COLUMNS} FROM facts WHERE user_id = ? AND category = 'instruction' "
-                                   f"{active} ORDER BY updated_at DESC, id DESC LIMIT ?", (self.user_id, limit))
+        if kind == INSTRUCTION:  # standing instructions are facts of their own category
+            rows = self.db.execute(f"SELECT {FACT_COLUMNS} FROM facts WHERE user_id = ? AND category = ? "
+                                   f"{active} ORDER BY updated_at DESC, id DESC LIMIT ?",
+                                   (self.user_id, INSTRUCTION, limit))
             return [fact_item(r) for r in rows]
         items: list[Item] = []
         for name in [kind] if kind else list(KINDS):
@@ -191,12 +252,3 @@ class UserMemory(UserScope):
     def text(self) -> SqliteTextIndex:
         """The user's full-text index (`text_index.py`)."""
         return SqliteTextIndex(self)
-
-    # -- transitional: the names of the mixin chain, while callers move to the parts (removed with the last) ----
-    def __getattr__(self, name: str) -> Any:
-        from coop.memory.storage.legacy_names import LEGACY
-
-        if name in LEGACY:
-            part, new = LEGACY[name]
-            return getattr(getattr(self, part), new)
-        raise AttributeError(name)

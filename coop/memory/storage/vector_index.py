@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from coop.memory.kinds import KINDS
 from coop.memory.storage import vectors
+from coop.memory.storage.bit_index import load_beside
 from coop.memory.storage.scope import UserScope
 from coop.memory.storage.vectors import VectorHit
 
@@ -63,6 +64,11 @@ class SqliteVectorIndex:
     def drop_other_embedders(self, keep: str) -> tuple[int, list[str]]:
         return vectors.drop_other_embedders(self.scope, keep)
 
+    def warm(self, embedder_id: str) -> bool:
+        """Load this user's sign bits for `embedder_id` on a connection of its own (from another thread, while
+        the user types), so the first search does not pay for it; False when there was nothing to do."""
+        return load_beside(self.scope.db, self.scope.user_id, embedder_id)
+
     # -- reads ----------------------------------------------------------------------------------------------
     def nearest(self, embedder_id: str, dims: int, query: "np.ndarray", *, k: int, kinds: Sequence[str] = KINDS,
                 floor: float | None = None, exact: bool = False, include_inactive: bool = False) -> list[VectorHit]:
@@ -74,7 +80,7 @@ class SqliteVectorIndex:
             self._rows.update(((embedder_id, *item), row) for item, row in seen.items())
         return hits
 
-    def vectors(self, embedder_id: str, dims: int,
+    def read(self, embedder_id: str, dims: int,
                 items: Sequence[tuple[str, int]]) -> dict[tuple[str, int], "np.ndarray"]:
         """The stored (whole) vectors from `embedder_id` of these items (items without one are left out)."""
         import numpy as np

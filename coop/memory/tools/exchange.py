@@ -48,8 +48,8 @@ class ExchangeRecorder:
         """Store one message (a tool call, a tool result: `fields` as `UserMemory.add_message` takes them)."""
         with self.guard.database():
             if self.session_id is None:
-                self.session_id = self.memory.start_session(" ".join(text.split())[:80] if role == "user" else None)
-            return self.memory.add_message(self.session_id, role, text, **fields)
+                self.session_id = self.memory.sessions.start(" ".join(text.split())[:80] if role == "user" else None)
+            return self.memory.messages.add(self.session_id, role, text, **fields)
 
     def said(self, role: str, text: str) -> int | None:
         """A user's message or an assistant's reply: stored with its importance (growth/importance.py)."""
@@ -66,7 +66,7 @@ class ExchangeRecorder:
         self.submit("embed new messages", self.jobs.embedding(self.memory.user_id))
         if message_id is not None and self.learns:
             with self.guard.database():
-                job_id = self.memory.record_job("extraction", session_id=self.session_id, message_id=message_id,
+                job_id = self.memory.jobs.record("extraction", session_id=self.session_id, message_id=message_id,
                                                 reply_id=reply_id)
             self.submit("extract facts", self.jobs.extraction(self.memory.user_id, job_id))
 
@@ -83,7 +83,7 @@ class ExchangeRecorder:
                 raise ToolArgumentError(exc.message, hint=f"record a shorter account of the exchange (each text "
                                                           f"at most {MAX_MESSAGE_CHARS:,} characters)") from None
         with self.guard.database():
-            if self.session_id is not None and not self.memory.session_exists(self.session_id):
+            if self.session_id is not None and not self.memory.sessions.exists(self.session_id):
                 self.session_id = None
         user_id = self.said("user", texts["user_message"])
         reply_id = self.said("assistant", texts["assistant_reply"])

@@ -13,6 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from coop.memory.kinds import MAX_CATEGORY_CHARS, MAX_KEY_CHARS
+
 MAX_RESULT_CHARS = 6000  # a tool's JSON result, at most
 MAX_ITEM_CHARS = 600  # an item's text in a list of results
 MAX_GET_CHARS = 4000  # an item's text read in full
@@ -83,7 +85,8 @@ TOOLS: tuple[Tool, ...] = (
          "(\"remember that I'm vegetarian\"). Duplicates are merged; a new value for the same thing (same category "
          "and key) replaces the old one, which stays in its history.",
          _object({"text": {"type": "string", "description": "the fact, one sentence", "maxLength": 1000},
-                  "category": {"type": "string", "maxLength": 60}, "key": {"type": "string", "maxLength": 60}},
+                  "category": {"type": "string", "maxLength": MAX_CATEGORY_CHARS},
+                  "key": {"type": "string", "maxLength": MAX_KEY_CHARS}},
                  "text"),
          writes=True, chat_name="memory_write"),
     Tool("memory_forget",

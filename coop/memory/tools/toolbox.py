@@ -83,7 +83,7 @@ class MemoryToolbox:
         if kind != "message":
             raise ToolArgumentError("memory_timeline takes a message id (m...)")
         with self.guard.database():
-            items = self.memory.around(number, before=before, after=after)
+            items = self.memory.messages.around(number, before=before, after=after)
         return {"results": [item_result(item) for item in items]}
 
     def context(self, question: str, cfg: "MemoryConfig") -> "TurnContext":
@@ -103,7 +103,7 @@ class MemoryToolbox:
         from coop.memory.retrieval.context import Recalled, fact_line
 
         with self.guard.database():
-            rules = self.memory.active_facts(INSTRUCTION, limit=MAX_PROFILE_FACTS, newest_first=True)
+            rules = self.memory.facts.active(INSTRUCTION, limit=MAX_PROFILE_FACTS, newest_first=True)
             chosen, _ = profile.best(self.memory, {}, time.time(), pool=MAX_PROFILE_FACTS)
             marks = profile.out_of_date(self.memory, [r.item for r in chosen])
         instructions = [fact_line(Recalled(f, "profile")) for f in rules]

@@ -210,8 +210,8 @@ class _CoopImport:
         if source not in FACT_SOURCES:
             raise _Invalid(f"unknown source {source!r}")
         importance = _num(record, "importance", optional=True)
-        fields = FactFields.checked(value, category=_str(record, "category", limit=100),
-                                    key=_str(record, "key", optional=True, limit=200),
+        fields = FactFields.checked(value, category=_str(record, "category", limit=1000),
+                                    key=_str(record, "key", optional=True, limit=1000),
                                     importance=0.5 if importance is None else min(max(importance, 0.0), 1.0),
                                     source=source)
         created = _time(record, "created_at")

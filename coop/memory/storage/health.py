@@ -1,0 +1,125 @@
+"""What a store says about itself for `coop check`: its engine (SQLite with FTS5, sqlite-vec), its schema, its
+integrity, its full-text indexes, whether it can be written and who else can read it, and its vectors. Each
+finding is ok, a warning or an error with a hint; the CLI prints them. A store that fails while being read (a
+corrupted page, another process's lock) is a finding too, never an exception: the rest of the report still prints.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import apsw
+
+from coop.errors import CoopError
+from coop.memory.kinds import REGISTRY
+from coop.memory.storage.connection import Database
+from coop.memory.storage.fulltext import fulltext_problems
+from coop.memory.storage.migrations import SCHEMA_VERSION, schema_version
+from coop.memory.storage.vectors import index_status, stored_embedders
+
+DAMAGED_HINT = "restore a backup, or move the file aside (coop then starts a new one)"
+
+
+@dataclass(frozen=True)
+class Finding:
+    name: str
+    severity: str  # "ok" | "warning" | "error"
+    message: str
+    hint: str | None = None
+
+
+def _ok(name: str, message: str) -> Finding:
+    return Finding(name, "ok", message)
+
+
+def engine(db: Database) -> list[Finding]:
+    version = db.scalar("select sqlite_version()")
+    findings = []
+    try:
+        db.execute("create virtual table temp.coop_check_fts using fts5(x)")
+        db.execute("drop table temp.coop_check_fts")
+        findings.append(_ok("sqlite", f"SQLite {version} with FTS5"))
+    except Exception as exc:
+        findings.append(Finding("sqlite", "error", f"SQLite {version} has no FTS5: {exc}", "reinstall apsw"))
+    # Since m012 nothing at run time needs sqlite-vec: vectors are searched by the in-memory bit scan, which
+    # measured faster than vec0's KNN for the same recall (bench/vectorleg.py). Said, never a warning.
+    unused = "search does not need it: vectors are scanned in memory"
+    findings.append(_ok("sqlite-vec", f"sqlite-vec {db.vec_version} loaded ({unused})" if db.has_vec else
+                        f"sqlite-vec not loaded ({db.vec_error}); {unused}"))
+    return findings
+
+
+def integrity(db: Database) -> list[Finding]:
+    findings = []
+    version = schema_version(db)
+    findings.append(_ok("schema", f"schema version {version} is current") if version == SCHEMA_VERSION else
+                    Finding("schema", "error", f"schema version {version}, expected {SCHEMA_VERSION}",
+                            "run any coop command to migrate"))
+    result = db.scalar("pragma integrity_check")
+    findings.append(_ok("integrity", "integrity_check: ok") if result == "ok" else
+                    Finding("integrity", "error", f"integrity_check: {result}", DAMAGED_HINT))
+    if db.read_only:  # FTS5's check is an INSERT, which a read-only database refuses
+        findings.append(Finding("full-text index", "warning", "not checked: the database is read-only"))
+    else:
+        bad = fulltext_problems(db)
+        findings.append(_ok("full-text index", "in step with its tables") if not bad else
+                        Finding("full-text index", "error", f"out of step: {', '.join(bad)}",
+                                "run: coop memory reindex (it rebuilds them from the stored text)"))
+    path = db.path
+    if path != ":memory:":
+        try:
+            with db.atomic():
+                db.execute("create table if not exists temp_write_probe (x)")  # a real write takes the lock
+                db.execute("drop table temp_write_probe")
+            findings.append(_ok("writable", f"{path} is writable"))
+        except CoopError as exc:
+            findings.append(Finding("writable", "error", exc.message, exc.hint))
+        loose = [f"{p} ({oct(mode)})" for p, mode, want in
+                 ((path, stat.S_IMODE(os.stat(path).st_mode), 0o600),
+                  (str(Path(path).parent), stat.S_IMODE(os.stat(Path(path).parent).st_mode), 0o700))
+                 if mode & ~want]
+        findings.append(_ok("permissions", "database private to you (0600, directory 0700)") if not loose else
+                        Finding("permissions", "warning", "readable by others: " + ", ".join(loose),
+                                f"chmod 600 {path}; chmod 700 {Path(path).parent}"))
+    return findings
+
+
+def vector_findings(db: Database) -> list[Finding]:
+    """The embedding backlog and the vector index's state (the stored vectors by embedder are `stored`)."""
+    findings = []
+    pending = sum(int(db.scalar(f"select count(*) from {spec.table} where embedder is null"))
+                  for spec in REGISTRY.values())
+    if pending:
+        findings.append(Finding("embedding backlog", "warning",
+                                f"{pending:,} item{'s' * (pending != 1)} {'has' if pending == 1 else 'have'} "
+                                "no vector yet",
+                                "run `coop memory reembed`, or let coop catch up in the background"))
+    for index in index_status(db):
+        if index["indexed"] is not None and (index["dirty"] or index["indexed"] != index["stored"]):
+            findings.append(Finding("vector index", "warning", f"index of {index['embedder']} is out of step "
+                                                               f"({index['indexed']} of {index['stored']}); "
+                                                               "it is rebuilt on next search"))
+    return findings
+
+
+def stored(db: Database) -> dict[str, int]:
+    """Every embedder id that has vectors in the store, with its count (any user)."""
+    return stored_embedders(db)
+
+
+def guarded(name: str, run: Callable[[], list[Finding]]) -> list[Finding]:
+    """One group of findings; a store that fails while being read is reported as a failed finding."""
+    try:
+        return run()
+    except CoopError as exc:
+        return [Finding(name, "error", exc.message, exc.hint)]
+    except apsw.BusyError:  # another program holds the write lock: the file is not damaged, just busy
+        return [Finding(name, "warning", "the database is busy: another program holds its lock, so this was not "
+                                         "checked", "run `coop check` again when the other coop (an import, a chat) "
+                                                    "is done")]
+    except apsw.Error as exc:
+        return [Finding(name, "error", f"the database cannot be read: {type(exc).__name__}: {exc}", DAMAGED_HINT)]
