@@ -126,9 +126,9 @@ def run(conversations: list, embedder, n: int, pool: list, *, keep: Path | None 
     from coop.config.loading import MemoryConfig
     from coop.memory.retrieval import search as search_module
     from coop.memory.retrieval.settings import RetrievalSettings
-    from coop.memory.storage import vectors
     from coop.memory.storage.database import open_database
     from coop.memory.storage.store import MemoryStore
+    from coop.memory.storage.vector_index import SqliteVectorIndex
 
     retrieval = RetrievalSettings.from_config(MemoryConfig()).but(**(settings or {}))
     rows: dict[str, list[dict]] = {"coop": [], "exact": []}
@@ -155,9 +155,9 @@ def run(conversations: list, embedder, n: int, pool: list, *, keep: Path | None 
                 if keep is not None:
                     done.touch()
             for mode in ("coop", "exact") if exact else ("coop",):
-                approx = search_module.nearest
+                approx = SqliteVectorIndex.nearest  # search's vector leg calls memory.vectors.nearest
                 if mode == "exact":
-                    search_module.nearest = functools.partial(vectors.nearest, exact=True)  # type: ignore[assignment]
+                    SqliteVectorIndex.nearest = functools.partialmethod(approx, exact=True)  # type: ignore[method-assign,assignment]
                 try:
                     for question in conv.questions:
                         started = time.perf_counter()
@@ -169,7 +169,7 @@ def run(conversations: list, embedder, n: int, pool: list, *, keep: Path | None 
                         rows[mode].append({"hits": {k: sorted(question.evidence & set(ranked[:k]))
                                                     for k in locomo.KS}, "evidence": sorted(question.evidence)})
                 finally:
-                    search_module.nearest = approx
+                    SqliteVectorIndex.nearest = approx  # type: ignore[method-assign]
             db.close()
     ordered = sorted(latencies)
     return {"distractors_per_user": n, "questions": len(rows["coop"]),
