@@ -204,7 +204,6 @@ def db_size(path: str) -> dict:
         for name, size in conn.execute("SELECT name, sum(pgsize) FROM dbstat GROUP BY name"):
             group = ("full-text (messages_fts)" if name.startswith("messages_fts") else
                      "full-text (message_context_fts)" if name.startswith("message_context_fts") else
-                     "sqlite-vec bit index" if name.startswith("vec_") else
                      "embeddings (float32)" if name.startswith(("embeddings", "sqlite_autoindex_embeddings")) else
                      "messages" if name.startswith("messages") else "other")
             parts[group] = parts.get(group, 0) + int(size)

@@ -99,10 +99,11 @@ def vector_findings(db: Database) -> list[Finding]:
                                 "no vector yet",
                                 "run `coop memory reembed`, or let coop catch up in the background"))
     for index in index_status(db):
-        if index["indexed"] is not None and (index["dirty"] or index["indexed"] != index["stored"]):
-            findings.append(Finding("vector index", "warning", f"index of {index['embedder']} is out of step "
-                                                               f"({index['indexed']} of {index['stored']}); "
-                                                               "it is rebuilt on next search"))
+        if index["indexed"] is not None and index["indexed"] != index["stored"]:
+            missing = int(str(index["stored"])) - int(str(index["indexed"]))
+            findings.append(Finding("vector index", "warning",
+                                    f"{missing:,} of {index['stored']:,} vectors of {index['embedder']} have no sign "
+                                    "bits: search passes them over", "report this as a bug"))
     return findings
 
 
