@@ -4,8 +4,9 @@ scanned whole by Hamming distance.
 Why not sqlite-vec's own `bit[]` KNN (whose `vec0` table coop wrote until m012 and never read): it keeps a
 sorted list of its `k` best, so its cost grows with vectors x candidates (a million vectors: 35 ms for 10
 candidates, about a second for 1,000). Recall against exact search needs many candidates as memory grows
-(`bench/vectorleg.py`: about 1,000 at 100,000 vectors), and a numpy scan costs the same for any number of them: XOR and popcount over the packed
-bits (48 bytes a vector for 384 dimensions), then a counting selection of the nearest. The float vectors of those
+(`bench/vectorleg.py`: about 1,000 at 100,000 vectors), and a numpy scan costs the same for any number of them:
+XOR and popcount over the packed bits (48 bytes a vector for 384 dimensions), then a counting selection of the
+nearest. The float vectors of those
 candidates are then re-ranked exactly by `vectors.nearest`.
 
 The truth stays in `embeddings`: each row keeps its bits in `embeddings.bits` (written with the vector, m008),
