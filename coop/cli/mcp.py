@@ -73,6 +73,7 @@ def install(
 
     from coop.config.loading import resolve_db_path
     from coop.mcp.install import config_path, host_environment, install, server_entry
+    from coop.memory.storage.store import THROWAWAY, whose
 
     app_state = state(ctx)
     path = config_path(host)
@@ -81,8 +82,7 @@ def install(
     entry = server_entry(user=user_id, config=config.source or None, allow_writes=allow_writes,
                          env=host_environment(config, os.environ))
     database = resolve_db_path(config)
-    whose = "your" if user_id == "you" else f"{user_id}'s"
-    uses = (f"the host will use {whose} memory in {os.path.abspath(database)}" if database != ":memory:" else
+    uses = (f"the host will use {whose(user_id)} memory in {os.path.abspath(database)}" if database != THROWAWAY else
             "the host will use a throwaway in-memory database (memory.db_path is ':memory:')")
     if print_only:
         output.out().print(json.dumps({"mcpServers": {"coop": entry}}, indent=2), soft_wrap=True, markup=False,

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from coop.errors import UsageError
+from coop.memory.storage.store import THROWAWAY
 
 if TYPE_CHECKING:
     from coop.config.loading import Config
@@ -80,11 +81,12 @@ def host_environment(config: "Config", environ: Mapping[str, str]) -> dict[str, 
     env = {name: environ[name] for name in names if name in environ}
     if env.get("COOP_HOME"):
         env["COOP_HOME"] = str(Path(env["COOP_HOME"]).expanduser().resolve())
+
     for dotted in PATH_SETTINGS:
         value: Any = config
         for part in dotted.split("."):
             value = getattr(value, part)
-        if value and value != ":memory:" and not Path(value).expanduser().is_absolute():
+        if value and value != THROWAWAY and not Path(value).expanduser().is_absolute():
             env[env_var_name(dotted)] = str(Path(value).expanduser().resolve())
     return env
 

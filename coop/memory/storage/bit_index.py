@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING
 
 from coop.memory.kinds import KINDS
 from coop.memory.storage.connection import THROWAWAY, connect
+from coop.memory.storage.scope import in_chunks
 from coop.memory.storage.sign_bits import sign_bits
 
 if TYPE_CHECKING:
@@ -91,7 +92,7 @@ def _rows(db: "Database", user_id: str, embedder_id: str, *, after_id: int = 0,
     else:
         cursors = [db.execute(f"SELECT id, {_KIND_CODE_SQL}, bits, parts_bits "
                               f"FROM embeddings WHERE id IN ({','.join('?' * len(chunk))}) ORDER BY id", chunk)
-                   for chunk in (list(ids[start:start + 500]) for start in range(0, len(ids), 500))]
+                   for chunk in in_chunks(ids)]
     parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
     width = 0
     for cursor in cursors:

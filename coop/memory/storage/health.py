@@ -16,7 +16,7 @@ import apsw
 
 from coop.errors import CoopError
 from coop.memory.kinds import REGISTRY
-from coop.memory.storage.connection import Database
+from coop.memory.storage.connection import THROWAWAY, Database
 from coop.memory.storage.fulltext import fulltext_problems
 from coop.memory.storage.migrations import SCHEMA_VERSION, schema_version
 from coop.memory.storage.vectors import index_status, stored_embedders
@@ -70,7 +70,7 @@ def integrity(db: Database) -> list[Finding]:
                         Finding("full-text index", "error", f"out of step: {', '.join(bad)}",
                                 "run: coop memory reindex (it rebuilds them from the stored text)"))
     path = db.path
-    if path != ":memory:":
+    if path != THROWAWAY:
         try:
             with db.atomic():
                 db.execute("create table if not exists temp_write_probe (x)")  # a real write takes the lock

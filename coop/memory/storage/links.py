@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 from coop.memory.kinds import active_fact
 from coop.memory.storage.items import FACT_COLUMNS, Item, fact_item
-from coop.memory.storage.scope import Part
+from coop.memory.storage.scope import Part, in_chunks
 from coop.privacy.secrets import mask
 
 MAX_QUOTE_CHARS = 1000
@@ -84,8 +84,7 @@ class Sources(Part):
         """Fact id -> (message id, quote) of each source link: what an export carries."""
         ids = sorted(set(fact_ids))
         found: dict[int, list[tuple[int, str | None]]] = {}
-        for start in range(0, len(ids), 500):
-            chunk = ids[start:start + 500]
+        for chunk in in_chunks(ids):
             for fact_id, message_id, quote in self.db.execute(
                     f"SELECT fact_id, message_id, quote FROM fact_sources WHERE user_id = ? AND fact_id IN "
                     f"({','.join('?' * len(chunk))}) ORDER BY fact_id, message_id", (self.user_id, *chunk)):

@@ -18,7 +18,7 @@ from coop.memory.storage.items import (
     fact_item,
     message_item,
 )
-from coop.memory.storage.scope import Part, fresh_id_sql
+from coop.memory.storage.scope import Part, fresh_id_sql, in_chunks
 from coop.memory.text import check_text, estimate_tokens
 from coop.privacy.secrets import mask, mask_optional
 
@@ -35,8 +35,7 @@ class Messages(Part):
         at a session's edge, or for a message without a session). Each is one step on `messages_user_session`."""
         wanted = list(dict.fromkeys(message_ids))
         out: dict[int, tuple[int | None, int | None]] = {}
-        for start in range(0, len(wanted), 500):
-            chunk = wanted[start:start + 500]
+        for chunk in in_chunks(wanted):
             out.update((row[0], (row[1], row[2])) for row in self.db.execute(
                 "SELECT m.id, (SELECT p.id FROM messages p WHERE p.user_id = ?1 AND p.session_id = m.session_id "
                 "AND p.id < m.id ORDER BY p.id DESC LIMIT 1), (SELECT n.id FROM messages n WHERE n.user_id = ?1 "
@@ -53,8 +52,7 @@ class Messages(Part):
         is found by its id; on `user_id` the planner would scan the user's covering (user_id, session_id) index."""
         wanted = list(dict.fromkeys(message_ids))
         out: dict[int, Any] = {}
-        for start in range(0, len(wanted), 500):
-            chunk = wanted[start:start + 500]
+        for chunk in in_chunks(wanted):
             out.update((row[0], row[1]) for row in self.db.execute(
                 f"SELECT id, {expression} FROM messages WHERE +user_id = ? AND id IN ({','.join('?' * len(chunk))}) "
                 f"{condition}", (self.user_id, *chunk)))

@@ -5,15 +5,28 @@ facts...), each a view of it."""
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 from coop.memory.kinds import REGISTRY
 from coop.memory.storage.connection import Database
 
 if TYPE_CHECKING:
     from coop.memory.storage.store import UserMemory
+
+
+T = TypeVar("T")
+# Ids per `IN (...)` list: one statement per chunk keeps each far below SQLite's host-parameter limit (32,766)
+# and its plan a lookup per id; the vector re-rank's candidates go 2,000 at a time (one statement for its usual 1,000).
+IN_LIST_CHUNK = 500
+
+
+def in_chunks(ids: Sequence[T], size: int = IN_LIST_CHUNK) -> Iterator[list[T]]:
+    """`ids` in lists of at most `size`, for `IN (...)` lists."""
+    for start in range(0, len(ids), size):
+        yield list(ids[start:start + size])
 
 
 def fresh_id_sql(kind: str) -> str:
