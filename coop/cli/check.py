@@ -18,7 +18,6 @@ import typer
 from coop import output
 from coop.cli.context import state
 from coop.errors import ConfigError, CoopError, ExitCode
-from coop.memory.storage.health import DAMAGED_HINT, Finding, guarded
 from coop.memory.text import plural
 from coop.model.credentials import key_variable, missing_key, missing_key_hint
 from coop.privacy.secrets import mask, mask_optional
@@ -178,6 +177,8 @@ def run_checks(load: Callable[[], "Config"], open_store: Callable[["Config"], "M
     try:
         store = open_store(config)
     except CoopError as exc:
+        from coop.memory.storage.health import DAMAGED_HINT
+
         hint = exc.hint if exc.hint and "coop check" not in exc.hint else DAMAGED_HINT
         return checks + [failure("database", exc.message, hint)]
     try:
@@ -195,6 +196,8 @@ def run_checks(load: Callable[[], "Config"], open_store: Callable[["Config"], "M
 
 def guarded_checks(name: str, run: Callable[[], list[Check]]) -> list[Check]:
     """A group of checks that reads the store: a failure to read is a failed check (`health.guarded`)."""
+    from coop.memory.storage.health import Finding, guarded
+
     found = guarded(name, lambda: [Finding(c.name, c.severity, c.message, c.hint) for c in run()])
     return [Check(f.name, f.severity, f.message, f.hint) for f in found]
 
