@@ -151,11 +151,11 @@ def test_the_loading_thread_prepares_the_vector_index_after_the_embedder(monkeyp
 
 def test_coop_chat_loads_the_users_vector_bits_beside_the_repl(openai_server, coop_home, run_cli, monkeypatch):
     """`coop chat` hands the loading thread a job that loads this user's sign bits on a connection of its own."""
-    from coop.memory.storage import bit_index
+    from coop.memory.storage import vector_index
 
     calls: list[tuple[str, str, str]] = []
-    real = bit_index.load_beside
-    monkeypatch.setattr(bit_index, "load_beside",
+    real = vector_index.load_beside
+    monkeypatch.setattr(vector_index, "load_beside",
                         lambda db, user, embedder_id: (calls.append((db.path, user, embedder_id)),
                                                        real(db, user, embedder_id))[1])
     env = {"COOP_MODEL_NAME": "openai/test-model", "COOP_MODEL_API_BASE": openai_server.api_base}
