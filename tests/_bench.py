@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import importlib.util
 import sys
-from pathlib import Path
 from types import ModuleType
 
-BENCH_DIR = Path(__file__).resolve().parent.parent / "bench"
+from tests import REPO
+
+BENCH_DIR = REPO / "bench"
 
 
 def load_bench(name: str) -> ModuleType:

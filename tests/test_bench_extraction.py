@@ -14,12 +14,12 @@ import json
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
-from _bench import load_bench
 
-REPO = Path(__file__).resolve().parent.parent
+from tests import REPO
+from tests._bench import load_bench
+
 BENCH = REPO / "bench" / "extraction.py"
 
 GOLD = {"conversations": [{"id": "t01", "turns": [

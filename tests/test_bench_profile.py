@@ -17,9 +17,10 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
-from _bench import load_bench
 
-REPO = Path(__file__).resolve().parent.parent
+from tests import REPO
+from tests._bench import load_bench
+
 BENCH = REPO / "bench" / "profile.py"
 
 DATA = {

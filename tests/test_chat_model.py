@@ -6,13 +6,13 @@ from __future__ import annotations
 import datetime
 
 import pytest
-from scripted_model import ScriptedModel
 
 from coop.chat.session import ChatSession
 from coop.config.loading import Config, apply_overrides
 from coop.errors import ErrorKind, ModelError
 from coop.memory.growth.embedders import HashEmbedder
 from coop.model import llm
+from tests.scripted_model import ScriptedModel
 
 EMBEDDER = HashEmbedder(64)
 

@@ -12,8 +12,7 @@ import pytest
 from coop.config.example import example_toml
 from coop.config.loading import Config, build_config, env_var_name, iter_keys, load_config, resolve_db_path
 from coop.errors import ConfigError, ExitCode
-
-REPO = Path(__file__).resolve().parents[1]
+from tests import REPO
 
 
 def write(path: Path, text: str | bytes) -> Path:

@@ -4,13 +4,13 @@
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 import typer
 
 from coop.cli.app import app
+from tests import REPO
 
-README = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
+README = (REPO / "README.md").read_text(encoding="utf-8")
 
 
 def section(title: str) -> str:

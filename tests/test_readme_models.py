@@ -8,14 +8,14 @@ import itertools
 import json
 import re
 import tomllib
-from pathlib import Path
 
 import pytest
 
 from coop.config.loading import build_config
 from coop.model.credentials import key_variable
+from tests import REPO
 
-README = Path(__file__).resolve().parent.parent / "README.md"
+README = REPO / "README.md"
 
 
 def snippets() -> dict[str, dict]:

@@ -11,7 +11,6 @@ import threading
 import time
 
 import pytest
-from _integrity import consistency_problems
 
 from coop.config.loading import apply_overrides, load_config
 from coop.memory.growth.consolidate import consolidate
@@ -20,6 +19,7 @@ from coop.memory.growth.reconcile import FactWriter
 from coop.memory.growth.worker import BackgroundWorker
 from coop.memory.storage.database import open_database
 from coop.memory.storage.store import MemoryStore
+from tests._integrity import consistency_problems
 
 EMBEDDER = HashEmbedder(64)
 

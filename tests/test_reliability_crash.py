@@ -17,7 +17,8 @@ import time
 from pathlib import Path
 
 import pytest
-from _integrity import consistency_problems, row_ids
+
+from tests._integrity import consistency_problems, row_ids
 
 pytestmark = pytest.mark.slow
 

@@ -16,7 +16,6 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
-from _integrity import consistency_problems
 from rich.console import Console
 
 from coop.chat.repl import Repl
@@ -25,6 +24,7 @@ from coop.config.loading import apply_overrides, load_config
 from coop.memory.growth.embedders import HashEmbedder
 from coop.memory.storage.database import open_database
 from coop.memory.storage.store import MemoryStore
+from tests._integrity import consistency_problems
 
 EMBEDDER = HashEmbedder(64)
 

@@ -19,8 +19,7 @@ from coop.memory.retrieval.settings import RetrievalSettings
 from coop.memory.storage import migrations as dbmod
 from coop.memory.storage.database import open_database
 from coop.memory.storage.vectors import similarities, store_vectors
-
-REPO = Path(__file__).resolve().parent.parent
+from tests import REPO
 
 
 def _texts(result):

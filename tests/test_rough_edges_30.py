@@ -6,14 +6,14 @@ from __future__ import annotations
 
 import json
 import re
-from pathlib import Path
 
 import pytest
 
 from coop.config.loading import OTHER_VARIABLES, unknown_variables
 from coop.errors import ExitCode
+from tests import REPO
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = REPO
 
 
 @pytest.mark.parametrize("where", [["check"], ["check", "--json"], ["memory", "list"], []])
@@ -49,7 +49,7 @@ def test_every_coop_variable_the_code_reads_is_known():
     """Each `COOP_*` name in the code, the benchmarks, the tests and CI is a setting or a known variable, so the
     warning never fires on a name coop itself uses."""
     names = set()
-    for path in [*ROOT.glob("coop/**/*.py"), *ROOT.glob("bench/**/*.py"), *ROOT.glob("tests/*.py"),
+    for path in [*ROOT.glob("coop/**/*.py"), *ROOT.glob("bench/**/*.py"), *ROOT.glob("tests/**/*.py"),
                  ROOT / ".ci" / "run"]:
         names |= set(re.findall(r"\bCOOP_[A-Z0-9_]*[A-Z0-9]\b", path.read_text(encoding="utf-8")))
     names -= {"COOP_MODEL_NAMEE", "COOP_WHATEVER", "COOP_TEST_ANYTHING"}  # this file's misspellings

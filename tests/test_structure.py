@@ -4,11 +4,11 @@ direction is checked by import-linter in .ci/run.)"""
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 from coop.memory.storage import fulltext, migrations
+from tests import REPO
 
-COOP = Path(__file__).resolve().parent.parent / "coop"
+COOP = REPO / "coop"
 WRITE_SQL = re.compile(r"\b(INSERT\s+(OR\s+\w+\s+)?INTO|UPDATE\s+\w+\s+SET|DELETE\s+FROM|REPLACE\s+INTO)\b",
                        re.IGNORECASE)
 

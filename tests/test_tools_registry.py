@@ -26,6 +26,7 @@ from coop.memory.tools import registry
 from coop.memory.tools.exchange import ExchangeRecorder
 from coop.memory.tools.guard import Guard
 from coop.memory.tools.toolbox import MemoryToolbox
+from tests import REPO
 from tests.scripted_model import ScriptedModel
 
 EMBEDDER = HashEmbedder(64)
@@ -105,7 +106,7 @@ errors = anyio.run(go)
 print(json.dumps({{"errors": errors, "chat": sorted(m for m in sys.modules if m.startswith("coop.chat"))}}))
 """
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120,
-                          cwd=Path(__file__).parent.parent)
+                          cwd=REPO)
     assert done.returncode == 0, done.stderr
     result = json.loads(done.stdout.strip().splitlines()[-1])
     assert result["errors"] == [False] * 7
