@@ -1,0 +1,1 @@
+"""Tests of coop/memory/storage/ (see tests/__init__.py)."""
