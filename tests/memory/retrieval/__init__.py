@@ -1,0 +1,1 @@
+"""Tests of coop/memory/retrieval/ (see tests/__init__.py)."""
