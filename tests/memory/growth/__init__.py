@@ -1,0 +1,1 @@
+"""Tests of coop/memory/growth/ (see tests/__init__.py)."""
