@@ -1,0 +1,1 @@
+"""Tests of coop/memory/transfer/ (see tests/__init__.py)."""
