@@ -1,0 +1,1 @@
+"""Tests of coop/memory/tools/ (see tests/__init__.py)."""
