@@ -1,0 +1,1 @@
+"""Tests of coop/chat/ (see tests/__init__.py)."""
