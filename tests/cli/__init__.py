@@ -1,0 +1,1 @@
+"""Tests of coop/cli/ (see tests/__init__.py)."""
