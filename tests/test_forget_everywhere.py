@@ -16,8 +16,8 @@ from coop.config.loading import apply_overrides, load_config
 from coop.files.logs import logging_to_file
 from coop.files.trace import Tracer
 from coop.memory.growth.embedders import HashEmbedder
+from tests.mcp.test_mcp import call, make_server
 from tests.memory.transfer.test_reliability_import import conversation
-from tests.test_mcp import call, make_server
 
 EMBEDDER = HashEmbedder(64)
 MARKER = "zqxv7731"

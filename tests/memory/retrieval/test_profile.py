@@ -159,7 +159,7 @@ def test_coop_memory_recall_shows_what_a_prompt_would_hold_and_why(memory, run_c
 
 @pytest.mark.parametrize("question", ["What should I wear today?"])
 def test_mcp_memory_context_returns_the_same_recall(memory, question, run_cli):
-    from tests.test_mcp import call, make_server, text
+    from tests.mcp.test_mcp import call, make_server, text
 
     memory.facts.add("Lives in Porto", category="location", key="home_city", importance=0.7)
     server, _ = make_server(memory)

@@ -1,5 +1,5 @@
 """`coop mcp` through the SDK's in-process client: every tool, the profile resource, the read-only default, bad
-arguments as tool errors, and `memory_record` feeding extraction. (tests/test_mcp_stdio.py drives a real
+arguments as tool errors, and `memory_record` feeding extraction. (tests/mcp/test_mcp_stdio.py drives a real
 `coop mcp` process over stdio.)"""
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ import logging
 
 from coop.files.logs import logging_to_file
 from coop.memory.storage.items import MAX_MESSAGE_CHARS
-from tests.test_mcp import call, make_server, seed, text
+from tests.mcp.test_mcp import call, make_server, seed, text
 
 
 def test_a_3_mb_record_is_refused_with_the_limit_named(memory):

@@ -1,0 +1,1 @@
+"""Tests of coop/mcp/ (see tests/__init__.py)."""
