@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 
-from tests.test_local_models import GOOD, LLAMA_CPP_REFUSAL
+from tests.model.test_local_models import GOOD, LLAMA_CPP_REFUSAL
 
 
 def env(server, **extra):

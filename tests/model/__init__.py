@@ -1,0 +1,1 @@
+"""Tests of coop/model/ (see tests/__init__.py)."""
