@@ -1,0 +1,1 @@
+"""Tests of coop/config/ (see tests/__init__.py)."""
