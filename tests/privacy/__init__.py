@@ -1,0 +1,1 @@
+"""Tests of coop/privacy/ (see tests/__init__.py)."""
