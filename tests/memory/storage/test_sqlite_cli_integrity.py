@@ -48,8 +48,8 @@ def test_a_database_migrated_from_m001_with_a_fact_source_checks_clean_with_sqli
 @needs_cli
 def test_a_database_written_through_chat_import_and_add_checks_clean_with_sqlite_3_40(tmp_path, coop_home, run_cli,
                                                                                         openai_server):
+    from tests.files.test_log_no_text import run_turns
     from tests.memory.transfer.test_reliability_import import conversation, write
-    from tests.test_log_no_text import run_turns
 
     run_turns(run_cli, openai_server)  # a chat whose extraction learns a fact, linked to its source message
     assert run_cli("memory", "add", "I work at the harbour", "--user", "ana").exit_code == 0

@@ -1,0 +1,1 @@
+"""Tests of coop/files/ (see tests/__init__.py)."""
