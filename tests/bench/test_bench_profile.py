@@ -19,7 +19,7 @@ from types import SimpleNamespace
 import pytest
 
 from tests import REPO
-from tests._bench import load_bench
+from tests.bench._bench import load_bench
 
 BENCH = REPO / "bench" / "profile.py"
 

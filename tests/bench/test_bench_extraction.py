@@ -18,7 +18,7 @@ import sys
 import pytest
 
 from tests import REPO
-from tests._bench import load_bench
+from tests.bench._bench import load_bench
 
 BENCH = REPO / "bench" / "extraction.py"
 
