@@ -1,0 +1,1 @@
+"""Cross-cutting tests: promises that span coop's packages (reliability under crashes, concurrency, faults and odd exits; secrets end to end; isolation; multi-session stories; fuzzing; the house plan; the README's commands and snippets; forgetting everywhere). See tests/__init__.py."""
