@@ -7,7 +7,10 @@
 - `real_model_dir` / `real_embedder`: the real all-MiniLM-L6-v2 model from COOP_TEST_MODEL_PATH (set by
   .ci/run from ../shared/tools/provision-embedder-model); tests that need it skip with the reason when absent.
 - `run_cli`: runs `coop` in-process with typer's CliRunner, stdout and stderr kept apart.
-- `openai_server`: a scripted OpenAI-compatible HTTP server on 127.0.0.1 that records every request.
+- `scripted`: the in-process scripted model (tests/scripted_model.py), chat model and fast model in one, with the
+  scripted server's names; what tests use unless the HTTP path through litellm is their subject.
+- `openai_server`: a scripted OpenAI-compatible HTTP server on 127.0.0.1 that records every request, for the tests
+  of the HTTP path: the model client, credentials, errors and retries, streaming, `coop chat` run as a process.
 - `retry_backoff` (autouse): coop's model calls still retry, but without waiting out the real backoff; a test
   that is about the backoff sets its own with `retry_backoff(seconds)`.
 - `wait_until`: poll a condition with a timeout instead of sleeping for a fixed time.
@@ -194,6 +197,14 @@ def run_cli() -> Callable[..., CliResult]:
         return CliResult(result.exit_code, result.stdout, result.stderr, result.exception)
 
     return run
+
+
+@pytest.fixture
+def scripted():
+    """The in-process scripted model, named as the configs in tests name the server's (openai/test-model)."""
+    from tests.scripted_model import ScriptedModel
+
+    return ScriptedModel(name="openai/test-model", body_callables=True)
 
 
 # --- a scripted OpenAI-compatible server --------------------------------------------------------------------

@@ -9,8 +9,10 @@ import pytest
 
 from coop.chat.session import ChatSession
 from coop.config.loading import apply_overrides, load_config
+from coop.errors import ErrorKind, ModelError
 from coop.files.trace import Tracer
 from coop.memory.growth.embedders import HashEmbedder
+from tests.scripted_model import ScriptedModel
 
 EMBEDDER = HashEmbedder(64)
 
@@ -21,57 +23,61 @@ def make_config(server, **overrides):
     return apply_overrides(load_config(), values)
 
 
-def make_session(memory, server, **kwargs):
+def make_session(memory, model, **kwargs):
+    """A session on the in-process scripted model (`scripted`), or through litellm on the scripted server."""
     overrides = kwargs.pop("overrides", {})
-    return ChatSession(memory, make_config(server, **overrides), embedder=lambda: EMBEDDER, **kwargs)
+    config = make_config(model, **overrides)
+    if isinstance(model, ScriptedModel):
+        return model.session(memory, config, embedder=lambda: EMBEDDER, **kwargs)
+    return ChatSession(memory, config, embedder=lambda: EMBEDDER, **kwargs)
 
 
 def sections(system: str) -> list[str]:
     return [block.split("\n", 1)[0] for block in system.split("\n\n")]
 
 
-def test_a_fact_from_session_1_is_in_session_2s_known_facts(memory, openai_server):
-    first = make_session(memory, openai_server)
+def test_a_fact_from_session_1_is_in_session_2s_known_facts(memory, scripted):
+    first = make_session(memory, scripted)
     first.remember("I am allergic to peanuts")
-    openai_server.replies = ["Noted.", "Avoid peanuts."]
+    scripted.replies = ["Noted.", "Avoid peanuts."]
     first.turn("I am planning a dinner party")
     first.end()
-    second = make_session(memory, openai_server)
+    second = make_session(memory, scripted)
     assert second.session_id != first.session_id
     second.turn("what snacks should I buy?")
-    system = openai_server.system_prompt(-1)
+    system = scripted.system_prompt(-1)
     assert "): the user said “I am allergic to peanuts”" in system
-    messages = openai_server.chat_requests()[-1]["messages"]
+    messages = scripted.chat_requests()[-1]["messages"]
     assert [m["role"] for m in messages] == ["system", "user"]  # session 1's conversation is not history here
 
 
-def test_relevant_past_from_another_session_is_dated_and_an_unrelated_one_is_not_injected(memory, openai_server):
+def test_relevant_past_from_another_session_is_dated_and_an_unrelated_one_is_not_injected(memory, scripted):
     # The unrelated memory sits in a session of its own: a message's index entry carries its neighbouring turns
     # as context (for retrieval quality), so a turn right after the cello one would rightly come along with it.
-    other = make_session(memory, openai_server)
-    openai_server.replies = ["ok", "ok"]
+    other = make_session(memory, scripted)
+    scripted.replies = ["ok", "ok"]
     other.turn("the volcano documentary was about basalt columns")
     other.end()
-    old = make_session(memory, openai_server)
+    old = make_session(memory, scripted)
     old.turn("my sister Ines plays the cello in an orchestra")
     old.end()
-    new = make_session(memory, openai_server, overrides={"memory.similarity_floor": 0.6})
+    new = make_session(memory, scripted, overrides={"memory.similarity_floor": 0.6})
     new.turn("does Ines still play the cello?")
-    system = openai_server.system_prompt(-1)
+    system = scripted.system_prompt(-1)
     assert "Relevant past conversation" in system
     assert f"session {old.session_id}] user: my sister Ines plays the cello" in system
     assert "basalt" not in system and "volcano" not in system
 
 
-def test_prompt_order_preamble_facts_past_history_new_message(memory, openai_server):
+def test_prompt_order_preamble_facts_past_history_new_message(memory, scripted):
     memory.facts.add("prefers metric units", importance=0.9)
-    earlier = make_session(memory, openai_server)
-    openai_server.default_reply = "fine"
+    earlier = make_session(memory, scripted)
+    scripted.default_reply = "fine"
     earlier.turn("I cycled 40 km to the lake last summer")
-    session = make_session(memory, openai_server)
+    session = make_session(memory, scripted)
     session.turn("hello")
     session.turn("how far was my ride to the lake?")
-    messages = openai_server.chat_requests()[-1]["messages"]
+    messages = scripted.chat_requests()[-1]["messages"]
     system = messages[0]["content"]
     assert system.startswith("You are coop")
     heads = sections(system)
@@ -81,28 +87,28 @@ def test_prompt_order_preamble_facts_past_history_new_message(memory, openai_ser
         ("user", "hello"), ("assistant", "fine"), ("user", "how far was my ride to the lake?")]
 
 
-def test_memory_budget_holds(memory, openai_server):
+def test_memory_budget_holds(memory, scripted):
     for i in range(200):
         memory.facts.add(f"important fact number {i} about the user's many hobbies and habits", importance=0.95)
-    session = make_session(memory, openai_server, overrides={"memory.context_budget": 2000,
+    session = make_session(memory, scripted, overrides={"memory.context_budget": 2000,
                                                              "memory.memory_budget_fraction": 0.1})
     result = session.turn("hi")
     tokens = result.prompt.tokens
     assert tokens["memory"] <= 200 and tokens["memory_budget"] == 200
-    facts_block = openai_server.system_prompt().split("Known about the user (id, since when):\n", 1)[1]
+    facts_block = scripted.system_prompt().split("Known about the user (id, since when):\n", 1)[1]
     assert 0 < facts_block.count("\n- ") + 1 < 200
     assert len(result.prompt.left_out) > 0
-    assert len(openai_server.system_prompt()) // 4 <= 200 + 150  # preamble plus the memory budget
+    assert len(scripted.system_prompt()) // 4 <= 200 + 150  # preamble plus the memory budget
 
 
-def test_history_budget_keeps_the_newest_messages_and_the_anchor(memory, openai_server):
-    session = make_session(memory, openai_server, overrides={"memory.context_budget": 600,
+def test_history_budget_keeps_the_newest_messages_and_the_anchor(memory, scripted):
+    session = make_session(memory, scripted, overrides={"memory.context_budget": 600,
                                                              "memory.recency_messages": 50})
-    openai_server.default_reply = "ok"
+    scripted.default_reply = "ok"
     session.turn("ANCHOR: let's plan the trip")
     for i in range(30):
         session.turn(f"message {i} " + "filler " * 20)
-    messages = openai_server.chat_requests()[-1]["messages"]
+    messages = scripted.chat_requests()[-1]["messages"]
     contents = [m["content"] for m in messages]
     assert contents[1] == "ANCHOR: let's plan the trip"
     assert contents[-1].startswith("message 29")
@@ -110,21 +116,21 @@ def test_history_budget_keeps_the_newest_messages_and_the_anchor(memory, openai_
     assert not any(c.startswith("message 0 ") for c in contents)
 
 
-def test_history_fills_the_budget_not_a_fixed_count(memory, openai_server):
+def test_history_fills_the_budget_not_a_fixed_count(memory, scripted):
     """With room, the whole session is history (beyond `recency_messages`); with little room, the newest
     messages that fit, whole."""
-    roomy = make_session(memory, openai_server, overrides={"memory.recency_messages": 4})
-    openai_server.default_reply = "ok"
+    roomy = make_session(memory, scripted, overrides={"memory.recency_messages": 4})
+    scripted.default_reply = "ok"
     for i in range(8):
         roomy.turn(f"turn {i}")
-    history = [m["content"] for m in openai_server.chat_requests()[-1]["messages"][1:]]
+    history = [m["content"] for m in scripted.chat_requests()[-1]["messages"][1:]]
     assert history == [x for i in range(7) for x in (f"turn {i}", "ok")] + ["turn 7"]
 
-    tight = make_session(memory, openai_server, overrides={"memory.context_budget": 600,
+    tight = make_session(memory, scripted, overrides={"memory.context_budget": 600,
                                                            "memory.memory_budget_fraction": 0.1})
     for i in range(8):
         tight.turn(f"turn {i} " + "word " * 60)
-    request = openai_server.chat_requests()[-1]
+    request = scripted.chat_requests()[-1]
     history = [m["content"] for m in request["messages"][1:-1]]
     said = [x for i in range(7) for x in (f"turn {i} " + "word " * 60, "ok")]
     # the session's opening (the anchor) keeps its room, then the newest that fit, whole
@@ -132,9 +138,9 @@ def test_history_fills_the_budget_not_a_fixed_count(memory, openai_server):
     assert sum(len(m["content"]) // 4 + 4 for m in request["messages"]) <= 600 + 60
 
 
-def test_user_message_is_committed_before_the_model_is_called(memory, openai_server):
-    openai_server.replies = [{"status": 500}, {"status": 500}, {"status": 500}]
-    session = make_session(memory, openai_server)
+def test_user_message_is_committed_before_the_model_is_called(memory, scripted):
+    scripted.replies = [ModelError("scripted: server error", kind=ErrorKind.SERVER)]
+    session = make_session(memory, scripted)
     result = session.turn("please keep this even if the model fails")
     assert result.error is not None and result.error.exit_code == 4
     texts = [m.text for m in memory.list_items("message")]
@@ -205,64 +211,64 @@ def test_interrupt_keeps_the_partial_reply_marked(memory, openai_server):
     assert stored.role == "assistant" and stored.text.endswith("[interrupted]")
 
 
-def test_a_100k_paste_is_sent_and_stored(memory, openai_server):
-    session = make_session(memory, openai_server)
+def test_a_100k_paste_is_sent_and_stored(memory, scripted):
+    session = make_session(memory, scripted)
     paste = "word " * 20_000
     result = session.turn(paste)
     assert result.error is None
-    assert openai_server.chat_requests()[-1]["messages"][-1]["content"] == paste
+    assert scripted.chat_requests()[-1]["messages"][-1]["content"] == paste
     assert memory.get("message", result.user_message_id).text == paste
 
 
-def test_resume_a_session_brings_its_messages_back(memory, openai_server):
-    openai_server.default_reply = "sure"
-    first = make_session(memory, openai_server)
+def test_resume_a_session_brings_its_messages_back(memory, scripted):
+    scripted.default_reply = "sure"
+    first = make_session(memory, scripted)
     first.turn("we were talking about sourdough")
-    again = make_session(memory, openai_server, session_id=first.session_id)
+    again = make_session(memory, scripted, session_id=first.session_id)
     again.turn("continue")
-    contents = [m["content"] for m in openai_server.chat_requests()[-1]["messages"][1:]]
+    contents = [m["content"] for m in scripted.chat_requests()[-1]["messages"][1:]]
     assert contents == ["we were talking about sourdough", "sure", "continue"]
     assert memory.sessions.recent()[0]["messages"] == 4
 
 
-def test_users_do_not_see_each_others_memory(store, openai_server):
+def test_users_do_not_see_each_others_memory(store, scripted):
     store.user("bob").facts.add("bob's secret recipe uses saffron", importance=0.95)
-    session = make_session(store.user("ana"), openai_server)
+    session = make_session(store.user("ana"), scripted)
     session.turn("what is in the secret recipe with saffron?")
-    assert "saffron" not in openai_server.system_prompt()
+    assert "saffron" not in scripted.system_prompt()
 
 
-def test_incognito_reads_memory_and_writes_nothing(memory, openai_server):
+def test_incognito_reads_memory_and_writes_nothing(memory, scripted):
     memory.facts.add("my cat is called Miso", importance=0.9)
     before = memory.stats()
-    session = make_session(memory, openai_server, incognito=True)
+    session = make_session(memory, scripted, incognito=True)
     session.turn("what is my cat called?")
-    assert "my cat is called Miso" in openai_server.system_prompt()
+    assert "my cat is called Miso" in scripted.system_prompt()
     after = memory.stats()
     assert after == before
 
 
-def test_memory_tools_search_get_timeline_write(memory, openai_server):
+def test_memory_tools_search_get_timeline_write(memory, scripted):
     memory.facts.add("favourite tea is genmaicha")
-    openai_server.replies = [
+    scripted.replies = [
         {"tool_calls": [{"name": "memory_search", "arguments": json.dumps({"query": "tea", "limit": 500})},
                         {"name": "memory_write", "arguments": json.dumps({"text": "drinks tea every morning"})}]},
         "You like genmaicha.",
     ]
-    session = make_session(memory, openai_server)
+    session = make_session(memory, scripted)
     asked: list[str] = []
     session.tools.confirm = lambda question: asked.append(question) or True  # the user says yes
     result = session.turn("what tea do I like?")
     assert result.reply == "You like genmaicha."
     assert asked == ['remember "drinks tea every morning"']
-    second_call = openai_server.chat_requests()[1]["messages"]
+    second_call = scripted.chat_requests()[1]["messages"]
     tool_messages = [m for m in second_call if m["role"] == "tool"]
     assert len(tool_messages) == 2
     found = json.loads(tool_messages[0]["content"])["results"]
     assert any(r["text"] == "favourite tea is genmaicha" for r in found) and len(found) <= 20
     written = json.loads(tool_messages[1]["content"])
     assert memory.get("fact", int(written["id"][1:])).source == "model"
-    assert openai_server.chat_requests()[0]["tools"][0]["function"]["name"] == "memory_search"
+    assert scripted.chat_requests()[0]["tools"][0]["function"]["name"] == "memory_search"
     stored_roles = [m.role for m in memory.list_items("message", limit=10)]
     assert stored_roles.count("tool") == 2  # tool calls and results are kept as tool messages
     ids = {r["id"] for r in found}
@@ -285,17 +291,17 @@ def test_memory_tools_search_get_timeline_write(memory, openai_server):
     ("memory_delete_everything", "{}", "unknown tool"),
     ("memory_write", json.dumps({"text": "x" * 5000}), "longer than"),
 ])
-def test_tool_arguments_are_validated(memory, openai_server, name, arguments, fragment):
-    session = make_session(memory, openai_server)
+def test_tool_arguments_are_validated(memory, scripted, name, arguments, fragment):
+    session = make_session(memory, scripted)
     output = json.loads(session.tools.run(name, arguments))
     assert fragment in output["error"]
     assert memory.list_items("fact") == []
 
 
-def test_tool_results_are_bounded(memory, openai_server):
+def test_tool_results_are_bounded(memory, scripted):
     for i in range(40):
         memory.facts.add(f"tea note {i} " + "long words " * 80)
-    session = make_session(memory, openai_server)
+    session = make_session(memory, scripted)
     output = session.tools.run("memory_search", json.dumps({"query": "tea note", "limit": 20}))
     assert len(output) <= 6000
 
@@ -328,14 +334,14 @@ def test_a_model_without_tool_support_is_asked_again_without_tools(memory, opena
     assert "tools" in bodies[0] and "tools" not in bodies[1] and "tools" not in bodies[2]
 
 
-def test_tools_can_be_switched_off(memory, openai_server):
-    session = make_session(memory, openai_server, overrides={"chat.tools": False})
+def test_tools_can_be_switched_off(memory, scripted):
+    session = make_session(memory, scripted, overrides={"chat.tools": False})
     session.turn("hi")
-    assert "tools" not in openai_server.chat_requests()[0]
+    assert not scripted.chat_requests()[0].get("tools")  # none offered
 
 
-def test_end_marks_the_session_ended(memory, openai_server):
-    session = make_session(memory, openai_server)
+def test_end_marks_the_session_ended(memory, scripted):
+    session = make_session(memory, scripted)
     session.turn("hello")
     session.end()
     assert memory.sessions.recent()[0]["ended_at"] is not None
