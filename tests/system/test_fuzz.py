@@ -134,7 +134,7 @@ def test_fuzzed_fact_texts(memory):
                                                       if isinstance(importance, float) and math.isfinite(importance)
                                                       else 0.5, source=source if source != "bogus" else "user"))
         else:
-            outcome = expect_coop_error(memory.add_fact, text, category=category, key=key, importance=importance,
+            outcome = expect_coop_error(memory.facts.add, text, category=category, key=key, importance=importance,
                                         source=source)
             if not isinstance(outcome, CoopError):
                 from coop.memory.text import content_hash
