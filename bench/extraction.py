@@ -600,10 +600,10 @@ def run(dialogues: list[Dialogue], *, config: Any, recorder: Recorder, embedder:
                 reply_id = memory.messages.add(session_id, "assistant", turn.assistant) if turn.assistant else None
                 before, calls, logged = refusals.counts(), len(recorder.calls), len(log.texts)
                 try:
-                    jobs.embedding(memory.user_id)(db)
+                    jobs.embedding(memory.user_id)(store)
                     job = memory.jobs.record("extraction", session_id=session_id, message_id=message_id,
                                             reply_id=reply_id)
-                    jobs.extraction(memory.user_id, job)(db)
+                    jobs.extraction(memory.user_id, job)(store)
                 except Exception as exc:  # a failed job changes nothing; the bench notes it and goes on
                     ex.error = f"{type(exc).__name__}: {str(exc)[:200]}"
                 after = refusals.counts()
