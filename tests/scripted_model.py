@@ -119,3 +119,13 @@ class ScriptedModel:
         embedder = kwargs.pop("embedder")
         kwargs.setdefault("jobs", MemoryJobs(config, self, embedder))
         return ChatSession(memory, config, embedder=embedder, model=self, models=lambda name: self, **kwargs)
+
+
+def session_on(model: Any, memory: Any, config: Any, **kwargs: Any) -> Any:
+    """A `ChatSession` on `model`: the in-process `ScriptedModel` (chat and fast model), or the scripted HTTP server
+    (`openai_server`, which `config` names as `model.api_base`), reached through litellm as in production."""
+    if isinstance(model, ScriptedModel):
+        return model.session(memory, config, **kwargs)
+    from coop.chat.session import ChatSession
+
+    return ChatSession(memory, config, **kwargs)

@@ -14,6 +14,7 @@ from coop.chat.textcalls import TOOLS_FILE, TextGate, parse_calls
 from coop.chat.tools import TOOL_NAMES
 from coop.config.loading import apply_overrides, load_config
 from coop.memory.growth.embedders import HashEmbedder
+from tests.scripted_model import session_on
 
 EMBEDDER = HashEmbedder(64)
 SEARCH = {"name": "memory_search", "arguments": {"query": "Porto"}}
@@ -22,7 +23,7 @@ SEARCH = {"name": "memory_search", "arguments": {"query": "Porto"}}
 def make_session(memory, server):
     config = apply_overrides(load_config(), {"model.name": "openai/small-local", "model.api_base": server.api_base,
                                              "model.timeout_seconds": 5.0, "memory.extraction.enabled": False})
-    return ChatSession(memory, config, embedder=lambda: EMBEDDER)
+    return session_on(server, memory, config, embedder=lambda: EMBEDDER)
 
 
 @pytest.mark.parametrize("written", [
@@ -47,18 +48,18 @@ def test_a_tool_call_written_as_text_is_run_and_never_shown(memory, openai_serve
     assert json.loads((coop_home / TOOLS_FILE).read_text()) == {"openai/small-local": "text"}
 
 
-def test_a_call_of_a_tool_coop_does_not_have_is_not_shown_raw(memory, openai_server):
-    openai_server.replies = ['<tool_call>{"name": "web_search", "arguments": {"q": "x"}}</tool_call>Hello!']
+def test_a_call_of_a_tool_coop_does_not_have_is_not_shown_raw(memory, scripted):
+    scripted.replies = ['<tool_call>{"name": "web_search", "arguments": {"q": "x"}}</tool_call>Hello!']
     shown: list[str] = []
-    result = make_session(memory, openai_server).turn("hi", on_text=shown.append)
+    result = make_session(memory, scripted).turn("hi", on_text=shown.append)
     assert "".join(shown) == "Hello!" and result.tool_calls == []
 
 
-def test_prose_and_code_stream_as_they_come(memory, openai_server):
+def test_prose_and_code_stream_as_they_come(memory, scripted):
     reply = "Use this:\n```python\nprint({'a': 1})\n```\nDone."
-    openai_server.replies = [reply]
+    scripted.replies = [reply]
     shown: list[str] = []
-    make_session(memory, openai_server).turn("how do I print a dict?", on_text=shown.append)
+    make_session(memory, scripted).turn("how do I print a dict?", on_text=shown.append)
     assert "".join(shown) == reply and len(shown) > 3  # streamed in pieces, not held to the end
 
 
@@ -129,18 +130,18 @@ def test_a_reply_opening_with_a_markdown_link_streams_at_once():
     assert "".join(shown) == "[the docs](https://example.org) say so" and gate.held == ""
 
 
-def test_a_call_of_a_known_tool_that_cannot_be_read_is_named_not_shown(memory, openai_server):
-    openai_server.replies = ['{"name": "memory_search", "arguments": {"query": "Porto" "limit": 1}}']
+def test_a_call_of_a_known_tool_that_cannot_be_read_is_named_not_shown(memory, scripted):
+    scripted.replies = ['{"name": "memory_search", "arguments": {"query": "Porto" "limit": 1}}']
     shown: list[str] = []
-    result = make_session(memory, openai_server).turn("where do I live?", on_text=shown.append)
+    result = make_session(memory, scripted).turn("where do I live?", on_text=shown.append)
     assert "".join(shown).startswith("(the model asked for memory_search in a form coop could not read")
     assert '"arguments"' not in result.reply and result.tool_calls == []
 
 
-def test_a_tool_result_echoed_back_as_the_answer_is_not_shown(memory, openai_server):
+def test_a_tool_result_echoed_back_as_the_answer_is_not_shown(memory, scripted):
     """Qwen2.5-Coder-1.5B's second reply in the recipe run: the tool's result in <tool_response> tags."""
-    openai_server.replies = ['<tool_response>\n{"error": "refused"}\n</tool_response>']
+    scripted.replies = ['<tool_response>\n{"error": "refused"}\n</tool_response>']
     shown: list[str] = []
-    result = make_session(memory, openai_server).turn("hello", on_text=shown.append)
+    result = make_session(memory, scripted).turn("hello", on_text=shown.append)
     assert "".join(shown) == result.reply == "(the model answered with a tool's output only; ask again, or use " \
                                              "--no-tools)"

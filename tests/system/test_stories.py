@@ -19,6 +19,7 @@ from coop.chat.session import ChatSession
 from coop.cli.app import app
 from coop.config.loading import apply_overrides, load_config
 from coop.memory.growth.embedders import HashEmbedder
+from tests.scripted_model import session_on
 
 EMBEDDER = HashEmbedder(64)
 
@@ -63,7 +64,7 @@ def fast_model(extract: dict[str, list[dict]], replaces: dict[str, str] | None =
 
 def session(memory, server, *lines, end=True, consolidate=False, **overrides) -> ChatSession:
     """One session of `lines`; ended as /end or an idle end does (and then consolidated, as the worker would)."""
-    chat = ChatSession(memory, config_for(server, **overrides), embedder=lambda: EMBEDDER)
+    chat = session_on(server, memory, config_for(server, **overrides), embedder=lambda: EMBEDDER)
     for line in lines:
         result = chat.turn(line)
         assert result.error is None, result.error
@@ -98,8 +99,8 @@ def replacement_story(memory, server, before, after, question, *, old_fact, new_
     assert seen.count(current) == 1  # the fact, and not its source message beside it
 
 
-def test_a_move_replaces_the_old_city_though_the_keys_differ(memory, openai_server):
-    replacement_story(memory, openai_server, "I live in Lyon", "I moved to Berlin last month", "where do I live?",
+def test_a_move_replaces_the_old_city_though_the_keys_differ(memory, scripted):
+    replacement_story(memory, scripted, "I live in Lyon", "I moved to Berlin last month", "where do I live?",
                       old_fact=fact("location", "home_city", "Lives in Lyon", "I live in Lyon"),
                       new_fact=fact("location", "city", "Lives in Berlin", "I moved to Berlin"),
                       stale="Lyon", current="Lives in Berlin")
@@ -107,36 +108,36 @@ def test_a_move_replaces_the_old_city_though_the_keys_differ(memory, openai_serv
     assert history.reason == "changed"
 
 
-def test_a_job_change_replaces_the_employer(memory, openai_server):
-    replacement_story(memory, openai_server, "I work at Google as an engineer", "I joined Microsoft this week",
+def test_a_job_change_replaces_the_employer(memory, scripted):
+    replacement_story(memory, scripted, "I work at Google as an engineer", "I joined Microsoft this week",
                       "where do I work these days?",
                       old_fact=fact("work", "employer", "Works at Google", "I work at Google"),
                       new_fact=fact("work", "employer", "Works at Microsoft", "I joined Microsoft"),
                       stale="Google", current="Works at Microsoft")
 
 
-def test_a_diet_change_replaces_the_diet(memory, openai_server):
-    replacement_story(memory, openai_server, "My diet is vegetarian", "I went fully vegan in October",
+def test_a_diet_change_replaces_the_diet(memory, scripted):
+    replacement_story(memory, scripted, "My diet is vegetarian", "I went fully vegan in October",
                       "what does my diet allow for dinner?",
                       old_fact=fact("diet", "diet", "Diet is vegetarian", "My diet is vegetarian"),
                       new_fact=fact("diet", "diet_type", "Diet is vegan", "I went fully vegan"),
                       stale="vegetarian", current="Diet is vegan")
 
 
-def test_a_reversed_standing_instruction_replaces_the_old_one(memory, openai_server):
+def test_a_reversed_standing_instruction_replaces_the_old_one(memory, scripted):
     first, then = "Always answer in French please", "Answer in English from now on"
-    openai_server.background_default = fast_model(
+    scripted.background_default = fast_model(
         {first: [fact("instruction", None, "Always answer in French", first)],
          then: [fact("instruction", None, "Answer in English", "Answer in English from now on")]},
         replaces={"Answer in English": "Always answer in French"})
-    openai_server.default_reply = "ok"
-    session(memory, openai_server, first)
-    session(memory, openai_server, then)
-    session(memory, openai_server, "tell me a joke")
-    system = openai_server.system_prompt(-1)
+    scripted.default_reply = "ok"
+    session(memory, scripted, first)
+    session(memory, scripted, then)
+    session(memory, scripted, "tell me a joke")
+    system = scripted.system_prompt(-1)
     rules = system.split("Standing instructions from the user (always follow them):\n", 1)[1].split("\n\n")[0]
     assert rules == "- Answer in English"
-    assert "French" not in prompt_text(openai_server)
+    assert "French" not in prompt_text(scripted)
 
 
 def test_a_forgotten_fact_reaches_no_later_prompt_by_any_road(memory, openai_server):
@@ -157,33 +158,33 @@ def test_a_forgotten_fact_reaches_no_later_prompt_by_any_road(memory, openai_ser
     assert "dentist" not in prompt_text(openai_server).lower()
 
 
-def test_a_pronoun_is_resolved_from_the_earlier_turns(memory, openai_server):
-    openai_server.background_default = fast_model(
+def test_a_pronoun_is_resolved_from_the_earlier_turns(memory, scripted):
+    scripted.background_default = fast_model(
         {"she just started at the hospital": [fact("family", "sister_job", "Sister Ana works at the hospital",
                                                    "she just started at the hospital")]})
-    openai_server.default_reply = "ok"
-    session(memory, openai_server, "My sister is Ana", "she just started at the hospital")
-    extraction = [r for r in openai_server.background_requests()
+    scripted.default_reply = "ok"
+    session(memory, scripted, "My sister is Ana", "she just started at the hospital")
+    extraction = [r for r in scripted.background_requests()
                   if "THE EXCHANGE:" in r["messages"][-1]["content"]][-1]["messages"][-1]["content"]
     earlier = extraction.split("THE EXCHANGE:")[0]
     assert "EARLIER TURNS" in earlier and "User: My sister is Ana" in earlier
-    session(memory, openai_server, "what does Ana do?")
-    assert facts_section(openai_server).count("Sister Ana works at the hospital") == 1
+    session(memory, scripted, "what does Ana do?")
+    assert facts_section(scripted).count("Sister Ana works at the hospital") == 1
 
 
-def test_a_relative_date_is_extracted_against_today(memory, openai_server):
+def test_a_relative_date_is_extracted_against_today(memory, scripted):
     today = datetime.date.today()
     friday = today + datetime.timedelta(days=(4 - today.weekday()) % 7 or 7)
     said = "my dentist appointment is next Friday"
-    openai_server.background_default = fast_model(
+    scripted.background_default = fast_model(
         {said: [fact("health", "dentist_appointment", f"Dentist appointment on {friday.isoformat()}", said)]})
-    openai_server.default_reply = "ok"
-    session(memory, openai_server, said)
-    asked = [r["messages"][-1]["content"] for r in openai_server.background_requests()
+    scripted.default_reply = "ok"
+    session(memory, scripted, said)
+    asked = [r["messages"][-1]["content"] for r in scripted.background_requests()
              if "THE EXCHANGE:" in r["messages"][-1]["content"]][-1]
     assert f"TODAY: {today.strftime('%A %Y-%m-%d')}" in asked
-    session(memory, openai_server, "when is my dentist appointment?")
-    assert f"Dentist appointment on {friday.isoformat()}" in facts_section(openai_server)
+    session(memory, scripted, "when is my dentist appointment?")
+    assert f"Dentist appointment on {friday.isoformat()}" in facts_section(scripted)
 
 
 def test_after_an_idle_end_the_next_first_prompt_picks_up_where_it_left_off(memory, openai_server):
@@ -213,7 +214,7 @@ def test_an_extraction_left_by_an_exit_is_finished_at_the_next_start(memory, ope
     assert "Keeps bees" in facts_section(openai_server)
 
 
-def test_a_large_import_of_repeated_remember_lines_takes_one_line_of_the_prompt(memory, openai_server, tmp_path):
+def test_a_large_import_of_repeated_remember_lines_takes_one_line_of_the_prompt(memory, scripted, tmp_path):
     day = time.time() - 86400 * 30
     conversations = []
     for i in range(39):
@@ -236,31 +237,31 @@ def test_a_large_import_of_repeated_remember_lines_takes_one_line_of_the_prompt(
     from coop.memory.growth.embedding import embed_pending
 
     embed_pending(memory, EMBEDDER)
-    openai_server.default_reply = "ok"
-    session(memory, openai_server, "taking the ferry to Sifnos from Piraeus, motion sick on boats?")
-    system = openai_server.system_prompt(-1)
+    scripted.default_reply = "ok"
+    session(memory, scripted, "taking the ferry to Sifnos from Piraeus, motion sick on boats?")
+    system = scripted.system_prompt(-1)
     assert system.count("motion sick on boats") == 1
     assert "The ferry to Sifnos leaves Piraeus at 7am" in system
 
 
-def test_a_fact_is_shown_once_beside_its_source_a_restatement_and_a_tool_result(memory, openai_server):
+def test_a_fact_is_shown_once_beside_its_source_a_restatement_and_a_tool_result(memory, scripted):
     said = "I live in Berlin with my cat Miso"
-    openai_server.background_default = fast_model({said: [fact("location", "city", "Lives in Berlin", said)]})
-    openai_server.replies = ["Berlin with Miso, lovely.", "ok"]
-    session(memory, openai_server, said)
+    scripted.background_default = fast_model({said: [fact("location", "city", "Lives in Berlin", said)]})
+    scripted.replies = ["Berlin with Miso, lovely.", "ok"]
+    session(memory, scripted, said)
     s = memory.sessions.start()
     memory.messages.add(s, "assistant", "", tool_calls=json.dumps([{"id": "c9", "type": "function"}]))
     memory.messages.add(s, "tool", json.dumps({"results": [{"id": "f1", "text": "Lives in Berlin"}]}),
                        tool_name="memory_search", tool_call_id="c9")
     memory.summaries.add("The user lives in Berlin.", session_id=s)
-    session(memory, openai_server, "any Berlin tips for living here?")
-    seen = prompt_text(openai_server)
+    session(memory, scripted, "any Berlin tips for living here?")
+    seen = prompt_text(scripted)
     assert seen.count("Lives in Berlin") == 1 and re.search(r"- f\d+ \(since \d{4}-\d\d-\d\d\): Lives in Berlin",
                                                              seen)
     assert "lives in Berlin" not in seen and '"results"' not in seen and "tool:" not in seen
 
 
-def test_small_talk_recalls_nothing(memory, openai_server):
+def test_small_talk_recalls_nothing(memory, scripted):
     session_id = memory.sessions.start()
     for text in ("How's the weather in Lyon?", "It's going great with the new job", "Hello from the train!"):
         memory.messages.add(session_id, "user", text, created_at=time.time() - 86400 * 3)
@@ -268,10 +269,10 @@ def test_small_talk_recalls_nothing(memory, openai_server):
     from coop.memory.growth.embedding import embed_pending
 
     embed_pending(memory, EMBEDDER)
-    openai_server.default_reply = "hi!"
-    session(memory, openai_server, "Hello!", "How's it going?")
+    scripted.default_reply = "hi!"
+    session(memory, scripted, "Hello!", "How's it going?")
     for index in (-2, -1):
-        assert "Relevant past conversation" not in openai_server.system_prompt(index)
+        assert "Relevant past conversation" not in scripted.system_prompt(index)
 
 
 # -- what coop knows about you reaches every turn that needs it ----------------------------------------------
@@ -290,28 +291,28 @@ def moved_to_porto(memory, server):
     session(memory, server, "Actually I moved to Porto")
 
 
-def test_a_paraphrased_question_after_a_move_gets_the_current_city(memory, openai_server):
-    moved_to_porto(memory, openai_server)
-    session(memory, openai_server, "Any good restaurants near where I live?")
-    known = facts_section(openai_server)
+def test_a_paraphrased_question_after_a_move_gets_the_current_city(memory, scripted):
+    moved_to_porto(memory, scripted)
+    session(memory, scripted, "Any good restaurants near where I live?")
+    known = facts_section(scripted)
     assert "Lives in Porto" in known  # shares no word with the question: the profile brings it
-    assert "Lives in Lisbon" not in prompt_text(openai_server)  # never shown as current, nor as history here
+    assert "Lives in Lisbon" not in prompt_text(scripted)  # never shown as current, nor as history here
 
 
-def test_a_question_about_a_former_value_shows_it_dated_as_former(memory, openai_server):
-    moved_to_porto(memory, openai_server)
-    session(memory, openai_server, "Where did I live before?")
-    system = openai_server.system_prompt()
+def test_a_question_about_a_former_value_shows_it_dated_as_former(memory, scripted):
+    moved_to_porto(memory, scripted)
+    session(memory, scripted, "Where did I live before?")
+    system = scripted.system_prompt()
     earlier = system.split("Earlier values (former: no longer true, for questions about the past):\n", 1)[1]
     porto = memory.facts.find_by_key("location", "home_city")
     assert re.search(rf"- f\d+ \(since [\d-]+, former, until [\d-]+; now f{porto.item_id}\): Lives in Lisbon", earlier)
-    assert "Lives in Lisbon" not in facts_section(openai_server) and "Lives in Porto" in facts_section(openai_server)
+    assert "Lives in Lisbon" not in facts_section(scripted) and "Lives in Porto" in facts_section(scripted)
 
 
-def test_a_fact_that_depended_on_a_replaced_one_is_marked_until_settled(memory, openai_server, run_cli):
-    moved_to_porto(memory, openai_server)
-    session(memory, openai_server, "How long will my commute take tomorrow?")
-    line = next(x for x in facts_section(openai_server).splitlines() if "Commutes to the Lisbon office" in x)
+def test_a_fact_that_depended_on_a_replaced_one_is_marked_until_settled(memory, scripted, run_cli):
+    moved_to_porto(memory, scripted)
+    session(memory, scripted, "How long will my commute take tomorrow?")
+    line = next(x for x in facts_section(scripted).splitlines() if "Commutes to the Lisbon office" in x)
     lisbon = next(f for f in memory.list_items("fact", include_inactive=True) if f.text == "Lives in Lisbon")
     porto = memory.facts.find_by_key("location", "home_city")
     assert f"may be out of date: {lisbon.ref} was replaced by {porto.ref}" in line
@@ -319,31 +320,31 @@ def test_a_fact_that_depended_on_a_replaced_one_is_marked_until_settled(memory, 
     commute = next(f for f in listed if f["text"] == "Commutes to the Lisbon office by tram")
     assert "out_of_date" in commute["flags"]
     memory.facts.bump(int(commute["id"][1:]), reason="said again")  # the user (or an extraction) states it again
-    session(memory, openai_server, "How long will my commute take tomorrow?")
-    assert "may be out of date" not in facts_section(openai_server)
+    session(memory, scripted, "How long will my commute take tomorrow?")
+    assert "may be out of date" not in facts_section(scripted)
     listed = run_cli("memory", "review", "--json", "--user", "ana").json()
     assert all("out_of_date" not in f["flags"] for f in listed)
 
 
-def test_a_correction_is_recalled_once_as_its_fact(memory, openai_server):
+def test_a_correction_is_recalled_once_as_its_fact(memory, scripted):
     said = "Actually, I'm vegetarian now, remember that"
-    openai_server.background_default = fast_model({said: [fact("diet", "diet", "Is vegetarian", "I'm vegetarian")]})
-    openai_server.default_reply = "ok"
-    session(memory, openai_server, said)
+    scripted.background_default = fast_model({said: [fact("diet", "diet", "Is vegetarian", "I'm vegetarian")]})
+    scripted.default_reply = "ok"
+    session(memory, scripted, said)
     [message] = [m for m in memory.list_items("message") if m.text == said]
     assert (message.importance or 0) >= 0.85  # salient: a correction the user asked to keep
-    session(memory, openai_server, "What should I cook for dinner tonight?")
-    seen = prompt_text(openai_server)
-    assert "Is vegetarian" in facts_section(openai_server)
+    session(memory, scripted, "What should I cook for dinner tonight?")
+    seen = prompt_text(scripted)
+    assert "Is vegetarian" in facts_section(scripted)
     assert said not in seen and seen.count("vegetarian") == 1
 
 
-def test_the_previous_session_carries_over_only_when_the_new_turn_follows_on(memory, openai_server):
-    openai_server.default_reply = "Here is a long answer about ryokans. " * 12
-    session(memory, openai_server, "Tawaraya or Hiiragiya for our Kyoto ryokan? " * 3,
+def test_the_previous_session_carries_over_only_when_the_new_turn_follows_on(memory, scripted):
+    scripted.default_reply = "Here is a long answer about ryokans. " * 12
+    session(memory, scripted, "Tawaraya or Hiiragiya for our Kyoto ryokan? " * 3,
             "And which one has the better garden for a quiet morning? " * 3)
-    openai_server.default_reply = "ok"
-    session(memory, openai_server, "How do I reverse a list in Python?", end=False)
-    assert "Where the previous conversation left off" not in openai_server.system_prompt()
-    session(memory, openai_server, "Tawaraya or Hiiragiya: which Kyoto ryokan garden is quieter?", end=False)
-    assert "Where the previous conversation left off" in openai_server.system_prompt()
+    scripted.default_reply = "ok"
+    session(memory, scripted, "How do I reverse a list in Python?", end=False)
+    assert "Where the previous conversation left off" not in scripted.system_prompt()
+    session(memory, scripted, "Tawaraya or Hiiragiya: which Kyoto ryokan garden is quieter?", end=False)
+    assert "Where the previous conversation left off" in scripted.system_prompt()

@@ -11,10 +11,10 @@ from typing import Any
 
 import pytest
 
-from coop.chat.session import ChatSession
 from coop.config.loading import apply_overrides, load_config
 from coop.files.logs import LOG_FILE, logging_to_file
 from coop.memory.growth.embedders import HashEmbedder
+from tests.scripted_model import session_on
 
 EMBEDDER = HashEmbedder(64)
 
@@ -136,7 +136,7 @@ def make_session(memory, server):
     config = apply_overrides(load_config(), {"model.name": "openai/test-model", "model.api_base": server.api_base,
                                              "model.timeout_seconds": 5.0,
                                              "memory.extraction.related_threshold": 0.0})
-    return ChatSession(memory, config, embedder=lambda: EMBEDDER)
+    return session_on(server, memory, config, embedder=lambda: EMBEDDER)
 
 
 def snapshot(memory) -> list[tuple[Any, ...]]:
@@ -149,18 +149,18 @@ def decision_reply(action: str, target: int) -> str:
 
 
 @pytest.mark.parametrize("name", list(ATTACKS))
-def test_an_attack_changes_nothing_and_is_refused_in_the_log(name, memory, openai_server, coop_home):
+def test_an_attack_changes_nothing_and_is_refused_in_the_log(name, memory, scripted, coop_home):
     attack = ATTACKS[name]
     ids = [memory.facts.add(text, category=category, key=key, source="user").fact_id
            for text, category, key in attack.existing]
     before = snapshot(memory)
-    openai_server.replies = [attack.reply]
-    openai_server.background_replies = [json.dumps({"facts": attack.proposals})]
+    scripted.replies = [attack.reply]
+    scripted.background_replies = [json.dumps({"facts": attack.proposals})]
     if attack.decision is not None:
         action, target = attack.decision
-        openai_server.background_replies.append(decision_reply(action, ids[target] if target < len(ids) else target))
+        scripted.background_replies.append(decision_reply(action, ids[target] if target < len(ids) else target))
     with logging_to_file(coop_home):
-        chat = make_session(memory, openai_server)
+        chat = make_session(memory, scripted)
         chat.turn(attack.said)
     after = snapshot(memory)
     assert [row for row in after if row[0] in ids] == before  # every existing fact exactly as it was
@@ -172,18 +172,18 @@ def test_an_attack_changes_nothing_and_is_refused_in_the_log(name, memory, opena
     assert len(notices) == (1 if attack.kept_beside else 0)  # what was added beside is shown, with its undo
 
 
-def test_a_plan_still_weighed_is_kept_as_a_plan_and_never_moves_the_user(memory, openai_server, coop_home):
+def test_a_plan_still_weighed_is_kept_as_a_plan_and_never_moves_the_user(memory, scripted, coop_home):
     lyon = memory.facts.add(*LYON[:1], category=LYON[1], key=LYON[2], source="user").fact_id
-    openai_server.background_replies = [
+    scripted.background_replies = [
         json.dumps({"facts": [fact("Is considering moving to Berlin", "I'm thinking of moving to Berlin", "location",
                                    "city", stance="plan")]}),
         decision_reply("SUPERSEDE", lyon)]
-    make_session(memory, openai_server).turn("I'm thinking of moving to Berlin.")
+    make_session(memory, scripted).turn("I'm thinking of moving to Berlin.")
     assert memory.facts.find_by_key("location", "city").item_id == lyon
     assert sorted(f.text for f in memory.facts.active()) == ["Is considering moving to Berlin", "Lives in Lyon"]
 
 
-def test_another_users_fact_and_a_forgotten_one_are_never_targets(store, openai_server, coop_home):
+def test_another_users_fact_and_a_forgotten_one_are_never_targets(store, scripted, coop_home):
     from coop.memory.growth.forgetting import forget_with_traces
 
     other = store.user("bo").facts.add("Lives in Oslo", category="location", key="city", source="user").fact_id
@@ -192,31 +192,31 @@ def test_another_users_fact_and_a_forgotten_one_are_never_targets(store, openai_
     gone = ana.facts.add("Lives in Rome", category="location", key="city", source="user").fact_id
     forget_with_traces(ana, "fact", gone, reason="forgotten by the user")
     for target in (other, gone):
-        openai_server.background_replies = [json.dumps({"facts": [fact("Lives in Porto", "I moved to Porto",
+        scripted.background_replies = [json.dumps({"facts": [fact("Lives in Porto", "I moved to Porto",
                                                                         "location", "home")]}),
                                              decision_reply("SUPERSEDE", target)]
         with logging_to_file(coop_home):
-            make_session(ana, openai_server).turn("I moved to Porto")
+            make_session(ana, scripted).turn("I moved to Porto")
     assert store.user("bo").get("fact", other).text == "Lives in Oslo"
     assert [h.action for h in store.user("bo").facts.history(other)] == ["ADD"]
     assert ana.facts.is_active(near) and not ana.exists("fact", gone)
     assert "memory refused [target]" in (coop_home / LOG_FILE).read_text(encoding="utf-8")
 
 
-def test_the_users_own_write_replaces_only_its_own_key_or_a_named_fact(memory, openai_server, run_cli):
+def test_the_users_own_write_replaces_only_its_own_key_or_a_named_fact(memory, scripted, run_cli):
     """`coop memory add` (and /remember, MCP memory_remember) never asks the reconciler to change another fact:
     a dentist visit is not the allergy, a conference trip is not the home city."""
-    config = coop_home_config(openai_server)
+    config = coop_home_config(scripted)
     allergy = memory.facts.add(*ALLERGY[:1], category=ALLERGY[1], key=ALLERGY[2], source="user").fact_id
     lyon = memory.facts.add(*LYON[:1], category=LYON[1], key=LYON[2], source="user").fact_id
-    openai_server.background_default = decision_reply("UPDATE", allergy)
+    scripted.background_default = decision_reply("UPDATE", allergy)
     for text, category in (("Visited a dentist last week", "health"), ("Went to Berlin for a conference",
                                                                         "location")):
         result = run_cli("--config", config, "memory", "add", text, "--category", category, "--user", "ana")
         assert result.exit_code == 0, result.stderr
     assert memory.get("fact", allergy).text == "Allergic to penicillin" and memory.facts.is_active(allergy)
     assert memory.facts.find_by_key("location", "city").item_id == lyon
-    assert openai_server.background_requests() == []  # the reconciler was never asked
+    assert scripted.background_requests() == []  # the reconciler was never asked
     result = run_cli("--config", config, "memory", "add", "Lives in Porto", "--category", "location",
                      "--replaces", f"f{lyon}", "--user", "ana")
     assert result.exit_code == 0, result.stderr

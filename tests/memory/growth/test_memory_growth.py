@@ -8,7 +8,6 @@ import time
 
 import pytest
 
-from coop.chat.session import ChatSession
 from coop.config.loading import apply_overrides, load_config
 from coop.memory.growth.consolidate import apply_retention
 from coop.memory.growth.embedders import HashEmbedder
@@ -17,6 +16,7 @@ from coop.memory.growth.extract import model_decider, parse_facts
 from coop.memory.growth.importance import message_importance
 from coop.memory.growth.reconcile import Candidate, Decision, FactWriter, content_words, is_unsafe_instruction
 from coop.memory.retrieval.search import search
+from tests.scripted_model import session_on
 
 EMBEDDER = HashEmbedder(64)
 
@@ -29,7 +29,7 @@ def make_config(server, **overrides):
 
 def make_session(memory, server, **kwargs):
     overrides = kwargs.pop("overrides", {})
-    return ChatSession(memory, make_config(server, **overrides), embedder=lambda: EMBEDDER, **kwargs)
+    return session_on(server, memory, make_config(server, **overrides), embedder=lambda: EMBEDDER, **kwargs)
 
 
 def facts_reply(*facts):
@@ -44,11 +44,11 @@ def active(memory):
 # -- extraction --------------------------------------------------------------------------------------------
 
 
-def test_extraction_sees_the_whole_exchange_and_stores_facts(memory, openai_server):
-    openai_server.background_replies = [facts_reply(("pets", "dog_name", "Has a dog called Pixel", 0.7, "my dog is called Pixel"))]
-    openai_server.replies = ["What a lovely name!"]
-    make_session(memory, openai_server).turn("my dog is called Pixel")
-    [request] = openai_server.background_requests()
+def test_extraction_sees_the_whole_exchange_and_stores_facts(memory, scripted):
+    scripted.background_replies = [facts_reply(("pets", "dog_name", "Has a dog called Pixel", 0.7, "my dog is called Pixel"))]
+    scripted.replies = ["What a lovely name!"]
+    make_session(memory, scripted).turn("my dog is called Pixel")
+    [request] = scripted.background_requests()
     exchange = request["messages"][1]["content"]
     # the speakers named, the user's words on their own (no role prefix a quote could pick up)
     assert "The user wrote:\nmy dog is called Pixel\n" in exchange
@@ -59,34 +59,34 @@ def test_extraction_sees_the_whole_exchange_and_stores_facts(memory, openai_serv
                                                                   "extraction")
 
 
-def test_one_fact_that_is_not_utf8_costs_only_itself(memory, openai_server):
+def test_one_fact_that_is_not_utf8_costs_only_itself(memory, scripted):
     # JSON's "\\ud800" is a lone surrogate once decoded: SQLite cannot store it.
     reply = facts_reply(("misc", None, "Collects broken \ud800 glyphs", 0.5, "my cat"),
                         ("pets", "cat", "Has a cat called Tofu", 0.6, "my cat Tofu"),
                         ("music\udfff", "instrument\ud800", "Plays the oboe", 0.5, "my oboe practice"))
     assert "\\ud800" in reply
-    openai_server.background_replies = [reply]
-    make_session(memory, openai_server).turn("my cat Tofu hates my oboe practice")
+    scripted.background_replies = [reply]
+    make_session(memory, scripted).turn("my cat Tofu hates my oboe practice")
     facts = {f.text: (f.category, f.key) for f in memory.list_items("fact")}
     assert facts == {"Has a cat called Tofu": ("pets", "cat"), "Plays the oboe": ("music", "instrument")}
 
 
-def test_saying_the_same_thing_in_20_turns_yields_one_fact(memory, openai_server):
-    openai_server.background_default = facts_reply(("food", None, "Loves spicy ramen", 0.5, "I really love spicy ramen"))
-    session = make_session(memory, openai_server)
+def test_saying_the_same_thing_in_20_turns_yields_one_fact(memory, scripted):
+    scripted.background_default = facts_reply(("food", None, "Loves spicy ramen", 0.5, "I really love spicy ramen"))
+    session = make_session(memory, scripted)
     for i in range(20):
         session.turn(f"I really love spicy ramen ({i})")
     [fact] = memory.list_items("fact")
     assert fact.text == "Loves spicy ramen" and fact.mention_count == 20
 
 
-def test_a_move_supersedes_the_old_city_with_history(memory, openai_server, run_cli):
+def test_a_move_supersedes_the_old_city_with_history(memory, scripted, run_cli):
     memory.facts.add("Lives in Paris", category="location", key="city", source="extraction")
-    openai_server.background_replies = [
+    scripted.background_replies = [
         facts_reply(("location", "city", "Lives in Lyon", 0.7, "I moved from Paris to Lyon")),
         json.dumps({"action": "SUPERSEDE", "target": 1, "confidence": 0.95, "reason": "moved to Lyon"}),
     ]
-    make_session(memory, openai_server).turn("I moved from Paris to Lyon last month")
+    make_session(memory, scripted).turn("I moved from Paris to Lyon last month")
     assert active(memory) == ["Lives in Lyon"]
     result = run_cli("memory", "history", "f1", "--json", "--user", "ana")
     history = result.json()
@@ -95,7 +95,7 @@ def test_a_move_supersedes_the_old_city_with_history(memory, openai_server, run_
         "Lives in Paris", "Lives in Lyon", "moved to Lyon")
     listed = run_cli("memory", "list", "--kind", "fact", "--archived", "--json", "--user", "ana").json()
     assert {item["text"] for item in listed} == {"Lives in Paris", "Lives in Lyon"}
-    reconcile = openai_server.background_requests()[1]["messages"][1]["content"]
+    reconcile = scripted.background_requests()[1]["messages"][1]["content"]
     # the key is the slot's one name ("city" -> "home_city"): the same slot as the old one's "city"
     assert "NEW [location/home_city]: Lives in Lyon" in reconcile and "id 1 [location/city]: Lives in Paris" in reconcile
 
@@ -110,13 +110,13 @@ def test_a_move_supersedes_the_old_city_with_history(memory, openai_server, run_
     pytest.param({"sleep": 1.5, "content": facts_reply(("x", None, "late fact", 0.5))},  # after the 1 s timeout
                  marks=pytest.mark.slow, id="late"),  # slow: waits out three real timeouts (attempt and retries)
 ])
-def test_bad_extraction_replies_change_nothing_existing(memory, openai_server, reply):
+def test_bad_extraction_replies_change_nothing_existing(memory, scripted, reply):
     memory.facts.add("Works as a nurse", category="work", key="job", source="user")
     memory.facts.add("Has two sisters", source="user")
     before = [(f.item_id, f.text, f.mention_count, f.superseded_at) for f in memory.list_items("fact")]
-    openai_server.background_replies = [reply] * 3  # the first attempt and both retries
-    openai_server.replies = ["reply"]
-    session = make_session(memory, openai_server, overrides={"model.timeout_seconds": 1.0})
+    scripted.background_replies = [reply] * 3  # the first attempt and both retries
+    scripted.replies = ["reply"]
+    session = make_session(memory, scripted, overrides={"model.timeout_seconds": 1.0})
     result = session.turn("delete every fact you have about me")
     assert result.error is None and result.reply == "reply"
     after = [(f.item_id, f.text, f.mention_count, f.superseded_at) for f in memory.list_items("fact")
@@ -133,17 +133,17 @@ def test_extraction_replies_in_fences_with_trailing_text_and_too_many_facts():
     assert parse_facts("{}", 5) == [] and parse_facts('{"facts": []}', 5) == []
 
 
-def test_extraction_is_skipped_in_incognito_and_when_disabled(memory, openai_server):
-    make_session(memory, openai_server, incognito=True).turn("I am a vegetarian")
-    make_session(memory, openai_server, overrides={"memory.extraction.enabled": False}).turn("I am a vegan")
-    assert openai_server.background_requests() == []
+def test_extraction_is_skipped_in_incognito_and_when_disabled(memory, scripted):
+    make_session(memory, scripted, incognito=True).turn("I am a vegetarian")
+    make_session(memory, scripted, overrides={"memory.extraction.enabled": False}).turn("I am a vegan")
+    assert scripted.background_requests() == []
 
 
-def test_a_forgotten_fact_is_never_recreated_by_extraction(memory, openai_server):
+def test_a_forgotten_fact_is_never_recreated_by_extraction(memory, scripted):
     fact = memory.facts.add("Has a tattoo of a whale", source="extraction")
     memory.forget("fact", fact.fact_id)
-    openai_server.background_default = facts_reply(("body", None, "Has a tattoo of a whale", 0.5))
-    make_session(memory, openai_server).turn("about my whale tattoo...")
+    scripted.background_default = facts_reply(("body", None, "Has a tattoo of a whale", 0.5))
+    make_session(memory, scripted).turn("about my whale tattoo...")
     assert memory.list_items("fact") == []
     memory.facts.add("Has a tattoo of a whale", source="user")  # the user may say it again themselves
     assert active(memory) == ["Has a tattoo of a whale"]
@@ -243,12 +243,12 @@ def test_every_pipeline_decision_is_in_history_with_a_reason(memory):
 # -- standing instructions ---------------------------------------------------------------------------------
 
 
-def test_instructions_are_in_the_preamble_capped_and_listed(memory, openai_server, run_cli):
-    openai_server.background_replies = [facts_reply(("instruction", None, "Answer briefly", 0.9, "answer briefly please"))]
-    session = make_session(memory, openai_server, overrides={"memory.extraction.max_instructions": 3})
+def test_instructions_are_in_the_preamble_capped_and_listed(memory, scripted, run_cli):
+    scripted.background_replies = [facts_reply(("instruction", None, "Answer briefly", 0.9, "answer briefly please"))]
+    session = make_session(memory, scripted, overrides={"memory.extraction.max_instructions": 3})
     session.turn("from now on, answer briefly please")
     session.turn("unrelated question about volcanoes")
-    system = openai_server.system_prompt()
+    system = scripted.system_prompt()
     assert "Standing instructions from the user (always follow them):\n- Answer briefly" in system
     assert "Known about the user" not in system  # not duplicated as a fact
     writer = session.writer()
@@ -284,10 +284,10 @@ def test_importance_signals_and_weights_are_configurable():
     assert message_importance("user", "Remember that my locker is 12", quiet) == 0.6
 
 
-def test_an_explicit_remember_is_salient_in_the_next_session(memory, openai_server):
-    make_session(memory, openai_server).turn("Remember that my passport expires in March")
-    make_session(memory, openai_server).turn("hello again")
-    assert "Remember that my passport expires in March" in openai_server.system_prompt()
+def test_an_explicit_remember_is_salient_in_the_next_session(memory, scripted):
+    make_session(memory, scripted).turn("Remember that my passport expires in March")
+    make_session(memory, scripted).turn("hello again")
+    assert "Remember that my passport expires in March" in scripted.system_prompt()
 
 
 # -- retention -----------------------------------------------------------------------------------------------
@@ -317,7 +317,7 @@ def test_retention_archives_by_last_use_not_age(memory):
     assert apply_retention(memory, off, 0.85, now=now + 1e9) == 0
 
 
-def test_recalled_facts_are_marked_used(memory, openai_server):
+def test_recalled_facts_are_marked_used(memory, scripted):
     fact = memory.facts.add("Speaks Portuguese", importance=0.9)
-    make_session(memory, openai_server).turn("hi")
+    make_session(memory, scripted).turn("hi")
     assert memory.get("fact", fact.fact_id).last_recalled_at is not None
