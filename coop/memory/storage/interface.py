@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Protocol
 if TYPE_CHECKING:
     import numpy as np
 
+    from coop.memory.storage.health import Finding
     from coop.memory.storage.vectors import VectorHit
 
 
@@ -116,6 +117,18 @@ class Backend(Protocol):
 
     def reopen(self) -> "Backend":
         """A handle of its own on the same store, for another thread."""
+        ...
+
+    def check(self) -> "list[Finding]":
+        """How the store is (engine, schema, integrity, indexes, writable, vectors), for `coop check`."""
+        ...
+
+    def embedders(self) -> dict[str, int]:
+        """Every embedder that has vectors in the store, with its count."""
+        ...
+
+    def rebuild_fulltext(self) -> dict[str, int]:
+        """Build the full-text index again from the stored text; rows indexed per index."""
         ...
 
     def close(self) -> None: ...

@@ -29,6 +29,7 @@ from coop.memory.storage.connection import Database
 from coop.memory.storage.facts import Facts
 from coop.memory.storage.forgetting import Forgetting
 from coop.memory.storage.health import Finding
+from coop.memory.storage.interface import Backend, UserStore
 from coop.memory.storage.items import BUILDERS, COLUMNS, FACT_COLUMNS, MAX_USER_ID_CHARS, Item, fact_item
 from coop.memory.storage.links import Jobs, Sources
 from coop.memory.storage.messages import Messages
@@ -252,3 +253,8 @@ class UserMemory(UserScope):
     def text(self) -> SqliteTextIndex:
         """The user's full-text index (`text_index.py`)."""
         return SqliteTextIndex(self)
+
+
+def _conforms_to_the_seam(store: MemoryStore, memory: UserMemory) -> tuple[Backend, UserStore]:
+    """Never called: mypy checks here that the SQLite classes are what `interface.py` promises."""
+    return store, memory
