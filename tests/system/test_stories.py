@@ -71,7 +71,7 @@ def session(memory, server, *lines, end=True, consolidate=False, **overrides) ->
     if end:
         chat.end()
     if consolidate:
-        chat.jobs.consolidation(memory.user_id, session_id=chat.session_id, ended=True)(memory.db)
+        chat.jobs.consolidation(memory.user_id, session_id=chat.session_id, ended=True)(memory.backend)
     return chat
 
 
