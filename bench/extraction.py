@@ -7,13 +7,13 @@
                                          [--limit N] [--embedder fastembed|hash] [--json FILE]
 
 Each conversation is one user of a fresh database. For each user turn, as `coop chat` does after a reply: the user
-message and the assistant's line are stored (`UserMemory.add_message`), the embedding job runs, the extraction
+message and the assistant's line are stored (`memory.messages.add`), the embedding job runs, the extraction
 is recorded (`record_job`) and `MemoryJobs.extraction` runs it with the fast model from the config
 (`coop.model.llm.fast_complete`): the extractor's prompt, the evidence and mood checks, dedup, reconciliation by the
 model under coop's rules, the writes. The bench only watches: the model's replies (a wrapper around the fast
 model's `complete` that times and keeps them), the refusals coop counts by reason (`growth.refusals.counts()`,
 a snapshot before and after each exchange, and the texts it logs at DEBUG), and each fact's history
-(`UserMemory.history`) before and after.
+(`memory.facts.history`) before and after.
 
 Sources (each optional; `--limit N` takes at most N exchanges of each):
 - `--gold`: `bench/data/extraction-dev.json`, written for this bench: conversations whose user states facts

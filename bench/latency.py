@@ -20,7 +20,7 @@ that size, model loaded): after a few warm-up queries,
 - turn: `ChatSession.prepare`, the memory part of a chat turn exactly as `coop chat` runs it (salience leg,
   the search above with limit 20, de-duplication, standing instructions, building the prompt within budget);
 - recall of the sign-bit pre-selection: the vector leg's top 10 against exact cosine search over the same user.
-Ingest: new messages stored with `UserMemory.add_message` and embedded by `growth.embedding.embed_pending` (what the
+Ingest: new messages stored with `memory.messages.add` and embedded by `growth.embedding.embed_pending` (what the
 chat's background worker runs), against the raw throughput of fastembed's `TextEmbedding` (and of coop's lean
 runner) on the same texts in the same run, interleaved three times; medians reported. Targets: turn p95 <= 50 ms
 at 100k and <= 150 ms at 1M; ingest >= 80% of raw fastembed throughput.

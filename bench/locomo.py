@@ -7,7 +7,7 @@ stored as one message `"<speaker>: <text>"` (plus `" [image: <caption>]"`) dated
 question of categories 1-4 with at least one valid evidence id is searched with coop's retrieval, and a hit is a
 returned message whose turn is an evidence id. R_any@k: at least one evidence turn in the top k; R_all@k: all.
 
-Messages are written with `UserMemory.add_message` (speaker A's turns as the user, speaker B's as the assistant,
+Messages are written with `memory.messages.add` (speaker A's turns as the user, speaker B's as the assistant,
 each session a session) and embedded by `growth.embedding.embed_pending`, the code the chat's background worker runs;
 questions go through `search.search` with the retrieval settings of `[memory]` at their defaults: the same path as
 `coop chat` and `coop memory search`. Every conversation is a separate user of one database, so each search also

@@ -78,11 +78,11 @@ def fill_memory(home: Path, embedder, messages: int) -> str:
     session = None
     for i in range(messages):
         if i % 40 == 0:
-            session = memory.start_session(f"session {i // 40}")
+            session = memory.sessions.start(f"session {i // 40}")
         text = f"message {i}: " + " ".join(rng.choice(words) for _ in range(rng.randint(6, 18)))
-        memory.add_message(session, "user" if i % 2 == 0 else "assistant", text)
+        memory.messages.add(session, "user" if i % 2 == 0 else "assistant", text)
     for query in QUERIES:  # something to find by meaning, so the run proves the model was loaded and used
-        memory.add_message(session, "user", f"about {query}: noted")
+        memory.messages.add(session, "user", f"about {query}: noted")
     embed_pending(memory, embedder, batch_size=64)
     db.close()
     return memory.user_id

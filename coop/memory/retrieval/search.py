@@ -30,7 +30,7 @@ message, and no vector has to be redone when a later message arrives or an earli
 
 Filters (user, kind, active facts) are applied inside each leg's query, before its limit is cut.
 `explain=True` keeps each leg's rank and raw score on every hit. The recency and salience legs of a chat
-turn are `UserMemory.recent_messages` and `UserMemory.salient`; the chat turn combines them with this search.
+turn are `memory.messages.recent` and `memory.messages.salient`; the chat turn combines them with this search.
 """
 
 from __future__ import annotations

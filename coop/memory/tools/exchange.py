@@ -45,7 +45,7 @@ class ExchangeRecorder:
         return self.jobs.complete is not None and self.jobs.config.memory.extraction.enabled
 
     def message(self, role: str, text: str, **fields: Any) -> int | None:
-        """Store one message (a tool call, a tool result: `fields` as `UserMemory.add_message` takes them)."""
+        """Store one message (a tool call, a tool result: `fields` as `memory.messages.add` takes them)."""
         with self.guard.database():
             if self.session_id is None:
                 self.session_id = self.memory.sessions.start(" ".join(text.split())[:80] if role == "user" else None)
