@@ -13,7 +13,7 @@ with `content` and `tool_calls`, `finish_reason`), a whole one as `choices[0].me
 what the server really said (None when the stream was cut off); failures raise exceptions named as litellm's are
 (`AuthenticationError`, `RateLimitError`, `APIConnectionError`, `Timeout`, ...), so `coop.model.errors.map_error`
 gives them the same `ErrorKind`, message and hint, masked the same way; the timeout applies to each network
-operation, as the OpenAI client's does; the retries are `llm`'s own loop around either path (tests/test_lean.py
+operation, as the OpenAI client's does; the retries are `llm`'s own loop around either path (tests/model/test_lean.py
 runs the same scripted replies through both).
 """
 

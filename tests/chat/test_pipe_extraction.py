@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from tests.test_chat_pipe import chat_env, run_chat  # noqa: F401  (a fixture)
+from tests.chat.test_chat_pipe import chat_env, run_chat  # noqa: F401  (a fixture)
 
 FACT = json.dumps({"facts": [{"category": "diet", "key": "diet", "value": "Is vegetarian", "importance": 0.7,
                               "evidence": "I am vegetarian", "stance": "asserted"}]})

@@ -7,9 +7,9 @@ it (fastembed 0.7-0.9 `PooledNormalizedEmbedding`), step for step, so the vector
 rounding and keep the same embedder id: the tokenizer truncates at the smaller of `model_max_length` and
 `max_length` from tokenizer_config.json and pads each batch to its longest text with the pad token of
 tokenizer.json; the model gets input_ids, attention_mask and zero token_type_ids; token states are mean-pooled
-over the attention mask in float64, L2-normalised, then cast to float32. `tests/test_retrieval_embedder.py`
-checks the two against each other on the real model. `COOP_EMBEDDER_FASTEMBED=1` turns this off (fastembed for
-everything).
+over the attention mask in float64, L2-normalised, then cast to float32.
+`tests/memory/growth/test_retrieval_embedder.py` checks the two against each other on the real model.
+`COOP_EMBEDDER_FASTEMBED=1` turns this off (fastembed for everything).
 """
 
 from __future__ import annotations

@@ -12,6 +12,8 @@ import time
 
 import pytest
 
+from tests import REPO
+
 pytestmark = [pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed"),
               pytest.mark.slow]
 
@@ -35,7 +37,7 @@ def _wait_for(name: str, text: str, timeout: float = 30.0) -> str:
 def _start_chat(name: str, env: dict[str, str], done, *args: str) -> None:
     """`coop chat ARGS` in a new tmux session `name` (120x40); its exit code is written to `done`."""
     exports = " ".join(f"{k}={shlex.quote(v)}" for k, v in {"PYTHONPATH": os.getcwd(), **env}.items())
-    command = (f"cd {shlex.quote(str(os.path.dirname(os.path.dirname(__file__))))} && env {exports} "
+    command = (f"cd {shlex.quote(str(REPO))} && env {exports} "
                f"{shlex.quote(sys.executable)} -m coop chat {' '.join(map(shlex.quote, args))}; "
                f"echo $? > {shlex.quote(str(done))}")
     subprocess.run(["tmux", "new-session", "-d", "-s", name, "-x", "120", "-y", "40", command], check=True)
@@ -67,7 +69,7 @@ def test_chat_in_a_real_terminal(openai_server, coop_home, tmp_path, run_cli, wa
     env = {"COOP_HOME": str(coop_home), "COOP_MEMORY_EMBEDDER_PROVIDER": "hash", "COOP_MODEL_NAME": "openai/t",
            "COOP_MODEL_API_BASE": openai_server.api_base, "TERM": "xterm-256color", "PYTHONPATH": os.getcwd()}
     exports = " ".join(f"{k}={shlex.quote(v)}" for k, v in env.items())
-    command = (f"cd {shlex.quote(str(os.path.dirname(os.path.dirname(__file__))))} && env {exports} "
+    command = (f"cd {shlex.quote(str(REPO))} && env {exports} "
                f"{shlex.quote(sys.executable)} -m coop chat --user tmuxer; echo $? > {shlex.quote(str(done))}")
     subprocess.run(["tmux", "new-session", "-d", "-s", name, "-x", "120", "-y", "40", command], check=True)
     try:
