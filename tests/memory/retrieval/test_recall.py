@@ -148,26 +148,25 @@ def test_coop_memory_forget_shows_and_removes_the_traces_and_only_keeps_them(mem
     assert len(memory.list_items("message")) == 2 and memory.list_items("summary") == []
 
 
-def test_an_extracted_fact_is_linked_to_its_message_and_shown_once_in_a_later_prompt(memory, openai_server):
-    from coop.chat.session import ChatSession
+def test_an_extracted_fact_is_linked_to_its_message_and_shown_once_in_a_later_prompt(memory, scripted):
     from coop.config.loading import apply_overrides, load_config
     from coop.memory.growth.embedders import HashEmbedder
 
-    config = apply_overrides(load_config(), {"model.name": "openai/test-model", "model.api_base":
-                                             openai_server.api_base, "model.timeout_seconds": 5.0})
+    config = apply_overrides(load_config(), {"model.name": "openai/test-model",
+                                             "model.timeout_seconds": 5.0})
     embedder = HashEmbedder(64)
-    openai_server.background_replies = [json.dumps({"facts": [
+    scripted.background_replies = [json.dumps({"facts": [
         {"category": "pets", "key": "cat_name", "value": "Has a cat named Miso", "importance": 0.7,
          "evidence": "I have a cat named Miso"}]})]
-    first = ChatSession(memory, config, embedder=lambda: embedder)
+    first = scripted.session(memory, config, embedder=lambda: embedder)
     result = first.turn("I have a cat named Miso")
     [fact] = memory.list_items("fact")
     assert memory.sources.of_facts([fact.item_id]) == {fact.item_id: {result.user_message_id}}
     assert memory.jobs.pending() == []  # the recorded extraction finished and left no row
     first.end()
-    second = ChatSession(memory, config, embedder=lambda: embedder)
+    second = scripted.session(memory, config, embedder=lambda: embedder)
     second.turn("what is my cat Miso like?")
-    system = openai_server.system_prompt(-1)
+    system = scripted.system_prompt(-1)
     assert f"- f{fact.item_id} (since " in system and system.count("Miso") == 1  # the fact, not its source too
 
 
