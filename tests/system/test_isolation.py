@@ -95,8 +95,7 @@ ISOLATION = settings(deadline=None, suppress_health_check=list(HealthCheck),
 ISOLATION_CLI = settings(ISOLATION, max_examples=max(2, settings().max_examples // 40))
 
 
-def test_no_library_path_returns_another_users_rows(store, openai_server):
-    from coop.chat.session import ChatSession
+def test_no_library_path_returns_another_users_rows(store, scripted):
     from coop.chat.tools import MemoryTools
     from coop.config.loading import apply_overrides
     from coop.memory.growth.consolidate import consolidate
@@ -104,8 +103,7 @@ def test_no_library_path_returns_another_users_rows(store, openai_server):
     from coop.memory.storage.vectors import nearest
     from coop.memory.transfer.export import export_records
 
-    config = apply_overrides(load_config(), {"model.name": "openai/test-model",
-                                             "model.api_base": openai_server.api_base})
+    config = apply_overrides(load_config(), {"model.name": "openai/test-model"})
 
     @ISOLATION
     @given(world=worlds, query=sentences)
@@ -148,7 +146,7 @@ def test_no_library_path_returns_another_users_rows(store, openai_server):
                 with pytest.raises(NotFoundError):
                     memory.messages.add(session_id, "user", "sneaking into another user's session")
                 with pytest.raises(NotFoundError):
-                    ChatSession(memory, config, embedder=lambda: EMBEDDER, session_id=session_id)
+                    scripted.session(memory, config, embedder=lambda: EMBEDDER, session_id=session_id)
             # counts and export
             stats = memory.stats()
             assert stats["messages"] == len(data["refs"]["message"])
