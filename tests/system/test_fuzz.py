@@ -469,14 +469,13 @@ TOOL_ARGS = st.one_of(
 )
 
 
-def test_fuzzed_tool_calls_never_raise(seeded, openai_server):
-    from coop.chat.session import ChatSession
+def test_fuzzed_tool_calls_never_raise(seeded, scripted):
     from coop.chat.tools import MAX_RESULT_CHARS, TOOL_NAMES
     from coop.config.loading import apply_overrides
 
-    config = apply_overrides(load_config(), {"model.name": "openai/test-model", "model.api_base":
-                                             openai_server.api_base, "memory.extraction.enabled": False})
-    session = ChatSession(seeded, config, embedder=lambda: EMBEDDER)
+    config = apply_overrides(load_config(), {"model.name": "openai/test-model",
+                                             "memory.extraction.enabled": False})
+    session = scripted.session(seeded, config, embedder=lambda: EMBEDDER)
     answers = iter([True, False] * 10_000)
     session.tools.confirm = lambda question: next(answers)
 
