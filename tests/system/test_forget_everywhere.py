@@ -10,7 +10,6 @@ import json
 import logging
 from pathlib import Path
 
-from coop.chat.session import ChatSession
 from coop.chat.terminal import masked_file_history
 from coop.config.loading import apply_overrides, load_config
 from coop.files.logs import logging_to_file
@@ -30,15 +29,14 @@ def _files(home: Path, *extra: Path) -> dict[str, bytes]:
     return found
 
 
-def test_a_marker_written_through_every_road_is_nowhere_after_one_forget(coop_home, memory, openai_server, run_cli,
+def test_a_marker_written_through_every_road_is_nowhere_after_one_forget(coop_home, memory, scripted, run_cli,
                                                                          tmp_path):
     trace_file = tmp_path / "trace.jsonl"
-    config = apply_overrides(load_config(), {"model.name": "openai/test-model", "model.api_base": openai_server.api_base,
-                                             "trace.file": str(trace_file)})
+    config = apply_overrides(load_config(), {"model.name": "openai/test-model", "trace.file": str(trace_file)})
     with logging_to_file(coop_home):
         # chat: the user's first line (the session's title), the model's reply echoing it
-        openai_server.replies = [f"Noted: your locker code is {MARKER}."]
-        chat = ChatSession(memory, config, embedder=lambda: EMBEDDER, tracer=Tracer(str(trace_file)))
+        scripted.replies = [f"Noted: your locker code is {MARKER}."]
+        chat = scripted.session(memory, config, embedder=lambda: EMBEDDER, tracer=Tracer(str(trace_file)))
         chat.turn(f"{FACT}, please keep it")
         # /remember, and a tool result that quotes the fact
         fact = chat.remember(FACT)
