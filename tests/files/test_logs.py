@@ -17,8 +17,8 @@ from prompt_toolkit.output import DummyOutput
 from rich.console import Console
 
 from coop.chat.repl import Repl
-from coop.chat.session import ChatSession
 from coop.config.loading import apply_overrides, load_config
+from coop.errors import ErrorKind, ModelError
 from coop.files.logs import LOG_FILE, logging_to_file
 from coop.memory.growth.embedders import HashEmbedder
 from coop.memory.growth.worker import BackgroundWorker
@@ -51,7 +51,7 @@ def test_no_directory_means_no_file_and_still_nothing_on_the_terminal(tmp_path, 
     assert list(tmp_path.rglob(LOG_FILE)) == [] and not (tmp_path / "cwd" / LOG_FILE).exists()
 
 
-def test_a_failed_background_job_becomes_a_notice_at_the_next_prompt(coop_home, openai_server, capfd, monkeypatch,
+def test_a_failed_background_job_becomes_a_notice_at_the_next_prompt(coop_home, scripted, capfd, monkeypatch,
                                                                        wait_until):
     from coop.memory.storage.database import open_database
     from coop.memory.storage.store import MemoryStore
@@ -60,19 +60,19 @@ def test_a_failed_background_job_becomes_a_notice_at_the_next_prompt(coop_home, 
     memory = MemoryStore(open_database(db_path)).user("ana")
     monkeypatch.setenv("COOP_TEST_MODEL_KEY", SECRET)
     config = apply_overrides(load_config(), {"model.name": "openai/test-model",
-                                             "model.api_base": openai_server.api_base,
                                              "model.api_key_env": "COOP_TEST_MODEL_KEY"})
     worker = BackgroundWorker(lambda: MemoryStore.open(db_path))
-    session = ChatSession(memory, config, embedder=lambda: HashEmbedder(64), worker=worker)
-    openai_server.replies = ["Noted!", "Sure."]
-    openai_server.background_default = {"status": 500, "message": f"upstream exploded ({SECRET})"}  # retries too
+    session = scripted.session(memory, config, embedder=lambda: HashEmbedder(64), worker=worker)
+    scripted.replies = ["Noted!", "Sure."]
+    # the fast model fails as the model client reports an HTTP 500 whose text echoes the key (retries too)
+    scripted.background_default = ModelError(f"server error: upstream exploded ({SECRET})", kind=ErrorKind.SERVER)
     screen = io.StringIO()
     repl = Repl(session, console=Console(file=screen, width=200, color_system=None), banner=lambda: "BANNER")
 
     with create_pipe_input() as pipe, logging_to_file(coop_home, secrets=[SECRET]) as log_path:
         def later():  # the second line only once the first turn's extraction has failed
             try:
-                wait_until(openai_server.background_requests, timeout=30, message="the extraction request")
+                wait_until(scripted.background_requests, timeout=30, message="the extraction request")
                 worker.wait_idle(30)
             finally:
                 pipe.send_text("and another thing\r\x04")
