@@ -14,8 +14,8 @@ import time
 
 import pytest
 
-from coop.chat.session import ChatSession
 from coop.config.loading import apply_overrides, load_config
+from coop.errors import ErrorKind, ModelError
 from coop.memory.growth.consolidate import consolidate, find_spans
 from coop.memory.growth.embedders import HashEmbedder
 from coop.memory.growth.reconcile import FactWriter
@@ -30,8 +30,9 @@ SUMMARY = json.dumps({"summary": "Talked about a trip to Kyoto in April with Mia
                                  "importance": 0.7, "evidence": "I am going to Kyoto in April"}]})
 
 
-def make_config(server, **overrides):
-    values = {"model.name": "openai/test-model", "model.api_base": server.api_base, "model.timeout_seconds": 3.0}
+def make_config(model, **overrides):
+    """The config naming `model`: the in-process scripted model (whose api_base is never called) or the server."""
+    values = {"model.name": "openai/test-model", "model.api_base": model.api_base, "model.timeout_seconds": 3.0}
     values.update(overrides)
     return apply_overrides(load_config(), values)
 
@@ -44,79 +45,82 @@ def ended_session(memory, texts=("I am going to Kyoto in April", "Sounds lovely"
     return session
 
 
-def run_consolidation(memory, config):
+def run_consolidation(memory, config, model=None):
+    """A consolidation run whose fast model is `model` (the in-process scripted one), or the configured one
+    through litellm when None."""
     from coop.model.llm import fast_complete
 
     writer = FactWriter(memory, config.memory.extraction, embedder=EMBEDDER)
-    return consolidate(memory, config, fast_complete(config), writer)
+    return consolidate(memory, config, model if model is not None else fast_complete(config), writer)
 
 
-def test_a_finished_span_becomes_a_summary_and_facts(memory, openai_server):
-    openai_server.background_replies = [SUMMARY]
+def test_a_finished_span_becomes_a_summary_and_facts(memory, scripted):
+    scripted.background_replies = [SUMMARY]
     session = ended_session(memory)
-    report = run_consolidation(memory, make_config(openai_server))
+    report = run_consolidation(memory, make_config(scripted), scripted)
     assert report.spans == 1 and report.facts_written == 1 and not report.errors
     [summary] = memory.list_items("summary")
     assert summary.text == "Talked about a trip to Kyoto in April with Mia." and summary.session_id == session
     [fact] = memory.list_items("fact")
     assert fact.text == "Plans a trip to Kyoto in April" and fact.source == "consolidation"
     assert memory.db.scalar("select count(*) from messages where consolidated_at is null") == 0
-    sent = openai_server.background_requests()[0]["messages"][1]["content"]
+    sent = scripted.background_requests()[0]["messages"][1]["content"]
     assert "User: I am going to Kyoto in April" in sent and "Assistant: Sounds lovely" in sent  # who said what
-    assert run_consolidation(memory, make_config(openai_server)).spans == 0  # nothing left to do
+    assert run_consolidation(memory, make_config(scripted), scripted).spans == 0  # nothing left to do
 
 
-def test_open_recent_spans_wait_and_runs_are_bounded(memory, openai_server):
-    config = make_config(openai_server, **{"memory.consolidation.max_spans_per_run": 2})
+def test_open_recent_spans_wait_and_runs_are_bounded(memory, scripted):
+    config = make_config(scripted, **{"memory.consolidation.max_spans_per_run": 2})
     open_session = memory.sessions.start()
     memory.messages.add(open_session, "user", "still talking")
     for _ in range(3):
         ended_session(memory)
-    openai_server.background_default = SUMMARY
-    assert run_consolidation(memory, config).spans == 2
-    assert run_consolidation(memory, config).spans == 1
-    assert run_consolidation(memory, config).spans == 0
+    scripted.background_default = SUMMARY
+    assert run_consolidation(memory, config, scripted).spans == 2
+    assert run_consolidation(memory, config, scripted).spans == 1
+    assert run_consolidation(memory, config, scripted).spans == 0
     still = memory.db.scalar("select consolidated_at from messages where session_id = ?", (open_session,))
     assert still is None
     spans = find_spans(memory, min_age_seconds=0, span_messages=3, limit=10, now=time.time() + 1)
     assert [len(s) for s in spans] == [1]
 
 
-def test_long_sessions_are_split_into_spans(memory, openai_server):
+def test_long_sessions_are_split_into_spans(memory):
     ended_session(memory, texts=[f"line {i}" for i in range(7)])
     spans = find_spans(memory, min_age_seconds=0, span_messages=3, limit=10)
     assert [len(s) for s in spans] == [3, 3, 1]
 
 
-@pytest.mark.parametrize("reply", ["no json here", '{"facts": []}', {"status": 500}, '{"summary": 3}'])
-def test_a_failed_span_stays_unconsolidated_and_is_redone(memory, openai_server, reply):
+@pytest.mark.parametrize("reply", ["no json here", '{"facts": []}', ModelError("server error: scripted", kind=ErrorKind.SERVER),
+                                   '{"summary": 3}'])
+def test_a_failed_span_stays_unconsolidated_and_is_redone(memory, scripted, reply):
     ended_session(memory)
-    config = make_config(openai_server)
-    openai_server.background_replies = [reply] * 3
-    report = run_consolidation(memory, config)
+    config = make_config(scripted)
+    scripted.background_replies = [reply] * 3
+    report = run_consolidation(memory, config, scripted)
     assert report.spans == 0 and report.errors
     assert memory.list_items("summary") == [] and memory.list_items("fact") == []
     assert memory.db.scalar("select count(*) from messages where consolidated_at is not null") == 0
-    openai_server.background_replies = [SUMMARY]
-    assert run_consolidation(memory, config).spans == 1
+    scripted.background_replies = [SUMMARY]
+    assert run_consolidation(memory, config, scripted).spans == 1
 
 
-def test_a_span_with_nothing_worth_summarising_gets_no_summary_and_blocks_nothing(memory, openai_server):
+def test_a_span_with_nothing_worth_summarising_gets_no_summary_and_blocks_nothing(memory, scripted):
     """"hi" / "hello!" comes back with an empty summary: the span is done (not failed, not retried), and the
     next run reaches the spans behind it."""
     trivial = ended_session(memory, texts=["hi", "hello!"])
     ended_session(memory, texts=["I adopted a cat named Miso", "Lovely name!"])
-    config = make_config(openai_server, **{"memory.consolidation.max_spans_per_run": 1})
-    openai_server.background_replies = ['{"summary": "", "facts": []}']
-    first = run_consolidation(memory, config)
+    config = make_config(scripted, **{"memory.consolidation.max_spans_per_run": 1})
+    scripted.background_replies = ['{"summary": "", "facts": []}']
+    first = run_consolidation(memory, config, scripted)
     assert (first.spans, first.summaries, first.errors) == (1, [], [])
     assert memory.list_items("summary") == []
     assert memory.db.scalar("select count(*) from messages where session_id = ? and consolidated_at is null",
                             (trivial,)) == 0
-    openai_server.background_replies = [SUMMARY]
-    second = run_consolidation(memory, config)
+    scripted.background_replies = [SUMMARY]
+    second = run_consolidation(memory, config, scripted)
     assert second.spans == 1 and len(second.summaries) == 1
-    assert len(openai_server.requests) == 2  # the trivial span was not asked about again
+    assert len(scripted.background_requests()) == 2  # the trivial span was not asked about again
 
 
 @pytest.mark.slow  # a crash trial: a process (that imports litellm) killed mid-transaction
@@ -211,7 +215,7 @@ def test_a_failing_job_is_logged_and_the_worker_goes_on(coop_home):
 
 
 @pytest.fixture
-def threaded_session(coop_home, openai_server):
+def threaded_session(coop_home, scripted):
     """A chat session with a real background worker on its own connection, as `coop chat` runs it."""
     sessions = []
 
@@ -220,8 +224,8 @@ def threaded_session(coop_home, openai_server):
         database = open_database(path)
         memory = MemoryStore(database).user("ana")
         worker = BackgroundWorker(lambda: MemoryStore.open(path))
-        session = ChatSession(memory, make_config(openai_server, **overrides), embedder=lambda: EMBEDDER,
-                              worker=worker)
+        session = scripted.session(memory, make_config(scripted, **overrides), embedder=lambda: EMBEDDER,
+                                   worker=worker)
         sessions.append((session, worker, database))
         return session, worker
 
@@ -231,7 +235,7 @@ def threaded_session(coop_home, openai_server):
         database.close()
 
 
-def test_the_next_reply_is_not_delayed_by_a_slow_extraction(threaded_session, openai_server):
+def test_the_next_reply_is_not_delayed_by_a_slow_extraction(threaded_session, scripted):
     session, worker = threaded_session()
     release = threading.Event()
 
@@ -240,8 +244,8 @@ def test_the_next_reply_is_not_delayed_by_a_slow_extraction(threaded_session, op
         return json.dumps({"facts": [{"category": "misc", "key": None, "value": "Likes slow things",
                                       "importance": 0.5, "evidence": "I like slow things"}]})
 
-    openai_server.background_replies = [slow_extraction]
-    openai_server.replies = ["first", "second"]
+    scripted.background_replies = [slow_extraction]
+    scripted.replies = ["first", "second"]
     try:
         session.turn("I like slow things")
         started = time.monotonic()
@@ -269,9 +273,9 @@ def test_the_backlog_is_embedded_at_the_next_start(threaded_session, coop_home):
     assert session.memory.stats()["unembedded"] == 0
 
 
-def test_ending_a_session_consolidates_it(threaded_session, openai_server):
+def test_ending_a_session_consolidates_it(threaded_session, scripted):
     session, worker = threaded_session()
-    openai_server.background_replies = ['{"facts": []}', SUMMARY]
+    scripted.background_replies = ['{"facts": []}', SUMMARY]
     session.turn("I am going to Kyoto in April")
     first = session.session_id
     session.end()
@@ -281,9 +285,9 @@ def test_ending_a_session_consolidates_it(threaded_session, openai_server):
     assert any(n.startswith("memory consolidated: 1 span summarised") for n in session.take_notices())
 
 
-def test_an_idle_session_ends_and_the_next_message_starts_a_new_one(threaded_session, openai_server):
+def test_an_idle_session_ends_and_the_next_message_starts_a_new_one(threaded_session, scripted):
     session, worker = threaded_session()
-    openai_server.background_default = SUMMARY
+    scripted.background_default = SUMMARY
     session.turn("hello")
     first = session.session_id
     assert not session.end_if_idle(3600)
@@ -294,20 +298,20 @@ def test_an_idle_session_ends_and_the_next_message_starts_a_new_one(threaded_ses
     assert session.session_id != first
 
 
-def test_summaries_are_a_dated_leg_of_retrieval(memory, openai_server):
+def test_summaries_are_a_dated_leg_of_retrieval(memory, scripted):
     session = ended_session(memory)
-    openai_server.background_replies = [SUMMARY]
-    run_consolidation(memory, make_config(openai_server))
+    scripted.background_replies = [SUMMARY]
+    run_consolidation(memory, make_config(scripted), scripted)
     from coop.memory.growth.embedding import embed_pending
 
     embed_pending(memory, EMBEDDER)
-    chat = ChatSession(memory, make_config(openai_server), embedder=lambda: EMBEDDER)
+    chat = scripted.session(memory, make_config(scripted), embedder=lambda: EMBEDDER)
     chat.turn("when is the trip to Kyoto with Mia?")
-    system = openai_server.system_prompt()
+    system = scripted.system_prompt()
     assert f"session {session}] summary: Talked about a trip to Kyoto in April with Mia." in system
 
 
-def test_background_notices_wait_for_the_next_prompt(memory, openai_server):
+def test_background_notices_wait_for_the_next_prompt(memory, scripted):
     import io
 
     from prompt_toolkit.input import create_pipe_input
@@ -316,10 +320,10 @@ def test_background_notices_wait_for_the_next_prompt(memory, openai_server):
 
     from coop.chat.repl import Repl
 
-    openai_server.background_replies = [json.dumps({"facts": [
+    scripted.background_replies = [json.dumps({"facts": [
         {"category": "misc", "key": None, "value": "Collects stamps", "importance": 0.5,
          "evidence": "I collect stamps"}]})]
-    session = ChatSession(memory, make_config(openai_server), embedder=lambda: EMBEDDER)
+    session = scripted.session(memory, make_config(scripted), embedder=lambda: EMBEDDER)
     screen = io.StringIO()
     repl = Repl(session, console=Console(file=screen, width=100, force_terminal=False))
     with create_pipe_input() as pipe:
