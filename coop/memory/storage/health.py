@@ -19,7 +19,7 @@ from coop.memory.kinds import REGISTRY
 from coop.memory.storage.connection import THROWAWAY, Database
 from coop.memory.storage.fulltext import fulltext_problems
 from coop.memory.storage.migrations import SCHEMA_VERSION, schema_version
-from coop.memory.storage.vectors import index_status, stored_embedders
+from coop.memory.storage.vectors import index_status
 
 DAMAGED_HINT = "restore a backup, or move the file aside (coop then starts a new one)"
 
@@ -105,11 +105,6 @@ def vector_findings(db: Database) -> list[Finding]:
                                     f"{missing:,} of {index['stored']:,} vectors of {index['embedder']} have no sign "
                                     "bits: search passes them over", "report this as a bug"))
     return findings
-
-
-def stored(db: Database) -> dict[str, int]:
-    """Every embedder id that has vectors in the store, with its count (any user)."""
-    return stored_embedders(db)
 
 
 def guarded(name: str, run: Callable[[], list[Finding]]) -> list[Finding]:

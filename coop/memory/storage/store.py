@@ -23,7 +23,7 @@ from typing import Any
 from coop.errors import NotFoundError, UsageError
 from coop.memory.kinds import ACTIVE_FACT, INSTRUCTION, KINDS, REGISTRY, make_ref
 from coop.memory.kinds import kind as lookup_kind
-from coop.memory.storage import fulltext, health
+from coop.memory.storage import fulltext, health, vectors
 from coop.memory.storage.connection import THROWAWAY as THROWAWAY
 from coop.memory.storage.connection import Database
 from coop.memory.storage.facts import Facts
@@ -106,7 +106,7 @@ class MemoryStore:
 
     def embedders(self) -> dict[str, int]:
         """Every embedder that has vectors in the store, with its count (any user)."""
-        return health.stored(self.db)
+        return vectors.stored_embedders(self.db)
 
     def rebuild_fulltext(self) -> dict[str, int]:
         """Build every full-text index again from the stored text; the rows indexed per index."""
