@@ -74,7 +74,7 @@ def probe_support(config: "Config") -> list[Check]:
         started = time.perf_counter()
         try:
             reply = complete([{"role": "system", "content": extraction_prompt(5)},
-                              {"role": "user", "content": f"THE EXCHANGE:\nThe user wrote:\n{PROBE_FACT}"}],
+                              {"role": "user", "content": f"THE USER'S MESSAGE:\n{PROBE_FACT}"}],
                              schema=FACTS)
             seconds = time.perf_counter() - started
             mode = complete.modes.get(complete.name)

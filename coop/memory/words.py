@@ -57,6 +57,11 @@ def _flat(text: str) -> str:
     return " ".join(re.sub(r"n't\b", " not", text).split())
 
 
+def sentences(text: str) -> list[str]:
+    """A text's sentences: split after ".", "!" or "?" and at line breaks."""
+    return [s for s in re.split(r"(?<=[.!?])\s+|\n+", text) if s.strip()]
+
+
 def _words(text: str) -> list[str]:
     return [_NUMBER_WORDS.get(w, w) for w in _WORD.findall(_flat(text))]
 

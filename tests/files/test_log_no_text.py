@@ -26,9 +26,9 @@ def run_turns(run_cli, openai_server, *extra: str):
 
     def background(body):
         last = body["messages"][-1]["content"]
-        if f"The user wrote:\n{said[0]}" in last:
+        if f"THE USER'S MESSAGE:\n{said[0]}" in last:
             return first
-        if f"The user wrote:\n{said[1]}" in last:
+        if f"THE USER'S MESSAGE:\n{said[1]}" in last:
             return f"Sure! The user said {MARKER}, nothing in JSON."  # every JSON mode: no usable JSON
         if "EXISTING" in last:
             return '{"action": "ADD", "target": null, "confidence": 0.9, "reason": "new"}'

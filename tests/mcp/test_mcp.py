@@ -178,7 +178,7 @@ def test_forget_takes_the_facts_traces_along(memory):
 
 def test_record_stores_the_exchange_and_extraction_learns_from_it(db, memory):
     def fast_model(messages: list[dict[str, Any]]) -> str:
-        exchange = messages[-1]["content"].split("THE EXCHANGE:")[-1]
+        exchange = messages[-1]["content"].split("THE USER'S MESSAGE:")[-1]
         if "allergic to peanuts" in exchange:
             return json.dumps({"facts": [{"category": "health", "key": "allergy", "value": "Is allergic to peanuts",
                                           "importance": 0.9, "evidence": "I am allergic to peanuts"}]})

@@ -34,7 +34,7 @@ def modes_sent(server) -> list[str]:
 
 
 def extract(complete) -> list[str]:
-    return [c.value for c in extract_facts(complete, "I am vegetarian", "Noted.", 5)]
+    return [c.value for c in extract_facts(complete, "I am vegetarian", 5)]
 
 
 def test_a_json_schema_is_asked_for_first_and_remembered(openai_server, tmp_path):

@@ -44,8 +44,7 @@ def fast_model(extract: dict[str, list[dict]], replaces: dict[str, str] | None =
     def reply(body: dict) -> str:
         system, asked = body["messages"][0]["content"], body["messages"][-1]["content"]
         if system.startswith("You maintain"):
-            said = asked.split("THE EXCHANGE:")[-1].split("\n\nThe assistant answered", 1)[0].strip() \
-                .removeprefix("The user wrote:").strip()
+            said = asked.split("THE USER'S MESSAGE:")[-1].strip()
             return json.dumps({"facts": extract.get(said, [])})
         if system.startswith("You keep"):
             new = asked.split("]: ", 1)[1].split("\n", 1)[0]
@@ -165,8 +164,8 @@ def test_a_pronoun_is_resolved_from_the_earlier_turns(memory, scripted):
     scripted.default_reply = "ok"
     session(memory, scripted, "My sister is Ana", "she just started at the hospital")
     extraction = [r for r in scripted.background_requests()
-                  if "THE EXCHANGE:" in r["messages"][-1]["content"]][-1]["messages"][-1]["content"]
-    earlier = extraction.split("THE EXCHANGE:")[0]
+                  if "THE USER'S MESSAGE:" in r["messages"][-1]["content"]][-1]["messages"][-1]["content"]
+    earlier = extraction.split("THE USER'S MESSAGE:")[0]
     assert "EARLIER TURNS" in earlier and "User: My sister is Ana" in earlier
     session(memory, scripted, "what does Ana do?")
     assert facts_section(scripted).count("Sister Ana works at the hospital") == 1
@@ -181,7 +180,7 @@ def test_a_relative_date_is_extracted_against_today(memory, scripted):
     scripted.default_reply = "ok"
     session(memory, scripted, said)
     asked = [r["messages"][-1]["content"] for r in scripted.background_requests()
-             if "THE EXCHANGE:" in r["messages"][-1]["content"]][-1]
+             if "THE USER'S MESSAGE:" in r["messages"][-1]["content"]][-1]
     assert f"TODAY: {today.strftime('%A %Y-%m-%d')}" in asked
     session(memory, scripted, "when is my dentist appointment?")
     assert f"Dentist appointment on {friday.isoformat()}" in facts_section(scripted)

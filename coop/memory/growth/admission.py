@@ -1,7 +1,8 @@
 """What a machine's proposed fact must pass before it reaches the write pipeline: the user's words prove it, the
 user asserted it, and an instruction was given to the assistant as one.
 
-Extraction, consolidation and exchanges an MCP host recorded all come through `admit`. Each refusal is logged and
+Extraction, consolidation and exchanges an MCP host recorded all come through `admit`. The evidence is the user's
+sentence that proves the fact (`evidence.locate`: the extractor's quote points at it). Each refusal is logged and
 counted by reason (`refusals.py`): `evidence` (`evidence.proves`), `mood` (`mood.stance_of`), `instruction`
 (`instructions.addresses_assistant`). Unsafe and widening instructions are refused by `FactWriter`, the one place
 every writer passes (the model's tool too). A plan the user is still weighing passes as a plan (`stance` "plan"),
@@ -13,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import replace
 
-from coop.memory.growth.evidence import find_quote, proves
+from coop.memory.growth.evidence import find_quote, locate, proves
 from coop.memory.growth.instructions import addresses_assistant
 from coop.memory.growth.mood import ASSERTED, PLAN, stance_of
 from coop.memory.growth.reconcile import Candidate
@@ -23,10 +24,13 @@ from coop.memory.kinds import INSTRUCTION
 
 def admit_one(candidate: Candidate, user_texts: Sequence[str], context: Sequence[str] = ()) -> Candidate | None:
     """The candidate as the pipeline may take it (its stance settled), or None (refused, logged, counted)."""
-    why = proves(candidate.evidence, user_texts, candidate.value, context)
-    if why is not None:
+    evidence = locate(candidate.evidence, user_texts, candidate.value, context,
+                      narrow=candidate.category != INSTRUCTION)
+    if evidence is None:
+        why = proves(candidate.evidence, user_texts, candidate.value, context) or "no sentence of the user's proves it"
         refuse("evidence", why, category=candidate.category, text=candidate.value)
         return None
+    candidate = replace(candidate, evidence=evidence)
     if candidate.category == INSTRUCTION:  # (unsafe and widening ones: FactWriter refuses them, for every writer)
         if not addresses_assistant(candidate.evidence, list(user_texts)):
             refuse("instruction", "the user's words do not address the assistant as an instruction",

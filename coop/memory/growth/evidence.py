@@ -31,11 +31,12 @@ from coop.memory.words import (
     names_and_numbers,
     negations,
     same_word,
+    sentences,
     states,
     subject_words,
 )
 
-__all__ = ["NEGATIONS", "adds_to", "content_words", "find_quote", "held", "names_and_numbers", "negations",
+__all__ = ["NEGATIONS", "adds_to", "content_words", "find_quote", "held", "locate", "names_and_numbers", "negations",
            "proves", "same_word", "states", "subject_words", "supports_change"]
 
 MIN_QUOTE_CHARS = 3
@@ -47,6 +48,12 @@ _ROLE_PREFIX = re.compile(r"^\s*[\"'\u201c]?\s*(?:user|me|the user|human)(?:\s+(
 def quote_words(quote: str) -> list[str]:
     """The words of a quote as the check compares them: a role prefix ("USER: ") dropped."""
     return _words(_ROLE_PREFIX.sub("", quote))
+
+
+def leans(words: Sequence[str]) -> bool:
+    """Whether a quote leans on what came before: it opens with "yes", "she", "that one" (or is three words at
+    most and holds one). "I'm covering his shifts" does not lean: its "his" borrows no words."""
+    return bool(words) and (words[0] in ANAPHORA or (len(words) <= 3 and bool(ANAPHORA & set(words))))
 
 
 def find_quote(quote: str | None, sources: Sequence[str]) -> tuple[int, int, int] | None:
@@ -76,7 +83,7 @@ def proves(quote: str | None, sources: Sequence[str], fact: str, context: Sequen
     if words != whole and (len(words) < MIN_QUOTE_WORDS or not content_words(quote)):
         return "the quote is too short to state anything"
     have = content_words(" ".join(words))
-    if ANAPHORA & set(words):  # "yes", "she does": what it leans on counts too (the user's message, earlier turns)
+    if leans(words):  # "yes", "she does": what it leans on counts too (the user's message, earlier turns)
         for text in (*sources, *context):
             have |= content_words(text)
     names = names_and_numbers(fact)
@@ -90,6 +97,87 @@ def proves(quote: str | None, sources: Sequence[str], fact: str, context: Sequen
     if subject and len(held(subject, have)) * 2 < len(subject):
         return "the quote lacks the words of the fact"
     return None
+
+
+def locate(quote: str | None, sources: Sequence[str], fact: str, context: Sequence[str] = (), *,
+           narrow: bool = True) -> str | None:
+    """The user's words that prove `fact`: the extractor's quote when it proves it within one sentence; otherwise
+    the one sentence of the user's `sources` that proves it (`proves`, holding every word of what the fact is
+    about, not half: coop's own search must prove more than a quote the extractor pointed at) and shares the most
+    words with the quote, the shortest on a tie; None when no sentence does. A sentence that leans ("Yes, I do.")
+    may use the earlier turns, as a quoted "yes" does. Either is `narrowed` to the words that prove the fact,
+    unless `narrow` is False (a standing instruction keeps its "from now on").
+
+    The quote is the extractor's pointer, the proof is the user's sentence: a small model quotes loosely (the
+    whole message, "The user wrote: '...'", a paraphrase, the instruction in its own words: "Answer in Spanish"
+    for "please always answer me in Spanish"), and a quote over several sentences makes the mood check read the
+    wrong one ("Hi! I'm Claire. Can you help me?" is not a question about Claire). `mood` then reads the
+    sentence around the words found, so nothing the user did not assert gets in."""
+    quoted = proves(quote, sources, fact, context) is None
+    if quoted and any(find_quote(quote, [s]) is not None for source in sources for s in sentences(source)):
+        return narrowed(str(quote), fact, context) if narrow else quote
+    wanted = content_words(quote) if isinstance(quote, str) else frozenset()
+    proving = [s for source in sources for s in sentences(source)
+               if proves(s, [s], fact, context) is None and _holds_every_word(s, fact, context)]
+    if not proving:  # a fact the user stated over two sentences ("I have a cat. She's called Mochi.")
+        return quote if quoted else None
+    best = max(proving, key=lambda s: (len(held(wanted, content_words(s))), -len(s)))
+    return narrowed(best, fact, context) if narrow else best
+
+
+def _holds_every_word(sentence: str, fact: str, context: Sequence[str]) -> bool:
+    """Whether `sentence` (with the earlier turns, if it leans on them) holds every word of what `fact` is about:
+    a sentence coop finds must prove more than the half a quote the extractor pointed at must ("my cat" is no
+    evidence of "Cares about cats")."""
+    have = content_words(sentence)
+    if leans(quote_words(sentence)):
+        for text in context:
+            have |= content_words(text)
+    return all(held([word], have) or any(h.startswith(word.rstrip("s")) for h in have)  # "eats": "eating"
+               for word in subject_words(fact) if len(word.rstrip("s")) >= 3)
+
+
+MAX_NARROWED_WORDS = 80  # a longer passage is kept whole (the search is quadratic in its words)
+
+
+def narrowed(passage: str, fact: str, context: Sequence[str] = ()) -> str:
+    """The shortest run of words in `passage` that proves `fact` and holds every word (and negation) of the
+    fact the passage holds, as the user wrote it (with "I", "I'm" just before it): the mood check then reads the
+    clause the fact comes from, not its neighbours ("I live in Lyon, but I might move" asserts "Lives in Lyon"),
+    and a change keeps every word it adds."""
+    spans = [m.span() for m in _WORD_SPAN.finditer(passage)]
+    if len(spans) != len(_words(passage)) or len(spans) > MAX_NARROWED_WORDS:
+        return passage  # the words do not map back onto the text one to one ("can't" -> "can not")
+    wanted, denied = content_words(fact), negations(fact)
+    whole = held(wanted, content_words(passage)), denied & negations(passage)
+    for length in range(1, len(spans) + 1):
+        for start in range(len(spans) - length + 1):
+            begin, end = _word_start(passage, spans[start][0]), _word_end(passage, spans[start + length - 1][1])
+            piece = passage[begin:end]
+            if (held(wanted, content_words(piece)), denied & negations(piece)) == whole \
+                    and proves(piece, [passage], fact, context) is None:
+                subject = _SUBJECT.search(passage[:begin])  # "I am allergic to peanuts", not "allergic to peanuts"
+                return passage[subject.start() if subject and not negations(subject.group()) else begin:end]
+    return passage
+
+
+_WORD_SPAN = re.compile(r"\w+", re.UNICODE)
+# The user as the subject just before a narrowed passage, with at most one word between ("I", "I'm", "I am",
+# "we've", "I have").
+_SUBJECT = re.compile(r"\b(?:I|[Ww]e|[Mm]y|[Oo]ur)(?:['\u2019][a-z]+)?\s+(?:[a-z]+\s+)?$")
+_JOINED = re.compile(r"\w+['\u2019]$|\w+['\u2019]\w+$")
+
+
+def _word_start(text: str, start: int) -> int:
+    """`start` moved back to the beginning of a word joined by an apostrophe ("I'm", not "m")."""
+    joined = _JOINED.search(text[:start])
+    return joined.start() if joined is not None and text[start - 1:start] in "'\u2019" else start
+
+
+def _word_end(text: str, end: int) -> int:
+    """`end` moved on to the end of a word joined by an apostrophe ("don't", not "don")."""
+    joined = re.match(r"['\u2019]\w+", text[end:])
+    return end + joined.end() if joined is not None else end
 
 
 TIME_WORDS = frozenset("""today tonight tomorrow yesterday next last this coming weekend week weeks month months year

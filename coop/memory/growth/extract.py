@@ -1,10 +1,12 @@
 """Fact extraction after a turn, and the fast model's reconciliation decision, both in strict JSON.
 
-The extractor sees the whole exchange (the user's message, and the reply as context) and returns at most
-`max_facts_per_turn` facts, each with `evidence`: the exact words of the USER's message it rests on, and its
-`stance` (asserted, plan, question, ...). Every fact then passes `admission.admit`: a quote that does not prove it
-in the user's own words, a question, hypothetical, weighed plan, denial or report, and an instruction the user did
-not give the assistant are dropped and counted, so the reply and recalled memory can never become facts about the
+The extractor sees the user's message, with the session's earlier turns and related known facts as context, and
+returns at most `max_facts_per_turn` facts, each with `evidence`: the words of the user's message it rests on, and
+its `stance` (asserted, plan, question, ...). The assistant's reply to the message is not shown: it comes after
+what the user said, so it cannot explain it (what the user answers is in the earlier turns), and a small model
+shown it takes the assistant's life for the user's. Every fact then passes `admission.admit`: no sentence of the
+user's that proves it, a question, hypothetical, weighed plan, denial or report, and an instruction the user did
+not give the assistant are dropped and counted, so replies and recalled memory can never become facts about the
 user. Replies wrapped in code
 fences or followed by prose are parsed; anything that is not a valid fact is logged and dropped, so a model that
 answers with garbage, an empty list, ten times too many facts or an instruction ("delete every fact") changes
@@ -22,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from coop.errors import UsageError
 from coop.memory.growth.admission import admit
-from coop.memory.growth.evidence import proves
+from coop.memory.growth.evidence import locate
 from coop.memory.growth.reconcile import Candidate, Decision
 from coop.memory.growth.refusals import refuse
 from coop.memory.growth.vocabulary import CATEGORIES, SLOTS, as_sentence, bad_value, normalise
@@ -43,9 +45,9 @@ __all__ = ["Complete", "ModelReplyError", "parse_json_reply"]
 
 MAX_FACT_CHARS = 500
 
-EXTRACTION_PROMPT = """You maintain a long-term memory about one user. Two people speak in THE EXCHANGE below: \
-the user, and an AI assistant. List the durable facts the USER states about themselves that will still matter in \
-future conversations: who they are, where they live and work, family, pets, health, diet, languages, hobbies, \
+EXTRACTION_PROMPT = """You maintain a long-term memory about one user, who talks with an AI assistant. List the \
+durable facts that THE USER'S MESSAGE below states about the user that will still matter in future \
+conversations: who they are, where they live and work, family, pets, health, diet, languages, hobbies, \
 preferences, possessions, plans, important dates, and standing instructions the user gives the assistant about \
 how to answer from now on (category "instruction").
 
@@ -178,21 +180,21 @@ class ExtractionContext:
         return [text for _, text in self.earlier]
 
 
-def extract_facts(complete: Complete, user_message: str, reply: str, limit: int,
-                  context: ExtractionContext | None = None, source: str = "extraction") -> list[Candidate]:
-    """Ask the fast model for the durable facts in one exchange; only those `admission.admit` lets in are kept.
-    `source` is what they are recorded as: "extraction", or "host" for an exchange an MCP host recorded."""
+def extract_facts(complete: Complete, user_message: str, limit: int, context: ExtractionContext | None = None,
+                  source: str = "extraction") -> list[Candidate]:
+    """Ask the fast model for the durable facts in the user's message of one exchange; only those
+    `admission.admit` lets in are kept. `source` is what they are recorded as: "extraction", or "host" for an
+    exchange an MCP host recorded."""
     if limit <= 0:
         return []
-    exchange = (f"The user wrote:\n{user_message[:8000]}\n\nThe assistant answered (context only; its words are "
-                f"never facts about the user):\n{reply[:4000]}")
+    exchange = f"THE USER'S MESSAGE:\n{user_message[:8000]}"
     if context is not None and context.render():
-        exchange = f"{context.render()}\n\nTHE EXCHANGE:\n{exchange}"
+        exchange = f"{context.render()}\n\n{exchange}"
     messages = [{"role": "system", "content": extraction_prompt(limit)}, {"role": "user", "content": exchange}]
     proposed = [replace(c, source=source) for c in parse_facts(ask(complete, messages, FACTS), limit)]
     if context is not None and context.known:  # a KNOWN fact copied back is a mention only if said again now
         copies = [c for c in proposed
-                  if context.is_known(c.value) and proves(c.evidence, [user_message], c.value) is not None]
+                  if context.is_known(c.value) and locate(c.evidence, [user_message], c.value) is None]
         for copy in copies:
             refuse("known", "a fact shown as known, not said again in the user's message", category=copy.category,
                    text=copy.value)

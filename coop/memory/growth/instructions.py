@@ -26,7 +26,8 @@ include format speak talk remember make put list add address refer spell transla
 note remind switch default share reveal send forward ignore treat assume stick prefer limit skip cite quote check
 suggest recommend greet sign end begin wrap number bold""".split())
 STANDING = frozenset("always never don't dont do not only please kindly ever just also".split())
-LEAD_INS = ("please", "and", "also", "ok", "okay", "so", "oh", "btw", "hey", "coop", "from now on", "going forward",
+LEAD_INS = ("please", "and", "also", "ok", "okay", "so", "oh", "btw", "hey", "coop", "actually", "well", "now",
+            "right", "alright", "anyway", "from now on", "going forward",
             "in future", "in the future", "next time", "for future reference", "by the way", "one more thing")
 ASKING = (r"\b(i|we) (want|need|would like|'d like|d like|prefer|expect) (you|that you)\b",
           r"\b(can|could|would|will) you\b", r"\byou (should|must|need to|have to|are to|may not|must not)\b",

@@ -95,18 +95,17 @@ class MemoryJobs:
             log.warning("extraction of m%d failed %d times; given up", job.message_id, MAX_JOB_ATTEMPTS)
             memory.jobs.finish(job.job_id)
             return None
-        texts = memory.get_many("message", [job.message_id] + ([job.reply_id] if job.reply_id else []))
+        texts = memory.get_many("message", [job.message_id])
         if job.message_id not in texts:  # forgotten since: nothing to learn from it
             memory.jobs.finish(job.job_id)
             return None
         user_text = texts[job.message_id].text
-        reply = texts[job.reply_id].text if job.reply_id in texts else ""
         context = ExtractionContext(today=datetime.now().strftime("%A %Y-%m-%d"),
                                     earlier=earlier_turns(memory, job.message_id),
                                     known=related_facts(memory, self.embedder(), user_text))
         settings = self.config.memory.extraction
         source = "host" if memory.sources.host_messages([job.message_id]) else "extraction"  # an MCP host's account
-        candidates = extract_facts(self.complete, user_text, reply, settings.max_facts_per_turn, context, source)
+        candidates = extract_facts(self.complete, user_text, settings.max_facts_per_turn, context, source)
         writer = self.writer(memory)
         done: list[str] = []
         changes = 0

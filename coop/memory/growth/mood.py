@@ -24,6 +24,7 @@ from __future__ import annotations
 import re
 
 from coop.memory.growth.evidence import NEGATIONS, content_words, find_quote, names_and_numbers, same_word
+from coop.memory.words import sentences
 
 ASSERTED, PLAN = "asserted", "plan"
 NOT_ASSERTED = ("question", "hypothetical", "considering", "negated", "reported", "joke")
@@ -55,7 +56,7 @@ _CLAUSE_WORDS = frozenset("but and because although though while whereas so sinc
 
 
 def _sentences(text: str) -> list[str]:
-    return [s for s in re.split(r"(?<=[.!?])\s+|\n+", text) if s.strip()]
+    return sentences(text)
 
 
 def _tokens(text: str) -> list[str]:
@@ -94,13 +95,19 @@ def _segment(tokens: list[str], start: int, end: int) -> list[str]:
     return [t for t in tokens[begin:stop] if t[0].isalnum()]
 
 
-def _names_someone_else(fact: str, relation: str | None, clause: list[str]) -> bool:
+def _names_someone_else(fact: str, relation: str | None, clause: list[str], sentence: str) -> bool:
     """The fact is about another person: it names the relation the user gave ("friend"), a relation of its own
-    ("Sister is a nurse"), or a name the clause itself does not hold (the person, from an earlier sentence)."""
+    ("Sister is a nurse"), the person as its subject ("Karim is a civil engineer", from "My husband Karim is a
+    civil engineer": a name of the sentence), or a name the clause itself does not hold (the person, from an
+    earlier sentence)."""
     words = content_words(fact)
     if relation is not None and any(same_word(relation, w) for w in words):
         return True
     if words & RELATIONS:
+        return True
+    subject = re.match(r"[A-Z][\w'-]*", fact.strip())
+    named = content_words(subject.group()) if subject is not None else frozenset()
+    if named and named <= names_and_numbers(sentence):
         return True
     said = content_words(" ".join(clause))
     return bool({n for n in names_and_numbers(fact) if not n.isdigit()} - said)
@@ -153,7 +160,7 @@ def stance_of(quote: str, source: str, fact: str, *, claimed: str = ASSERTED) ->
     if denied != denies:
         return "negated", "the user said it is not so" if denied else "the fact denies what the user said"
     other, relation = _someone_else(before, clause[len(before):], sentence)
-    if other and not _names_someone_else(fact, relation, clause):
+    if other and not _names_someone_else(fact, relation, clause, sentence):
         return "reported", "the user spoke of someone else"
     if JOKING & set(segment) or _has_phrase(segment, (("just", "kidding"), ("only", "joking"))):
         return "joke", "the user was joking"

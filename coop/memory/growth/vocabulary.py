@@ -34,6 +34,8 @@ SLOTS = ("identity/name", "identity/age", "location/home_city", "location/hometo
          "plans/<plan>", "instruction/answer_language", "instruction/length", "instruction/name",
          "instruction/format")
 
+SLOT_KEYS = frozenset(slot.split("/", 1)[1] for slot in SLOTS)
+
 _CATEGORY_ALIASES = {
     "location": "residence home place places city address lives living where_lives geography",
     "work": "job jobs occupation career employment profession workplace employer business",
@@ -70,6 +72,8 @@ def normalise(category: str, key: str | None) -> tuple[str, str | None]:
     head = category.split("_", 1)[0]  # "health_allergy", "work_info": the category it starts with
     category = category if category in CATEGORIES else ALIASES.get(head, head if head in CATEGORIES else category)
     key = canonical_key(key)
+    if key is not None and key not in SLOT_KEYS and "_" in key and key.split("_", 1)[0] in CATEGORIES:
+        key = canonical_key(key.split("_", 1)[1])  # "diet_diet", "family_partner": the slot list's pair run together
     if key in SLOT_CATEGORY and category != INSTRUCTION:
         category = SLOT_CATEGORY[key]
     return category, key

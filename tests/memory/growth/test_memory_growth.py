@@ -44,16 +44,16 @@ def active(memory):
 # -- extraction --------------------------------------------------------------------------------------------
 
 
-def test_extraction_sees_the_whole_exchange_and_stores_facts(memory, scripted):
+def test_extraction_sees_the_users_message_and_stores_facts(memory, scripted):
     scripted.background_replies = [facts_reply(("pets", "dog_name", "Has a dog called Pixel", 0.7, "my dog is called Pixel"))]
-    scripted.replies = ["What a lovely name!"]
+    scripted.replies = ["What a lovely name! I have a parrot called Kiwi."]
     make_session(memory, scripted).turn("my dog is called Pixel")
     [request] = scripted.background_requests()
     exchange = request["messages"][1]["content"]
-    # the speakers named, the user's words on their own (no role prefix a quote could pick up)
-    assert "The user wrote:\nmy dog is called Pixel\n" in exchange
-    assert "The assistant answered (context only; its words are never facts about the user):\nWhat a lovely name!" \
-        in exchange
+    # the user's words on their own (no role prefix a quote could pick up); the reply that followed them is not
+    # shown: it cannot explain what the user said, and a small model takes the assistant's parrot for the user's
+    assert exchange.endswith("THE USER'S MESSAGE:\nmy dog is called Pixel")
+    assert "parrot" not in exchange and "What a lovely name" not in exchange
     [fact] = memory.list_items("fact")
     assert (fact.text, fact.category, fact.key, fact.source) == ("Has a dog called Pixel", "pets", "dog_name",
                                                                   "extraction")

@@ -1,5 +1,5 @@
 """Extraction that a small model gets right (issue 31): no example value in the prompts for it to copy, the
-speakers named, a fixed vocabulary of categories and keys, ids never keys, questions, courtesies and bare words
+user's message shown on its own (not the reply), a fixed vocabulary of categories and keys, ids never keys, questions, courtesies and bare words
 never facts, and a fact the extractor was shown as KNOWN never turned into a new mention. The fast model is the
 scripted server; assertions are on what coop sends it and what it stores."""
 
@@ -20,14 +20,14 @@ def proposal(value, evidence, category="general", key=None, stance="asserted"):
             "stance": stance}
 
 
-def extract_with(reply_facts, user, reply="Noted.", context=None):
+def extract_with(reply_facts, user, context=None):
     sent = []
 
     def complete(messages):
         sent.append(messages)
         return json.dumps({"facts": reply_facts})
 
-    return extract_facts(complete, user, reply, 5, context), sent
+    return extract_facts(complete, user, 5, context), sent
 
 
 @pytest.mark.parametrize("prompt", [extraction_prompt(5), RECONCILE_PROMPT, SUMMARY_PROMPT])
@@ -36,12 +36,11 @@ def test_the_prompts_hold_no_concrete_example_value_a_model_could_copy(prompt):
         assert copied not in prompt
 
 
-def test_the_extractor_is_shown_the_slots_and_the_speakers_by_name():
-    facts, [messages] = extract_with([], "I live in Porto", "Porto is lovely; I visited it once.")
+def test_the_extractor_is_shown_the_slots_and_the_users_message_on_its_own():
+    facts, [messages] = extract_with([], "I live in Porto")
     system, exchange = messages[0]["content"], messages[1]["content"]
     assert "location/home_city" in system and "work/employer" in system and "diet/diet" in system
-    assert "The user wrote:\nI live in Porto\n" in exchange
-    assert "The assistant answered (context only; its words are never facts about the user):" in exchange
+    assert exchange == "THE USER'S MESSAGE:\nI live in Porto"
     assert "USER:" not in exchange
 
 
@@ -112,3 +111,62 @@ def test_a_slots_bare_value_becomes_the_sentence_it_stands_for_and_must_still_be
     instruction, _ = extract_with([proposal("Spanish", "please always answer me in Spanish", "instruction",
                                             "answer_language")], "From now on, please always answer me in Spanish.")
     assert [f.value for f in instruction] == ["Answer in Spanish"]
+
+
+def test_a_loose_quote_points_at_the_users_sentence_which_is_kept_as_the_evidence():
+    """What Qwen2.5-Coder-1.5B quotes: the instruction in its own words, the whole message, a role prefix. The
+    user's words that prove the fact are the evidence (the shortest run of them; an instruction's whole sentence);
+    words that do not prove it never are."""
+    said = "From now on, please always answer me in Spanish."
+    facts, _ = extract_with([proposal("Answer in Spanish", "Answer in Spanish", "instruction", "language")], said)
+    assert [(f.value, f.evidence) for f in facts] == [("Answer in Spanish", said)]
+    said = "Hi! I'm Claire, by the way. Can you help me plan my week?"  # quoted whole: not a question about Claire
+    facts, _ = extract_with([proposal("Is called Claire", said, "identity", "name")], said)
+    assert [(f.value, f.evidence) for f in facts] == [("Is called Claire", "I'm Claire")]
+    before = refusals.counts()["evidence"]
+    facts, _ = extract_with([proposal("Is ill", "ill", "health", "condition"),  # three letters inside "will"
+                             proposal("Works as a dentist", "I'm covering his shifts", "work", "occupation")],
+                            "I will call you tomorrow. My sister is a dentist, so I'm covering his shifts.")
+    assert facts == [] and refusals.counts()["evidence"] - before == 2  # no sentence holds "ill"; nor "works"
+    facts, _ = extract_with([proposal("Cares about cats", "cat", "pets", None)], "I live in Lyon with my cat.")
+    assert facts == []  # a sentence coop finds must hold every word of the fact: "my cat" is not "cares about"
+
+
+def test_a_sentence_found_for_a_loose_quote_stands_on_its_own_words():
+    """A long sentence with "this" or "it" does not borrow the earlier turns' words: only a short answer
+    ("Yes, she does.") leans on them, as a quoted "yes" does."""
+    context = ExtractionContext(earlier=[("user", "My sister Ana is a dentist in Porto.")])
+    facts, _ = extract_with([proposal("Works as a dentist", "dentist", "work", "occupation")],
+                            "My colleague Mark has the flu, so I'm covering his shifts this week.", context=context)
+    assert facts == []
+    context = ExtractionContext(earlier=[("assistant", "Do you still live in Porto?")])
+    facts, _ = extract_with([proposal("Lives in Porto", "I still live in Porto", "location", "home_city")],
+                            "Yes, I do.", context=context)
+    assert [f.value for f in facts] == ["Lives in Porto"]
+
+
+def test_a_named_person_as_the_facts_subject_is_about_them_not_the_user():
+    said = "My husband Karim is a civil engineer."
+    facts, _ = extract_with([proposal("Karim is a civil engineer", said, "family", "partner"),
+                             proposal("Is a civil engineer", said, "work", "occupation")], said)
+    assert [f.value for f in facts] == ["Karim is a civil engineer"]
+
+
+def test_a_slot_run_together_with_its_category_is_the_slot():
+    assert normalise("identity", "diet_diet") == ("diet", "diet")
+    assert normalise("family", "family_partner") == ("family", "partner")
+    assert normalise("location", "location_home_city") == ("location", "home_city")
+    assert normalise("hobbies", "hobbies_climbing") == ("hobbies", "climbing")
+
+
+def test_the_evidence_is_narrowed_to_the_clause_the_fact_comes_from():
+    """A quote of the whole sentence would make the mood check read its other clauses: "I might move" is not a
+    doubt about where the user lives now, and "I don't live in Berlin anymore" is not a denial of Porto."""
+    facts, _ = extract_with([proposal("Lives in Lyon", "I live in Lyon, but I might move to Berlin.", "location",
+                                      "home_city")], "I live in Lyon, but I might move to Berlin.")
+    assert [(f.value, f.evidence) for f in facts] == [("Lives in Lyon", "I live in Lyon")]
+    said = "I don't live in Berlin anymore, I live in Porto now."
+    facts, _ = extract_with([proposal("Lives in Porto", said, "location", "home_city"),
+                             proposal("Does not live in Berlin", said, "location", None)], said)
+    assert [(f.value, f.evidence) for f in facts] == [("Lives in Porto", "I live in Porto"),
+                                                      ("Does not live in Berlin", "I don't live in Berlin")]
