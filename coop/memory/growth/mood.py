@@ -101,8 +101,8 @@ def _names_someone_else(fact: str, relation: str | None, clause: list[str], sent
     civil engineer": a name of the sentence), or a name the clause itself does not hold (the person, from an
     earlier sentence)."""
     words = content_words(fact)
-    if relation is not None and any(same_word(relation, w) for w in words):
-        return True
+    if relation is not None and relation in RELATIONS and any(same_word(relation, w) for w in words):
+        return True  # (a name as the relation counts only as the fact's subject: "Is called Leo" is not about Leo)
     if words & RELATIONS:
         return True
     subject = re.match(r"[A-Z][\w'-]*", fact.strip())
@@ -129,7 +129,7 @@ def _someone_else(before: list[str], quote: list[str], sentence: str) -> tuple[b
         return (True, relation) if relation is not None else (False, None)
     if head in THIRD_PERSON:
         return True, None
-    if head in {w.casefold() for w in names_and_numbers(sentence)}:  # a name, not first in its sentence
+    if head in {w.casefold() for w in names_and_numbers(sentence)} and not head.isdigit():  # a name, not first
         return True, head
     if len(words) > 1 and words[1] in THIRD_VERBS and head not in QUESTION_STARTS | LEADING \
             and re.search(rf"\b{re.escape(head.capitalize())}\b", sentence):

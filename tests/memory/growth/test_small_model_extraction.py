@@ -170,3 +170,12 @@ def test_the_evidence_is_narrowed_to_the_clause_the_fact_comes_from():
                              proposal("Does not live in Berlin", said, "location", None)], said)
     assert [(f.value, f.evidence) for f in facts] == [("Lives in Porto", "I live in Porto"),
                                                       ("Does not live in Berlin", "I don't live in Berlin")]
+
+
+def test_a_person_the_user_speaks_of_does_not_give_the_user_their_name():
+    """Qwen2.5-Coder-1.5B stored "Is called Leo" from a sentence about the user's son: a fact that names the
+    person only as its object is not about them, and not the user's own."""
+    said = "Leo wants to be an astronaut, it's adorable. I sold 10 bikes."
+    facts, _ = extract_with([proposal("Is called Leo", "Leo wants to be an astronaut", "identity", "name"),
+                             proposal("Sold 10 bikes", "10 bikes", "possessions", None)], said)
+    assert [f.value for f in facts] == ["Sold 10 bikes"]  # a number is nobody's name
