@@ -121,8 +121,9 @@ def _someone_else(before: list[str], quote: list[str], sentence: str) -> tuple[b
     words = before + quote
     while words and words[0] in LEADING:
         words = words[1:]
-    if not words or words[0] in FIRST_PERSON or FIRST_PERSON & set(words[1:4]):  # "Ana and I moved": the user too
-        return False, None
+    if not words or words[0] in FIRST_PERSON or any(words[i] == "and" and words[i + 1] in FIRST_PERSON
+                                                    for i in range(min(3, len(words) - 1))):
+        return False, None  # "Ana and I moved": the user too; "Ana says I should", "my neighbour thinks I" are not
     head = words[0]
     if head in ("my", "our") and len(words) > 1:  # "my friend", "my Italian teacher"; never "my cat", "my job"
         relation = next((w for w in words[1:4] if w in RELATIONS), None)

@@ -77,6 +77,16 @@ def test_a_leaning_quote_may_use_the_earlier_turns_and_only_then():
     ("My Italian teacher Giulia is from Bologna", "is from Bologna", "Lives in Bologna", "reported"),
     ("I'm a millionaire, just kidding", "I'm a millionaire", "Is a millionaire", "joke"),
     ("Moved to Porto last week", "Moved to Porto", "Lives in Porto", "asserted"),
+    # someone else's word about the user is theirs (Qwen2.5-Coder-1.5B stored both); a named subject is them
+    ("Ana says I should visit more often.", "Ana says I should visit more often", "Should visit Ana more often",
+     "reported"),
+    ("My neighbour thinks I should try a keto diet.", "neighbour thinks I should try a keto diet",
+     "Should try a keto diet", "reported"),
+    ("My husband Karim is a civil engineer.", "My husband Karim is a civil engineer", "Karim is a civil engineer",
+     "asserted"),
+    ("My husband Karim is a civil engineer.", "My husband Karim is a civil engineer", "Is a civil engineer",
+     "reported"),
+    ("Leo wants to be an astronaut, it's adorable.", "Leo wants", "Is called Leo", "reported"),
 ])
 def test_what_the_user_did_with_the_words(said, quote, fact, stance):
     assert stance_of(quote, said, fact)[0] == stance
