@@ -115,14 +115,20 @@ def locate(quote: str | None, sources: Sequence[str], fact: str, context: Sequen
     sentence around the words found, so nothing the user did not assert gets in."""
     quoted = proves(quote, sources, fact, context) is None
     if quoted and any(find_quote(quote, [s]) is not None for source in sources for s in sentences(source)):
-        return narrowed(str(quote), fact, context) if narrow else quote
+        return _narrowed_within(str(quote), sources, fact, context) if narrow else quote
     wanted = content_words(quote) if isinstance(quote, str) else frozenset()
     proving = [s for source in sources for s in sentences(source)
                if proves(s, [s], fact, context) is None and _holds_every_word(s, fact, context)]
     if not proving:  # a fact the user stated over two sentences ("I have a cat. She's called Mochi.")
         return quote if quoted else None
     best = max(proving, key=lambda s: (len(held(wanted, content_words(s))), -len(s)))
-    return narrowed(best, fact, context) if narrow else best
+    return _narrowed_within(best, sources, fact, context) if narrow else best
+
+
+def _narrowed_within(passage: str, sources: Sequence[str], fact: str, context: Sequence[str]) -> str:
+    """`narrowed`, kept only when it is still a passage of the user's words (else the passage itself)."""
+    piece = narrowed(passage, fact, context)
+    return piece if find_quote(piece, sources) is not None else passage
 
 
 def _holds_every_word(sentence: str, fact: str, context: Sequence[str]) -> bool:
