@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import re
 
-from coop.memory.growth.evidence import NEGATIONS, content_words, find_quote, names_and_numbers, same_word
+from coop.memory.growth.evidence import NEGATIONS, content_words, find_quote, held, names_and_numbers, same_word
 from coop.memory.words import sentences
 
 ASSERTED, PLAN = "asserted", "plan"
@@ -107,10 +107,45 @@ def _names_someone_else(fact: str, relation: str | None, clause: list[str], sent
         return True
     subject = re.match(r"[A-Z][\w'-]*", fact.strip())
     named = content_words(subject.group()) if subject is not None else frozenset()
-    if named and named <= names_and_numbers(sentence):
-        return True
+    if named and named <= names_and_numbers(sentence) and held(named, content_words(" ".join(clause[:4]))):
+        return True  # the person the clause opens with ("My husband Karim"), not a place it names ("Nara")
     said = content_words(" ".join(clause))
     return bool({n for n in names_and_numbers(fact) if not n.isdigit()} - said)
+
+
+_NAMED = re.compile(r"^(?:is called|is named|goes by|name is|'s name is)\s+(?:the\s+)?(\w+)", re.IGNORECASE)
+_NAMING = (("i", "m"), ("i", "am"), ("name", "is"), ("name", "s"), ("call", "me"), ("called", "me"), ("this", "is"),
+           ("it", "s"), ("i", "go", "by"))
+
+
+def _may_name_the_user(fact: str, tokens: list[str]) -> bool:
+    """A fact that gives the user a name ("Is called Leo") holds only when the sentence gives it as theirs ("I'm
+    Leo", "my name is Leo", "call me Leo", "Leo here"): Qwen2.5-Coder-1.5B named the user after their son ("I have
+    two kids, Leo ...") and their new employer ("I'm joining Allegro")."""
+    named = _NAMED.match(fact.strip())
+    if named is None:
+        return True
+    name = named.group(1).casefold()
+    words = [t for t in tokens if t[0].isalnum()]
+    for i, word in enumerate(words):
+        if word != name:
+            continue
+        if (i + 1 < len(words) and words[i + 1] == "here") or (i == 0 and len(words) <= 2):
+            return True  # "Leo here", or the name alone as a message
+        if any(tuple(words[max(0, i - len(p)):i]) == p for p in _NAMING):
+            return True
+    return False
+
+
+def _says_of_the_user(clause: list[str]) -> bool:
+    """Whether the clause reports what someone else says of the user ("my neighbour thinks I should try keto",
+    "Ana says I should visit more often"): their view, never a fact, whether or not the fact names them."""
+    for i, word in enumerate(clause[1:-1], start=1):
+        if word in REPORTING and clause[i - 1] not in FIRST_PERSON:
+            following = clause[i + 2:i + 3] if clause[i + 1] == "that" else clause[i + 1:i + 2]
+            if following and following[0] in FIRST_PERSON:
+                return True
+    return False
 
 
 def _someone_else(before: list[str], quote: list[str], sentence: str) -> tuple[bool, str | None]:
@@ -160,7 +195,11 @@ def stance_of(quote: str, source: str, fact: str, *, claimed: str = ASSERTED) ->
     denied, denies = bool(set(clause) & NEGATIONS), bool(set(_tokens(fact)) & NEGATIONS)
     if denied != denies:
         return "negated", "the user said it is not so" if denied else "the fact denies what the user said"
+    if not _may_name_the_user(fact, tokens):
+        return "reported", "the user did not give this name as theirs"
     other, relation = _someone_else(before, clause[len(before):], sentence)
+    if other and _says_of_the_user(clause):
+        return "reported", "someone else's word about the user"
     if other and not _names_someone_else(fact, relation, clause, sentence):
         return "reported", "the user spoke of someone else"
     if JOKING & set(segment) or _has_phrase(segment, (("just", "kidding"), ("only", "joking"))):

@@ -87,6 +87,14 @@ def test_a_leaning_quote_may_use_the_earlier_turns_and_only_then():
     ("My husband Karim is a civil engineer.", "My husband Karim is a civil engineer", "Is a civil engineer",
      "reported"),
     ("Leo wants to be an astronaut, it's adorable.", "Leo wants", "Is called Leo", "reported"),
+    ("My friend Kenji says Nara is a must.", "Nara is a must", "Nara is a must", "reported"),  # a place: not Kenji
+    ("Ana said she lives in Rome", "Ana said she lives in Rome", "Ana lives in Rome", "asserted"),
+    # a name is the user's only when given as theirs
+    ("I have two kids, Leo who is 7 and Maya who is 4.", "kids, Leo", "Is called Leo", "reported"),
+    ("I'm joining Allegro as a senior engineer.", "I'm joining Allegro", "Is called Allegro", "reported"),
+    ("Please call me Sam, not Samantha.", "call me Sam", "Is called Sam", "asserted"),
+    ("Hello, my name is Ana.", "my name is Ana", "Is called Ana", "asserted"),
+    ("Hi! I'm Claire, by the way.", "I'm Claire", "Is called Claire", "asserted"),
 ])
 def test_what_the_user_did_with_the_words(said, quote, fact, stance):
     assert stance_of(quote, said, fact)[0] == stance
