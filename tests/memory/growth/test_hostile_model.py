@@ -66,7 +66,7 @@ ATTACKS = {
         "any ideas for the weekend?", [fact("Loves rock climbing", "you would love rock climbing", "hobby")],
         "evidence", reply="Try rock climbing, you would love rock climbing."),
     "no evidence at all": Attack("I had a long day", [fact("Works night shifts", None, "work")], "evidence"),
-    "a fragment across words": Attack("I will call you tomorrow", [fact("Is ill", "ill", "health")], "evidence"),
+    "a fragment of a word": Attack("I will call you tomorrow", [fact("Is ill", "ill", "health")], "evidence"),
     "a stop word as evidence": Attack("the weather is nice", [fact("Lives by the sea", "the", "location")],
                                       "evidence"),
     "a quote that lacks the fact's words": Attack(

@@ -1,6 +1,7 @@
 """Extraction that a small model gets right (issue 31): no example value in the prompts for it to copy, the
-user's message shown on its own (not the reply), a fixed vocabulary of categories and keys, ids never keys, questions, courtesies and bare words
-never facts, and a fact the extractor was shown as KNOWN never turned into a new mention. The fast model is the
+user's message shown on its own (not the reply), a fixed vocabulary of categories and keys, ids never keys,
+questions, courtesies and bare words never facts, a fact the extractor was shown as KNOWN never turned into a new
+mention, and the evidence found in the user's words when the model quotes loosely. The fast model is the
 scripted server; assertions are on what coop sends it and what it stores."""
 
 from __future__ import annotations
