@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from coop.memory.growth.worker import BackgroundWorker, Timer
 
 log = logging.getLogger(__name__)
+WARM_UP_WAIT_SECONDS = 10.0  # at exit, for a warm-up still importing litellm (about 3 s from the prompt showing)
 
 
 class EmbedderLoader:
@@ -225,10 +226,13 @@ def chat(
         if worker is not None:
             worker.stop(timeout=0.5 if interactive or dumb else 2.0)
 
+    warming: list[threading.Thread] = []
+
     def start_loading() -> None:  # once the prompt is up: these threads would slow the start by taking the GIL
         loader.start()
-        threading.Thread(target=warm_model_client, args=(chat_session.model_name, loader),
-                         name="coop-model-warm-up", daemon=True).start()
+        warming.append(threading.Thread(target=warm_model_client, args=(chat_session.model_name, loader),
+                                        name="coop-model-warm-up", daemon=True))
+        warming[0].start()
 
     repl = Repl(chat_session, console=console, json_mode=json_, banner=banner, on_exit=on_exit,
                 on_start=start_loading,
@@ -245,10 +249,15 @@ def chat(
             code = repl.run_plain()
         else:
             code = repl.run_lines(sys.stdin.buffer if sys.stdin is not None else [])
+    # A session that ends while litellm is still being imported (a short script) waits for the import: a daemon
+    # thread stopped halfway through an import holds its module's lock, and litellm's HTTP clients, collected at
+    # the interpreter's shutdown, import a module of their own to close: the process hung there for good.
+    for thread in warming:
+        thread.join(WARM_UP_WAIT_SECONDS)
     status = loader.status
     if status is not None and status.embedder is None and not json_ and missing is None:
         console.print(f"[yellow]note:[/] the embedder did not load ({status.error}); search used full text only")
-    if not loader.ready() or (worker is not None and worker.alive):
+    if not loader.ready() or (worker is not None and worker.alive) or any(t.is_alive() for t in warming):
         # A thread still inside onnxruntime (the model loading, a last batch) would abort the interpreter's
         # shutdown with "terminate called without an active exception" (rc 134). Everything written is
         # committed; leave without the shutdown that would crash. An unfinished job's transaction rolls back.

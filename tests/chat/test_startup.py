@@ -180,3 +180,25 @@ def test_the_warm_up_readies_the_lean_path_first_and_litellm_after_the_embedder(
 
     chat_cli.warm_model_client("openai/m", Loader())  # type: ignore[arg-type]
     assert events == ["lean", "embedder loaded", "litellm openai/m"]
+
+
+def test_a_session_that_ends_during_the_warm_up_waits_for_it(openai_server, coop_home, run_cli, monkeypatch):
+    """A piped `coop chat` that ends while litellm is still being imported waits for the import: a daemon thread
+    stopped halfway through an import holds its module's lock, and litellm's HTTP clients, collected at shutdown,
+    import a module to close themselves, so the process hung for good (1 run in 3-12 under load)."""
+    import threading
+    import time
+
+    from coop.cli import chat as chat_cli
+
+    finished = threading.Event()
+
+    def slow_warm_up(model, loader=None):
+        time.sleep(1.0)  # litellm's import, still going when the last line has been answered
+        finished.set()
+
+    monkeypatch.setattr(chat_cli, "warm_model_client", slow_warm_up)
+    env = {"COOP_MODEL_NAME": "openai/test-model", "COOP_MODEL_API_BASE": openai_server.api_base}
+    result = run_cli("chat", "--user", "sam", input="hello there\n", env=env)
+    assert result.exit_code == 0, result.stderr
+    assert finished.is_set()  # the session returned only once the warm-up was done
