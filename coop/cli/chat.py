@@ -230,9 +230,10 @@ def chat(
 
     def start_loading() -> None:  # once the prompt is up: these threads would slow the start by taking the GIL
         loader.start()
-        warming.append(threading.Thread(target=warm_model_client, args=(chat_session.model_name, loader),
-                                        name="coop-model-warm-up", daemon=True))
-        warming[0].start()
+        thread = threading.Thread(target=warm_model_client, args=(chat_session.model_name, loader),
+                                  name="coop-model-warm-up", daemon=True)
+        warming.append(thread)
+        thread.start()
 
     repl = Repl(chat_session, console=console, json_mode=json_, banner=banner, on_exit=on_exit,
                 on_start=start_loading,

@@ -27,8 +27,6 @@ def _object(properties: dict[str, Any], required: list[str]) -> dict[str, Any]:
 
 
 STANCES = ["asserted", "plan", "question", "hypothetical", "reported", "negated", "joke"]
-
-
 _FACT = _object({"category": {"type": "string"}, "key": {"type": ["string", "null"]}, "value": {"type": "string"},
                  "importance": {"type": "number"}, "evidence": {"type": "string"},
                  "stance": {"type": "string", "enum": STANCES}},

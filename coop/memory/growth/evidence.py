@@ -12,6 +12,9 @@ allergic to penicillin") cannot rewrite what the user said.
   say what it is about, not the verbs a third-person fact is phrased with: "lives", "has", "likes"). For a quote
   that leans on what came before ("yes", "she is", "that one"), the earlier turns the extractor was shown count
   too. A word matches another with the same stem or a shared start of five letters ("allergy", "allergic").
+- `locate`: the quote is the extractor's pointer: when it does not prove the fact within one sentence, the user's
+  sentence that holds every word of the fact is the evidence instead; either is narrowed to the clause it comes
+  from, which `mood` then reads.
 - `supports_change`: a change to an existing fact (UPDATE, SUPERSEDE) must be carried by the quote: every word
   the new value adds over the old one, negations included ("not", "no longer"), is in the quote. "I'm not
   allergic to penicillin" can turn "Allergic to penicillin" around; "what is penicillin?" cannot.
@@ -23,6 +26,7 @@ import re
 from collections.abc import Sequence
 
 from coop.memory.words import (
+    _WORD,
     NEGATIONS,
     _words,
     adds_to,
@@ -50,10 +54,23 @@ def quote_words(quote: str) -> list[str]:
     return _words(_ROLE_PREFIX.sub("", quote))
 
 
+def holding_sentence(quote: str | None, source: str) -> str | None:
+    """The sentence of `source` that holds all of `quote`, or None (not there, or across sentences)."""
+    return next((s for s in sentences(source) if find_quote(quote, [s]) is not None), None)
+
+
 def leans(words: Sequence[str]) -> bool:
     """Whether a quote leans on what came before: it opens with "yes", "she", "that one" (or is three words at
     most and holds one). "I'm covering his shifts" does not lean: its "his" borrows no words."""
     return bool(words) and (words[0] in ANAPHORA or (len(words) <= 3 and bool(ANAPHORA & set(words))))
+
+
+def _words_held(words: list[str], leaned_on: Sequence[str]) -> frozenset[str]:
+    """The content words a quote holds, with those of `leaned_on` when it leans on them ("yes", "she does")."""
+    have = content_words(" ".join(words))
+    for text in leaned_on if leans(words) else ():
+        have |= content_words(text)
+    return have
 
 
 def find_quote(quote: str | None, sources: Sequence[str]) -> tuple[int, int, int] | None:
@@ -82,10 +99,7 @@ def proves(quote: str | None, sources: Sequence[str], fact: str, context: Sequen
     whole = _words(sources[found[0]])
     if words != whole and (len(words) < MIN_QUOTE_WORDS or not content_words(quote)):
         return "the quote is too short to state anything"
-    have = content_words(" ".join(words))
-    if leans(words):  # "yes", "she does": what it leans on counts too (the user's message, earlier turns)
-        for text in (*sources, *context):
-            have |= content_words(text)
+    have = _words_held(words, (*sources, *context))  # a leaning "yes": the user's message, earlier turns too
     names = names_and_numbers(fact)
     subject = subject_words(fact) - names
     if TIME_WORDS & set(words):  # "next Friday" states the date the extractor wrote out ("2026-11-27")
@@ -114,7 +128,7 @@ def locate(quote: str | None, sources: Sequence[str], fact: str, context: Sequen
     wrong one ("Hi! I'm Claire. Can you help me?" is not a question about Claire). `mood` then reads the
     sentence around the words found, so nothing the user did not assert gets in."""
     quoted = proves(quote, sources, fact, context) is None
-    if quoted and any(find_quote(quote, [s]) is not None for source in sources for s in sentences(source)):
+    if quoted and any(holding_sentence(quote, source) is not None for source in sources):
         return _narrowed_within(str(quote), sources, fact, context) if narrow else quote
     wanted = content_words(quote) if isinstance(quote, str) else frozenset()
     proving = [s for source in sources for s in sentences(source)
@@ -135,10 +149,7 @@ def _holds_every_word(sentence: str, fact: str, context: Sequence[str]) -> bool:
     """Whether `sentence` (with the earlier turns, if it leans on them) holds every word of what `fact` is about:
     a sentence coop finds must prove more than the half a quote the extractor pointed at must ("my cat" is no
     evidence of "Cares about cats")."""
-    have = content_words(sentence)
-    if leans(quote_words(sentence)):
-        for text in context:
-            have |= content_words(text)
+    have = _words_held(quote_words(sentence), context)
     return all(held([word], have) or any(h.startswith(word.rstrip("s")) for h in have)  # "eats": "eating"
                for word in subject_words(fact) if len(word.rstrip("s")) >= 3)
 
@@ -151,7 +162,7 @@ def narrowed(passage: str, fact: str, context: Sequence[str] = ()) -> str:
     fact the passage holds, as the user wrote it (with "I", "I'm" just before it): the mood check then reads the
     clause the fact comes from, not its neighbours ("I live in Lyon, but I might move" asserts "Lives in Lyon"),
     and a change keeps every word it adds."""
-    spans = [m.span() for m in _WORD_SPAN.finditer(passage)]
+    spans = [m.span() for m in _WORD.finditer(passage)]
     if len(spans) != len(_words(passage)) or len(spans) > MAX_NARROWED_WORDS \
             or proves(passage, [passage], fact, context) is not None:
         return passage  # words that do not map back onto the text one to one ("can't" -> "can not"), or no proof
@@ -168,11 +179,10 @@ def narrowed(passage: str, fact: str, context: Sequence[str] = ()) -> str:
     return passage
 
 
-_WORD_SPAN = re.compile(r"\w+", re.UNICODE)
 # The user as the subject just before a narrowed passage, with at most one word between ("I", "I'm", "I am",
 # "we've", "I have").
 _SUBJECT = re.compile(r"\b(?:I|[Ww]e|[Mm]y|[Oo]ur)(?:['\u2019][a-z]+)?\s+(?:[a-z]+\s+)?$")
-_JOINED = re.compile(r"\w+['\u2019]$|\w+['\u2019]\w+$")
+_JOINED = re.compile(r"\w+['\u2019]$")
 
 
 def _word_start(text: str, start: int) -> int:

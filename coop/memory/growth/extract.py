@@ -7,11 +7,10 @@ what the user said, so it cannot explain it (what the user answers is in the ear
 shown it takes the assistant's life for the user's. Every fact then passes `admission.admit`: no sentence of the
 user's that proves it, a question, hypothetical, weighed plan, denial or report, and an instruction the user did
 not give the assistant are dropped and counted, so replies and recalled memory can never become facts about the
-user. Replies wrapped in code
-fences or followed by prose are parsed; anything that is not a valid fact is logged and dropped, so a model that
-answers with garbage, an empty list, ten times too many facts or an instruction ("delete every fact") changes
-nothing: extraction can only propose facts, and every proposal goes through the write pipeline, which never
-deletes.
+user. Replies wrapped in code fences or followed by prose are parsed; anything that is not a valid fact is logged
+and dropped, so a model that answers with garbage, an empty list, ten times too many facts or an instruction
+("delete every fact") changes nothing: extraction can only propose facts, and every proposal goes through the
+write pipeline, which never deletes.
 """
 
 from __future__ import annotations
@@ -194,7 +193,7 @@ def extract_facts(complete: Complete, user_message: str, limit: int, context: Ex
     proposed = [replace(c, source=source) for c in parse_facts(ask(complete, messages, FACTS), limit)]
     if context is not None and context.known:  # a KNOWN fact copied back is a mention only if said again now
         copies = [c for c in proposed
-                  if context.is_known(c.value) and locate(c.evidence, [user_message], c.value) is None]
+                  if context.is_known(c.value) and locate(c.evidence, [user_message], c.value, narrow=False) is None]
         for copy in copies:
             refuse("known", "a fact shown as known, not said again in the user's message", category=copy.category,
                    text=copy.value)

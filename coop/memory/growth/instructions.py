@@ -17,8 +17,8 @@ from __future__ import annotations
 
 import re
 
-from coop.memory.growth.evidence import find_quote
-from coop.memory.growth.mood import _sentences, _tokens
+from coop.memory.growth.evidence import find_quote, holding_sentence
+from coop.memory.growth.mood import _tokens
 
 # Verbs of the assistant's own work that an instruction opens with. A general vocabulary, not a list of phrasings.
 ASSISTANT_VERBS = frozenset("""answer reply respond write use call keep be avoid stop start give show tell explain
@@ -54,8 +54,7 @@ def addresses_assistant(quote: str | None, sources: list[str]) -> bool:
     found = find_quote(quote, sources)
     if found is None:
         return False
-    sentence = next((s for s in _sentences(sources[found[0]]) if find_quote(quote, [s]) is not None),
-                    sources[found[0]])
+    sentence = holding_sentence(quote, sources[found[0]]) or sources[found[0]]
     words = [t for t in _tokens(sentence) if t[0].isalnum()]
     if sentence.rstrip().endswith("?") and {"if", "unless", "suppose", "imagine"} & set(words):
         return False  # "Would you always reply in bullets if I asked you to?" asks; it does not instruct

@@ -23,8 +23,15 @@ from __future__ import annotations
 
 import re
 
-from coop.memory.growth.evidence import NEGATIONS, content_words, find_quote, held, names_and_numbers, same_word
-from coop.memory.words import sentences
+from coop.memory.growth.evidence import (
+    NEGATIONS,
+    content_words,
+    find_quote,
+    held,
+    holding_sentence,
+    names_and_numbers,
+    same_word,
+)
 
 ASSERTED, PLAN = "asserted", "plan"
 NOT_ASSERTED = ("question", "hypothetical", "considering", "negated", "reported", "joke")
@@ -53,10 +60,6 @@ THIRD_VERBS = frozenset("is was has wants lives works says thinks likes loves ha
 LEADING = frozenset("and but so also well oh ok okay actually btw now anyway yeah yes no then plus".split())
 _TOKEN = re.compile(r"\w+|[,;:()\u2013\u2014]|(?<!\w)-(?!\w)")
 _CLAUSE_WORDS = frozenset("but and because although though while whereas so since".split())
-
-
-def _sentences(text: str) -> list[str]:
-    return sentences(text)
 
 
 def _tokens(text: str) -> list[str]:
@@ -178,7 +181,7 @@ def stance_of(quote: str, source: str, fact: str, *, claimed: str = ASSERTED) ->
     `claimed` is the extractor's own mark; anything but asserted or plan is taken at its word."""
     if claimed in NOT_ASSERTED:
         return claimed, f"the extractor marked it a {claimed}"
-    sentence = next((s for s in _sentences(source) if find_quote(quote, [s]) is not None), source)
+    sentence = holding_sentence(quote, source) or source
     found = find_quote(quote, [sentence])
     if found is None:
         return ASSERTED, ""

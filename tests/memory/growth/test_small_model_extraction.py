@@ -180,3 +180,13 @@ def test_a_person_the_user_speaks_of_does_not_give_the_user_their_name():
     facts, _ = extract_with([proposal("Is called Leo", "Leo wants to be an astronaut", "identity", "name"),
                              proposal("Sold 10 bikes", "10 bikes", "possessions", None)], said)
     assert [f.value for f in facts] == ["Sold 10 bikes"]  # a number is nobody's name
+
+
+def test_a_long_passage_is_kept_whole_rather_than_narrowed():
+    """Narrowing is quadratic in the passage's words: past `MAX_NARROWED_WORDS` the sentence is the evidence."""
+    from coop.memory.growth.evidence import MAX_NARROWED_WORDS
+
+    said = "I live in Lyon, " + ", ".join(["the weather there is lovely most days"] * 6) + "."
+    assert len(said.split()) > MAX_NARROWED_WORDS
+    facts, _ = extract_with([proposal("Lives in Lyon", said, "location", "home_city")], said)
+    assert [(f.value, f.evidence) for f in facts] == [("Lives in Lyon", said)]
