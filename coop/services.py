@@ -68,16 +68,16 @@ class Services:
             return "default"
 
     def store(self) -> "MemoryStore":
-        """The configured store (`memory.db_path`), opened and migrated once."""
+        """The configured store (`memory.db_path`, or the Postgres server of `memory.url`), opened once."""
         if self._store is None:
-            from coop.config.loading import coop_home, resolve_db_path
+            from coop.config.loading import coop_home, resolve_store
             from coop.files.writing import private_dir
-            from coop.memory.storage.store import MemoryStore
+            from coop.memory.storage.backends import open_store
 
-            if resolve_db_path(self.config) == str(coop_home() / "coop.db"):
+            backend, location = resolve_store(self.config)
+            if backend == "sqlite" and location == str(coop_home() / "coop.db"):
                 private_dir(coop_home())  # coop's own directory: 0700, even if an old install left it open
-            self._store = MemoryStore.open(resolve_db_path(self.config),
-                                           busy_timeout_ms=self.config.memory.busy_timeout_ms)
+            self._store = open_store(backend, location, busy_timeout_ms=self.config.memory.busy_timeout_ms)
         return self._store
 
     def use_store(self, store: "MemoryStore") -> None:

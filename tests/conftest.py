@@ -37,6 +37,8 @@ from typing import Any
 import pytest
 from hypothesis import settings
 
+pytest_plugins = ["tests.postgres"]  # postgres_server, postgres_url
+
 # The environment as the test run found it, before any fixture patches it.
 _HOST_ENV = dict(os.environ)
 

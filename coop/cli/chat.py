@@ -142,11 +142,12 @@ def chat(
     from coop.chat.repl import Repl
     from coop.chat.session import ChatSession
     from coop.chat.terminal import dumb_terminal, interactive_terminal
-    from coop.config.loading import apply_overrides, coop_home, resolve_db_path
+    from coop.config.loading import apply_overrides, coop_home, resolve_store
     from coop.files.logs import logging_to_file
     from coop.files.trace import NO_TRACE, Tracer
     from coop.memory.growth.embedders import missing_model
-    from coop.memory.storage.store import THROWAWAY, MemoryStore
+    from coop.memory.storage.backends import open_store
+    from coop.memory.storage.store import THROWAWAY
     from coop.memory.text import plural
     from coop.model import llm
     from coop.services import chat_model
@@ -162,11 +163,11 @@ def chat(
         raise CoopError("no chat model configured", hint=llm.NO_MODEL_HINT)
     llm.check_credentials(llm.model_settings(config))  # a missing key is named now, not after the first message
     services = app_state.services()
-    db_path = resolve_db_path(config)
-    if incognito and db_path != THROWAWAY and not os.path.exists(db_path):
+    backend, db_path = resolve_store(config)
+    if incognito and backend == "sqlite" and db_path != THROWAWAY and not os.path.exists(db_path):
         db_path = THROWAWAY  # nothing to read, and nothing may be written
     if incognito:  # a handle of its own, which the session never writes through
-        services.use_store(MemoryStore.open(db_path, busy_timeout_ms=config.memory.busy_timeout_ms))
+        services.use_store(open_store(backend, db_path, busy_timeout_ms=config.memory.busy_timeout_ms))
     memory = services.memory(user)
     loader = EmbedderLoader(config, then=lambda embedder: memory.vectors.warm(embedder.id))
     worker = None if incognito else services.worker()

@@ -160,7 +160,8 @@ def check_embedder(config: "Config", store: "MemoryStore") -> list[Check]:
 def run_checks(load: Callable[[], "Config"], open_store: Callable[["Config"], "MemoryStore"],
                probe: bool = False) -> list[Check]:
     """Every check, in order; a failure to load the config or open the database ends the list there."""
-    from coop.config.loading import resolve_db_path
+    from coop.config.loading import resolve_store
+    from coop.memory.storage.backends import describe
 
     try:
         config = load()
@@ -173,8 +174,8 @@ def run_checks(load: Callable[[], "Config"], open_store: Callable[["Config"], "M
 
         found = known_support(config) + (probe_support(config) if probe else [])
         checks += [Check(name, severity, message, hint) for severity, name, message, hint in found]
-    path = resolve_db_path(config)
     try:
+        path = describe(*resolve_store(config))
         store = open_store(config)
     except CoopError as exc:
         from coop.memory.storage.health import DAMAGED_HINT
@@ -210,12 +211,12 @@ def check(
     = False,
 ) -> None:
     """Validate the config, the database, the embedder and the model setup."""
-    from coop.config.loading import resolve_db_path
-    from coop.memory.storage.store import MemoryStore
+    from coop.config.loading import resolve_store
+    from coop.memory.storage.backends import open_store
 
     app_state = state(ctx)
     checks = run_checks(app_state.config,  # (which registers the configured key variables' values to mask)
-                        lambda c: MemoryStore.open(resolve_db_path(c), busy_timeout_ms=c.memory.busy_timeout_ms),
+                        lambda c: open_store(*resolve_store(c), busy_timeout_ms=c.memory.busy_timeout_ms),
                         probe)
     errors = sum(1 for c in checks if c.severity == "error")
     warnings = sum(1 for c in checks if c.severity == "warning")

@@ -71,8 +71,9 @@ def install(
     carries the config file and the COOP_* settings in force, so the host opens the memory you use here."""
     import json
 
-    from coop.config.loading import resolve_db_path
+    from coop.config.loading import resolve_store
     from coop.mcp.install import config_path, host_environment, install, server_entry
+    from coop.memory.storage.backends import describe
     from coop.memory.storage.store import THROWAWAY, whose
 
     app_state = state(ctx)
@@ -81,8 +82,9 @@ def install(
     user_id = app_state.services().user_id(user)
     entry = server_entry(user=user_id, config=config.source or None, allow_writes=allow_writes,
                          env=host_environment(config, os.environ))
-    database = resolve_db_path(config)
-    uses = (f"the host will use {whose(user_id)} memory in {os.path.abspath(database)}" if database != THROWAWAY else
+    backend, database = resolve_store(config)
+    uses = (f"the host will use {whose(user_id)} memory at {describe(backend, database)}" if backend == "postgres" else
+            f"the host will use {whose(user_id)} memory in {os.path.abspath(database)}" if database != THROWAWAY else
             "the host will use a throwaway in-memory database (memory.db_path is ':memory:')")
     if print_only:
         output.out().print(json.dumps({"mcpServers": {"coop": entry}}, indent=2), soft_wrap=True, markup=False,

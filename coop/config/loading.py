@@ -43,8 +43,8 @@ if TYPE_CHECKING:
 
 __all__ = ["ChatConfig", "Config", "ConsolidationConfig", "EmbedderConfig", "ExtractionConfig", "ImportanceConfig",
            "MemoryConfig", "ModelConfig", "RetentionConfig", "TraceConfig", "apply_env", "apply_overrides",
-           "build_config", "coop_home", "iter_keys", "load_config", "resolve_db_path", "unknown_variables",
-           "user_config_path"]
+           "build_config", "coop_home", "iter_keys", "load_config", "resolve_db_path", "resolve_store",
+           "unknown_variables", "user_config_path"]
 
 _T = TypeVar("_T")
 _D = TypeVar("_D", bound="DataclassInstance")
@@ -236,7 +236,7 @@ def _parse_env(f: dataclasses.Field[Any], raw: str, dotted: str) -> Any:
 # Variables coop reads that are not settings: where its files are, and switches for debugging, the engine and the
 # tests. With the settings' own `COOP_<SECTION>_<KEY>` names, these are every `COOP_*` name coop knows.
 OTHER_VARIABLES = ("COOP_HOME", "COOP_CONFIG", "COOP_MODEL_CACHE", "COOP_DEBUG", "COOP_DISABLE_SQLITE_VEC",
-                   "COOP_EMBEDDER_FASTEMBED", "COOP_CRASH_SEED")
+                   "COOP_EMBEDDER_FASTEMBED", "COOP_CRASH_SEED", "COOP_DATABASE_URL")
 FREE_PREFIXES = ("COOP_TEST_",)  # the test suite's own variables (COOP_TEST_MODEL_PATH, ...)
 
 
@@ -284,6 +284,22 @@ def _replace_dotted(obj: _D, updates: Mapping[str, Any]) -> _D:
     for head, sub in grouped.items():
         direct[head] = _replace_dotted(getattr(obj, head), sub)
     return dataclasses.replace(obj, **direct)
+
+
+def resolve_store(config: Config, env: Mapping[str, str] | None = None) -> tuple[str, str]:
+    """(backend, location) of the configured store: ("sqlite", a path or ':memory:') or ("postgres", a URL from
+    $COOP_DATABASE_URL, else `memory.url`)."""
+    if config.memory.backend != "postgres":
+        return "sqlite", resolve_db_path(config)
+    env = os.environ if env is None else env
+    url = (env.get("COOP_DATABASE_URL") or "").strip() or config.memory.url.strip()
+    if not url:
+        raise ConfigError("memory.backend is 'postgres' but no server is named",
+                          hint="set memory.url or COOP_DATABASE_URL to postgresql://user@host:5432/dbname")
+    if not url.startswith(("postgresql://", "postgres://")) or "\x00" in url:
+        raise ConfigError("the Postgres URL must start with postgresql://",
+                          hint="e.g. postgresql://coop@db.example.com:5432/coop")
+    return "postgres", url
 
 
 def resolve_db_path(config: Config) -> str:

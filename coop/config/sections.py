@@ -102,6 +102,10 @@ class RetentionConfig:
 
 @dataclass(frozen=True)
 class MemoryConfig:
+    backend: str = _f("sqlite", "where memories are kept: 'sqlite' (one local file, memory.db_path) or 'postgres' "
+                                "(a server shared by devices and people: memory.url)", choices=("sqlite", "postgres"))
+    url: str = _f("", "the Postgres server when backend = 'postgres' (postgresql://user@host:5432/db); "
+                      "$COOP_DATABASE_URL overrides it; keep the password in ~/.pgpass or $PGPASSWORD, not here")
     db_path: str = _f("", "database file; empty: $COOP_HOME/coop.db; ':memory:' for a throwaway database")
     busy_timeout_ms: int = _f(5000, "how long a write waits for another process's lock", min=0, max=600_000)
     context_budget: int = _f(8000, "tokens for the whole prompt's memory part and history", min=256, max=2_000_000)

@@ -344,6 +344,7 @@ def test_a_fact_rewritten_in_place_is_reviewed_whatever_its_source(memory, run_c
 # --- provenance travels ------------------------------------------------------------------------------------
 
 
+@pytest.mark.sqlite_only  # the config file names a second SQLite store; COOP_DATABASE_URL would override it
 def test_export_and_import_keep_sources_quotes_and_origin(tmp_path, memory, run_cli, coop_home):
     city, said = learned(memory, "Lives in Lyon", said="I moved to Lyon last spring", quote="moved to Lyon",
                          category="location", key="city")

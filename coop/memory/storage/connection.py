@@ -46,6 +46,27 @@ class Database:
     def has_vec(self) -> bool:
         return self.vec_version is not None
 
+    @property
+    def key_location(self) -> str:
+        """Where the forget key is kept (`forget_key.py`): beside the database file."""
+        return self.path
+
+    @contextmanager
+    def snapshot(self) -> Iterator[None]:
+        """A block whose reads all see one state of the database (a read transaction, unless one is open)."""
+        own = not self.conn.in_transaction
+        if own:
+            self.execute("BEGIN")
+        try:
+            yield
+        finally:
+            if own and self.conn.in_transaction:
+                self.execute("COMMIT")
+
+    def stream(self, sql: str, params: Any = None) -> Iterator[tuple[Any, ...]]:
+        """The rows of a query one at a time, without reading them all first (inside `snapshot`)."""
+        yield from self.conn.cursor().execute(sql, params)
+
     def execute(self, sql: str, params: Any = None) -> apsw.Cursor:
         try:
             return self.conn.execute(sql, params)

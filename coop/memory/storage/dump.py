@@ -35,21 +35,14 @@ def user_records(memory: UserScope) -> Generator[int | dict[str, Any], None, Non
     """First the number of records, then each record (a dict with its `type`), all from one snapshot. The
     snapshot is held until the iterator is exhausted or closed."""
     db = memory.db
-    own = not db.conn.in_transaction
-    if own:
-        db.execute("BEGIN")
-    try:
+    with db.snapshot():
         yield sum(int(db.scalar(f"SELECT count(*) FROM {table} WHERE user_id = ?", (memory.user_id,)))
                   for _, _, table in RECORDS)
         for kind, columns, table in RECORDS:
-            cursor = db.conn.cursor()
             names = tuple("content_hash" if column == "NULL" else column for column in columns)
-            for row in cursor.execute(f"SELECT {', '.join(columns)} FROM {table} WHERE user_id = ? ORDER BY id",
-                                      (memory.user_id,)):
+            for row in db.stream(f"SELECT {', '.join(columns)} FROM {table} WHERE user_id = ? ORDER BY id",
+                                 (memory.user_id,)):
                 yield {"type": kind, **dict(zip(names, row))}
-    finally:
-        if own and db.conn.in_transaction:
-            db.execute("COMMIT")
 
 
 def conversation(memory: UserScope) -> Iterator[tuple[int | None, str, str, float]]:

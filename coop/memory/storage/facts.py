@@ -135,7 +135,7 @@ class Facts(Part):
         with self.db.atomic():
             self.ensure_user()
             same = self.db.scalar(f"SELECT id FROM facts WHERE user_id = ? AND category = ? AND content_hash = ? "
-                                  f"AND {ACTIVE_FACT} AND (key IS ? OR ? IS NULL) ORDER BY id LIMIT 1",
+                                  f"AND {ACTIVE_FACT} AND (key IS ? OR CAST(? AS TEXT) IS NULL) ORDER BY id LIMIT 1",
                                   (self.user_id, fields.category, content_hash(fields.value), fields.key, fields.key))
             if same is not None:
                 self.bump(int(same), importance=fields.importance,

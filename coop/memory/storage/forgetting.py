@@ -11,8 +11,8 @@ from __future__ import annotations
 import time
 
 from coop.errors import UsageError
-from coop.memory.kinds import MESSAGE, REGISTRY
-from coop.memory.storage import fulltext, vectors
+from coop.memory.kinds import REGISTRY
+from coop.memory.storage import vectors
 from coop.memory.storage.forget_key import forget_key, forgotten_digest
 from coop.memory.storage.scope import Part
 from coop.memory.words import states
@@ -24,7 +24,7 @@ class Forgetting(Part):
 
     def digest(self, text: str) -> str:
         """The keyed hash a forgotten text is recorded by (`forget_key.py`: never a plain hash of the text)."""
-        return forgotten_digest(forget_key(self.db.path), text)
+        return forgotten_digest(forget_key(self.db.key_location), text)
 
     def was_forgotten(self, text: str) -> bool:
         """True when the user forgot an item with this (normalised) text: extraction must not bring it back."""
@@ -48,7 +48,7 @@ class Forgetting(Part):
                             (item_id, self.user_id))
             self.record(kind, self.digest(item.text), now, item_id=item_id)
             # a message's words also sit in the context column of the two messages after it
-            fulltext.purge(self.db, sorted({REGISTRY[kind].fulltext, MESSAGE.fulltext}))
+            self.memory.text.purge(kind)
             counts["session titles"] = self.retitle([item.text] if kind == "message" else [],
                                                     fact=item.text if kind == "fact" else None,
                                                     session_id=item.session_id if kind == "message" else None)

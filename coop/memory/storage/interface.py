@@ -39,6 +39,10 @@ class TextIndex(Protocol):
         """The best `limit` matches over `kinds` as (kind, id, relevance), best (highest) first."""
         ...
 
+    def purge(self, kind: str) -> None:
+        """After a forget of an item of `kind`: leave no trace of its words in the index (best effort)."""
+        ...
+
     def rare_word_score(self, kind: str) -> float:
         """The relevance one match of a word found in a single row of `kind` gets (0 when too few rows to say)."""
         ...

@@ -150,12 +150,12 @@ class Sources(Part):
         after = "AND created_at > ?" if since is not None else ""
         join = "JOIN" if since is not None else "LEFT JOIN"
         of_source = "" if wanted is None else \
-            f"AND (f.source IN ({','.join('?' * len(wanted))}) OR coalesce(h.updated, 0))"
+            f"AND (f.source IN ({','.join('?' * len(wanted))}) OR coalesce(h.updated, 0) = 1)"
         params = (self.user_id, *(() if since is None else (since,)), self.user_id, *(wanted or ()), limit)
         rows = self.db.execute(
             f"SELECT {FACT_COLUMNS}, coalesce(h.at, f.created_at), coalesce(h.updated, 0), coalesce(h.added, 1) "
-            f"FROM facts f {join} (SELECT fact_id, max(created_at) AS at, max(action = 'UPDATE') AS updated, "
-            "max(action = 'ADD') AS added FROM fact_history "
+            f"FROM facts f {join} (SELECT fact_id, max(created_at) AS at, max(CASE WHEN action = 'UPDATE' THEN 1 ELSE 0 END) "
+            "AS updated, max(CASE WHEN action = 'ADD' THEN 1 ELSE 0 END) AS added FROM fact_history "
             f"WHERE user_id = ? AND action IN ('ADD', 'UPDATE') {after} GROUP BY fact_id) h ON h.fact_id = f.id "
             f"WHERE f.user_id = ? AND {active_fact('f')} {of_source} ORDER BY 16, f.id LIMIT ?", params)
         return [Learned(fact_item(r[:15]), float(r[15]), "UPDATE" if r[16] and not r[17] else "ADD") for r in rows]

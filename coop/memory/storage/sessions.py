@@ -34,10 +34,10 @@ class Sessions(Part):
                 existing = self.by_external_id(external_id)
                 if existing is not None:
                     return existing
-            self.db.execute("INSERT INTO sessions (user_id, title, started_at, ended_at, last_activity_at, "
-                            "external_id) VALUES (?, ?, ?, ?, ?, ?)",
-                            (self.user_id, mask_optional(title), now, ended_at, last_activity_at or now, external_id))
-            return int(self.db.conn.last_insert_rowid())
+            return int(self.db.scalar(
+                "INSERT INTO sessions (user_id, title, started_at, ended_at, last_activity_at, external_id) "
+                "VALUES (?, ?, ?, ?, ?, ?) RETURNING id",
+                (self.user_id, mask_optional(title), now, ended_at, last_activity_at or now, external_id)))
 
     def by_external_id(self, external_id: str) -> int | None:
         found = self.db.scalar("SELECT id FROM sessions WHERE user_id = ? AND external_id = ?",
@@ -54,10 +54,10 @@ class Sessions(Part):
         """This user's sessions that hold messages, most recently active first, with their message counts. (Empty
         ones, which older versions left at every start, are not listed.)"""
         rows = self.db.execute(
-            "SELECT s.id, s.title, s.started_at, s.ended_at, s.last_activity_at, "
+            "SELECT * FROM (SELECT s.id, s.title, s.started_at, s.ended_at, s.last_activity_at, "
             "(SELECT count(*) FROM messages m WHERE m.session_id = s.id AND m.user_id = s.user_id) AS n "
-            "FROM sessions s WHERE s.user_id = ? AND n > 0 ORDER BY s.last_activity_at DESC, s.id DESC LIMIT ?",
-            (self.user_id, limit))
+            "FROM sessions s WHERE s.user_id = ?) counted WHERE n > 0 "
+            "ORDER BY last_activity_at DESC, id DESC LIMIT ?", (self.user_id, limit))
         return [{"id": r[0], "title": r[1], "started_at": r[2], "ended_at": r[3], "last_activity_at": r[4],
                  "messages": r[5]} for r in rows]
 

@@ -17,7 +17,8 @@ from typing import TYPE_CHECKING
 
 import apsw
 
-from coop.memory.kinds import REGISTRY, active_fact
+from coop.memory.kinds import MESSAGE, REGISTRY, active_fact
+from coop.memory.storage import fulltext
 from coop.memory.storage.lengths import with_message_lengths
 
 if TYPE_CHECKING:
@@ -161,6 +162,11 @@ class SqliteTextIndex:
             kept.append(term)
             spent += cost[term]
         return [term for term in terms if term in kept]
+
+    def purge(self, kind: str) -> None:
+        """After a forget of an item of `kind`: merge its index and the message index (a message's words also
+        sit in the context column of the two after it), so no posting of the text lingers in an old segment."""
+        fulltext.purge(self.scope.db, sorted({REGISTRY[kind].fulltext, MESSAGE.fulltext}))
 
     def rare_word_score(self, kind: str) -> float:
         """About the relevance one match of a word found in a single row of `kind` gets: its IDF,

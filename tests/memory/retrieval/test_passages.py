@@ -10,7 +10,6 @@ import pytest
 from coop.memory.growth.embedding import embed_pending
 from coop.memory.retrieval.search import search
 from coop.memory.retrieval.settings import RetrievalSettings
-from coop.memory.storage.vectors import nearest, similarities
 from coop.memory.text import MAX_PARTS, sentence_parts
 
 
@@ -59,10 +58,10 @@ def test_a_long_message_is_found_by_its_nearest_sentence(memory):
     assert "My sister Sara got engaged to Tom last week." in embedder.seen  # parts embedded with the whole
     query = embedder.embed_query("who did Sara get engaged to")
     for exact in (False, True):
-        hits = nearest(memory, embedder.id, embedder.dims, query, k=2, exact=exact)
+        hits = memory.vectors.nearest(embedder.id, embedder.dims, query, k=2, exact=exact)
         assert [h.item_id for h in hits][0] == message
         assert hits[0].similarity == pytest.approx(1.0, abs=1e-3)  # the sentence's cosine, not the whole's 0
-    assert similarities(memory, embedder.id, embedder.dims, query, [("message", message), ("message", other)]) == {
+    assert memory.vectors.similarities(embedder.id, embedder.dims, query, [("message", message), ("message", other)]) == {
         ("message", message): pytest.approx(1.0, abs=1e-3), ("message", other): pytest.approx(0.0, abs=1e-3)}
 
 
@@ -127,7 +126,6 @@ def test_items_embedded_before_sentence_parts_are_embedded_again_on_upgrade(coop
     from coop.memory.storage.database import open_database
     from coop.memory.storage.migrations import MIGRATIONS, apply_migrations
     from coop.memory.storage.store import MemoryStore
-    from coop.memory.storage.vectors import store_vectors
 
     story = "We hiked for hours in the rain. The view from the top was worth every step."
     path = str(coop_home / "m008.db")
@@ -139,10 +137,10 @@ def test_items_embedded_before_sentence_parts_are_embedded_again_on_upgrade(coop
     short_id = memory.messages.add(session, "user", "Just one short sentence here.")
     with_parts = memory.messages.add(session, "user", "I moved to Lyon last year. The flat is near the river.")
     embedder = TableEmbedder({story: [1, 0, 0, 0], "hike view": [1, 0.2, 0, 0]})
-    store_vectors(memory, "message", [long_id, short_id], embedder.id, embedder.embed([story, "x"]))
+    memory.vectors.store("message", [long_id, short_id], embedder.id, embedder.embed([story, "x"]))
     embed_pending(memory, embedder)  # with_parts: the current path, parts included
     summary = memory.summaries.add("They hiked up the hill. They talked about the view at length.", session_id=session)
-    store_vectors(memory, "summary", [summary], embedder.id, embedder.embed(["s"]))
+    memory.vectors.store("summary", [summary], embedder.id, embedder.embed(["s"]))
     old.close()
 
     upgraded = open_database(path)
@@ -153,7 +151,7 @@ def test_items_embedded_before_sentence_parts_are_embedded_again_on_upgrade(coop
     assert ("message", long_id) in pending and ("message", short_id) not in pending
     assert ("message", with_parts) not in pending and ("summary", summary) in pending
     # still found by its old vector while it waits
-    assert [h.item_id for h in nearest(memory, embedder.id, 4, embedder.embed_query("hike view"), k=1,
+    assert [h.item_id for h in memory.vectors.nearest(embedder.id, 4, embedder.embed_query("hike view"), k=1,
                                        kinds=("message",))] == [long_id]
     embedder.seen.clear()
     assert embed_pending(memory, embedder) == 2

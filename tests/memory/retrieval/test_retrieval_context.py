@@ -18,7 +18,6 @@ from coop.memory.retrieval.search import score_fusion, search
 from coop.memory.retrieval.settings import RetrievalSettings
 from coop.memory.storage import migrations as dbmod
 from coop.memory.storage.database import open_database
-from coop.memory.storage.vectors import similarities, store_vectors
 from tests import REPO
 
 
@@ -181,9 +180,9 @@ def test_similarities_are_exact_and_stay_within_the_user(store):
     a = ana.facts.add("a").fact_id
     b = bob.facts.add("b").fact_id
     unembedded = ana.facts.add("c").fact_id
-    store_vectors(ana, "fact", [a], embedder.id, np.array([[0.6, 0.8, 0, 0]], np.float32))
-    store_vectors(bob, "fact", [b], embedder.id, np.array([[1, 0, 0, 0]], np.float32))
-    got = similarities(ana, embedder.id, 4, np.array([1, 0, 0, 0], np.float32),
+    ana.vectors.store("fact", [a], embedder.id, np.array([[0.6, 0.8, 0, 0]], np.float32))
+    bob.vectors.store("fact", [b], embedder.id, np.array([[1, 0, 0, 0]], np.float32))
+    got = ana.vectors.similarities(embedder.id, 4, np.array([1, 0, 0, 0], np.float32),
                        [("fact", a), ("fact", b), ("fact", unembedded)])
     assert got == {("fact", a): pytest.approx(0.6)}
 
@@ -334,7 +333,7 @@ def test_vector_counts_follow_every_insert_and_delete(store, hash_embedder):
     assert partition_size(ana, hash_embedder.id) == 5 and partition_size(bob, hash_embedder.id) == 1
     ana.forget("message", ids[0])
     assert partition_size(ana, hash_embedder.id) == 4
-    store_vectors(ana, "message", ids[1:3], hash_embedder.id, hash_embedder.embed(["a", "b"]))  # replaced, not added
+    ana.vectors.store("message", ids[1:3], hash_embedder.id, hash_embedder.embed(["a", "b"]))  # replaced, not added
     assert partition_size(ana, hash_embedder.id) == 4
     assert partition_size(ana, "some/other/384") == 0
 
@@ -349,6 +348,7 @@ def test_the_bit_scan_keeps_enough_candidates_and_a_bounded_number():
     assert sizes == sorted(sizes)
 
 
+@pytest.mark.sqlite_only
 def test_another_users_better_matches_never_crowd_out_this_users(store):
     """The message leg takes the best matches of all users before filtering by user (cheaper than joining every
     match); when others' messages fill that set, it must still find this user's."""

@@ -15,6 +15,8 @@ from coop.memory.storage.migrations import MIGRATIONS, apply_migrations
 from coop.memory.storage.store import MemoryStore
 from coop.memory.storage.vectors import nearest, store_vectors
 
+pytestmark = pytest.mark.sqlite_only  # SQLite's own index (the bit scan, FTS5's ranking): Postgres has its own tests
+
 DIMS = 384  # six 64-bit words, as the real model's vectors
 EMBEDDER = "test:random:384"
 

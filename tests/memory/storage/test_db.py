@@ -81,6 +81,7 @@ def test_uncreatable_directory_is_a_store_error(tmp_path):
     assert "cannot create" in excinfo.value.message
 
 
+@pytest.mark.sqlite_only
 def test_fts_triggers_follow_insert_update_delete(memory):
     session = memory.sessions.start()
     mid = memory.messages.add(session, "user", "the quick brown fox")
@@ -132,6 +133,7 @@ def test_a_schema_3_database_loses_messages_fts_and_keeps_every_message_findable
     assert fulltext_problems(new) == []
 
 
+@pytest.mark.sqlite_only
 def test_damaged_full_text_indexes_are_found_and_rebuilt(memory):
     from coop.memory.retrieval.search import search
 
@@ -156,6 +158,7 @@ def test_damaged_full_text_indexes_are_found_and_rebuilt(memory):
     assert message + 1 in {h.item.item_id for h in search(memory, "lovely greyhound", kinds=("message",)).hits}
 
 
+@pytest.mark.sqlite_only
 def test_an_index_entry_for_the_wrong_row_is_found_even_when_the_counts_agree(memory):
     session = memory.sessions.start()
     message = memory.messages.add(session, "user", "the heron came back to the pond")

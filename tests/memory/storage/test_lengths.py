@@ -10,6 +10,8 @@ from coop.memory.retrieval.terms import query_terms, unspaced_phrases
 from coop.memory.storage import lengths
 from coop.memory.storage.lengths import FTS5_B, MESSAGE_B, length_factor, with_message_lengths
 
+pytestmark = pytest.mark.sqlite_only  # SQLite's own index (the bit scan, FTS5's ranking): Postgres has its own tests
+
 STORY = "Last month I had a setback: I hurt my ankle at the trail race and needed six weeks of physical therapy."
 ONE_LINER = "Be careful, that must hurt."
 

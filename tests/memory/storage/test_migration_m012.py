@@ -15,6 +15,8 @@ from coop.memory.storage.migrations import MIGRATIONS, SCHEMA_VERSION, apply_mig
 from coop.memory.storage.store import MemoryStore
 from coop.memory.storage.vectors import index_status, nearest
 
+pytestmark = pytest.mark.sqlite_only  # SQLite's own index (the bit scan, FTS5's ranking): Postgres has its own tests
+
 EMBEDDER = HashEmbedder(64)
 
 

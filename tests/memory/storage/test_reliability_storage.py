@@ -65,6 +65,7 @@ def test_a_forgotten_message_is_gone_from_the_file_and_its_neighbours_index_entr
     db.close()
 
 
+@pytest.mark.sqlite_only  # the config file names a second SQLite store; COOP_DATABASE_URL would override it
 def test_a_chinese_fact_passes_check_and_survives_reindex(memory, run_cli):
     fact = memory.facts.add("用户喜欢徒步旅行").fact_id
     assert fulltext_problems(memory.db) == []

@@ -41,6 +41,7 @@ def test_one_active_fact_per_category_and_key(memory):
     assert active == 1
 
 
+@pytest.mark.sqlite_only
 def test_forget_removes_text_index_and_vectors_but_keeps_a_record(memory, hash_embedder):
     fact = memory.facts.add("my locker code is 4417", category="secret", key="locker")
     memory.facts.add("my locker code is 9000", category="secret", key="locker")  # history mentions the old value

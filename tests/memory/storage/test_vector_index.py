@@ -7,6 +7,7 @@ from __future__ import annotations
 import contextlib
 
 import numpy as np
+import pytest
 
 from coop.config.loading import Config
 from coop.memory.growth.embedders import HashEmbedder
@@ -79,6 +80,7 @@ def test_the_sqlite_indexes_are_the_seams_protocols(memory):
         assert callable(getattr(vectors, name))
 
 
+@pytest.mark.sqlite_only
 def test_an_exact_scan_of_a_rare_kind_uses_the_index_whatever_analyze_says(memory):
     """With ANALYZE's statistics the planner once scanned every vector of the database to find a user's (absent)
     facts: 92 ms at 100,000 messages for the profile's exact pass. The exact pass goes through the index."""

@@ -11,9 +11,10 @@ from coop.memory.growth.embedders import HashEmbedder
 from coop.memory.growth.embedding import embed_pending
 from coop.memory.storage.database import open_database
 from coop.memory.storage.store import MemoryStore
-from coop.memory.storage.vectors import index_status, nearest
+from coop.memory.storage.vectors import index_status
 
 
+@pytest.mark.sqlite_only
 def test_embed_pending_fills_vectors_with_their_sign_bits(memory, hash_embedder):
     session = memory.sessions.start()
     for i in range(5):
@@ -27,6 +28,7 @@ def test_embed_pending_fills_vectors_with_their_sign_bits(memory, hash_embedder)
     assert memory.db.scalar("SELECT count(*) FROM embeddings WHERE length(bits) * 8 = ?", (hash_embedder.dims,)) == 6
 
 
+@pytest.mark.sqlite_only
 def test_a_vector_write_creates_and_writes_no_vec0_table(memory, hash_embedder):
     """The vec0 table was written on every vector write and never read by search (issue 28): gone, with or
     without sqlite-vec on the connection."""
@@ -46,10 +48,10 @@ def test_vectors_of_another_embedder_are_never_compared(memory):
     small, big = HashEmbedder(32), HashEmbedder(64)
     embed_pending(memory, small)
     query = big.embed_query("green tea")
-    assert nearest(memory, big.id, big.dims, query, k=5) == []
-    assert [h.item_id for h in nearest(memory, small.id, small.dims, small.embed_query("green tea"), k=5)]
+    assert memory.vectors.nearest(big.id, big.dims, query, k=5) == []
+    assert [h.item_id for h in memory.vectors.nearest(small.id, small.dims, small.embed_query("green tea"), k=5)]
     with pytest.raises(EmbedderError):
-        nearest(memory, small.id, small.dims, query, k=5)  # a 64-dim query against a 32-dim index
+        memory.vectors.nearest(small.id, small.dims, query, k=5)  # a 64-dim query against a 32-dim index
 
 
 def test_user_filter_applies_before_k(store, hash_embedder):
@@ -62,7 +64,7 @@ def test_user_filter_applies_before_k(store, hash_embedder):
         embed_pending(store.user(f"user{i}"), hash_embedder)
     ana.facts.add("I once drank coffee near a tea garden")
     embed_pending(ana, hash_embedder)
-    hits = nearest(ana, hash_embedder.id, hash_embedder.dims, hash_embedder.embed_query("green tea ceremony"), k=1)
+    hits = ana.vectors.nearest(hash_embedder.id, hash_embedder.dims, hash_embedder.embed_query("green tea ceremony"), k=1)
     assert [(h.kind, ana.get(h.kind, h.item_id).text) for h in hits] == [("fact", "I once drank coffee near a tea garden")]
 
 
@@ -74,9 +76,9 @@ def test_kind_filter_and_superseded_facts_apply_before_k(memory, hash_embedder):
     memory.facts.add("tea with milk is my favourite drink", category="taste", key="drink")
     embed_pending(memory, hash_embedder)
     query = hash_embedder.embed_query("tea")
-    hits = nearest(memory, hash_embedder.id, hash_embedder.dims, query, k=1, kinds=("fact",))
+    hits = memory.vectors.nearest(hash_embedder.id, hash_embedder.dims, query, k=1, kinds=("fact",))
     assert len(hits) == 1 and memory.get("fact", hits[0].item_id).text == "tea with milk is my favourite drink"
-    with_old = nearest(memory, hash_embedder.id, hash_embedder.dims, query, k=5, kinds=("fact",),
+    with_old = memory.vectors.nearest(hash_embedder.id, hash_embedder.dims, query, k=5, kinds=("fact",),
                        include_inactive=True)
     assert len(with_old) == 2
 
@@ -86,7 +88,7 @@ def test_floor_drops_weak_matches(memory, hash_embedder):
     memory.facts.add("volcanic rock formations")
     embed_pending(memory, hash_embedder)
     query = hash_embedder.embed_query("green tea")
-    hits = nearest(memory, hash_embedder.id, hash_embedder.dims, query, k=5, floor=0.5)
+    hits = memory.vectors.nearest(hash_embedder.id, hash_embedder.dims, query, k=5, floor=0.5)
     assert [memory.get("fact", h.item_id).text for h in hits] == ["green tea"]
     assert all(h.similarity >= 0.5 for h in hits)
 
@@ -101,8 +103,8 @@ def test_search_without_sqlite_vec_gives_the_same_answers(coop_home, monkeypatch
         memory.facts.add(" ".join(rng.choice(words, size=3)) + f" {rng.integers(1e6)}")
     embed_pending(memory, hash_embedder)
     query = hash_embedder.embed_query("tea mountain piano")
-    indexed = nearest(memory, hash_embedder.id, hash_embedder.dims, query, k=10)
-    exact = nearest(memory, hash_embedder.id, hash_embedder.dims, query, k=10, exact=True)
+    indexed = memory.vectors.nearest(hash_embedder.id, hash_embedder.dims, query, k=10)
+    exact = memory.vectors.nearest(hash_embedder.id, hash_embedder.dims, query, k=10, exact=True)
     assert [h.item_id for h in indexed] == [h.item_id for h in exact]
     with_vec.close()
 
@@ -110,17 +112,17 @@ def test_search_without_sqlite_vec_gives_the_same_answers(coop_home, monkeypatch
     without = open_database(path)
     assert not without.has_vec
     plain = MemoryStore(without).user("ana")
-    assert [h.item_id for h in nearest(plain, hash_embedder.id, hash_embedder.dims, query, k=10)] == \
+    assert [h.item_id for h in plain.vectors.nearest(hash_embedder.id, hash_embedder.dims, query, k=10)] == \
         [h.item_id for h in exact]
     # A write without sqlite-vec is searchable at once, here and from a connection with it: nothing to rebuild.
     lesson = plain.facts.add("tea mountain piano lesson").fact_id
     embed_pending(plain, hash_embedder)
-    assert nearest(plain, hash_embedder.id, hash_embedder.dims, query, k=1)[0].item_id == lesson
+    assert plain.vectors.nearest(hash_embedder.id, hash_embedder.dims, query, k=1)[0].item_id == lesson
     without.close()
     monkeypatch.delenv("COOP_DISABLE_SQLITE_VEC")
     again = open_database(path)
     fresh = MemoryStore(again).user("ana")
-    top = nearest(fresh, hash_embedder.id, hash_embedder.dims, query, k=1)
+    top = fresh.vectors.nearest(hash_embedder.id, hash_embedder.dims, query, k=1)
     assert fresh.get("fact", top[0].item_id).text == "tea mountain piano lesson"
     [status] = index_status(again)
     assert status["stored"] == status["indexed"] == 121 and not status["dirty"]

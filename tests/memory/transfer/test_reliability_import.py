@@ -495,6 +495,7 @@ def test_chatgpt_messages_without_ids_get_stable_ids_of_their_own(tmp_path, memo
 # -- 7. bounded transactions --------------------------------------------------------------------------------------
 
 
+@pytest.mark.sqlite_only
 def test_a_long_conversation_commits_in_bounded_batches_and_a_rerun_finishes_it(tmp_path, memory, monkeypatch):
     from coop.errors import StoreError
     from coop.memory.storage.messages import Messages

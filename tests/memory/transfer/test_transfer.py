@@ -329,6 +329,7 @@ def _portable(memory) -> dict[str, Any]:
     return out
 
 
+@pytest.mark.sqlite_only  # the config file names a second SQLite store; COOP_DATABASE_URL would override it
 def test_export_then_import_into_an_empty_database_gives_back_the_same_data(tmp_path, memory, run_cli, coop_home):
     _fill(memory)
     memory.db.close()
@@ -376,7 +377,7 @@ def test_coop_import_into_a_memory_that_knows_a_fact_merges_and_newer_key_wins(t
     _fill(memory)
     exported = tmp_path / "ana.jsonl"
     export_user(memory, "coop", exported, io.StringIO())
-    bob = MemoryStore(memory.db).user("bob")
+    bob = memory.backend.user("bob")
     bob.facts.add("keeps bees", category="hobby")
     newer_city = bob.facts.add("lives in Berlin", category="location", key="city")
     report = import_file(bob, exported, importance=ImportanceConfig())
@@ -557,7 +558,7 @@ def test_imported_items_never_take_the_id_of_a_forgotten_one(tmp_path, memory):
     _fill(memory)
     exported = tmp_path / "ana.jsonl"
     export_user(memory, "coop", exported, io.StringIO())
-    bob = MemoryStore(memory.db).user("bob")
+    bob = memory.backend.user("bob")
     session = bob.sessions.start()
     message = bob.messages.add(session, "user", "my bank PIN is 4321")
     fact = bob.facts.add("Bank PIN is 4321").fact_id

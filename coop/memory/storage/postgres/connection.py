@@ -1,0 +1,248 @@
+"""The Postgres connection: what `connection.Database` is for SQLite (execute, one, scalar, atomic, snapshot,
+stream), over psycopg 3, so the shared parts run on it unchanged (their SQL goes through `dialect.py`).
+
+- One psycopg connection per handle, in autocommit mode: a read outside `atomic()` holds no snapshot open. A
+  handle is one thread's, like an apsw connection (`Backend.reopen` gives another thread its own).
+- `for_user(user_id)` gives a view of the same connection bound to one user: it sets `coop.user_id`, which
+  row-level security reads (`schema.py`), before its statements, and its outermost `atomic()` takes that user's
+  advisory lock, so two clients writing one user's memory queue (as SQLite's write lock makes them) and a check
+  then insert (a fact's key, a session's external id) cannot race; other users' writes go on beside it.
+- The setting is a session setting: a transaction-mode pooler (PgBouncer, Supavisor on 6543) can hand the next
+  statement another server connection, so coop needs a direct connection or a session-mode pooler.
+- Errors: a server that cannot be reached, a full disk, a read-only server become `StoreError`s with a hint;
+  everything else (bad SQL) passes through as the bug it is.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, NoReturn
+from urllib.parse import urlsplit, urlunsplit
+
+from coop.errors import StoreError, UsageError
+from coop.memory.storage.postgres.dialect import arguments, translate
+
+if TYPE_CHECKING:
+    import psycopg
+
+ALL_USERS = "*"  # the `coop.user_id` of store-wide reads (listing users, `coop check`, `migrate`)
+
+
+def redacted(url: str) -> str:
+    """The URL without its password, for people, logs and `coop check`."""
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    host = parts.hostname or ""
+    if parts.port:
+        host += f":{parts.port}"
+    user = f"{parts.username}@" if parts.username else ""
+    return urlunsplit((parts.scheme, user + host, parts.path, parts.query, parts.fragment))
+
+
+class Rows(list[tuple[Any, ...]]):
+    """A statement's rows, read whole (what the parts do with an apsw cursor anyway), with a cursor's reads."""
+
+    def fetchall(self) -> "Rows":
+        return self
+
+    def fetchone(self) -> tuple[Any, ...] | None:
+        return self[0] if self else None
+
+
+@dataclass
+class Link:
+    """The connection one handle and its per-user views share, with the user its session setting names."""
+
+    conn: "psycopg.Connection[Any]"
+    url: str
+    bound: str | None = None
+
+
+def _unreachable(location: str, exc: Exception) -> StoreError:
+    first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    return StoreError(f"cannot reach the Postgres server at {location}: {first}",
+                      hint="check that the server is running and memory.url (or COOP_DATABASE_URL) is right")
+
+
+def translate_error(exc: Exception, location: str) -> Exception:
+    """A psycopg error as the `StoreError` people see, or the error itself when it is a bug."""
+    import psycopg
+    from psycopg import errors
+
+    if isinstance(exc, (errors.DiskFull, errors.OutOfMemory)):
+        return StoreError("the database server is out of space: nothing was written", hint="free some space and retry")
+    if isinstance(exc, errors.ReadOnlySqlTransaction):
+        return StoreError(f"the database at {location} is read-only: nothing was written",
+                          hint="connect to the primary server, not a replica")
+    if isinstance(exc, errors.InsufficientPrivilege):
+        return StoreError(f"the database at {location} refused the change: {exc}".splitlines()[0],
+                          hint="grant the role in memory.url the rights on coop's tables")
+    if isinstance(exc, errors.CharacterNotInRepertoire) or (
+            isinstance(exc, psycopg.DataError) and "NUL" in str(exc)):
+        return UsageError("the text holds a character the database cannot store (NUL or invalid UTF-8)",
+                          hint="remove NUL characters and convert the input to UTF-8")
+    if isinstance(exc, psycopg.OperationalError) and not isinstance(exc, errors.QueryCanceled):
+        return _unreachable(location, exc)
+    return exc
+
+
+def _reraise(exc: Exception, location: str) -> NoReturn:
+    mapped = translate_error(exc, location)
+    if mapped is exc:
+        raise exc
+    raise mapped from exc
+
+
+def connect(url: str) -> "psycopg.Connection[Any]":
+    """A psycopg connection to `url` in autocommit mode, or a one-line `StoreError`."""
+    try:
+        import psycopg
+    except ImportError:
+        raise StoreError("the Postgres backend needs psycopg", hint="pip install 'coop[postgres]'") from None
+    try:
+        return psycopg.connect(url, autocommit=True, connect_timeout=10, application_name="coop")
+    except psycopg.Error as exc:
+        raise _unreachable(redacted(url), exc) from None
+
+
+@dataclass
+class PgDatabase:
+    """One Postgres connection as the shared parts use a `Database`; `user` is what `coop.user_id` is set to
+    before each statement (see the module's docstring)."""
+
+    link: Link
+    user: str = ALL_USERS
+    read_only: bool = False
+    caches: dict[str, Any] = field(default_factory=dict, repr=False)
+    dialect: str = "postgres"
+
+    @property
+    def conn(self) -> "psycopg.Connection[Any]":
+        return self.link.conn
+
+    @property
+    def path(self) -> str:
+        """Where the store is, for people: the URL without its password."""
+        return redacted(self.link.url)
+
+    @property
+    def key_location(self) -> str:
+        """Where the forget key is kept (`forget_key.py`): a file in coop's home named after this server and
+        database, never in the database (share it between devices by copying it: the README says how)."""
+        from coop.config.loading import coop_home
+
+        name = hashlib.sha256(self.path.encode()).hexdigest()[:16]
+        folder = coop_home() / "forget-keys"
+        folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+        return str(folder / f"postgres-{name}")
+
+    @property
+    def in_transaction(self) -> bool:
+        from psycopg.pq import TransactionStatus
+
+        return self.conn.info.transaction_status != TransactionStatus.IDLE
+
+    def for_user(self, user_id: str) -> "PgDatabase":
+        """A view of this connection bound to one user (row-level security and the user's write lock)."""
+        return PgDatabase(self.link, user_id, self.read_only, self.caches)
+
+    def _bind(self) -> None:
+        if self.link.bound != self.user:
+            self.link.conn.execute("SELECT set_config('coop.user_id', %s, false)", (self.user,))
+            self.link.bound = self.user if not self.in_transaction else None  # a rollback would undo it
+
+    def run(self, sql: str, params: Any = None) -> Rows:
+        """A statement in Postgres's own SQL (`%s` placeholders), its rows read whole."""
+        try:
+            self._bind()
+            cursor = self.conn.execute(sql, params)
+            return Rows(cursor.fetchall() if cursor.description is not None else [])
+        except UnicodeEncodeError:
+            raise UsageError("the text is not valid UTF-8", hint="convert the input to UTF-8") from None
+        except Exception as exc:
+            _reraise(exc, self.path)
+
+    def execute(self, sql: str, params: Any = None) -> Rows:
+        """A statement of the shared parts (SQLite's forms, `dialect.translate`)."""
+        statement, order = translate(sql)
+        return self.run(statement, arguments(params, order))
+
+    def executemany(self, sql: str, rows: Any) -> None:
+        statement, order = translate(sql)
+        with self.atomic():
+            try:
+                with self.conn.cursor() as cursor:
+                    cursor.executemany(statement, [arguments(row, order) or () for row in rows])
+            except UnicodeEncodeError:
+                raise UsageError("the text is not valid UTF-8", hint="convert the input to UTF-8") from None
+            except Exception as exc:
+                _reraise(exc, self.path)
+
+    def one(self, sql: str, params: Any = None) -> Any:
+        rows = self.execute(sql, params)
+        return rows[0] if rows else None
+
+    def scalar(self, sql: str, params: Any = None) -> Any:
+        row = self.one(sql, params)
+        return None if row is None else row[0]
+
+    @contextmanager
+    def atomic(self) -> Iterator[None]:
+        """A transaction that nests (savepoints inside); the outermost one of a user's view holds that user's
+        write lock until it ends."""
+        try:
+            self._bind()
+            outermost = not self.in_transaction
+            with self.conn.transaction():
+                if outermost and self.user != ALL_USERS:
+                    self.conn.execute("SELECT pg_advisory_xact_lock(hashtext('coop:user'), hashtext(%s))",
+                                      (self.user,))
+                yield
+        except StoreError:
+            raise
+        except Exception as exc:
+            if isinstance(exc, UsageError):
+                raise
+            _reraise(exc, self.path)
+
+    @contextmanager
+    def snapshot(self) -> Iterator[None]:
+        """A block whose reads all see one state of the database (REPEATABLE READ), unless one is open."""
+        if self.in_transaction:
+            yield
+            return
+        self._bind()
+        self.conn.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
+        try:
+            yield
+        finally:
+            if self.in_transaction:
+                self.conn.execute("COMMIT")
+
+    def stream(self, sql: str, params: Any = None) -> Iterator[tuple[Any, ...]]:
+        """The rows of a query a thousand at a time (a server-side cursor: inside `snapshot`)."""
+        statement, order = translate(sql)
+        self._bind()
+        with self.conn.cursor(name=f"coop_stream_{id(self)}") as cursor:
+            cursor.itersize = 1000
+            cursor.execute(statement, arguments(params, order))
+            yield from cursor
+
+    def checkpoint(self) -> None:
+        """After a forget: VACUUM the tables that held the text, so its dead row versions are removed now rather
+        than whenever autovacuum comes (best effort: it needs the table's owner, and no transaction open). The
+        server's write-ahead log and its backups keep what they keep: the README says so."""
+        if self.in_transaction:
+            return
+        try:
+            self.conn.execute("VACUUM messages, facts, fact_history, summaries, sessions, fact_sources, "
+                              "fulltext_postings, embeddings, embedding_points")
+        except Exception:
+            pass
+
+    def close(self) -> None:
+        self.conn.close()

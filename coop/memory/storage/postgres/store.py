@@ -1,0 +1,191 @@
+"""The Postgres backend (`interface.Backend`): one server holds the memories of many users and devices.
+
+`PgStore.open(url)` connects, makes the schema the first time (`schema.py`, under an advisory lock, so two clients
+starting at once make it once) and hands out `PgUserMemory` handles. A user's memory is SQLite's `UserMemory`
+with its parts unchanged (their statements go through `dialect.py`) and its two indexes replaced: full text by
+`text_index.PgTextIndex`, vectors by `vector_index.PgVectorIndex`. Each handle's connection is bound to its user
+(`connection.PgDatabase.for_user`): row-level security keeps every statement to that user's rows, and the user's
+writes queue behind one another without a file lock.
+"""
+
+from __future__ import annotations
+
+from functools import cached_property
+from typing import TYPE_CHECKING, Any, cast
+
+from coop.errors import StoreError
+from coop.memory.storage.health import Finding, guarded
+from coop.memory.storage.postgres.connection import ALL_USERS, Link, PgDatabase, connect, redacted
+from coop.memory.storage.postgres.schema import SCHEMA_VERSION, schema_sql
+from coop.memory.storage.postgres.text_index import PgTextIndex
+from coop.memory.storage.postgres.vector_index import PgVectorIndex
+from coop.memory.storage.store import MemoryStore, UserMemory, check_user_id
+
+if TYPE_CHECKING:
+    from coop.memory.storage.connection import Database
+
+MIN_PGVECTOR = (0, 8)  # iterative index scans (a user's filter never returns fewer than k) came in 0.8.0
+
+
+def _version(text: str) -> tuple[int, ...]:
+    return tuple(int(p) for p in text.split(".")[:2] if p.isdigit())
+
+
+def ensure_schema(db: PgDatabase) -> None:
+    """pgvector present and recent enough, and coop's tables made (once, whoever starts first)."""
+    with db.atomic():
+        db.run("SELECT pg_advisory_xact_lock(hashtext('coop:schema'))")
+        found = db.run("SELECT extversion FROM pg_extension WHERE extname = 'vector'")
+        if not found:
+            available = db.run("SELECT 1 FROM pg_available_extensions WHERE name = 'vector'")
+            if not available:
+                raise StoreError(f"the Postgres server at {db.path} has no pgvector extension",
+                                 hint="install pgvector on the server (0.8 or newer), or use a managed Postgres "
+                                      "that offers it")
+            try:
+                with db.atomic():
+                    db.run("CREATE EXTENSION IF NOT EXISTS vector")
+            except StoreError:
+                raise StoreError(f"cannot enable pgvector in the database at {db.path}",
+                                 hint="as a superuser, run: CREATE EXTENSION vector;") from None
+            found = db.run("SELECT extversion FROM pg_extension WHERE extname = 'vector'")
+        if _version(found[0][0]) < MIN_PGVECTOR:
+            raise StoreError(f"pgvector {found[0][0]} is too old (coop needs 0.8 or newer)",
+                             hint="ALTER EXTENSION vector UPDATE; after upgrading pgvector on the server")
+        if db.run("SELECT to_regclass('coop_schema')")[0][0] is None:
+            db.run(schema_sql())
+            return
+        version = int(db.run("SELECT max(version) FROM coop_schema")[0][0])
+        if version > SCHEMA_VERSION:
+            raise StoreError(f"the database at {db.path} was made by a newer coop (schema {version})",
+                             hint="upgrade coop on this machine")
+
+
+class PgUserMemory(UserMemory):
+    """One user's memory on a Postgres server: SQLite's parts, Postgres's indexes."""
+
+    @cached_property
+    def vectors(self) -> PgVectorIndex:  # type: ignore[override]
+        return PgVectorIndex(self)
+
+    @cached_property
+    def text(self) -> PgTextIndex:  # type: ignore[override]
+        return PgTextIndex(self)
+
+    @property
+    def backend(self) -> "PgStore":
+        return PgStore(cast(PgDatabase, self.db).for_user(ALL_USERS))
+
+
+class PgStore(MemoryStore):
+    """Memories on a Postgres server (`interface.Backend`). A `MemoryStore` by type only, so code that names the
+    store (the worker, the jobs) takes either: every method is its own."""
+
+    def __init__(self, db: PgDatabase) -> None:
+        self.pg = db
+
+    @property
+    def db(self) -> PgDatabase:  # type: ignore[override]
+        return self.pg
+
+    @classmethod
+    def open(cls, url: str, *, busy_timeout_ms: int = 5000, migrate: bool = True) -> "PgStore":
+        db = PgDatabase(Link(connect(url), url))
+        try:
+            if migrate:
+                ensure_schema(db)
+            elif db.run("SELECT to_regclass('coop_schema')")[0][0] is None:
+                raise StoreError(f"the database at {db.path} holds no coop memory",
+                                 hint="run coop once against it to make its tables")
+        except BaseException:
+            db.close()
+            raise
+        return cls(db)
+
+    @property
+    def url(self) -> str:
+        return self.db.link.url
+
+    @property
+    def location(self) -> str:
+        return redacted(self.url)
+
+    @property
+    def read_only(self) -> bool:
+        return False
+
+    @property
+    def throwaway(self) -> bool:
+        return False
+
+    def reopen(self) -> "PgStore":
+        return PgStore.open(self.url, migrate=False)
+
+    def close(self) -> None:
+        self.db.close()
+
+    def user(self, user_id: str) -> PgUserMemory:
+        user_id = check_user_id(user_id)
+        return PgUserMemory(cast("Database", self.db.for_user(user_id)), user_id)
+
+    def user_ids(self) -> list[str]:
+        return [row[0] for row in self.db.run("SELECT id FROM users ORDER BY id")]
+
+    def embedders(self) -> dict[str, int]:
+        rows = self.db.run("SELECT embedder, count(*) FROM embeddings GROUP BY embedder")
+        return {row[0]: int(row[1]) for row in rows}
+
+    def rebuild_fulltext(self) -> dict[str, int]:
+        """Index every user's items again from their text; rows indexed, under the one index there is."""
+        total = 0
+        for user_id in self.user_ids():
+            total += self.user(user_id).text.rebuild()
+        return {"fulltext_postings": total}
+
+    def check(self) -> list[Finding]:
+        """The server, its version, pgvector's, the schema, whether row-level security binds this role, and the
+        vectors and full-text backlog, for `coop check`."""
+        return (guarded("postgres", self._server) + guarded("schema", self._schema) +
+                guarded("stored vectors", self._vectors))
+
+    def _server(self) -> list[Finding]:
+        version = self.db.run("SHOW server_version")[0][0]
+        vector = self.db.run("SELECT extversion FROM pg_extension WHERE extname = 'vector'")
+        role = self.db.run("SELECT current_user, rolsuper OR rolbypassrls FROM pg_roles WHERE rolname = current_user")
+        findings = [Finding("postgres", "ok", f"PostgreSQL {version} at {self.location}"),
+                    Finding("pgvector", "ok", f"pgvector {vector[0][0]}") if vector else
+                    Finding("pgvector", "error", "pgvector is not enabled", "as a superuser: CREATE EXTENSION vector;")]
+        if role and role[0][1]:
+            findings.append(Finding("row-level security", "warning",
+                                    f"role {role[0][0]} is a superuser (or bypasses RLS): users' rows are kept apart "
+                                    "by coop's queries alone", "connect as an ordinary role that owns the tables"))
+        else:
+            findings.append(Finding("row-level security", "ok", "each user's rows are reachable only as that user"))
+        return findings
+
+    def _schema(self) -> list[Finding]:
+        version = int(self.db.run("SELECT max(version) FROM coop_schema")[0][0])
+        if version != SCHEMA_VERSION:
+            return [Finding("schema", "error", f"schema version {version}, expected {SCHEMA_VERSION}",
+                            "upgrade coop")]
+        return [Finding("schema", "ok", f"schema version {version} is current")]
+
+    def _vectors(self) -> list[Finding]:
+        rows = self.db.run("SELECT v.embedder, v.dims, (SELECT count(*) FROM embeddings e "
+                           "WHERE e.embedder = v.embedder) FROM vector_indexes v ORDER BY v.embedder")
+        queued = int(self.db.run("SELECT count(*) FROM fulltext_pending")[0][0])
+        found = [Finding("vector index", "ok", f"{embedder}: {count} vectors, {dims} dimensions, HNSW")
+                 for embedder, dims, count in rows]
+        found.append(Finding("full text", "ok", f"{queued} items waiting to be indexed (done at the next search)"))
+        return found
+
+    def stats(self) -> dict[str, Any]:
+        return {"users": len(self.user_ids())}
+
+
+def _conforms_to_the_seam(store: PgStore, memory: PgUserMemory) -> tuple[Any, Any]:
+    """Never called: mypy checks here that the Postgres classes are what `interface.py` promises."""
+    from coop.memory.storage.interface import Backend, UserStore
+
+    checked: tuple[Backend, UserStore] = (store, memory)
+    return checked

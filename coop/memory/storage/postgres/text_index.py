@@ -1,0 +1,267 @@
+"""The Postgres text index: the same BM25 as SQLite's FTS5, over postings coop keeps itself.
+
+Postgres's own ranking (`ts_rank_cd`) has no inverse document frequency: a word in every message counts as much as
+a name found once, and no BM25 extension can be installed on a plain server. So the index is FTS5's, rebuilt in
+tables (`schema.py`): each item's text goes through the very tokenizer the SQLite index uses (FTS5's porter over
+unicode61 with diacritics removed, run by apsw in memory), and its terms are stored with their counts (a message's
+own words and, apart, its context: the two messages before it and its date, as `fulltext.py` builds them). A query
+is scored in SQL with FTS5's formula (`bm25()`: k1 = 1.2, b = 0.75, IDF ln((N - n + 0.5) / (n + 0.5)) floored at
+1e-6, the context's counts weighted by `context_weight`), over the user's own rows (N, n and the average length
+are the user's), and then goes through the same length re-weighting (`lengths.py`) and cut as SQLite's leg. A
+phrase of several tokens (two characters of an unspaced script) matches a row holding all of its tokens; FTS5
+also wants them adjacent.
+
+Indexing is lazy: a write queues the item (`fulltext_pending`, by trigger) and a search of that user first
+indexes what is queued (a turn's two messages: about a millisecond), so the write path does not tokenize and
+many clients can write at once.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+from collections import Counter
+from collections.abc import Sequence
+from datetime import datetime
+from typing import TYPE_CHECKING, Any, cast
+
+from coop.memory.kinds import REGISTRY, active_fact
+from coop.memory.storage.fulltext import CONTEXT_CHARS, CONTEXT_MESSAGES
+from coop.memory.storage.lengths import FTS5_B, FTS5_K1, with_message_lengths
+from coop.memory.storage import text_index as shared
+from coop.memory.text import fts_text
+
+if TYPE_CHECKING:
+    from coop.memory.storage.postgres.connection import PgDatabase
+    from coop.memory.storage.postgres.store import PgUserMemory
+
+INDEX_BATCH = 2000  # queued items indexed per statement batch
+_local = threading.local()
+
+
+def tokens(text: str | None) -> list[str]:
+    """The terms FTS5's porter tokenizer (unicode61, diacritics removed) makes of `text`, as SQLite indexes it."""
+    if not text:
+        return []
+    tokenizer = getattr(_local, "tokenizer", None)
+    if tokenizer is None:
+        import apsw
+
+        _local.connection = apsw.Connection(":memory:")
+        tokenizer = _local.connection.fts5_tokenizer("porter", ["unicode61", "remove_diacritics", "2"])
+        _local.tokenizer = tokenizer
+        _local.query_flag = apsw.FTS5_TOKENIZE_DOCUMENT
+    found = tokenizer(fts_text(text).encode("utf-8", "surrogatepass"), _local.query_flag, None)
+    return [token[2] for token in found if isinstance(token, tuple) and len(token) > 2]
+
+
+def date_words(created_at: float) -> str:
+    """"Monday 8 May 2023" for a message written then (local time), as `fulltext.message_context_sql` says it."""
+    when = datetime.fromtimestamp(created_at)
+    return f"{when.strftime('%A')} {when.day} {when.strftime('%B')} {when.year}"
+
+
+class PgTextIndex:
+    """BM25 full text over one user's items (`PgUserMemory.text`)."""
+
+    def __init__(self, scope: "PgUserMemory") -> None:
+        self.scope = scope
+
+    @property
+    def db(self) -> "PgDatabase":
+        return cast("PgDatabase", self.scope.db)
+
+    # -- upkeep ---------------------------------------------------------------------------------------------
+    def catch_up(self, limit: int | None = None) -> int:
+        """Index what this user's writes queued; returns how many items were indexed."""
+        done = 0
+        while limit is None or done < limit:
+            count = self._index_batch(INDEX_BATCH if limit is None else min(INDEX_BATCH, limit - done))
+            done += count
+            if count == 0:
+                break
+        return done
+
+    def _index_batch(self, size: int) -> int:
+        db, user_id = self.db, self.scope.user_id
+        with db.atomic():
+            queued = db.run("DELETE FROM fulltext_pending WHERE ctid IN (SELECT ctid FROM fulltext_pending "
+                            "WHERE user_id = %s ORDER BY kind, item_id LIMIT %s FOR UPDATE SKIP LOCKED) "
+                            "RETURNING kind, item_id", (user_id, size))
+            if not queued:
+                return 0
+            by_kind: dict[str, list[int]] = {}
+            for kind, item_id in queued:
+                by_kind.setdefault(kind, []).append(int(item_id))
+            postings: list[tuple[Any, ...]] = []
+            docs: list[tuple[Any, ...]] = []
+            for kind, ids in by_kind.items():
+                self._drop(kind, ids)
+                for item_id, own, context in self._texts(kind, ids):
+                    counted = Counter(own)
+                    around = Counter(context)
+                    length = len(own) + len(context)
+                    docs.append((kind, item_id, user_id, length))
+                    postings += [(user_id, kind, term, item_id, counted.get(term, 0), around.get(term, 0), length)
+                                 for term in counted.keys() | around.keys()]
+            if docs:
+                with db.conn.cursor() as cursor:
+                    cursor.executemany("INSERT INTO fulltext_docs (kind, item_id, user_id, terms) "
+                                       "VALUES (%s, %s, %s, %s)", docs)
+                    with cursor.copy("COPY fulltext_postings (user_id, kind, term, item_id, own, context, terms) "
+                                     "FROM STDIN") as copy:
+                        for row in postings:
+                            copy.write_row(row)
+                totals: dict[str, list[int]] = {}
+                for kind, _, _, length in docs:
+                    totals.setdefault(kind, [0, 0])
+                    totals[kind][0] += 1
+                    totals[kind][1] += length
+                for kind, (count, length) in totals.items():
+                    db.run("INSERT INTO fulltext_stats (user_id, kind, docs, terms) VALUES (%s, %s, %s, %s) "
+                           "ON CONFLICT (user_id, kind) DO UPDATE SET docs = fulltext_stats.docs + EXCLUDED.docs, "
+                           "terms = fulltext_stats.terms + EXCLUDED.terms", (user_id, kind, count, length))
+            return len(queued)
+
+    def _drop(self, kind: str, ids: list[int]) -> None:
+        """Remove these items' postings and their share of the totals (before they are indexed again)."""
+        db, user_id = self.db, self.scope.user_id
+        gone = db.run("DELETE FROM fulltext_docs WHERE kind = %s AND item_id = ANY(%s) RETURNING terms",
+                      (kind, ids))
+        if gone:
+            db.run("UPDATE fulltext_stats SET docs = docs - %s, terms = terms - %s WHERE user_id = %s AND kind = %s",
+                   (len(gone), sum(int(row[0]) for row in gone), user_id, kind))
+            db.run("DELETE FROM fulltext_postings WHERE kind = %s AND item_id = ANY(%s)", (kind, ids))
+
+    def _texts(self, kind: str, ids: list[int]) -> list[tuple[int, list[str], list[str]]]:
+        """(id, own terms, context terms) of the items of `kind` that still exist."""
+        db, user_id = self.db, self.scope.user_id
+        if kind == "fact":
+            rows = db.run("SELECT id, key, value FROM facts WHERE user_id = %s AND id = ANY(%s)", (user_id, ids))
+            return [(int(r[0]), tokens(r[1]) + tokens(r[2]), []) for r in rows]
+        if kind == "summary":
+            rows = db.run("SELECT id, text FROM summaries WHERE user_id = %s AND id = ANY(%s)", (user_id, ids))
+            return [(int(r[0]), tokens(r[1]), []) for r in rows]
+        rows = db.run(
+            "SELECT m.id, m.content, m.created_at, ARRAY(SELECT substr(p.content, 1, %s) FROM messages p "
+            "WHERE p.user_id = m.user_id AND p.session_id = m.session_id AND p.id < m.id "
+            "ORDER BY p.id DESC LIMIT %s) FROM messages m WHERE m.user_id = %s AND m.id = ANY(%s)",
+            (CONTEXT_CHARS, CONTEXT_MESSAGES, user_id, ids))
+        return [(int(r[0]), tokens(r[1]), tokens(" ".join([*reversed(r[3] or []), date_words(float(r[2]))])))
+                for r in rows]
+
+    def rebuild(self) -> int:
+        """Queue every item of this user again and index them all; returns how many were indexed."""
+        db, user_id = self.db, self.scope.user_id
+        with db.atomic():
+            for kind, spec in REGISTRY.items():
+                db.run(f"INSERT INTO fulltext_pending (user_id, kind, item_id) SELECT user_id, %s, id "
+                       f"FROM {spec.table} WHERE user_id = %s ON CONFLICT DO NOTHING", (kind, user_id))
+        return self.catch_up()
+
+    def purge(self, kind: str) -> None:
+        """Nothing to merge: a forgotten item's postings were deleted with it (by trigger); VACUUM, run after a
+        forget (`PgDatabase.checkpoint`), removes their dead row versions."""
+
+    # -- reads ----------------------------------------------------------------------------------------------
+    def matches(self, phrases: Sequence[str], terms: Sequence[str], *, kinds: Sequence[str], limit: int,
+                include_inactive: bool = False, context_weight: float = 1.0) -> list[tuple[str, int, float]]:
+        """The best `limit` matches over `kinds` as (kind, id, relevance), best first: BM25 as FTS5 computes it,
+        messages then re-weighted for length as SQLite's leg does (`lengths.py`)."""
+        self.catch_up()
+        pool = round(limit * shared.POOL_FACTOR)
+        lengths: dict[int, int] = {}
+        found: list[tuple[str, int, float]] = []
+        for kind in kinds:
+            groups = [tokens(p) for p in phrases]
+            words = list(terms) if kind != "message" else self.affordable_terms(terms)
+            groups += [tokens(t) for t in words]
+            groups = [g for g in groups if g]
+            if not groups:
+                continue
+            for item_id, score, length in self._scored(kind, groups, pool, include_inactive, context_weight):
+                found.append((kind, item_id, -score))
+                if length is not None:
+                    lengths[item_id] = length
+        found.sort(key=lambda hit: hit[2])
+        found = found[:pool]
+        return [(kind, item_id, -bm25)
+                for kind, item_id, bm25 in with_message_lengths(self.scope, found, lengths=lengths)[:limit]]
+
+    def _scored(self, kind: str, groups: list[list[str]], limit: int, include_inactive: bool,
+                context_weight: float) -> list[tuple[int, float, int | None]]:
+        db, user_id = self.db, self.scope.user_id
+        stats = db.run("SELECT docs, terms FROM fulltext_stats WHERE user_id = %s AND kind = %s", (user_id, kind))
+        if not stats or not stats[0][0]:
+            return []
+        docs, total = int(stats[0][0]), int(stats[0][1])
+        average = max(total / docs, 1e-9)
+        phrase_of, token_of = [], []
+        for index, group in enumerate(groups):
+            for token in dict.fromkeys(group):
+                phrase_of.append(index)
+                token_of.append(token)
+        need = [len(set(group)) for group in groups]
+        keep = ""
+        if kind == "fact" and not include_inactive:
+            keep = f"JOIN facts f ON f.id = s.item_id AND f.user_id = %(user)s AND {active_fact('f')}"
+        length = "length(m.content)" if kind == "message" else "NULL"
+        join_length = "JOIN messages m ON m.id = s.item_id" if kind == "message" else ""
+        sql = f"""
+            WITH q AS (SELECT * FROM unnest(%(phrase)s::int[], %(token)s::text[]) AS q(phrase, token)),
+            hits AS (
+              SELECT p.item_id, q.phrase, min(p.own) AS own, min(p.context) AS context, max(p.terms) AS terms
+              FROM fulltext_postings p JOIN q ON p.term = q.token
+              WHERE p.user_id = %(user)s AND p.kind = %(kind)s
+              GROUP BY p.item_id, q.phrase
+              HAVING count(*) = (%(need)s::int[])[q.phrase + 1]),
+            scored AS (
+              SELECT item_id, terms, own + %(weight)s * context AS tf,
+                     count(*) OVER (PARTITION BY phrase) AS n FROM hits),
+            s AS (
+              SELECT item_id, sum(greatest(ln((%(docs)s - n + 0.5) / (n + 0.5)), 1e-6)
+                     * tf * {FTS5_K1 + 1} / (tf + {FTS5_K1} * (1 - {FTS5_B} + {FTS5_B} * terms / %(average)s)))
+                     AS score
+              FROM scored GROUP BY item_id)
+            SELECT s.item_id, s.score, {length} FROM s {keep} {join_length}
+            ORDER BY s.score DESC, s.item_id LIMIT %(limit)s"""
+        rows = db.run(sql, {"phrase": phrase_of, "token": token_of, "user": user_id, "kind": kind, "need": need,
+                            "weight": float(context_weight), "docs": float(docs), "average": average,
+                            "limit": limit})
+        return [(int(r[0]), float(r[1]), None if r[2] is None else int(r[2])) for r in rows]
+
+    def affordable_terms(self, terms: Sequence[str], budget: int | None = None) -> list[str]:
+        """The query's word terms, without its most common ones when matching them all would read more than
+        `budget` postings (as SQLite's leg: `text_index.SqliteTextIndex.affordable_terms`); counts are the
+        user's, each read no further than the budget."""
+        budget = shared.POSTINGS_BUDGET if budget is None else budget
+        terms = list(terms)
+        if len(terms) <= 1:
+            return terms
+        self.catch_up()
+        stems = {term: tokens(term) for term in terms}
+        wanted = sorted({stem for each in stems.values() for stem in each})
+        if not wanted:
+            return terms
+        counts: dict[str, int] = dict(self.db.run(
+            "SELECT t, (SELECT count(*) FROM (SELECT 1 FROM fulltext_postings WHERE user_id = %s "
+            "AND kind = 'message' AND term = t LIMIT %s) x) FROM unnest(%s::text[]) AS t",
+            (self.scope.user_id, budget + 1, wanted)))
+        cost = {term: sum(int(counts.get(stem, 0)) for stem in each) for term, each in stems.items()}
+        if sum(cost.values()) <= budget:
+            return terms
+        kept: list[str] = []
+        spent = 0
+        for term in sorted(terms, key=lambda t: cost[t]):
+            if kept and spent + cost[term] > budget:
+                break
+            kept.append(term)
+            spent += cost[term]
+        return [term for term in terms if term in kept]
+
+    def rare_word_score(self, kind: str) -> float:
+        """The relevance one match of a word found in a single row of `kind` gets (as SQLite's: ln(N / 1.5 + 1)
+        for N rows, 0 below `text_index.MIN_ROWS_FOR_BM25_FLOOR`); N is the user's indexed rows of that kind."""
+        rows = self.db.scalar("SELECT docs FROM fulltext_stats WHERE user_id = ? AND kind = ?",
+                                    (self.scope.user_id, kind)) or 1
+        return math.log(rows / 1.5 + 1.0) if rows >= shared.MIN_ROWS_FOR_BM25_FLOOR else 0.0

@@ -1,0 +1,248 @@
+"""The Postgres vector index: pgvector's HNSW finds candidates, the exact cosines rank them, as in SQLite.
+
+`embeddings` keeps each item's float32 vector and float16 sentence parts exactly as SQLite does (what the exact
+re-rank reads, and what `migrate` copies); `embedding_points` holds the same vectors once more as pgvector values,
+the whole and each part a row, under an HNSW index per embedder (cosine, made when its first vector is stored:
+an expression index over `point::vector(dims)` limited to that embedder, so two models never meet).
+
+A search asks HNSW for as many candidates as SQLite's bit scan keeps (`vectors.bit_candidates`), with
+`hnsw.iterative_scan = relaxed_order`: a user's filter then never leaves fewer than asked for while the user has
+them, however many other users share the index. The candidates are re-ranked exactly (`vectors.best_cosines`: an
+item is as near as its whole vector or its nearest sentence). A user with few vectors (`EXACT_BELOW`) is searched
+exactly: reading them all costs less than the index walk, and the result is SQLite's exact one.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any, cast
+
+from coop.errors import EmbedderError
+from coop.memory.kinds import KINDS, REGISTRY, active_fact
+from coop.memory.storage import vectors
+from coop.memory.storage.vectors import VectorHit, best_cosines, bit_candidates
+from coop.privacy.secrets import mask
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from coop.memory.storage.postgres.connection import PgDatabase
+    from coop.memory.storage.postgres.store import PgUserMemory
+
+Row = tuple[Any, ...]  # (kind, item_id, vector, parts) as stored
+EXACT_BELOW = 3000  # a user with fewer vectors than this (wholes and parts) is searched exactly
+
+
+def index_name(embedder_id: str) -> str:
+    return "embedding_points_hnsw_" + hashlib.sha256(embedder_id.encode()).hexdigest()[:12]
+
+
+def _literal(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"
+
+
+class PgVectorIndex:
+    """The vectors of one user (`PgUserMemory.vectors`)."""
+
+    def __init__(self, scope: "PgUserMemory") -> None:
+        self.scope = scope
+        self._rows: dict[tuple[str, str, int], Row | None] | None = None
+        self.reads = 0
+
+    @property
+    def db(self) -> "PgDatabase":
+        return cast("PgDatabase", self.scope.db)
+
+    @contextmanager
+    def reading_once(self) -> Iterator[None]:
+        outer = self._rows is not None
+        if not outer:
+            self._rows = {}
+        try:
+            yield
+        finally:
+            if not outer:
+                self._rows = None
+
+    # -- writes ---------------------------------------------------------------------------------------------
+    def ensure_index(self, embedder_id: str, dims: int) -> None:
+        """The HNSW index of this embedder's points, made the first time one of its vectors is stored."""
+        db = self.db
+        known = db.caches.setdefault("pg_vector_indexes", set())
+        if embedder_id in known:
+            return
+        if db.run("SELECT 1 FROM vector_indexes WHERE embedder = %s", (embedder_id,)):
+            known.add(embedder_id)
+            return
+        name = index_name(embedder_id)
+        with db.atomic():
+            db.run("SELECT pg_advisory_xact_lock(hashtext('coop:vector-index'))")
+            if not db.run("SELECT 1 FROM vector_indexes WHERE embedder = %s", (embedder_id,)):
+                db.run(f"CREATE INDEX IF NOT EXISTS {name} ON embedding_points USING hnsw "
+                       f"((point::vector({int(dims)})) vector_cosine_ops) WHERE embedder = {_literal(embedder_id)}")
+                db.run("INSERT INTO vector_indexes (embedder, table_name, dims) VALUES (%s, %s, %s)",
+                       (embedder_id, name, int(dims)))
+        known.add(embedder_id)
+
+    def store(self, kind: str, item_ids: Sequence[int], embedder_id: str, wholes: "np.ndarray",
+              parts: Sequence["np.ndarray | None"] | None = None) -> None:
+        import numpy as np
+
+        if len(item_ids) != len(wholes) or (parts is not None and len(parts) != len(item_ids)):
+            raise EmbedderError(f"{len(wholes)} vectors for {len(item_ids)} items", hint="report this as a bug")
+        if not len(item_ids):
+            return
+        wholes = np.ascontiguousarray(wholes, dtype=np.float32)
+        dims = int(wholes.shape[1])
+        self.ensure_index(embedder_id, dims)
+        db, user_id = self.db, self.scope.user_id
+        each_parts = list(parts) if parts is not None else [None] * len(item_ids)
+        table = REGISTRY[kind].table
+        with db.atomic():
+            db.run("DELETE FROM embeddings WHERE kind = %s AND embedder = %s AND user_id = %s AND item_id = ANY(%s)",
+                   (kind, embedder_id, user_id, [int(i) for i in item_ids]))
+            for item_id, whole, part in zip(item_ids, wholes, each_parts):
+                part16 = None if part is None or not len(part) else np.asarray(part, dtype=np.float16)
+                embedding_id = db.run(
+                    "INSERT INTO embeddings (user_id, kind, item_id, embedder, vector, parts) "
+                    "VALUES (%s, %s, %s, %s, %s, %s) RETURNING id",
+                    (user_id, kind, int(item_id), embedder_id, whole.tobytes(),
+                     None if part16 is None else part16.tobytes()))[0][0]
+                points = [whole] + ([] if part16 is None else list(part16.astype(np.float32)))
+                with db.conn.cursor() as cursor:
+                    cursor.executemany("INSERT INTO embedding_points (embedding_id, user_id, embedder, kind, point) "
+                                       "VALUES (%s, %s, %s, %s, %s::vector)",
+                                       [(embedding_id, user_id, embedder_id, kind, _vector_text(p)) for p in points])
+            db.run(f"UPDATE {table} SET embedder = %s, embedding_error = NULL WHERE user_id = %s AND id = ANY(%s)",
+                   (embedder_id, user_id, [int(i) for i in item_ids]))
+
+    def delete(self, kind: str, item_id: int) -> None:
+        vectors.delete_item_vectors(self.scope, kind, item_id)
+
+    def pending(self, kind: str, *, after_id: int, limit: int) -> list[tuple[int, str]]:
+        return vectors.pending_items(self.scope, kind, after_id=after_id, limit=limit)
+
+    def record_error(self, kind: str, item_id: int, message: str) -> None:
+        self.db.execute(f"UPDATE {REGISTRY[kind].table} SET embedding_error = ? WHERE id = ? AND user_id = ?",
+                              (mask(message), item_id, self.scope.user_id))
+
+    def hand_back(self, kind: str, keep_embedder: str, limit: int) -> int:
+        return vectors.hand_back_for_embedding(self.scope, kind, keep_embedder, limit)
+
+    def drop_other_embedders(self, keep: str) -> tuple[int, list[str]]:
+        db, user_id = self.db, self.scope.user_id
+        others = [r[0] for r in db.run("SELECT DISTINCT embedder FROM embeddings WHERE user_id = %s "
+                                       "AND embedder <> %s", (user_id, keep))]
+        dropped = 0
+        for embedder_id in others:
+            with db.atomic():
+                dropped += len(db.run("DELETE FROM embeddings WHERE user_id = %s AND embedder = %s RETURNING id",
+                                      (user_id, embedder_id)))
+        return dropped, others
+
+    def warm(self, embedder_id: str) -> bool:
+        """Nothing to load: the server keeps its index; False (there was nothing to do)."""
+        return False
+
+    # -- reads ----------------------------------------------------------------------------------------------
+    def nearest(self, embedder_id: str, dims: int, query: "np.ndarray", *, k: int, kinds: Sequence[str] = KINDS,
+                floor: float | None = None, exact: bool = False, include_inactive: bool = False) -> list[VectorHit]:
+        import numpy as np
+
+        query = np.asarray(query, dtype=np.float32).reshape(-1)
+        if query.shape[0] != dims:
+            raise EmbedderError(f"query vector has {query.shape[0]} dimensions, the index {dims}",
+                                hint="run `coop memory reembed` after changing the embedder")
+        db, user_id = self.db, self.scope.user_id
+        kinds = list(kinds)
+        active = "" if include_inactive else (
+            f" AND NOT (e.kind = 'fact' AND e.item_id IN (SELECT f.id FROM facts f WHERE f.user_id = %(user)s "
+            f"AND NOT ({active_fact('f')})))")
+        size = self.size(embedder_id)
+        params = {"user": user_id, "embedder": embedder_id, "kinds": kinds}
+        if exact or size < EXACT_BELOW:
+            rows = db.run("SELECT e.kind, e.item_id, e.vector, e.parts FROM embeddings e WHERE e.user_id = %(user)s "
+                          f"AND e.embedder = %(embedder)s AND e.kind = ANY(%(kinds)s){active}", params)
+        else:
+            want = bit_candidates(k, size)
+            with db.atomic():
+                db.run(f"SET LOCAL hnsw.ef_search = {max(40, min(want, 1000))}")
+                db.run("SET LOCAL hnsw.iterative_scan = relaxed_order")
+                db.run(f"SET LOCAL hnsw.max_scan_tuples = {max(20000, want * 40)}")
+                candidates = db.run(
+                    f"SELECT DISTINCT embedding_id FROM (SELECT embedding_id FROM embedding_points "
+                    f"WHERE embedder = %(embedder)s AND user_id = %(user)s AND kind = ANY(%(kinds)s) "
+                    f"ORDER BY point::vector({int(dims)}) <=> %(query)s::vector({int(dims)}) LIMIT %(want)s) c",
+                    {**params, "query": _vector_text(query), "want": want})
+            ids = [int(r[0]) for r in candidates]
+            if not ids:
+                return []
+            rows = db.run("SELECT e.kind, e.item_id, e.vector, e.parts FROM embeddings e WHERE e.user_id = %(user)s "
+                          f"AND e.id = ANY(%(ids)s){active}", {**params, "ids": ids})
+        if not rows:
+            return []
+        if self._rows is not None:
+            self.reads += len(rows)
+            self._rows.update(((embedder_id, r[0], r[1]), r) for r in rows)
+        scores = best_cosines(rows, query, dims)
+        order = np.argsort(-scores)[:k]
+        hits = [VectorHit(rows[i][0], int(rows[i][1]), float(scores[i])) for i in order]
+        return [h for h in hits if floor is None or h.similarity >= floor]
+
+    def read(self, embedder_id: str, dims: int,
+             items: Sequence[tuple[str, int]]) -> dict[tuple[str, int], "np.ndarray"]:
+        import numpy as np
+
+        rows = self._item_rows(embedder_id, items)
+        if not rows:
+            return {}
+        matrix = np.frombuffer(b"".join(bytes(row[2]) for row in rows), dtype=np.float32).reshape(len(rows), dims)
+        return {(row[0], row[1]): vector for row, vector in zip(rows, matrix)}
+
+    def similarities(self, embedder_id: str, dims: int, query: "np.ndarray",
+                     items: Sequence[tuple[str, int]]) -> dict[tuple[str, int], float]:
+        import numpy as np
+
+        rows = self._item_rows(embedder_id, items)
+        if not rows:
+            return {}
+        scores = best_cosines(rows, np.asarray(query, dtype=np.float32).reshape(-1), dims)
+        return {(row[0], row[1]): float(score) for row, score in zip(rows, scores)}
+
+    def size(self, embedder_id: str, kind: str | None = None) -> int:
+        db, user_id = self.db, self.scope.user_id
+        if kind is None:
+            return int(db.scalar("SELECT count FROM embedding_counts WHERE user_id = ? AND embedder = ?",
+                                 (user_id, embedder_id)) or 0)
+        return int(db.scalar("SELECT count(*) FROM embeddings WHERE user_id = ? AND embedder = ? AND kind = ?",
+                             (user_id, embedder_id, kind)) or 0)
+
+    def _item_rows(self, embedder_id: str, items: Sequence[tuple[str, int]]) -> list[Row]:
+        wanted = list(dict.fromkeys(items))
+        cache = self._rows
+        missing = wanted if cache is None else [i for i in wanted if (embedder_id, *i) not in cache]
+        read: list[Row] = []
+        if missing:
+            kinds = [kind for kind, _ in missing]
+            ids = [int(item_id) for _, item_id in missing]
+            read = [(r[0], int(r[1]), r[2], r[3]) for r in self.db.run(
+                "SELECT e.kind, e.item_id, e.vector, e.parts FROM embeddings e "
+                "JOIN unnest(%s::text[], %s::bigint[]) AS w(kind, item_id) "
+                "ON e.kind = w.kind AND e.item_id = w.item_id "
+                "WHERE e.embedder = %s AND e.user_id = %s", (kinds, ids, embedder_id, self.scope.user_id))]
+            self.reads += len(read)
+        if cache is None:
+            return read
+        for item in missing:
+            cache[(embedder_id, *item)] = None
+        for row in read:
+            cache[(embedder_id, row[0], row[1])] = row
+        found = (cache[(embedder_id, *item)] for item in wanted)
+        return [row for row in found if row is not None]
+
+
+def _vector_text(vector: "np.ndarray") -> str:
+    """A vector as pgvector's text input ('[0.1,0.2,...]'): no adapter to register on the connection."""
+    return "[" + ",".join(f"{float(x):.7g}" for x in vector) + "]"
