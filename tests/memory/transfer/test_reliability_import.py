@@ -226,7 +226,7 @@ def test_a_record_over_the_size_limit_is_one_problem_and_the_rest_is_imported(tm
     archive = tmp_path / "export.zip"
     with zipfile.ZipFile(archive, "w", zipfile.ZIP_DEFLATED) as handle:
         handle.writestr("conversations.json", json.dumps(data))
-    other = MemoryStore(memory.db).user("zip")
+    other = memory.backend.user("zip")
     report = do_import(other, archive)
     assert [p.where for p in report.problems] == ["conversation 2"] and texts_of(other) == ["first", "third"]
 
@@ -236,7 +236,7 @@ def test_a_record_over_the_size_limit_is_one_problem_and_the_rest_is_imported(tm
              {"type": "message", "id": 3, "role": "user", "content": "kept after", "created_at": 1e9}]
     jsonl = tmp_path / "x.jsonl"
     jsonl.write_text("\n".join(json.dumps(line) for line in lines) + "\n", encoding="utf-8")
-    third = MemoryStore(memory.db).user("jsonl")
+    third = memory.backend.user("jsonl")
     report = do_import(third, jsonl)
     assert [(p.where, p.reason[:12]) for p in report.problems] == [("line 3", "larger than ")]
     assert texts_of(third) == ["kept before", "kept after"]
@@ -377,7 +377,7 @@ def test_a_deeply_nested_value_skips_its_conversation_only(tmp_path, memory):
              json.dumps({"type": "message", "id": 3, "role": "user", "content": "also kept", "created_at": 1e9})]
     jsonl = tmp_path / "deep.jsonl"
     jsonl.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    other = MemoryStore(memory.db).user("other")
+    other = memory.backend.user("other")
     report = do_import(other, jsonl)
     assert [(p.where, p.reason) for p in report.problems] == [("line 3", "nested deeper than 100 levels: skipped")]
     assert texts_of(other) == ["kept", "also kept"]

@@ -434,7 +434,7 @@ def test_markdown_export_is_readable(tmp_path, memory, run_cli):
 
 def test_export_is_of_one_user_only(tmp_path, memory, run_cli):
     _fill(memory)
-    MemoryStore(memory.db).user("eve").facts.add("eve's secret plan", category="general")
+    memory.backend.user("eve").facts.add("eve's secret plan", category="general")
     memory.db.close()
     text = run_cli("memory", "export", "--user", "ana").stdout
     assert "eve's secret plan" not in text
@@ -568,8 +568,8 @@ def test_imported_items_never_take_the_id_of_a_forgotten_one(tmp_path, memory):
     report = import_file(bob, exported, importance=ImportanceConfig())
     assert report.messages_added and report.facts_added and report.summaries_added
     for table, forgotten in (("messages", message), ("facts", fact), ("summaries", summary)):
-        ids = [row[0] for row in memory.db.execute(f"SELECT id FROM {table} WHERE user_id = 'bob'")]
+        ids = [row[0] for row in bob.db.execute(f"SELECT id FROM {table} WHERE user_id = 'bob'")]
         assert ids and min(ids) > forgotten, f"an imported row of {table} took a forgotten id"
-    history = list(memory.db.execute("SELECT action, old_value, new_value FROM fact_history "
-                                     "WHERE fact_id = ? AND user_id = 'bob' ORDER BY id", (fact,)))
+    history = list(bob.db.execute("SELECT action, old_value, new_value FROM fact_history "
+                                  "WHERE fact_id = ? AND user_id = 'bob' ORDER BY id", (fact,)))
     assert history == [("ADD", None, None), ("FORGET", None, None)], "only the forgotten fact's own, content-free"

@@ -26,9 +26,9 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any, cast
 
 from coop.memory.kinds import REGISTRY, active_fact
+from coop.memory.storage import text_index as shared
 from coop.memory.storage.fulltext import CONTEXT_CHARS, CONTEXT_MESSAGES
 from coop.memory.storage.lengths import FTS5_B, FTS5_K1, with_message_lengths
-from coop.memory.storage import text_index as shared
 from coop.memory.text import fts_text
 
 if TYPE_CHECKING:
@@ -105,13 +105,13 @@ class PgTextIndex:
                     postings += [(user_id, kind, term, item_id, counted.get(term, 0), around.get(term, 0), length)
                                  for term in counted.keys() | around.keys()]
             if docs:
-                with db.conn.cursor() as cursor:
-                    cursor.executemany("INSERT INTO fulltext_docs (kind, item_id, user_id, terms) "
-                                       "VALUES (%s, %s, %s, %s)", docs)
-                    with cursor.copy("COPY fulltext_postings (user_id, kind, term, item_id, own, context, terms) "
-                                     "FROM STDIN") as copy:
-                        for row in postings:
-                            copy.write_row(row)
+                # arrays unnested in one statement each: COPY is refused under row-level security
+                db.run("INSERT INTO fulltext_docs (kind, item_id, user_id, terms) SELECT * FROM "
+                       "unnest(%s::text[], %s::bigint[], %s::text[], %s::int[])", [list(c) for c in zip(*docs)])
+                if postings:
+                    db.run("INSERT INTO fulltext_postings (user_id, kind, term, item_id, own, context, terms) "
+                           "SELECT * FROM unnest(%s::text[], %s::text[], %s::text[], %s::bigint[], %s::real[], "
+                           "%s::real[], %s::int[])", [list(c) for c in zip(*postings)])
                 totals: dict[str, list[int]] = {}
                 for kind, _, _, length in docs:
                     totals.setdefault(kind, [0, 0])

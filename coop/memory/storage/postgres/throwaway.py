@@ -70,6 +70,26 @@ class RunningServer:
         self._admin("CREATE DATABASE {}", name)
         return self.url(name)
 
+    def create_app_database(self, role: str = "coop_app", name: str | None = None) -> str:
+        """A new database as a hosted one is set up: pgvector enabled by the superuser, the database owned by an
+        ordinary role (`role`, made once, no password: the server trusts 127.0.0.1), and the URL of that role, so
+        row-level security binds the connection as it would in production."""
+        import psycopg
+        from psycopg import sql
+
+        name = name or f"coop_test_{uuid.uuid4().hex[:16]}"
+        with psycopg.connect(self.admin_url, autocommit=True) as conn:
+            if not conn.execute("SELECT 1 FROM pg_roles WHERE rolname = %s", (role,)).fetchone():
+                try:
+                    conn.execute(sql.SQL("CREATE ROLE {} LOGIN").format(sql.Identifier(role)))
+                except psycopg.errors.UniqueViolation:  # another worker made it first
+                    pass
+            conn.execute(sql.SQL("CREATE DATABASE {} OWNER {}").format(sql.Identifier(name), sql.Identifier(role)))
+        with psycopg.connect(self.url(name), autocommit=True) as conn:
+            conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
+        return urlsplit(self.url(name))._replace(
+            netloc=f"{quote(role)}@{urlsplit(self.admin_url).netloc.rpartition('@')[2]}").geturl()
+
     def drop_database(self, name_or_url: str) -> None:
         """Drop a database, given its name or URL, closing the connections still open on it."""
         name = unquote(urlsplit(name_or_url).path.lstrip("/")) if "://" in name_or_url else name_or_url

@@ -1,0 +1,192 @@
+"""The Postgres backend's own parts: the statement dialect (each rule), row-level security, the per-user write lock,
+the lazy full-text index, the vector index past its exact threshold, `coop check` and the configuration."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import numpy as np
+import pytest
+
+from coop.errors import ConfigError, StoreError
+from coop.memory.storage.postgres.dialect import arguments, translate
+from coop.memory.storage.scope import fresh_id_sql
+
+# -- the dialect: each rule -------------------------------------------------------------------------------------
+
+def test_placeholders_become_psycopg_ones_and_percent_signs_are_escaped():
+    assert translate("SELECT x FROM t WHERE a = ? AND b LIKE '%z'") == (
+        "SELECT x FROM t WHERE a = %s AND b LIKE '%%z'", None)
+
+
+def test_numbered_placeholders_repeat_their_value_and_a_bare_one_follows_the_largest():
+    sql, order = translate("UPDATE u SET r = max(coalesce(r, ?1), ?1) WHERE id = ?2")
+    assert sql == "UPDATE u SET r = greatest(coalesce(r, %s), %s) WHERE id = %s"
+    assert arguments((5.0, "ana"), order) == [5.0, 5.0, "ana"]
+    sql, order = translate("SELECT a FROM m WHERE u = ?1 AND x = ?1 AND id IN (?,?)")
+    assert arguments(("ana", 7, 8), order) == ["ana", "ana", 7, 8]
+
+
+def test_sqlite_hints_go_and_is_comparisons_become_distinct_from():
+    sql, _ = translate("SELECT 1 FROM e INDEXED BY e_user WHERE +user_id = ? AND (session_id IS ? OR s IS NOT ?)")
+    assert sql == "SELECT 1 FROM e WHERE user_id = %s AND (session_id IS NOT DISTINCT FROM %s OR s IS DISTINCT FROM %s)"
+    assert translate("SELECT a + b FROM t WHERE x IS NULL")[0] == "SELECT a + b FROM t WHERE x IS NULL"
+
+
+def test_insert_or_ignore_max_min_instr_and_fresh_ids():
+    assert translate("INSERT OR IGNORE INTO users (id) VALUES (?)")[0] == \
+        "INSERT INTO users (id) VALUES (%s) ON CONFLICT DO NOTHING"
+    assert translate("INSERT OR IGNORE INTO t (a) VALUES (?) RETURNING id")[0] == \
+        "INSERT INTO t (a) VALUES (%s) ON CONFLICT DO NOTHING RETURNING id"
+    assert translate("SELECT max(id), min(a, b), instr(lower(x), ?) FROM t")[0] == \
+        "SELECT max(id), least(a, b), strpos(lower(x), %s) FROM t"
+    assert translate(f"INSERT INTO facts (id) VALUES ({fresh_id_sql('fact')})")[0] == \
+        "INSERT INTO facts (id) VALUES (nextval('facts_id_seq'))"
+
+
+def test_booleans_go_in_as_the_integers_sqlite_stores():
+    assert arguments((True, False, 3), None) == [1, 0, 3]
+
+
+# -- the store ----------------------------------------------------------------------------------------------------
+
+@pytest.fixture
+def pg(postgres_url):
+    from coop.memory.storage.postgres.store import PgStore
+
+    store = PgStore.open(postgres_url)
+    yield store
+    store.close()
+
+
+@pytest.mark.postgres
+def test_row_level_security_keeps_a_users_handle_to_that_users_rows(pg, postgres_url):
+    ana, bob = pg.user("ana"), pg.user("bob")
+    ana.messages.add(ana.sessions.start(), "user", "ana's words about herons")
+    bob.messages.add(bob.sessions.start(), "user", "bob's words about herons")
+    # a statement that forgets its user filter still sees only the handle's user
+    assert [r[0] for r in ana.db.execute("SELECT content FROM messages")] == ["ana's words about herons"]
+    assert ana.db.execute("SELECT count(*) FROM messages WHERE user_id = 'bob'")[0][0] == 0
+    with pytest.raises(StoreError, match="refused"):
+        ana.db.execute("INSERT INTO users (id, created_at) VALUES ('mallory', 0)")
+    assert sorted(pg.user_ids()) == ["ana", "bob"]
+    checks = {f.name: f.severity for f in pg.check()}
+    assert checks["row-level security"] == "ok" and checks["schema"] == "ok" and checks["pgvector"] == "ok"
+
+
+@pytest.mark.postgres
+def test_a_users_writes_queue_behind_one_another_but_not_behind_another_users(pg):
+    from coop.memory.storage.postgres.store import PgStore
+
+    other = PgStore.open(pg.url)
+    try:
+        held = threading.Event()
+        release = threading.Event()
+
+        def hold() -> None:
+            with pg.user("ana").transaction():
+                pg.user("ana").facts.add("Lives in Porto", category="location", key="city")
+                held.set()
+                release.wait(10)
+
+        holder = threading.Thread(target=hold)
+        holder.start()
+        assert held.wait(10)
+        started = time.monotonic()
+        other.user("bob").facts.add("Lives in Lyon", category="location", key="city")  # another user: no wait
+        assert time.monotonic() - started < 2
+        done = threading.Event()
+
+        def second_device() -> None:
+            other.user("ana").facts.add("Lives in Braga", category="location", key="city")
+            done.set()
+
+        writer = threading.Thread(target=second_device)
+        writer.start()
+        assert not done.wait(0.5), "a second write of the same user must wait for the first"
+        release.set()
+        holder.join(10)
+        writer.join(10)
+        assert done.is_set()
+        active = [i.text for i in pg.user("ana").list_items("fact")]
+        assert active == ["Lives in Braga"]  # the later write superseded the earlier, one active per key
+    finally:
+        other.close()
+
+
+@pytest.mark.postgres
+def test_full_text_follows_writes_updates_and_deletes_with_bm25_ranking(pg):
+    ana = pg.user("ana")
+    alone = [ana.messages.add(ana.sessions.start(), "user", text) for text in  # no neighbours: no context words
+             ("a heron by the river", "a river, a river, and another river", "nothing to see here")]
+    hits = ana.text.matches([], ["heron", "river"], kinds=("message",), limit=5)
+    assert [h[1] for h in hits][:1] == [alone[0]]  # the rare word outweighs a common one said three times
+    session = ana.sessions.start()
+    ids = [ana.messages.add(session, "user", text) for text in ("the heron stood there", "and then it flew")]
+    assert ids[1] in [h[1] for h in ana.text.matches([], ["stood"], kinds=("message",), limit=5)]  # by context
+    fact = ana.facts.add("Keeps a heron called Gus").fact_id
+    assert ("fact", fact) in {(k, i) for k, i, _ in ana.text.matches([], ["gus"], kinds=("fact",), limit=5)}
+    ana.forget("message", ids[0])
+    assert ids[0] not in [h[1] for h in ana.text.matches([], ["heron"], kinds=("message",), limit=5)]
+    assert ana.db.scalar("SELECT count(*) FROM fulltext_postings WHERE kind = 'message' AND item_id = ?",
+                         (ids[0],)) == 0
+    # the message after the forgotten one held its words as context: it is indexed again without them
+    assert ids[1] not in [h[1] for h in ana.text.matches([], ["stood"], kinds=("message",), limit=5)]
+
+
+@pytest.mark.postgres
+def test_the_vector_index_past_the_exact_threshold_finds_what_exact_search_finds(pg, monkeypatch):
+    from coop.memory.storage.postgres import vector_index
+
+    monkeypatch.setattr(vector_index, "EXACT_BELOW", 10)
+    ana, bob = pg.user("ana"), pg.user("bob")
+    rng = np.random.default_rng(7)
+    for memory, count in ((ana, 60), (bob, 300)):
+        session = memory.sessions.start()
+        ids = [memory.messages.add(session, "user", f"message {i}") for i in range(count)]
+        matrix = rng.normal(size=(count, 16)).astype(np.float32)
+        matrix /= np.linalg.norm(matrix, axis=1, keepdims=True)
+        memory.vectors.store("message", ids, "test-16", matrix)
+    query = rng.normal(size=16).astype(np.float32)
+    query /= np.linalg.norm(query)
+    approximate = ana.vectors.nearest("test-16", 16, query, k=10)
+    exact = ana.vectors.nearest("test-16", 16, query, k=10, exact=True)
+    assert len(approximate) == 10, "the user's filter never leaves fewer than k"
+    assert len({h.item_id for h in approximate} & {h.item_id for h in exact}) >= 9
+    assert all(pg.user("ana").exists("message", h.item_id) for h in approximate)
+
+
+# -- configuration ----------------------------------------------------------------------------------------------
+
+def test_the_postgres_backend_needs_a_url_and_takes_coop_database_url():
+    from coop.config.loading import build_config, resolve_store
+
+    config = build_config({"memory": {"backend": "postgres"}})
+    with pytest.raises(ConfigError, match="no server"):
+        resolve_store(config, env={})
+    assert resolve_store(config, env={"COOP_DATABASE_URL": "postgresql://coop@db/coop"}) == \
+        ("postgres", "postgresql://coop@db/coop")
+    with pytest.raises(ConfigError, match="postgresql://"):
+        resolve_store(build_config({"memory": {"backend": "postgres", "url": "mysql://x"}}), env={})
+    assert resolve_store(build_config({"memory": {"db_path": "/tmp/x.db"}}), env={}) == ("sqlite", "/tmp/x.db")
+
+
+def test_a_refused_connection_is_one_line_with_a_hint_and_the_password_never_shown(run_cli, monkeypatch):
+    monkeypatch.setenv("COOP_MEMORY_BACKEND", "postgres")
+    monkeypatch.setenv("COOP_DATABASE_URL", "postgresql://coop:hunter2@127.0.0.1:1/coop")
+    result = run_cli("memory", "list")
+    assert result.exit_code != 0
+    assert "cannot reach the Postgres server" in result.stderr and "hunter2" not in result.stderr
+    assert "COOP_DATABASE_URL" in result.stderr
+
+
+@pytest.mark.postgres
+def test_coop_check_reports_the_server_pgvector_and_the_schema(run_cli, monkeypatch, postgres_url):
+    monkeypatch.setenv("COOP_MEMORY_BACKEND", "postgres")
+    monkeypatch.setenv("COOP_DATABASE_URL", postgres_url)
+    result = run_cli("check", "--json")
+    names = {c["name"]: c for c in result.json()["checks"]}
+    assert "PostgreSQL 18" in names["postgres"]["message"]
+    assert names["pgvector"]["message"].startswith("pgvector 0.8")
+    assert names["schema"]["severity"] == "ok"
