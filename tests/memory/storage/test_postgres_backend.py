@@ -190,3 +190,18 @@ def test_coop_check_reports_the_server_pgvector_and_the_schema(run_cli, monkeypa
     assert "PostgreSQL 18" in names["postgres"]["message"]
     assert names["pgvector"]["message"].startswith("pgvector 0.8")
     assert names["schema"]["severity"] == "ok"
+
+
+@pytest.mark.postgres
+def test_a_connection_the_server_dropped_is_made_again(pg, postgres_server):
+    import psycopg
+
+    ana = pg.user("ana")
+    ana.messages.add(ana.sessions.start(), "user", "before the drop")
+    pid = pg.db.conn.info.backend_pid
+    with psycopg.connect(postgres_server.admin_url, autocommit=True) as admin:
+        admin.execute("SELECT pg_terminate_backend(%s)", (pid,))
+    time.sleep(0.2)
+    assert [i.text for i in ana.list_items("message")] == ["before the drop"]  # a read: connected again
+    ana.messages.add(ana.sessions.start(), "user", "after the drop")  # and a write
+    assert pg.db.conn.info.backend_pid != pid

@@ -155,11 +155,32 @@ class PgDatabase:
             self.link.conn.execute("SELECT set_config('coop.user_id', %s, false)", (self.user,))
             self.link.bound = self.user if not self.in_transaction else None  # a rollback would undo it
 
-    def run(self, sql: str, params: Any = None) -> Rows:
-        """A statement in Postgres's own SQL (`%s` placeholders), its rows read whole."""
+    def _reconnect(self) -> bool:
+        """After the server went away (a restart, a dropped idle connection), connect again, once, if nothing
+        was in flight: True when a new connection is ready."""
+        if not self.conn.broken and not self.conn.closed:
+            return False
         try:
-            self._bind()
-            cursor = self.conn.execute(sql, params)
+            self.link.conn = connect(self.link.url)
+        except StoreError:
+            return False
+        self.link.bound = None
+        return True
+
+    def run(self, sql: str, params: Any = None) -> Rows:
+        """A statement in Postgres's own SQL (`%s` placeholders), its rows read whole. Outside a transaction, a
+        connection the server dropped is made again and the statement sent once more."""
+        import psycopg
+
+        try:
+            try:
+                self._bind()
+                cursor = self.conn.execute(sql, params)
+            except psycopg.OperationalError:
+                if not self._reconnect():
+                    raise
+                self._bind()
+                cursor = self.conn.execute(sql, params)
             return Rows(cursor.fetchall() if cursor.description is not None else [])
         except UnicodeEncodeError:
             raise UsageError("the text is not valid UTF-8", hint="convert the input to UTF-8") from None
@@ -195,8 +216,12 @@ class PgDatabase:
         """A transaction that nests (savepoints inside); the outermost one of a user's view holds that user's
         write lock until it ends."""
         try:
-            self._bind()
             outermost = not self.in_transaction
+            if outermost:  # through `run`: a dropped connection is made again before the transaction starts
+                self.run("SELECT set_config('coop.user_id', %s, false)", (self.user,))
+                self.link.bound = self.user
+            else:
+                self._bind()
             with self.conn.transaction():
                 if outermost and self.user != ALL_USERS:
                     self.conn.execute("SELECT pg_advisory_xact_lock(hashtext('coop:user'), hashtext(%s))",

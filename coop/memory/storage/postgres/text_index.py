@@ -74,6 +74,8 @@ class PgTextIndex:
     # -- upkeep ---------------------------------------------------------------------------------------------
     def catch_up(self, limit: int | None = None) -> int:
         """Index what this user's writes queued; returns how many items were indexed."""
+        if not self.db.run("SELECT 1 FROM fulltext_pending WHERE user_id = %s LIMIT 1", (self.scope.user_id,)):
+            return 0  # the usual case at a search: one cheap look, no transaction
         done = 0
         while limit is None or done < limit:
             count = self._index_batch(INDEX_BATCH if limit is None else min(INDEX_BATCH, limit - done))
