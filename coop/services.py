@@ -75,8 +75,9 @@ class Services:
             from coop.memory.storage.backends import open_store
 
             backend, location = resolve_store(self.config)
-            if backend == "sqlite" and location == str(coop_home() / "coop.db"):
-                private_dir(coop_home())  # coop's own directory: 0700, even if an old install left it open
+            if backend == "postgres" or location == str(coop_home() / "coop.db"):
+                private_dir(coop_home())  # coop's own directory (logs, history, keys): 0700, even if an old
+                # install left it open; on a server it holds no database but still those
             self._store = open_store(backend, location, busy_timeout_ms=self.config.memory.busy_timeout_ms)
         return self._store
 

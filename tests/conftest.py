@@ -2,7 +2,8 @@
 
 - `coop_home`: a temp COOP_HOME (autouse), with COOP_* variables from the host cleared, the embedder set to the
   deterministic hash embedder (fast, no model needed), and the working directory moved so ./coop.toml is not read.
-- `db`, `store`, `memory`: an on-disk store in that home and one user's handle on it.
+- `db`, `store`, `memory`: an on-disk store in that home and one user's handle on it; `store` and `memory` are
+  parametrized by `backend`: every test that takes them runs on SQLite and on Postgres (`tests/postgres.py`).
 - `hash_embedder`: the deterministic embedder.
 - `real_model_dir` / `real_embedder`: the real all-MiniLM-L6-v2 model from COOP_TEST_MODEL_PATH (set by
   .ci/run from ../shared/tools/provision-embedder-model); tests that need it skip with the reason when absent.
@@ -137,11 +138,45 @@ def db(coop_home: Path):
     database.close()
 
 
-@pytest.fixture
-def store(db):
-    from coop.memory.storage.store import MemoryStore
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def backend(request: pytest.FixtureRequest) -> str:
+    """Which store `store` (and so `memory`) is: each test that takes one runs on both (see `store`)."""
+    return str(request.param)
 
-    return MemoryStore(db)
+
+@pytest.fixture
+def store(backend: str, request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch):
+    """A SQLite file in the test's home and, again, a fresh database on the throwaway Postgres server
+    (`tests/postgres.py`). Under Postgres, the configuration the CLI, the chat and MCP read names the same
+    database (COOP_MEMORY_BACKEND, COOP_DATABASE_URL), so a test that mixes `memory` with commands sees one store.
+    A test that reaches SQLite itself (the `db` fixture: pragmas, FTS5 tables, migrations, files) runs on SQLite
+    only, as does one marked `sqlite_only` (`pytest_collection_modifyitems` below)."""
+    if backend == "sqlite":
+        from coop.memory.storage.store import MemoryStore
+
+        return MemoryStore(request.getfixturevalue("db"))
+    from coop.memory.storage.postgres.store import PgStore
+
+    url = request.getfixturevalue("postgres_url")
+    request.getfixturevalue("coop_home").mkdir(mode=0o700, parents=True, exist_ok=True)  # as `Services.store`
+    monkeypatch.setenv("COOP_MEMORY_BACKEND", "postgres")
+    monkeypatch.setenv("COOP_DATABASE_URL", url)
+    opened = PgStore.open(url)
+    request.addfinalizer(opened.close)
+    return opened
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """The Postgres runs of tests about SQLite itself are left out (see `store`)."""
+    keep, drop = [], []
+    for item in items:
+        callspec = getattr(item, "callspec", None)
+        on_postgres = callspec is not None and callspec.params.get("backend") == "postgres"
+        sqlite_only = "db" in getattr(item, "fixturenames", ()) or item.get_closest_marker("sqlite_only")
+        (drop if on_postgres and sqlite_only else keep).append(item)
+    if drop:
+        config.hook.pytest_deselected(items=drop)
+        items[:] = keep
 
 
 @pytest.fixture

@@ -100,7 +100,6 @@ def test_no_library_path_returns_another_users_rows(store, scripted):
     from coop.config.loading import apply_overrides
     from coop.memory.growth.consolidate import consolidate
     from coop.memory.retrieval.search import search
-    from coop.memory.storage.vectors import nearest
     from coop.memory.transfer.export import export_records
 
     config = apply_overrides(load_config(), {"model.name": "openai/test-model"})
@@ -118,7 +117,7 @@ def test_no_library_path_returns_another_users_rows(store, scripted):
                 result = search(memory, q, embedder=EMBEDDER, limit=40, settings=RetrievalSettings.defaults().but(floor=-1.0),
                                 include_inactive=True)
                 assert refs_of(h.item for h in result.hits) <= mine
-            hits = nearest(memory, EMBEDDER.id, EMBEDDER.dims, EMBEDDER.embed_query(query), k=200,
+            hits = memory.vectors.nearest(EMBEDDER.id, EMBEDDER.dims, EMBEDDER.embed_query(query), k=200,
                            include_inactive=True)
             assert {(h.kind, h.item_id) for h in hits} <= mine
             # listing and reading

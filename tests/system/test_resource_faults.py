@@ -66,6 +66,7 @@ def assert_store_error(result, *fragments: str) -> None:
 # --- a full disk ---------------------------------------------------------------------------------------------
 
 
+@pytest.mark.sqlite_only  # SQLite's own file (its size limit, permissions, read-only mode)
 def test_a_full_database_is_a_clear_error_nothing_partial_and_the_repl_goes_on(memory, openai_server):
     """The database may not grow (SQLite's max_page_count: SQLITE_FULL, exactly what a full disk gives)."""
     repl, screen = make_repl(memory, openai_server)
@@ -247,6 +248,7 @@ def test_a_read_only_database_reads_refuses_writes_clearly_and_changes_nothing(r
     assert {p.name: p.read_bytes() for p in home.iterdir()} == snapshot
 
 
+@pytest.mark.sqlite_only  # SQLite's own file (its size limit, permissions, read-only mode)
 def test_a_database_that_turns_read_only_under_the_repl(memory, openai_server):
     repl, screen = make_repl(memory, openai_server)
     repl.handle("hello", interactive=False)

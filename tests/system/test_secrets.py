@@ -204,6 +204,7 @@ def test_a_key_in_an_environment_override_is_never_repeated(run_cli):
 
 
 @pytest.mark.slow  # runs `coop chat` as a process, which imports litellm: seconds each
+@pytest.mark.sqlite_only  # SQLite's own file (its size limit, permissions, read-only mode)
 def test_files_are_private_whatever_the_umask(coop_home, tmp_path, openai_server, memory):
     assert stat.S_IMODE(coop_home.stat().st_mode) == 0o700  # created by the `memory` fixture's database
     home = tmp_path / "fresh-home"

@@ -14,6 +14,7 @@ from functools import cached_property
 from typing import TYPE_CHECKING, Any, cast
 
 from coop.errors import StoreError
+from coop.memory.kinds import REGISTRY
 from coop.memory.storage.health import Finding, guarded
 from coop.memory.storage.postgres.connection import ALL_USERS, Link, PgDatabase, connect, redacted
 from coop.memory.storage.postgres.schema import SCHEMA_VERSION, schema_sql
@@ -174,9 +175,15 @@ class PgStore(MemoryStore):
         rows = self.db.run("SELECT v.embedder, v.dims, (SELECT count(*) FROM embeddings e "
                            "WHERE e.embedder = v.embedder) FROM vector_indexes v ORDER BY v.embedder")
         queued = int(self.db.run("SELECT count(*) FROM fulltext_pending")[0][0])
+        pending = sum(int(self.db.run(f"SELECT count(*) FROM {spec.table} WHERE embedder IS NULL")[0][0])
+                      for spec in REGISTRY.values())
         found = [Finding("vector index", "ok", f"{embedder}: {count} vectors, {dims} dimensions, HNSW")
                  for embedder, dims, count in rows]
         found.append(Finding("full text", "ok", f"{queued} items waiting to be indexed (done at the next search)"))
+        if pending:
+            found.append(Finding("embedding backlog", "warning",
+                                 f"{pending:,} item{'s' * (pending != 1)} {'has' if pending == 1 else 'have'} "
+                                 "no vector yet", "run `coop memory reembed`, or let coop catch up in the background"))
         return found
 
     def stats(self) -> dict[str, Any]:
