@@ -172,8 +172,10 @@ class PgVectorIndex:
                 db.run("SET LOCAL hnsw.iterative_scan = relaxed_order")
                 db.run(f"SET LOCAL hnsw.max_scan_tuples = {max(20000, want * 40)}")
                 candidates = db.run(
+                    # the embedder as a literal: the planner matches it to the partial index's predicate even
+                    # in a generic plan (a prepared statement's), which a parameter would not let it do
                     f"SELECT DISTINCT embedding_id FROM (SELECT embedding_id FROM embedding_points "
-                    f"WHERE embedder = %(embedder)s AND user_id = %(user)s AND kind = ANY(%(kinds)s) "
+                    f"WHERE embedder = {_literal(embedder_id)} AND user_id = %(user)s AND kind = ANY(%(kinds)s) "
                     f"ORDER BY point::vector({int(dims)}) <=> %(query)s::vector({int(dims)}) LIMIT %(want)s) c",
                     {**params, "query": _vector_text(query), "want": want})
             ids = [int(r[0]) for r in candidates]
