@@ -1,5 +1,6 @@
-"""`coop memory import|export|reembed|reindex`: moving memory in and out, and rebuilding what is derived from it
-(vectors, full-text indexes). Registered on the same `coop memory` app as the inspection commands."""
+"""`coop memory import|export|migrate|reembed|reindex`: moving memory in and out and between stores, and rebuilding
+what is derived from it (vectors, full-text indexes). Registered on the same `coop memory` app as the inspection
+commands."""
 
 from __future__ import annotations
 
@@ -19,8 +20,10 @@ from coop.memory.text import plural
 if TYPE_CHECKING:
     from rich.progress import Progress
 
+    from coop.config.loading import Config
     from coop.memory.embedder import Embedder
     from coop.memory.storage.store import UserMemory
+    from coop.memory.transfer.migrate import MigrationProgress, MigrationReport, UserMigration
     from coop.memory.transfer.report import ImportProgress
 
 
@@ -126,6 +129,134 @@ def export(
     count = export_user(memory, fmt, out_path, sys.stdout)
     if out_path is not None:
         output.info(f"wrote {count:,} records of {memory.user_id} to {out_path}")
+
+
+ToOption = Annotated[str | None, typer.Option("--to", metavar="URL",
+                                              help="copy the SQLite memory to this Postgres server")]
+FromOption = Annotated[str | None, typer.Option("--from", metavar="URL",
+                                                help="copy from this Postgres server into the SQLite memory")]
+UsersOption = Annotated[list[str] | None, typer.Option("--user", metavar="ID",
+                                                       help="whose memory (repeat for several; default: every user)")]
+
+
+@app.command()
+def migrate(
+    ctx: typer.Context,
+    to_url: ToOption = None,
+    from_url: FromOption = None,
+    users: UsersOption = None,
+    json_: JsonOption = False,
+) -> None:
+    """Copy memories from this machine's SQLite file to a Postgres server (--to) or back (--from), vectors
+    included, and verify the counts.
+
+    Rerunnable: what an earlier run copied is recognised, nothing is doubled, and what is new is added. The SQLite
+    side is memory.db_path (default COOP_HOME/coop.db), whatever memory.backend says."""
+    from coop.memory.storage.backends import describe, open_store
+    from coop.memory.transfer.migrate import migrate as run_migrate
+
+    if (to_url is None) == (from_url is None):
+        raise UsageError("give one of --to URL or --from URL" if to_url is None else "give --to or --from, not both",
+                         hint="--to postgresql://... copies this machine's memory to the server; --from copies back")
+    up = to_url is not None
+    url = ((to_url if up else from_url) or "").strip()
+    if not url.startswith(("postgresql://", "postgres://")) or "\x00" in url:
+        raise UsageError(f"{'--to' if up else '--from'} takes a Postgres URL, not {describe('postgres', url)!r}",
+                         hint="e.g. postgresql://coop@db.example.com:5432/coop")
+    if any(not name.strip() for name in users or []):
+        raise UsageError("the user id is empty", hint="give --user a name, or leave it out for every user")
+    app_state = state(ctx)
+    chosen = users or ([app_state.user] if app_state.user else None)  # `coop --user ana memory migrate` too
+    config = app_state.config()
+    path = _sqlite_path(config, must_exist=up)
+    server = open_store("postgres", url, migrate=up)  # a server read from is never set up
+    try:
+        local = open_store("sqlite", path, busy_timeout_ms=config.memory.busy_timeout_ms)
+        try:
+            source, target = (local, server) if up else (server, local)
+            started = time.monotonic()
+            with _progress() as bar:
+                task = bar.add_task("migrating", total=None, detail="")
+
+                def show(where: MigrationProgress) -> None:
+                    bar.update(task, description=f"{where.user}: {where.step}", total=where.total,
+                               completed=where.done)
+
+                try:
+                    report = run_migrate(source, target, chosen, progress=show)
+                except KeyboardInterrupt:  # each batch was committed as it went: say so, and how to go on
+                    output.info("stopped: what was copied so far is kept; run the same command again to go on "
+                                "where it stopped (nothing is doubled)")
+                    raise typer.Exit(int(ExitCode.INTERRUPTED)) from None
+        finally:
+            local.close()
+    finally:
+        server.close()
+    if json_:
+        output.print_json(report.as_dict())
+    else:
+        _print_migration(report, time.monotonic() - started)
+    if not report.verified:
+        raise typer.Exit(1)
+
+
+def _sqlite_path(config: Config, *, must_exist: bool) -> str:
+    """The configured SQLite file (memory.db_path, default COOP_HOME/coop.db), whatever memory.backend says; coop's
+    home is made (private) when a migration back is to make the file there."""
+    from coop.config.loading import coop_home, resolve_db_path
+    from coop.files.writing import private_dir
+
+    path = resolve_db_path(config)
+    if path == ":memory:":
+        raise UsageError("memory.db_path is ':memory:': there is no SQLite file to migrate",
+                         hint="set memory.db_path to a file, or leave it unset for COOP_HOME/coop.db")
+    if must_exist and not Path(path).is_file():
+        raise UsageError(f"there is no SQLite memory at {path} to copy",
+                         hint="set memory.db_path to the file, or COOP_HOME to the home that holds coop.db")
+    if path == str(coop_home() / "coop.db"):
+        private_dir(coop_home())
+    return path
+
+
+_NOUNS = {"sessions": ("session", None), "messages": ("message", None), "facts": ("fact", None),
+          "fact_history": ("history entry", "history entries"), "fact_sources": ("fact source", None),
+          "summaries": ("summary", "summaries"), "forgotten": ("forgotten record", None), "vectors": ("vector", None)}
+
+
+def _print_migration(report: MigrationReport, seconds: float) -> None:
+    """Per user, what the source holds and whether the target holds it too; the mismatches as warnings."""
+    for user in report.users:
+        counts = ", ".join(plural(count.source, *_NOUNS[kind]) for kind, count in user.counts.items())
+        verdict = "verified" if not user.mismatches else plural(len(user.mismatches), "mismatch", "mismatches")
+        output.out().print(f"{user.user}: {counts}: {verdict}", markup=False, highlight=False, soft_wrap=True)
+        _print_user_notes(user)
+    output.out().print(f"migrated {plural(len(report.users), 'user')} from {report.source} to {report.target} "
+                       f"in {seconds:.1f} s", markup=False, highlight=False, soft_wrap=True)
+    if not report.verified:
+        output.warn("the target does not hold everything the source does",
+                    "run the same command again: what arrived stays and the rest is added; --json says more")
+
+
+def _print_user_notes(user: UserMigration) -> None:
+    for kind in user.mismatches:
+        count = user.counts[kind]
+        noun = _NOUNS[kind][1] or _NOUNS[kind][0] + "s"
+        output.warn(f"{user.user}: {noun}: {count.source:,} in the source, {count.target:,} on the target")
+    for problem in user.problems[:10]:
+        output.warn(f"{user.user}: {problem.where}: {problem.reason}")
+    if len(user.problems) > 10:
+        output.warn(f"{user.user}: ... and {len(user.problems) - 10} more problems", "run with --json to see them all")
+    left = user.left_behind
+    if left.get("empty_sessions"):
+        output.info(f"{user.user}: {plural(left['empty_sessions'], 'empty session')} (no message, no summary) "
+                    "not copied")
+    if left.get("history_of_forgotten_facts"):
+        output.info(f"{user.user}: {plural(left['history_of_forgotten_facts'], 'history entry', 'history entries')} "
+                    "of forgotten facts not copied")
+    if left.get("forgotten_hashes"):
+        output.info(f"{user.user}: the keyed hashes of {plural(left['forgotten_hashes'], 'forgotten record')} did "
+                    "not come along (each store keys them with a secret of its own): the target does not keep those "
+                    "texts from being learned again")
 
 
 @app.command()
