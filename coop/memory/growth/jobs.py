@@ -4,6 +4,12 @@ Each job is built from plain values (a user id, the config, the fast model's `co
 the database connection it runs on, so it can run on the background worker's thread with the worker's own
 connection. A job returns a one-line notice for the user (or None); it never prints. `MemoryJobs` holds what
 every job needs; `coop.services` builds it with the configured fast model, so the engine never imports litellm.
+
+Other clients may work on the same user's memory at once (another `coop chat`, `coop mcp`, on this machine or, on
+a Postgres server, another): an extraction runs only once its job is claimed (`links.Jobs.claim`), and one another
+client holds is skipped; consolidation writes a span only if no other client consolidated it first
+(`consolidate.consolidate_span`); two clients embedding the same new items at once only waste the work (the
+second store of an item's vector replaces the first, in one transaction), so embedding claims nothing.
 """
 
 from __future__ import annotations
@@ -22,7 +28,7 @@ from coop.memory.growth.extract import Complete, ExtractionContext, extract_fact
 from coop.memory.growth.reconcile import FactWriter
 from coop.memory.kinds import INSTRUCTION
 from coop.memory.storage.items import FactWrite, Item
-from coop.memory.storage.links import MAX_JOB_ATTEMPTS, PendingJob
+from coop.memory.storage.links import JOB_LEASE_SECONDS, MAX_JOB_ATTEMPTS, JobClaim, PendingJob
 from coop.memory.storage.store import MemoryStore, UserMemory
 
 if TYPE_CHECKING:
@@ -41,6 +47,8 @@ class MemoryJobs:
     complete: Complete | None                   # the fast model, or None when no model is configured
     embedder: Callable[[], Embedder | None]     # called when a job needs it (it may still be loading)
     stopping: threading.Event = field(default_factory=threading.Event)  # set at exit: jobs stop between batches
+    _held: dict[tuple[str, int], JobClaim] = field(default_factory=dict, repr=False)  # claims a job is running
+    _holding: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def writer(self, memory: UserMemory, embedder: Embedder | None = None) -> FactWriter:
         """The one fact write pipeline, with the fast model as reconciler when there is one."""
@@ -68,18 +76,19 @@ class MemoryJobs:
 
         def run(store: MemoryStore) -> str | None:
             memory = store.user(user_id)
-            job = next((j for j in memory.jobs.pending() if j.job_id == job_id), None)
+            job = memory.jobs.get(job_id)
             return None if job is None or self.complete is None else self._extract(memory, job)
 
-        return run
+        return ClaimingJob(run, self)
 
     def pending(self, user_id: str, limit: int = 20) -> Job:
-        """At start: the extractions a previous process recorded and did not finish (it exited first)."""
+        """At start: the extractions a previous process recorded and did not finish (it exited first), except
+        those another client is running now."""
 
         def run(store: MemoryStore) -> str | None:
             memory = store.user(user_id)
             notices = []
-            for job in memory.jobs.pending(limit) if self.complete is not None else []:
+            for job in memory.jobs.pending(limit, unclaimed=True) if self.complete is not None else []:
                 if self.stopping.is_set():
                     break
                 notice = self._extract(memory, job)
@@ -87,14 +96,45 @@ class MemoryJobs:
                     notices.append(notice.removeprefix("memory: "))
             return "memory: " + "; ".join(notices) if notices else None
 
-        return run
+        return ClaimingJob(run, self)
+
+    def release_claims(self, store: MemoryStore) -> int:
+        """Give back the jobs this process's extractions hold (called at exit, on a handle of the caller's own,
+        when the worker was left inside one): the next start finishes them at once, not after the lease."""
+        with self._holding:
+            held = list(self._held.items())
+        for (user_id, _), claim in held:
+            store.user(user_id).jobs.release(claim)
+        return len(held)
 
     def _extract(self, memory: UserMemory, job: PendingJob) -> str | None:
         assert self.complete is not None
-        if memory.jobs.attempted(job.job_id) > MAX_JOB_ATTEMPTS:
+        claim = memory.jobs.claim(job.job_id)
+        if claim is None:  # another client runs it now (or finished it since it was listed)
+            log.debug("extraction of m%d is another client's; skipped", job.message_id)
+            return None
+        if claim.attempts > MAX_JOB_ATTEMPTS:
             log.warning("extraction of m%d failed %d times; given up", job.message_id, MAX_JOB_ATTEMPTS)
             memory.jobs.finish(job.job_id)
             return None
+        held = (memory.user_id, job.job_id)
+        with self._holding:
+            self._held[held] = claim
+        try:
+            return self._run_extraction(memory, job)
+        except BaseException:
+            try:  # the next start, or another client, may try again at once
+                memory.jobs.release(claim)
+            except Exception as exc:
+                log.warning("giving back the extraction of m%d failed (another client takes it in %d min): %s",
+                            job.message_id, JOB_LEASE_SECONDS // 60, exc)
+            raise
+        finally:
+            with self._holding:
+                self._held.pop(held, None)
+
+    def _run_extraction(self, memory: UserMemory, job: PendingJob) -> str | None:
+        assert self.complete is not None
         texts = memory.get_many("message", [job.message_id])
         if job.message_id not in texts:  # forgotten since: nothing to learn from it
             memory.jobs.finish(job.job_id)
@@ -148,6 +188,23 @@ class MemoryJobs:
             return consolidation(store)
 
         return run
+
+
+class ClaimingJob:
+    """A job that may hold extraction claims while it runs. When the process leaves while the worker is still
+    inside it (a slow model at exit), the worker calls `abandoned` from the exiting thread with a handle of its
+    own, and the claims are given back: the next start finishes the extraction rather than skipping it, as held
+    by another client, for `JOB_LEASE_SECONDS`."""
+
+    def __init__(self, run: Job, jobs: MemoryJobs) -> None:
+        self.run = run
+        self.jobs = jobs
+
+    def __call__(self, store: MemoryStore) -> str | None:
+        return self.run(store)
+
+    def abandoned(self, store: MemoryStore) -> None:
+        self.jobs.release_claims(store)
 
 
 CHANGES = ("UPDATE", "SUPERSEDE")

@@ -5,7 +5,9 @@ that connection; one that fails is logged and dropped (a background failure neve
 shows a one-line notice at the next prompt; the rows it would have changed stay as they were, to be retried
 later). `stop()` waits at most `timeout` seconds:
 a job still running then is abandoned with the thread (a daemon), and its transaction is rolled back by
-SQLite when the process exits.
+SQLite (or by the Postgres server, when the connection drops) when the process exits. An abandoned job that has
+an `abandoned(store)` method (`jobs.ClaimingJob`: it holds extraction claims, which outlive the process) is told
+so, on a handle of its own opened for that, so it can give back what it holds.
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ class BackgroundWorker:
         self._idle.set()
         self._pending = 0
         self._lock = threading.Lock()
+        self._current: Job | None = None  # the job running now
         self.failures: list[str] = []
         self._notices: list[str] = []
         self._thread = threading.Thread(target=self._run, name=name, daemon=True)
@@ -61,6 +64,27 @@ class BackgroundWorker:
     def stop(self, timeout: float = 2.0) -> None:
         self._jobs.put(None)
         self._thread.join(timeout)
+        if self._thread.is_alive():
+            self._abandon()
+
+    def _abandon(self) -> None:
+        """The job still running is left behind: let it give back what it holds (best effort)."""
+        with self._lock:
+            job = self._current
+        abandoned = getattr(job, "abandoned", None)
+        if abandoned is None:
+            return
+        try:
+            store = self._open_store()
+        except Exception as exc:
+            log.warning("giving back an abandoned job's claims failed: %s", exc)
+            return
+        try:
+            abandoned(store)
+        except Exception as exc:
+            log.warning("giving back an abandoned job's claims failed: %s", exc)
+        finally:
+            store.close()
 
     @property
     def alive(self) -> bool:
@@ -75,6 +99,8 @@ class BackgroundWorker:
                 if entry is None:
                     return
                 name, job = entry
+                with self._lock:
+                    self._current = job
                 try:
                     if store is None:
                         store = self._open_store()
@@ -90,6 +116,7 @@ class BackgroundWorker:
                         self._notices.append(failure_notice(name, exc))
                 finally:
                     with self._lock:
+                        self._current = None
                         self._pending -= 1
                         if self._pending == 0:
                             self._idle.set()

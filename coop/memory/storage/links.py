@@ -6,6 +6,12 @@ records the extraction of an exchange before it runs; the job deletes its row wh
 that exits first (Ctrl-D while the fast model is thinking) leaves a row that the next start finishes. Rows hold
 ids, never text: a job reads its messages when it runs, so a message forgotten in between is never extracted.
 
+Several clients may share one store (two `coop chat`s, `coop mcp`, on one machine or, on a Postgres server, on
+several), and each finishes the jobs it finds at start: a job is claimed before it runs (`Jobs.claim`), by one
+conditional UPDATE that both engines run atomically, so exactly one client runs it; no transaction stays open
+while the model thinks. A claim is a lease: a claimer that died (killed, its machine asleep) cannot give it
+back, so after `JOB_LEASE_SECONDS` the job is free again.
+
 The review mark (`users.reviewed_at`) lives here too: it says which facts a person has already looked over, so
 `coop memory review` shows only what memory learned since, with where each fact came from.
 """
@@ -15,6 +21,7 @@ from __future__ import annotations
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Any
 
 from coop.memory.kinds import active_fact
 from coop.memory.storage.items import FACT_COLUMNS, Item, fact_item
@@ -23,6 +30,12 @@ from coop.privacy.secrets import mask
 
 MAX_QUOTE_CHARS = 1000
 MAX_JOB_ATTEMPTS = 3  # a job that failed this often is dropped (logged), so a poisoned row never blocks start-up
+# How long a claim holds a job. A live claimer must never lose it: one extraction is a fast-model call and a
+# reconciliation call or two, each allowed `model.fast_timeout_seconds` (300 s by default), and a local model on a
+# slow CPU can use most of that. 15 minutes covers that with room to spare; a longer lease only delays a dead
+# claimer's job (the next start after it finishes it), and one that runs out under a live claimer costs a second
+# extraction of the exchange, whose facts the write pipeline merges with the first's.
+JOB_LEASE_SECONDS = 15 * 60
 
 
 @dataclass(frozen=True)
@@ -57,6 +70,17 @@ class PendingJob:
     message_id: int
     reply_id: int | None
     attempts: int
+    claimed_at: float | None = None  # when a client last claimed it (`Jobs.claim`), None if none has
+
+
+@dataclass(frozen=True)
+class JobClaim:
+    """A job this client holds: its attempts, counting this one, and the time it was claimed at (what
+    `Jobs.release` checks, so a claim that ran out and was taken by another client is not released)."""
+
+    job_id: int
+    attempts: int
+    claimed_at: float
 
 
 class Sources(Part):
@@ -154,31 +178,68 @@ class Sources(Part):
         params = (self.user_id, *(() if since is None else (since,)), self.user_id, *(wanted or ()), limit)
         rows = self.db.execute(
             f"SELECT {FACT_COLUMNS}, coalesce(h.at, f.created_at), coalesce(h.updated, 0), coalesce(h.added, 1) "
-            f"FROM facts f {join} (SELECT fact_id, max(created_at) AS at, max(CASE WHEN action = 'UPDATE' THEN 1 ELSE 0 END) "
-            "AS updated, max(CASE WHEN action = 'ADD' THEN 1 ELSE 0 END) AS added FROM fact_history "
+            f"FROM facts f {join} (SELECT fact_id, max(created_at) AS at, "
+            "max(CASE WHEN action = 'UPDATE' THEN 1 ELSE 0 END) AS updated, "
+            "max(CASE WHEN action = 'ADD' THEN 1 ELSE 0 END) AS added FROM fact_history "
             f"WHERE user_id = ? AND action IN ('ADD', 'UPDATE') {after} GROUP BY fact_id) h ON h.fact_id = f.id "
             f"WHERE f.user_id = ? AND {active_fact('f')} {of_source} ORDER BY 16, f.id LIMIT ?", params)
         return [Learned(fact_item(r[:15]), float(r[15]), "UPDATE" if r[16] and not r[17] else "ADD") for r in rows]
 
 
 class Jobs(Part):
-    """One user's durable memory jobs (`memory.jobs`): recorded before they run, deleted when done."""
+    """One user's durable memory jobs (`memory.jobs`): recorded before they run, claimed by the one client that
+    runs each (see the module's docstring), deleted when done."""
+
+    _COLUMNS = "id, kind, session_id, message_id, reply_id, attempts, claimed_at"
 
     def record(self, kind: str, *, session_id: int | None, message_id: int, reply_id: int | None) -> int:
         return int(self.db.scalar(
             "INSERT INTO memory_jobs (user_id, kind, session_id, message_id, reply_id, created_at) "
             "VALUES (?,?,?,?,?,?) RETURNING id", (self.user_id, kind, session_id, message_id, reply_id, time.time())))
 
-    def pending(self, limit: int = 100) -> list[PendingJob]:
-        """Jobs recorded and not finished, oldest first."""
-        return [PendingJob(int(r[0]), r[1], r[2], int(r[3]), r[4], int(r[5])) for r in self.db.execute(
-            "SELECT id, kind, session_id, message_id, reply_id, attempts FROM memory_jobs WHERE user_id = ? "
-            "ORDER BY id LIMIT ?", (self.user_id, limit))]
+    def pending(self, limit: int = 100, *, unclaimed: bool = False, now: float | None = None) -> list[PendingJob]:
+        """Jobs recorded and not finished, oldest first; `unclaimed`: only those no client holds (never claimed,
+        or claimed more than `JOB_LEASE_SECONDS` before `now`)."""
+        free = ""
+        params: tuple[object, ...] = (self.user_id, limit)
+        if unclaimed:
+            free = "AND (claimed_at IS NULL OR claimed_at < ?) "
+            params = (self.user_id, (time.time() if now is None else now) - JOB_LEASE_SECONDS, limit)
+        return [_job(r) for r in self.db.execute(
+            f"SELECT {self._COLUMNS} FROM memory_jobs WHERE user_id = ? {free}ORDER BY id LIMIT ?", params)]
 
-    def attempted(self, job_id: int) -> int:
-        """Count one more attempt (before the job runs, so a crash inside it counts too); returns the count."""
-        return int(self.db.scalar("UPDATE memory_jobs SET attempts = attempts + 1 WHERE id = ? AND user_id = ? "
-                                  "RETURNING attempts", (job_id, self.user_id)) or 0)
+    def get(self, job_id: int) -> PendingJob | None:
+        """The job, or None once it is finished (or its message forgotten)."""
+        row = self.db.one(f"SELECT {self._COLUMNS} FROM memory_jobs WHERE id = ? AND user_id = ?",
+                          (job_id, self.user_id))
+        return None if row is None else _job(row)
+
+    def claim(self, job_id: int, *, now: float | None = None) -> JobClaim | None:
+        """Take the job to run it, counting one more attempt (before it runs, so a crash inside it counts too);
+        None when another client holds it (claimed less than `JOB_LEASE_SECONDS` ago) or it is gone.
+
+        One statement, no transaction held: SQLite runs it under its write lock, so a second claimer's UPDATE
+        reads the first one's claim; in Postgres the second UPDATE waits on the row the first one changed and,
+        once that commits, checks its WHERE again against the new row (READ COMMITTED), finds it claimed and
+        changes nothing. Either way exactly one claimer gets the row back."""
+        now = time.time() if now is None else now
+        attempts = self.db.scalar(
+            "UPDATE memory_jobs SET attempts = attempts + 1, claimed_at = ? WHERE id = ? AND user_id = ? "
+            "AND (claimed_at IS NULL OR claimed_at < ?) RETURNING attempts",
+            (now, job_id, self.user_id, now - JOB_LEASE_SECONDS))
+        return None if attempts is None else JobClaim(job_id, int(attempts), now)
+
+    def release(self, claim: JobClaim) -> None:
+        """Give a claimed job back unfinished (its run failed, or the process is leaving): the next start, here
+        or on another client, may run it at once rather than after the lease. A claim that ran out and was taken
+        by another client since is that client's, and stays."""
+        self.db.execute("UPDATE memory_jobs SET claimed_at = NULL WHERE id = ? AND user_id = ? AND claimed_at = ?",
+                        (claim.job_id, self.user_id, claim.claimed_at))
 
     def finish(self, job_id: int) -> None:
         self.db.execute("DELETE FROM memory_jobs WHERE id = ? AND user_id = ?", (job_id, self.user_id))
+
+
+def _job(row: Any) -> PendingJob:
+    return PendingJob(int(row[0]), row[1], row[2], int(row[3]), row[4], int(row[5]),
+                      None if row[6] is None else float(row[6]))

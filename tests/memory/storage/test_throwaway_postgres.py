@@ -44,7 +44,7 @@ def live_processes_mentioning(text: str) -> list[int]:
 
 def test_a_fresh_database_accepts_pgvector(postgres_url: str) -> None:
     with connect(postgres_url) as conn:
-        conn.execute("CREATE EXTENSION vector")
+        conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
         (version,) = conn.execute("SELECT extversion FROM pg_extension WHERE extname = 'vector'").fetchone()
         assert tuple(int(part) for part in version.split(".")[:2]) >= (0, 8)
         assert conn.execute("SELECT '[1,2,3]'::vector <-> '[1,2,4]'::vector").fetchone() == (1.0,)

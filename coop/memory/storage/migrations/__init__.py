@@ -28,6 +28,7 @@ from coop.memory.storage.migrations.m009_reembed_for_sentence_parts import M009_
 from coop.memory.storage.migrations.m010_provenance_and_review import M010_PROVENANCE
 from coop.memory.storage.migrations.m011_keyed_forgotten_and_masked_rows import M011_FORGOTTEN_AND_SECRETS
 from coop.memory.storage.migrations.m012_drop_vec0_indexes import M012_DROP_VEC0_INDEXES
+from coop.memory.storage.migrations.m013_job_claims import M013_JOB_CLAIMS
 from coop.memory.storage.migrations.migration import Migration
 
 __all__ = ["MIGRATIONS", "SCHEMA_VERSION", "Migration", "apply_migrations", "schema_version"]
@@ -35,7 +36,8 @@ __all__ = ["MIGRATIONS", "SCHEMA_VERSION", "Migration", "apply_migrations", "sch
 MIGRATIONS: tuple[Migration, ...] = (M001_INITIAL, M002_MESSAGE_CONTEXT_FTS, M003_EMBEDDING_COUNTS,
                                   M004_DROP_MESSAGES_FTS, M005_FORGOTTEN_IDS_INDEX, M006_PRIVATE_FULLTEXT,
                                   M007_PROVENANCE_AND_JOBS, M008_SIGN_BITS, M009_REEMBED_FOR_PARTS,
-                                  M010_PROVENANCE, M011_FORGOTTEN_AND_SECRETS, M012_DROP_VEC0_INDEXES)
+                                  M010_PROVENANCE, M011_FORGOTTEN_AND_SECRETS, M012_DROP_VEC0_INDEXES,
+                                  M013_JOB_CLAIMS)
 SCHEMA_VERSION = len(MIGRATIONS)
 
 
