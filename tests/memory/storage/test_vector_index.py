@@ -55,6 +55,7 @@ def test_within_reading_once_each_vector_is_read_from_the_database_once(memory):
     assert index.reads == len(items)  # the scope is over: reads again
 
 
+@pytest.mark.sqlite_only  # Postgres scores on the server: a read there is a score per query, not a vector
 def test_a_turn_reads_each_vector_once_but_the_profiles_own_scan(memory, monkeypatch):
     _fill(memory)
     question = "Where did we walk the dog by the river?"

@@ -66,6 +66,7 @@ class PgTextIndex:
 
     def __init__(self, scope: "PgUserMemory") -> None:
         self.scope = scope
+        self._counts: dict[str, dict[str, int]] | None = None  # within `matches`: the terms' counts, read once
 
     @property
     def db(self) -> "PgDatabase":
@@ -171,6 +172,15 @@ class PgTextIndex:
         """The best `limit` matches over `kinds` as (kind, id, relevance), best first: BM25 as FTS5 computes it,
         messages then re-weighted for length as SQLite's leg does (`lengths.py`)."""
         self.catch_up()
+        self._counts = {}
+        try:
+            return self._matches(phrases, terms, kinds=kinds, limit=limit, include_inactive=include_inactive,
+                                 context_weight=context_weight)
+        finally:
+            self._counts = None
+
+    def _matches(self, phrases: Sequence[str], terms: Sequence[str], *, kinds: Sequence[str], limit: int,
+                 include_inactive: bool, context_weight: float) -> list[tuple[str, int, float]]:
         pool = round(limit * shared.POOL_FACTOR)
         lengths: dict[int, int] = {}
         found: list[tuple[str, int, float]] = []
@@ -203,6 +213,9 @@ class PgTextIndex:
             for token in dict.fromkeys(group):
                 phrase_of.append(index)
                 token_of.append(token)
+        if all(len(set(group)) == 1 for group in groups):
+            return self._scored_words(kind, [group[0] for group in groups], docs, average, limit, include_inactive,
+                                      context_weight)
         need = [len(set(group)) for group in groups]
         keep = ""
         if kind == "fact" and not include_inactive:
@@ -232,6 +245,48 @@ class PgTextIndex:
                             "limit": limit})
         return [(int(r[0]), float(r[1]), None if r[2] is None else int(r[2])) for r in rows]
 
+    def _scored_words(self, kind: str, words: list[str], docs: int, average: float, limit: int,
+                      include_inactive: bool, context_weight: float) -> list[tuple[int, float, int | None]]:
+        """BM25 for a query of single-token phrases (nearly every query): the IDFs from the terms' counts, one
+        pass over their postings that keeps the best `limit`, then the lengths of those alone."""
+        db, user_id = self.db, self.scope.user_id
+        counts = self._term_counts(kind, sorted(set(words)))
+        idf = [max(math.log((docs - counts.get(w, 0) + 0.5) / (counts.get(w, 0) + 0.5)), 1e-6) for w in words]
+        active = ""
+        if kind == "fact" and not include_inactive:
+            active = (f"AND p.item_id IN (SELECT f.id FROM facts f WHERE f.user_id = %(user)s "
+                      f"AND {active_fact('f')})")
+        tf = "(p.own + %(weight)s * p.context)"
+        best = (f"SELECT p.item_id, sum(w.idf * {tf} * {FTS5_K1 + 1} / ({tf} + {FTS5_K1} * "
+                f"(1 - {FTS5_B} + {FTS5_B} * p.terms / %(average)s))) AS score "
+                "FROM fulltext_postings p JOIN unnest(%(token)s::text[], %(idf)s::float8[]) AS w(token, idf) "
+                f"ON p.term = w.token WHERE p.user_id = %(user)s AND p.kind = %(kind)s {active} "
+                "GROUP BY p.item_id ORDER BY score DESC, p.item_id LIMIT %(limit)s")
+        if kind == "message":
+            sql = (f"SELECT s.item_id, s.score, length(m.content) FROM ({best}) s JOIN messages m ON m.id = s.item_id "
+                   "ORDER BY s.score DESC, s.item_id")
+        else:
+            sql = f"SELECT s.item_id, s.score, NULL FROM ({best}) s"
+        rows = db.run(sql, {"token": words, "idf": idf, "user": user_id, "kind": kind, "weight": float(context_weight),
+                            "average": average, "limit": limit})
+        return [(int(r[0]), float(r[1]), None if r[2] is None else int(r[2])) for r in rows]
+
+    def _term_counts(self, kind: str, stems: list[str], cap: int | None = None) -> dict[str, int]:
+        """How many of the user's items of `kind` hold each stem (each counted no further than `cap`)."""
+        if not stems:
+            return {}
+        memo = {} if self._counts is None else self._counts.setdefault(kind, {})
+        if all(stem in memo for stem in stems):
+            return {stem: memo[stem] for stem in stems}
+        limit = "" if cap is None else "LIMIT %(cap)s"
+        rows = self.db.run(
+            f"SELECT t, (SELECT count(*) FROM (SELECT 1 FROM fulltext_postings WHERE user_id = %(user)s "
+            f"AND kind = %(kind)s AND term = t {limit}) x) FROM unnest(%(stems)s::text[]) AS t",
+            {"user": self.scope.user_id, "kind": kind, "stems": stems, "cap": cap})
+        counts = {str(r[0]): int(r[1]) for r in rows}
+        memo.update((stem, count) for stem, count in counts.items() if cap is None or count < cap)
+        return counts
+
     def affordable_terms(self, terms: Sequence[str], budget: int | None = None) -> list[str]:
         """The query's word terms, without its most common ones when matching them all would read more than
         `budget` postings (as SQLite's leg: `text_index.SqliteTextIndex.affordable_terms`); counts are the
@@ -245,10 +300,7 @@ class PgTextIndex:
         wanted = sorted({stem for each in stems.values() for stem in each})
         if not wanted:
             return terms
-        counts: dict[str, int] = dict(self.db.run(
-            "SELECT t, (SELECT count(*) FROM (SELECT 1 FROM fulltext_postings WHERE user_id = %s "
-            "AND kind = 'message' AND term = t LIMIT %s) x) FROM unnest(%s::text[]) AS t",
-            (self.scope.user_id, budget + 1, wanted)))
+        counts = self._term_counts("message", wanted, cap=budget + 1)
         cost = {term: sum(int(counts.get(stem, 0)) for stem in each) for term, each in stems.items()}
         if sum(cost.values()) <= budget:
             return terms

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, cast
 from coop.errors import EmbedderError
 from coop.memory.kinds import KINDS, REGISTRY, active_fact
 from coop.memory.storage import vectors
-from coop.memory.storage.vectors import VectorHit, best_cosines, bit_candidates
+from coop.memory.storage.vectors import VectorHit
 from coop.privacy.secrets import mask
 
 if TYPE_CHECKING:
@@ -32,7 +32,14 @@ if TYPE_CHECKING:
     from coop.memory.storage.postgres.store import PgUserMemory
 
 Row = tuple[Any, ...]  # (kind, item_id, vector, parts) as stored
-EXACT_BELOW = 3000  # a user with fewer vectors than this (wholes and parts) is searched exactly
+EXACT_BELOW = 3000  # a user with fewer vectors than this is searched exactly (on the server: a few ms)
+HNSW_CANDIDATES_PER_RESULT, HNSW_CANDIDATES_MIN, HNSW_CANDIDATES_MAX = 4, 100, 1000
+
+
+def candidates(k: int) -> int:
+    """The points HNSW is asked for (and its ef_search) for `k` results: a graph walk's candidates are near in
+    fact, unlike the bit scan's (`vectors.bit_candidates`), so a few per result hold recall (docs/benchmarks.md)."""
+    return max(HNSW_CANDIDATES_MIN, min(HNSW_CANDIDATES_MAX, k * HNSW_CANDIDATES_PER_RESULT))
 
 
 def index_name(embedder_id: str) -> str:
@@ -49,6 +56,7 @@ class PgVectorIndex:
     def __init__(self, scope: "PgUserMemory") -> None:
         self.scope = scope
         self._rows: dict[tuple[str, str, int], Row | None] | None = None
+        self._scores: dict[tuple[str, bytes], dict[tuple[str, int], float | None]] = {}
         self.reads = 0
 
     @property
@@ -65,6 +73,7 @@ class PgVectorIndex:
         finally:
             if not outer:
                 self._rows = None
+                self._scores = {}
 
     # -- writes ---------------------------------------------------------------------------------------------
     def ensure_index(self, embedder_id: str, dims: int) -> None:
@@ -149,48 +158,45 @@ class PgVectorIndex:
     # -- reads ----------------------------------------------------------------------------------------------
     def nearest(self, embedder_id: str, dims: int, query: "np.ndarray", *, k: int, kinds: Sequence[str] = KINDS,
                 floor: float | None = None, exact: bool = False, include_inactive: bool = False) -> list[VectorHit]:
+        """The `k` items nearest `query`, scored on the server as SQLite scores them (the inner product with the
+        whole vector or the nearest sentence part): every vector of the user below `EXACT_BELOW` or when `exact`,
+        else HNSW's `candidates(k)` nearest points. Only (kind, id, score) cross the wire."""
         import numpy as np
 
         query = np.asarray(query, dtype=np.float32).reshape(-1)
         if query.shape[0] != dims:
             raise EmbedderError(f"query vector has {query.shape[0]} dimensions, the index {dims}",
                                 hint="run `coop memory reembed` after changing the embedder")
-        db, user_id = self.db, self.scope.user_id
-        kinds = list(kinds)
+        db = self.db
         active = "" if include_inactive else (
             f" AND NOT (e.kind = 'fact' AND e.item_id IN (SELECT f.id FROM facts f WHERE f.user_id = %(user)s "
             f"AND NOT ({active_fact('f')})))")
-        size = self.size(embedder_id)
-        params = {"user": user_id, "embedder": embedder_id, "kinds": kinds}
-        if exact or size < EXACT_BELOW:
-            rows = db.run("SELECT e.kind, e.item_id, e.vector, e.parts FROM embeddings e WHERE e.user_id = %(user)s "
-                          f"AND e.embedder = %(embedder)s AND e.kind = ANY(%(kinds)s){active}", params)
+        params = {"user": self.scope.user_id, "kinds": list(kinds), "query": _vector_text(query), "k": int(k)}
+        embedder = _literal(embedder_id)  # a literal: the planner matches it to the partial index's predicate
+        # even in a generic plan (a prepared statement's), which a parameter would not let it do
+        if exact or self.size(embedder_id) < EXACT_BELOW:
+            rows = db.run(
+                "SELECT e.kind, e.item_id, max(-(p.point <#> %(query)s::vector)) AS s FROM embedding_points p "
+                "JOIN embeddings e ON e.id = p.embedding_id WHERE p.user_id = %(user)s "
+                f"AND p.embedder = {embedder} AND p.kind = ANY(%(kinds)s){active} "
+                "GROUP BY e.kind, e.item_id ORDER BY s DESC, e.item_id LIMIT %(k)s", params)
         else:
-            want = bit_candidates(k, size)
+            want = candidates(k)
             with db.atomic():
-                db.run(f"SET LOCAL hnsw.ef_search = {max(40, min(want, 1000))}")
+                db.run(f"SET LOCAL hnsw.ef_search = {want}")
                 db.run("SET LOCAL hnsw.iterative_scan = relaxed_order")
-                db.run(f"SET LOCAL hnsw.max_scan_tuples = {max(20000, want * 40)}")
-                candidates = db.run(
-                    # the embedder as a literal: the planner matches it to the partial index's predicate even
-                    # in a generic plan (a prepared statement's), which a parameter would not let it do
-                    f"SELECT DISTINCT embedding_id FROM (SELECT embedding_id FROM embedding_points "
-                    f"WHERE embedder = {_literal(embedder_id)} AND user_id = %(user)s AND kind = ANY(%(kinds)s) "
-                    f"ORDER BY point::vector({int(dims)}) <=> %(query)s::vector({int(dims)}) LIMIT %(want)s) c",
-                    {**params, "query": _vector_text(query), "want": want})
-            ids = [int(r[0]) for r in candidates]
-            if not ids:
-                return []
-            rows = db.run("SELECT e.kind, e.item_id, e.vector, e.parts FROM embeddings e WHERE e.user_id = %(user)s "
-                          f"AND e.id = ANY(%(ids)s){active}", {**params, "ids": ids})
-        if not rows:
-            return []
-        if self._rows is not None:
-            self.reads += len(rows)
-            self._rows.update(((embedder_id, r[0], r[1]), r) for r in rows)
-        scores = best_cosines(rows, query, dims)
-        order = np.argsort(-scores)[:k]
-        hits = [VectorHit(rows[i][0], int(rows[i][1]), float(scores[i])) for i in order]
+                db.run(f"SET LOCAL hnsw.max_scan_tuples = {max(20_000, want * 40)}")
+                rows = db.run(
+                    f"SELECT e.kind, e.item_id, max(-(c.point <#> %(query)s::vector)) AS s FROM "
+                    f"(SELECT embedding_id, point FROM embedding_points WHERE embedder = {embedder} "
+                    f"AND user_id = %(user)s AND kind = ANY(%(kinds)s) "
+                    f"ORDER BY point::vector({int(dims)}) <=> %(query)s::vector({int(dims)}) LIMIT %(want)s) c "
+                    f"JOIN embeddings e ON e.id = c.embedding_id WHERE e.user_id = %(user)s{active} "
+                    "GROUP BY e.kind, e.item_id ORDER BY s DESC, e.item_id LIMIT %(k)s", {**params, "want": want})
+        hits = [VectorHit(row[0], int(row[1]), float(row[2])) for row in rows]
+        if self._rows is not None:  # their scores for this query are known now: `similarities` asks no more
+            self._scores.setdefault((embedder_id, query.tobytes()), {}).update(
+                ((h.kind, h.item_id), h.similarity) for h in hits)
         return [h for h in hits if floor is None or h.similarity >= floor]
 
     def read(self, embedder_id: str, dims: int,
@@ -205,13 +211,31 @@ class PgVectorIndex:
 
     def similarities(self, embedder_id: str, dims: int, query: "np.ndarray",
                      items: Sequence[tuple[str, int]]) -> dict[tuple[str, int], float]:
+        """The exact score of each of these items (its whole vector or nearest part, as `nearest` scores),
+        computed on the server; within `reading_once`, each item's score for a query is asked for once."""
         import numpy as np
 
-        rows = self._item_rows(embedder_id, items)
-        if not rows:
-            return {}
-        scores = best_cosines(rows, np.asarray(query, dtype=np.float32).reshape(-1), dims)
-        return {(row[0], row[1]): float(score) for row, score in zip(rows, scores)}
+        query = np.asarray(query, dtype=np.float32).reshape(-1)
+        wanted = list(dict.fromkeys(items))
+        known = None if self._rows is None else self._scores.setdefault((embedder_id, query.tobytes()), {})
+        missing = wanted if known is None else [item for item in wanted if item not in known]
+        found: dict[tuple[str, int], float | None] = {}
+        if missing:
+            rows = self.db.run(
+                "SELECT e.kind, e.item_id, max(-(p.point <#> %s::vector)) FROM embeddings e "
+                "JOIN unnest(%s::text[], %s::bigint[]) AS w(kind, item_id) "
+                "ON e.kind = w.kind AND e.item_id = w.item_id "
+                "JOIN embedding_points p ON p.embedding_id = e.id "
+                "WHERE e.embedder = %s AND e.user_id = %s GROUP BY e.kind, e.item_id",
+                (_vector_text(query), [kind for kind, _ in missing], [int(i) for _, i in missing], embedder_id,
+                 self.scope.user_id))
+            self.reads += len(rows)
+            found = {item: None for item in missing}
+            found.update(((row[0], int(row[1])), float(row[2])) for row in rows)
+            if known is not None:
+                known.update(found)
+        scores = found if known is None else known
+        return {item: score for item in wanted if (score := scores.get(item)) is not None}
 
     def size(self, embedder_id: str, kind: str | None = None) -> int:
         db, user_id = self.db, self.scope.user_id
