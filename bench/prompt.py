@@ -1,7 +1,7 @@
 """What reaches the prompt: LoCoMo questions asked through coop's real turn, and questions that need no memory.
 
     .venv/bin/python bench/prompt.py --data ../shared/data/locomo/locomo-dev.json [--json] [--model-path DIR]
-                                     [--summaries]
+                                     [--summaries] [--backend sqlite|postgres] [--url postgresql://...]
 
 Each conversation of the file is one user's chat history, stored as `bench/locomo.py` stores it (speaker A as the
 user, speaker B as the assistant, each session a session, importance scored at write time as `coop chat` scores
@@ -22,6 +22,8 @@ defaults; no model is called). Figures:
 `--summaries` first adds one summary per session, written by a scripted summariser (the first sentence of each of
 the session's turns, cut at 600 characters), so that summaries compete for the budget as they do in real use.
 The `observation`, `session_summary` and `event_summary` fields of the data set are never read.
+`--backend postgres` keeps the memories on a throwaway Postgres server started for the run (`--url URL`: in that
+empty database).
 """
 
 from __future__ import annotations
@@ -37,7 +39,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from common import BenchError, load_embedder, machine, median
+from common import BenchError, Stores, add_backend_arguments, load_embedder, machine, median
 from locomo import Conversation, ingest, load
 
 OFF_TOPIC = [
@@ -147,26 +149,24 @@ def add_summaries(memory, conv: Conversation, ids: dict[int, str]) -> int:
     return added
 
 
-def evaluate(conversations: list[Conversation], embedder, *, summaries: bool, batch_size: int = 32) -> dict:
+def evaluate(conversations: list[Conversation], embedder, *, summaries: bool, batch_size: int = 32,
+             stores: Stores | None = None) -> dict:
     from coop.chat.session import ChatSession
     from coop.config.loading import Config
     from coop.memory.growth.embedding import embed_pending
     from coop.memory.retrieval.search import search
-    from coop.memory.storage.database import open_database
-    from coop.memory.storage.store import MemoryStore
-
     config = Config()
     rows: list[dict] = []
     off_topic: list[dict] = []
     prepare_ms: list[float] = []
-    with tempfile.TemporaryDirectory() as tmp:
-        db = open_database(str(Path(tmp) / "prompt.db"))
-        store = MemoryStore(db)
+    with tempfile.TemporaryDirectory() as tmp, (stores or Stores(directory=tmp)) as where:
+        store = where.one("prompt")
         for conv in conversations:
             memory, ids = ingest(store, conv, embedder, batch_size)
             if summaries:
                 add_summaries(memory, conv, ids)
                 embed_pending(memory, embedder, kinds=("summary",))
+                Stores.settle(memory)
             # the questions are asked the day after the conversation's last message, as its user would ask them
             asked_at = max(memory.get("message", i).created_at for i in ids) + 86400
             for question in conv.questions:
@@ -191,7 +191,7 @@ def evaluate(conversations: list[Conversation], embedder, *, summaries: bool, ba
                 off_topic.append({"conversation": conv.sample_id, "question": text, "list": which,
                                   "relevance": sum(r.reason == "relevance" for r in prompt.recalled),
                                   "items": len(prompt.recalled)})
-        db.close()
+        store.close()
     return {"rows": rows, "off_topic": off_topic, "prepare_ms_median": median(prepare_ms)}
 
 
@@ -244,6 +244,8 @@ def print_table(result: dict) -> None:
         print(f"  {label + ' off-topic list':<24} {result[f'off_topic_{name}relevance_items']:.3f}   (target <= 0.3; "
               f"{result[f'off_topic_{name}with_any']} of {result[f'off_topic_{name}questions']} prompts got any)")
     print(f"  prepare median {result['prepare_ms_median']:.1f} ms; {result['machine']}")
+    if result.get("backend"):
+        print(f"  store: {result['backend']}")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -258,6 +260,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--limit-conversations", type=int, default=None, help="only the first N conversations")
     parser.add_argument("--recency-weight", type=float, default=None,
                         help="tune the turn's recency prior (coop.memory.retrieval.recall.RECENCY_WEIGHT) for this run")
+    add_backend_arguments(parser)
     args = parser.parse_args(argv)
     if args.recency_weight is not None:
         import coop.memory.retrieval.recall
@@ -267,8 +270,10 @@ def main(argv: list[str] | None = None) -> int:
     if not any(c.questions for c in conversations):
         raise BenchError(f"{args.data} has no question of categories 1-4 with valid evidence")
     embedder = load_embedder(args.embedder, args.model_path)
-    result = report(evaluate(conversations, embedder, summaries=args.summaries), embedder.id, args.data,
-                    args.summaries)
+    stores = Stores.from_args(args)
+    result = report(evaluate(conversations, embedder, summaries=args.summaries, stores=stores), embedder.id,
+                    args.data, args.summaries)
+    result["backend"] = stores.describe()
     if args.json:
         print(json.dumps(result, indent=2))
     else:
