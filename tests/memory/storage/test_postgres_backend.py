@@ -205,3 +205,34 @@ def test_a_connection_the_server_dropped_is_made_again(pg, postgres_server):
     assert [i.text for i in ana.list_items("message")] == ["before the drop"]  # a read: connected again
     ana.messages.add(ana.sessions.start(), "user", "after the drop")  # and a write
     assert pg.db.conn.info.backend_pid != pid
+
+
+@pytest.mark.postgres
+def test_a_forget_vacuums_so_the_text_leaves_the_tables_file(pg, postgres_server, postgres_url):
+    import os
+
+    import psycopg
+
+    if getattr(postgres_server, "directory", None) is None:
+        pytest.skip("needs the throwaway server's files (not a COOP_TEST_DATABASE_URL server)")
+    ana = pg.user("ana")
+    session = ana.sessions.start()
+    for i in range(40):
+        ana.messages.add(session, "user", f"an ordinary message, number {i}")
+    marked = ana.messages.add(session, "user", "the marker ZQXWVU-4417 is here")
+    for i in range(40):
+        ana.messages.add(session, "user", f"a later message, number {i}")
+    admin_url = postgres_server.url(postgres_url.rsplit("/", 1)[1])
+
+    def in_messages_file() -> bool:
+        with psycopg.connect(admin_url, autocommit=True) as admin:
+            admin.execute("CHECKPOINT")
+            relative = admin.execute("SELECT pg_relation_filepath('messages')").fetchone()[0]
+        path = next(os.path.join(root, relative) for root, dirs, _ in os.walk(postgres_server.directory)
+                    if os.path.exists(os.path.join(root, relative)))
+        with open(path, "rb") as handle:
+            return b"ZQXWVU" in handle.read()
+
+    assert in_messages_file()
+    ana.forget("message", marked)
+    assert not in_messages_file(), "VACUUM after the forget removed the dead row from the table's pages"
