@@ -38,6 +38,21 @@ POOL_FACTOR = 2.5
 MIN_ROWS_FOR_BM25_FLOOR = 200
 
 
+def within_budget(terms: list[str], cost: dict[str, int], budget: int) -> list[str]:
+    """`terms` (in their order) without the most costly ones once the rest would pass `budget` postings; the
+    cheapest (rarest) term is always kept. Both backends' `affordable_terms` choose with it."""
+    if sum(cost.values()) <= budget:
+        return terms
+    kept: list[str] = []
+    spent = 0
+    for term in sorted(terms, key=lambda t: cost[t]):
+        if kept and spent + cost[term] > budget:
+            break
+        kept.append(term)
+        spent += cost[term]
+    return [term for term in terms if term in kept]
+
+
 def match_expression(phrases: Sequence[str]) -> str | None:
     """An FTS5 MATCH expression: the phrases quoted (quotes inside doubled) and OR-ed together; None for none.
     `"`, `*`, `-`, `:`, `(`, AND and NEAR inside a phrase are just text."""
@@ -151,17 +166,8 @@ class SqliteTextIndex:
             return terms
         counts = dict(db.execute(f"SELECT term, doc FROM message_context_vocab WHERE term IN "
                                  f"({','.join('?' * len(wanted))})", wanted))
-        cost = {term: sum(counts.get(stem, 0) for stem in each) for term, each in stems.items()}
-        if sum(cost.values()) <= budget:
-            return terms
-        kept: list[str] = []
-        spent = 0
-        for term in sorted(terms, key=lambda t: cost[t]):
-            if kept and spent + cost[term] > budget:
-                break
-            kept.append(term)
-            spent += cost[term]
-        return [term for term in terms if term in kept]
+        return within_budget(terms, {term: sum(counts.get(stem, 0) for stem in each)
+                                     for term, each in stems.items()}, budget)
 
     def purge(self, kind: str) -> None:
         """After a forget of an item of `kind`: merge its index and the message index (a message's words also

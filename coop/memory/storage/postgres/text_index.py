@@ -301,17 +301,8 @@ class PgTextIndex:
         if not wanted:
             return terms
         counts = self._term_counts("message", wanted, cap=budget + 1)
-        cost = {term: sum(int(counts.get(stem, 0)) for stem in each) for term, each in stems.items()}
-        if sum(cost.values()) <= budget:
-            return terms
-        kept: list[str] = []
-        spent = 0
-        for term in sorted(terms, key=lambda t: cost[t]):
-            if kept and spent + cost[term] > budget:
-                break
-            kept.append(term)
-            spent += cost[term]
-        return [term for term in terms if term in kept]
+        return shared.within_budget(terms, {term: sum(counts.get(stem, 0) for stem in each)
+                                            for term, each in stems.items()}, budget)
 
     def rare_word_score(self, kind: str) -> float:
         """The relevance one match of a word found in a single row of `kind` gets (as SQLite's: ln(N / 1.5 + 1)
