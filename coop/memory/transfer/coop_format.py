@@ -114,7 +114,7 @@ def _unsourced(external: str | None) -> bool:
 _CACHED_SESSIONS = 4
 
 
-class _CoopImport:
+class CoopImport:
     """The state of one coop-format import: new ids for old ones, so references can be re-pointed."""
 
     def __init__(self, memory: UserMemory, report: ImportReport) -> None:
@@ -320,7 +320,7 @@ class _CoopImport:
 def import_coop(memory: UserMemory, source: Source, report: ImportReport,
                 progress: ProgressCallback | None) -> None:
     """Import a coop export into `memory`, in bounded transactions (`batches.py`); a bad record is skipped alone."""
-    state = _CoopImport(memory, report)
+    state = CoopImport(memory, report)
     handlers: dict[str, Callable[[dict[str, Any]], None]] = {
         "session": state.session, "message": state.message, "fact": state.fact, "fact_history": state.history,
         "summary": state.summary, "forgotten": state.forgotten}

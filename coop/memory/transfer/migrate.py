@@ -3,7 +3,7 @@ back down.
 
 A migration is an export fed to an import, user by user, with the vectors carried beside it. Each user's records
 are read as `coop memory export` reads them (`export.export_records`: one consistent snapshot of the source) and
-written as `coop memory import` writes a coop export (`coop_format._CoopImport`), so a migration has no rules of
+written as `coop memory import` writes a coop export (`coop_format.CoopImport`), so a migration has no rules of
 its own for rows: the import's hold, and stay one copy.
 
 - Ids: rows get the target's ids (its sequences, or SQLite's fresh ids; other users and devices may have rows
@@ -55,7 +55,7 @@ from coop.memory.storage.store import MemoryStore, UserMemory
 from coop.memory.transfer.batches import Batches
 from coop.memory.transfer.coop_fields import Invalid
 from coop.memory.transfer.coop_fields import time as field_time
-from coop.memory.transfer.coop_format import _CoopImport
+from coop.memory.transfer.coop_format import CoopImport
 from coop.memory.transfer.export import export_records
 from coop.memory.transfer.readers import Problem
 from coop.memory.transfer.report import ImportReport
@@ -182,7 +182,7 @@ def migrate_user(source: UserMemory, target: UserMemory, progress: ProgressCallb
     result = UserMigration(source.user_id)
     imported = ImportReport("coop")
     target.ensure_user()
-    state = _CoopImport(target, imported)
+    state = CoopImport(target, imported)
     seen = _Seen()
     hashes = copying.forgotten_hashes(source)
     guard = hashes if hashes and _same_forget_key(source, target) else {}
@@ -212,7 +212,7 @@ def _same_forget_key(source: UserMemory, target: UserMemory) -> bool:
     return source.forgotten.digest(_PROBE) == target.forgotten.digest(_PROBE)
 
 
-def _copy_records(source: UserMemory, target: UserMemory, state: _CoopImport, seen: _Seen,
+def _copy_records(source: UserMemory, target: UserMemory, state: CoopImport, seen: _Seen,
                   hashes: dict[tuple[str, float], str], imported: ImportReport,
                   progress: ProgressCallback | None) -> int:
     """Every record of the user, read from one snapshot of the source, written as the coop import writes them, in
@@ -295,7 +295,7 @@ def _copy_vectors(source: UserMemory, target: UserMemory, maps: dict[str, dict[i
     return written
 
 
-def _verify(target: UserMemory, state: _CoopImport, seen: _Seen, summaries: dict[int, int]) -> dict[str, Count]:
+def _verify(target: UserMemory, state: CoopImport, seen: _Seen, summaries: dict[int, int]) -> dict[str, Count]:
     """Per kind, the source's count and the target's count of the rows this migration put (or found) there."""
 
     def landed(mapping: dict[int, int], old_ids: set[int]) -> set[int]:

@@ -367,10 +367,10 @@ def test_with_the_forget_key_shared_the_forgotten_hashes_come_along(filled, serv
 
 def test_a_migration_stopped_half_way_goes_on_where_it_stopped(filled, server, postgres_url, run_cli, monkeypatch):
     from coop.memory.transfer import batches
-    from coop.memory.transfer.coop_format import _CoopImport
+    from coop.memory.transfer.coop_format import CoopImport
 
     monkeypatch.setattr(batches, "BATCH_ROWS", 1)  # every record its own transaction, so some are committed
-    real, calls = _CoopImport.message, []
+    real, calls = CoopImport.message, []
 
     def stop_at_the_third(self, record):
         calls.append(record["id"])
@@ -378,12 +378,12 @@ def test_a_migration_stopped_half_way_goes_on_where_it_stopped(filled, server, p
             raise KeyboardInterrupt
         return real(self, record)
 
-    monkeypatch.setattr(_CoopImport, "message", stop_at_the_third)
+    monkeypatch.setattr(CoopImport, "message", stop_at_the_third)
     stopped = run_cli("memory", "migrate", "--to", postgres_url)
     assert stopped.exit_code == 130
     assert "stopped: what was copied so far is kept" in stopped.stderr
     assert _counts(server().user("ana"))["messages"] == 2
-    monkeypatch.setattr(_CoopImport, "message", real)
+    monkeypatch.setattr(CoopImport, "message", real)
     report = run_cli("memory", "migrate", "--to", postgres_url, "--json").json()
     assert report["verified"] and report["users"][0]["added"]["messages"] == 3
     for user in ("ana", "bob"):
