@@ -68,19 +68,25 @@ def server_entry(*, user: str, config: str | None, allow_writes: bool, command: 
 # Settings that hold a path: a relative one means another file from the host's working directory.
 PATH_SETTINGS = ("memory.db_path", "memory.embedder.model_path", "trace.file")
 # Variables that are not settings but change which files coop uses or how it reads them.
-CARRIED_VARIABLES = ("COOP_HOME", "COOP_MODEL_CACHE", "COOP_DISABLE_SQLITE_VEC", "COOP_EMBEDDER_FASTEMBED")
+CARRIED_VARIABLES = ("COOP_HOME", "COOP_MODEL_CACHE", "COOP_DISABLE_SQLITE_VEC", "COOP_EMBEDDER_FASTEMBED",
+                     "COOP_DATABASE_URL")
 
 
 def host_environment(config: "Config", environ: Mapping[str, str]) -> dict[str, str]:
     """The `COOP_*` variables the host must start coop with to open the memory this shell's coop opens: every
-    setting variable set here, `COOP_HOME` (absolute), and each path setting (from the environment or the config
-    file) that is relative, made absolute from here. API keys are never carried: they stay in the environment."""
+    setting variable set here, `COOP_HOME` (absolute), the Postgres server (`COOP_DATABASE_URL`, without a
+    password), and each path setting (from the environment or the config file) that is relative, made absolute
+    from here. API keys and passwords are never carried: they stay in the environment."""
     from coop.config.loading import env_var_name, iter_keys
 
     names = [env_var_name(dotted) for dotted, _ in iter_keys()] + list(CARRIED_VARIABLES)
     env = {name: environ[name] for name in names if name in environ}
     if env.get("COOP_HOME"):
         env["COOP_HOME"] = str(Path(env["COOP_HOME"]).expanduser().resolve())
+    if env.get("COOP_DATABASE_URL"):  # the server, never its password: that stays in ~/.pgpass or PGPASSWORD
+        from coop.memory.storage.backends import describe
+
+        env["COOP_DATABASE_URL"] = describe("postgres", env["COOP_DATABASE_URL"])
 
     for dotted in PATH_SETTINGS:
         value: Any = config

@@ -70,3 +70,15 @@ def test_nothing_set_means_no_env_in_the_entry(tmp_path):
     entry = json.loads(shown.stdout)["mcpServers"]["coop"]
     assert "env" not in entry and "--config" not in entry["args"]
     assert "the host will use ana's memory in" in shown.stderr.replace("\n", "")
+
+
+def test_the_entry_names_the_postgres_server_without_its_password(tmp_path):
+    env = clean_env(HOME=str(tmp_path), XDG_CONFIG_HOME=str(tmp_path / ".config"), COOP_MEMORY_BACKEND="postgres",
+                    COOP_DATABASE_URL="postgresql://coop:hunter2@db.example.com:5432/coop")
+    shown = subprocess.run([sys.executable, "-m", "coop", "mcp", "install", "cursor", "--user", "ana", "--print"],
+                           capture_output=True, text=True, env=env, cwd=tmp_path, timeout=120)
+    assert shown.returncode == 0, shown.stderr
+    carried = json.loads(shown.stdout)["mcpServers"]["coop"]["env"]
+    assert carried["COOP_MEMORY_BACKEND"] == "postgres"
+    assert carried["COOP_DATABASE_URL"] == "postgresql://coop@db.example.com:5432/coop"
+    assert "hunter2" not in shown.stdout + shown.stderr
