@@ -236,3 +236,24 @@ def test_a_forget_vacuums_so_the_text_leaves_the_tables_file(pg, postgres_server
     assert in_messages_file()
     ana.forget("message", marked)
     assert not in_messages_file(), "VACUUM after the forget removed the dead row from the table's pages"
+
+
+@pytest.mark.postgres
+def test_a_database_without_pgvector_is_one_line_with_the_statement_to_run(postgres_server, postgres_url, run_cli,
+                                                                            monkeypatch):
+    import psycopg
+    from psycopg import sql
+
+    name = postgres_url.rsplit("/", 1)[1] + "_bare"
+    with psycopg.connect(postgres_server.admin_url, autocommit=True) as admin:  # no extension, owned by coop_app
+        admin.execute(sql.SQL("CREATE DATABASE {} OWNER coop_app").format(sql.Identifier(name)))
+    try:
+        monkeypatch.setenv("COOP_MEMORY_BACKEND", "postgres")
+        monkeypatch.setenv("COOP_DATABASE_URL", postgres_url.rsplit("/", 1)[0] + "/" + name)
+        result = run_cli("memory", "list")
+        assert result.exit_code == 5
+        lines = [line for line in result.stderr.splitlines() if line.strip()]
+        assert "cannot enable pgvector" in lines[0] and "CREATE EXTENSION vector" in result.stderr
+        assert len(lines) <= 2  # the error and its hint
+    finally:
+        postgres_server.drop_database(name)
