@@ -104,9 +104,24 @@ def connect(url: str) -> "psycopg.Connection[Any]":
     except ImportError:
         raise StoreError("the Postgres backend needs psycopg", hint="pip install 'coop[postgres]'") from None
     try:
-        return psycopg.connect(url, autocommit=True, connect_timeout=10, application_name="coop")
+        conn = psycopg.connect(url, autocommit=True, connect_timeout=10, application_name="coop")
     except psycopg.Error as exc:
         raise _unreachable(redacted(url), exc) from None
+    with_vectors(conn)
+    return conn
+
+
+def with_vectors(conn: "psycopg.Connection[Any]") -> bool:
+    """pgvector's adapter on the connection (numpy arrays go to `vector` in binary), once the extension exists in
+    the database (a first open makes it, then calls this again); False before."""
+    try:
+        from pgvector.psycopg import register_vector
+    except ImportError:
+        raise StoreError("the Postgres backend needs pgvector's adapter", hint="pip install 'coop[postgres]'") from None
+    if conn.execute("SELECT 1 FROM pg_type WHERE typname = 'vector'").fetchone() is None:
+        return False
+    register_vector(conn)
+    return True
 
 
 @dataclass

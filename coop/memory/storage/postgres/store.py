@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, cast
 from coop.errors import StoreError
 from coop.memory.kinds import REGISTRY
 from coop.memory.storage.health import Finding, guarded
-from coop.memory.storage.postgres.connection import ALL_USERS, Link, PgDatabase, connect, redacted
+from coop.memory.storage.postgres.connection import ALL_USERS, Link, PgDatabase, connect, redacted, with_vectors
 from coop.memory.storage.postgres.schema import SCHEMA_VERSION, schema_sql
 from coop.memory.storage.postgres.text_index import PgTextIndex
 from coop.memory.storage.postgres.vector_index import PgVectorIndex
@@ -95,6 +95,7 @@ class PgStore(MemoryStore):
         try:
             if migrate:
                 ensure_schema(db)
+                with_vectors(db.conn)  # the extension may be new
             elif db.run("SELECT to_regclass('coop_schema')")[0][0] is None:
                 raise StoreError(f"the database at {db.path} holds no coop memory",
                                  hint="run coop once against it to make its tables")

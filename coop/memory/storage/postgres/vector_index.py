@@ -109,23 +109,29 @@ class PgVectorIndex:
         db, user_id = self.db, self.scope.user_id
         each_parts = list(parts) if parts is not None else [None] * len(item_ids)
         table = REGISTRY[kind].table
+        blobs = [None if part is None or not len(part) else np.asarray(part, dtype=np.float16) for part in each_parts]
+        ids = [int(i) for i in item_ids]
         with db.atomic():
             db.run("DELETE FROM embeddings WHERE kind = %s AND embedder = %s AND user_id = %s AND item_id = ANY(%s)",
-                   (kind, embedder_id, user_id, [int(i) for i in item_ids]))
-            for item_id, whole, part in zip(item_ids, wholes, each_parts):
-                part16 = None if part is None or not len(part) else np.asarray(part, dtype=np.float16)
-                embedding_id = db.run(
-                    "INSERT INTO embeddings (user_id, kind, item_id, embedder, vector, parts) "
-                    "VALUES (%s, %s, %s, %s, %s, %s) RETURNING id",
-                    (user_id, kind, int(item_id), embedder_id, whole.tobytes(),
-                     None if part16 is None else part16.tobytes()))[0][0]
-                points = [whole] + ([] if part16 is None else list(part16.astype(np.float32)))
-                with db.conn.cursor() as cursor:
-                    cursor.executemany("INSERT INTO embedding_points (embedding_id, user_id, embedder, kind, point) "
-                                       "VALUES (%s, %s, %s, %s, %s::vector)",
-                                       [(embedding_id, user_id, embedder_id, kind, _vector_text(p)) for p in points])
+                   (kind, embedder_id, user_id, ids))
+            made = dict((int(r[1]), int(r[0])) for r in db.run(
+                "INSERT INTO embeddings (user_id, kind, item_id, embedder, vector, parts) "
+                "SELECT %s, %s, t.item_id, %s, t.vector, t.parts "
+                "FROM unnest(%s::bigint[], %s::bytea[], %s::bytea[]) AS t(item_id, vector, parts) "
+                "RETURNING id, item_id",
+                (user_id, kind, embedder_id, ids, [whole.tobytes() for whole in wholes],
+                 [None if blob is None else blob.tobytes() for blob in blobs])))
+            owners, points = [], []
+            for item_id, whole, blob in zip(ids, wholes, blobs):
+                for point in [whole] + ([] if blob is None else list(blob.astype(np.float32))):
+                    owners.append(made[item_id])
+                    points.append(point)
+            # one statement for every point, sent in binary by pgvector's adapter (`connection.connect`)
+            db.run("INSERT INTO embedding_points (embedding_id, user_id, embedder, kind, point) "
+                   "SELECT t.embedding_id, %s, %s, %s, t.point FROM unnest(%s::bigint[], %s::vector[]) "
+                   "AS t(embedding_id, point)", (user_id, embedder_id, kind, owners, points))
             db.run(f"UPDATE {table} SET embedder = %s, embedding_error = NULL WHERE user_id = %s AND id = ANY(%s)",
-                   (embedder_id, user_id, [int(i) for i in item_ids]))
+                   (embedder_id, user_id, ids))
 
     def delete(self, kind: str, item_id: int) -> None:
         vectors.delete_item_vectors(self.scope, kind, item_id)
@@ -171,7 +177,7 @@ class PgVectorIndex:
         active = "" if include_inactive else (
             f" AND NOT (e.kind = 'fact' AND e.item_id IN (SELECT f.id FROM facts f WHERE f.user_id = %(user)s "
             f"AND NOT ({active_fact('f')})))")
-        params = {"user": self.scope.user_id, "kinds": list(kinds), "query": _vector_text(query), "k": int(k)}
+        params = {"user": self.scope.user_id, "kinds": list(kinds), "query": query, "k": int(k)}
         embedder = _literal(embedder_id)  # a literal: the planner matches it to the partial index's predicate
         # even in a generic plan (a prepared statement's), which a parameter would not let it do
         if exact or self.size(embedder_id) < EXACT_BELOW:
@@ -227,7 +233,7 @@ class PgVectorIndex:
                 "ON e.kind = w.kind AND e.item_id = w.item_id "
                 "JOIN embedding_points p ON p.embedding_id = e.id "
                 "WHERE e.embedder = %s AND e.user_id = %s GROUP BY e.kind, e.item_id",
-                (_vector_text(query), [kind for kind, _ in missing], [int(i) for _, i in missing], embedder_id,
+                (query, [kind for kind, _ in missing], [int(i) for _, i in missing], embedder_id,
                  self.scope.user_id))
             self.reads += len(rows)
             found = {item: None for item in missing}
@@ -267,8 +273,3 @@ class PgVectorIndex:
             cache[(embedder_id, row[0], row[1])] = row
         found = (cache[(embedder_id, *item)] for item in wanted)
         return [row for row in found if row is not None]
-
-
-def _vector_text(vector: "np.ndarray") -> str:
-    """A vector as pgvector's text input ('[0.1,0.2,...]'): no adapter to register on the connection."""
-    return "[" + ",".join(f"{float(x):.7g}" for x in vector) + "]"
