@@ -210,8 +210,8 @@ def build_postgres(url: str, size: int, others: float, other_users: int, pool: l
     upserted once per row) and their work done in SQL afterwards. The main user's full text is indexed by coop's
     own `catch_up` (FTS5's tokenizer, as any search would); the other users' messages are copies of the main
     user's first ones (same texts, sessions and dates, so their postings are copied in SQL) with vectors of their
-    own (blends of the pool's real-model vectors: `vectorleg.blends`). The HNSW index is built once at the end by
-    `PgVectorIndex.ensure_index`, as the first stored vector would make it, over every user's points."""
+    own (blends of the pool's real-model vectors: `vectorleg.blends`). Each user's HNSW index is built at the end
+    by `PgVectorIndex.ensure_index`, as the embedding worker makes it once a user has enough vectors."""
     import numpy as np
     import psycopg
 
@@ -313,9 +313,10 @@ def build_postgres(url: str, size: int, others: float, other_users: int, pool: l
     conn.execute("VACUUM ANALYZE")
     t = time.perf_counter()
     store.db.run("SET maintenance_work_mem = '6GB'")
-    memory.vectors.ensure_index(embedder.id, embedder.dims)
+    for user_id in users:  # each user's own index, as the embedding worker makes it past EXACT_BELOW vectors
+        store.user(user_id).vectors.ensure_index(embedder.id, embedder.dims)
     timings["hnsw_build_s"] = time.perf_counter() - t
-    print(f"  HNSW index over every user's points built in {timings['hnsw_build_s']:.0f} s", file=sys.stderr)
+    print(f"  HNSW indexes of {len(users)} users built in {timings['hnsw_build_s']:.0f} s", file=sys.stderr)
     rows = conn.execute("SELECT count(*) FROM messages").fetchone()[0]
     conn.close()
     store.close()

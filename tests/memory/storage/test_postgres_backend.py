@@ -150,6 +150,7 @@ def test_the_vector_index_past_the_exact_threshold_finds_what_exact_search_finds
         memory.vectors.store("message", ids, "test-16", matrix)
     query = rng.normal(size=16).astype(np.float32)
     query /= np.linalg.norm(query)
+    assert ana.vectors.has_index("test-16") and bob.vectors.has_index("test-16")  # each user's own graph
     approximate = ana.vectors.nearest("test-16", 16, query, k=10)
     exact = ana.vectors.nearest("test-16", 16, query, k=10, exact=True)
     assert len(approximate) == 10, "the user's filter never leaves fewer than k"

@@ -9,8 +9,8 @@ row-level security.
   Deleting an item deletes its postings at once, and deleting or changing a message queues the two after it,
   whose context held its words.
 - Vectors (`vector_index.py`): `embeddings` as in SQLite (float32 bytes, the truth the exact re-rank reads) and
-  `embedding_points`, one pgvector row per whole vector and per sentence part, searched by an HNSW index per
-  embedder (made when its first vector is stored, `vector_indexes`).
+  `embedding_points`, one pgvector row per whole vector and per sentence part, searched exactly while a user has
+  few, then through an HNSW index of the user's own (`user_vector_indexes`).
 - Row-level security on every table that holds a user's rows: a connection sees the rows of the user named by
   `coop.user_id` (set by `connection.py` for each user's handle; `*` for the store-wide reads: listing users,
   `coop check`, `migrate`). It holds for any role but a superuser or one with BYPASSRLS, which Postgres exempts.
@@ -22,7 +22,7 @@ SCHEMA_VERSION = 1
 
 USER_TABLES = ("users", "sessions", "messages", "facts", "fact_history", "fact_sources", "summaries", "forgotten",
                "memory_jobs", "embeddings", "embedding_points", "embedding_counts", "fulltext_postings",
-               "fulltext_docs", "fulltext_stats", "fulltext_pending")
+               "fulltext_docs", "fulltext_stats", "fulltext_pending", "user_vector_indexes")
 
 _TABLES = """
 CREATE TABLE users (
@@ -173,6 +173,13 @@ CREATE TABLE vector_indexes (
   table_name TEXT NOT NULL UNIQUE,
   dims INTEGER NOT NULL,
   dirty INTEGER NOT NULL DEFAULT 0
+);
+CREATE TABLE user_vector_indexes (
+  embedder TEXT NOT NULL,
+  user_id TEXT NOT NULL,
+  name TEXT NOT NULL UNIQUE,
+  dims INTEGER NOT NULL,
+  PRIMARY KEY (embedder, user_id)
 );
 CREATE TABLE fulltext_postings (
   user_id TEXT NOT NULL,

@@ -1,25 +1,28 @@
-"""The Postgres vector index: pgvector's HNSW finds candidates, the exact cosines rank them, as in SQLite.
+"""The Postgres vector index: pgvector scores on the server, as SQLite's index scores in memory.
 
-`embeddings` keeps each item's float32 vector and float16 sentence parts exactly as SQLite does (what the exact
-re-rank reads, and what `migrate` copies); `embedding_points` holds the same vectors once more as pgvector values,
-the whole and each part a row, under an HNSW index per embedder (cosine, made when its first vector is stored:
-an expression index over `point::vector(dims)` limited to that embedder, so two models never meet).
+`embeddings` keeps each item's float32 vector and float16 sentence parts exactly as SQLite does (what `read` and
+`migrate` copy); `embedding_points` holds the same vectors once more as pgvector values, the whole and each part
+a row. An item scores as SQLite scores it: the inner product of the query with its whole vector or its nearest
+sentence part, computed by the server, so only (kind, id, score) cross the wire.
 
-A search asks HNSW for as many candidates as SQLite's bit scan keeps (`vectors.bit_candidates`), with
-`hnsw.iterative_scan = relaxed_order`: a user's filter then never leaves fewer than asked for while the user has
-them, however many other users share the index. The candidates are re-ranked exactly (`vectors.best_cosines`: an
-item is as near as its whole vector or its nearest sentence). A user with few vectors (`EXACT_BELOW`) is searched
-exactly: reading them all costs less than the index walk, and the result is SQLite's exact one.
+- A user with fewer than `EXACT_BELOW` vectors is searched exactly (a few milliseconds on the server).
+- Past that, the user gets an HNSW index of their own (`ensure_index`: a partial index on embedder and user),
+  and a search asks it for `candidates(k)` nearest points with `hnsw.iterative_scan = relaxed_order`, so the
+  kind filter never leaves fewer than k while the user has them. A shared index under a per-user filter walked
+  every user's graph: slow and less exact once one user is a tenth of the points (docs/benchmarks.md).
+- Many heavy users mean many partial indexes on one table; the planner checks each one's predicate, which is
+  cheap for tens of users and worth partitioning `embedding_points` by user beyond a few thousand.
 """
 
 from __future__ import annotations
 
 import hashlib
+import logging
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, cast
 
-from coop.errors import EmbedderError
+from coop.errors import EmbedderError, StoreError
 from coop.memory.kinds import KINDS, REGISTRY, active_fact
 from coop.memory.storage import vectors
 from coop.memory.storage.vectors import VectorHit
@@ -31,6 +34,7 @@ if TYPE_CHECKING:
     from coop.memory.storage.postgres.connection import PgDatabase
     from coop.memory.storage.postgres.store import PgUserMemory
 
+log = logging.getLogger(__name__)
 Row = tuple[Any, ...]  # (kind, item_id, vector, parts) as stored
 EXACT_BELOW = 3000  # a user with fewer vectors than this is searched exactly (on the server: a few ms)
 HNSW_CANDIDATES_PER_RESULT, HNSW_CANDIDATES_MIN, HNSW_CANDIDATES_MAX = 4, 100, 1000
@@ -44,6 +48,10 @@ def candidates(k: int) -> int:
 
 def index_name(embedder_id: str) -> str:
     return "embedding_points_hnsw_" + hashlib.sha256(embedder_id.encode()).hexdigest()[:12]
+
+
+def user_index_name(embedder_id: str, user_id: str) -> str:
+    return "embedding_points_hnsw_" + hashlib.sha256(f"{embedder_id}\0{user_id}".encode()).hexdigest()[:20]
 
 
 def _literal(text: str) -> str:
@@ -76,24 +84,54 @@ class PgVectorIndex:
                 self._scores = {}
 
     # -- writes ---------------------------------------------------------------------------------------------
-    def ensure_index(self, embedder_id: str, dims: int) -> None:
-        """The HNSW index of this embedder's points, made the first time one of its vectors is stored."""
+    def record_embedder(self, embedder_id: str, dims: int) -> None:
+        """Note the embedder and its dimensions (`coop check` lists them), the first time one of its vectors is
+        stored."""
         db = self.db
-        known = db.caches.setdefault("pg_vector_indexes", set())
-        if embedder_id in known:
-            return
-        if db.run("SELECT 1 FROM vector_indexes WHERE embedder = %s", (embedder_id,)):
+        known = db.caches.setdefault("pg_embedders", set())
+        if embedder_id not in known:
+            db.run("INSERT INTO vector_indexes (embedder, table_name, dims) VALUES (%s, %s, %s) "
+                   "ON CONFLICT DO NOTHING", (embedder_id, index_name(embedder_id), int(dims)))
             known.add(embedder_id)
-            return
-        name = index_name(embedder_id)
-        with db.atomic():
-            db.run("SELECT pg_advisory_xact_lock(hashtext('coop:vector-index'))")
-            if not db.run("SELECT 1 FROM vector_indexes WHERE embedder = %s", (embedder_id,)):
-                db.run(f"CREATE INDEX IF NOT EXISTS {name} ON embedding_points USING hnsw "
-                       f"((point::vector({int(dims)})) vector_cosine_ops) WHERE embedder = {_literal(embedder_id)}")
-                db.run("INSERT INTO vector_indexes (embedder, table_name, dims) VALUES (%s, %s, %s)",
-                       (embedder_id, name, int(dims)))
-        known.add(embedder_id)
+
+    def has_index(self, embedder_id: str) -> bool:
+        """Whether this user has an HNSW index of this embedder's points (`ensure_index`)."""
+        db = self.db
+        known = db.caches.setdefault("pg_user_indexes", set())
+        key = (embedder_id, self.scope.user_id)
+        if key not in known and db.run("SELECT 1 FROM user_vector_indexes WHERE embedder = %s AND user_id = %s",
+                                       key):
+            known.add(key)
+        return key in known
+
+    def ensure_index(self, embedder_id: str, dims: int) -> bool:
+        """This user's own HNSW index over this embedder's points, made once the user has `EXACT_BELOW` vectors
+        (below, an exact scan is faster). One index per user, a partial index on (embedder, user): a search walks
+        only the user's graph, where a shared index under the user's filter walked every user's (at a million
+        points and ten users: a vector leg of 94 ms median and 91 of 100 needles, docs/benchmarks.md). Built with
+        CONCURRENTLY, so writers are not held up; outside a transaction only (else left for the next call).
+        True when the index is there."""
+        if self.has_index(embedder_id):
+            return True
+        db = self.db
+        if db.in_transaction or self.size(embedder_id) < EXACT_BELOW:
+            return False
+        name = user_index_name(embedder_id, self.scope.user_id)
+        try:
+            db.run(f"CREATE INDEX CONCURRENTLY IF NOT EXISTS {name} ON embedding_points USING hnsw "
+                   f"((point::vector({int(dims)})) vector_cosine_ops) "
+                   f"WHERE embedder = {_literal(embedder_id)} AND user_id = {_literal(self.scope.user_id)}")
+        except StoreError:
+            raise
+        except Exception as exc:  # another client building it, or a build that failed: the next call tries again
+            log.warning("the vector index of %s could not be built: %s", self.scope.user_id, exc)
+            return False
+        if not db.run("SELECT indisvalid FROM pg_index WHERE indexrelid = to_regclass(%s)", (name,))[0][0]:
+            db.run(f"DROP INDEX CONCURRENTLY IF EXISTS {name}")  # a build cut short leaves an invalid index
+            return False
+        db.run("INSERT INTO user_vector_indexes (embedder, user_id, name, dims) VALUES (%s, %s, %s, %s) "
+               "ON CONFLICT DO NOTHING", (embedder_id, self.scope.user_id, name, int(dims)))
+        return self.has_index(embedder_id)
 
     def store(self, kind: str, item_ids: Sequence[int], embedder_id: str, wholes: "np.ndarray",
               parts: Sequence["np.ndarray | None"] | None = None) -> None:
@@ -105,7 +143,7 @@ class PgVectorIndex:
             return
         wholes = np.ascontiguousarray(wholes, dtype=np.float32)
         dims = int(wholes.shape[1])
-        self.ensure_index(embedder_id, dims)
+        self.record_embedder(embedder_id, dims)
         db, user_id = self.db, self.scope.user_id
         each_parts = list(parts) if parts is not None else [None] * len(item_ids)
         table = REGISTRY[kind].table
@@ -132,6 +170,7 @@ class PgVectorIndex:
                    "AS t(embedding_id, point)", (user_id, embedder_id, kind, owners, points))
             db.run(f"UPDATE {table} SET embedder = %s, embedding_error = NULL WHERE user_id = %s AND id = ANY(%s)",
                    (embedder_id, user_id, ids))
+        self.ensure_index(embedder_id, dims)  # once the user has enough vectors for one to pay
 
     def delete(self, kind: str, item_id: int) -> None:
         vectors.delete_item_vectors(self.scope, kind, item_id)
@@ -180,7 +219,7 @@ class PgVectorIndex:
         params = {"user": self.scope.user_id, "kinds": list(kinds), "query": query, "k": int(k)}
         embedder = _literal(embedder_id)  # a literal: the planner matches it to the partial index's predicate
         # even in a generic plan (a prepared statement's), which a parameter would not let it do
-        if exact or self.size(embedder_id) < EXACT_BELOW:
+        if exact or self.size(embedder_id) < EXACT_BELOW or not self.ensure_index(embedder_id, dims):
             rows = db.run(
                 "SELECT e.kind, e.item_id, max(-(p.point <#> %(query)s::vector)) AS s FROM embedding_points p "
                 "JOIN embeddings e ON e.id = p.embedding_id WHERE p.user_id = %(user)s "
@@ -195,7 +234,7 @@ class PgVectorIndex:
                 rows = db.run(
                     f"SELECT e.kind, e.item_id, max(-(c.point <#> %(query)s::vector)) AS s FROM "
                     f"(SELECT embedding_id, point FROM embedding_points WHERE embedder = {embedder} "
-                    f"AND user_id = %(user)s AND kind = ANY(%(kinds)s) "
+                    f"AND user_id = {_literal(self.scope.user_id)} AND kind = ANY(%(kinds)s) "
                     f"ORDER BY point::vector({int(dims)}) <=> %(query)s::vector({int(dims)}) LIMIT %(want)s) c "
                     f"JOIN embeddings e ON e.id = c.embedding_id WHERE e.user_id = %(user)s{active} "
                     "GROUP BY e.kind, e.item_id ORDER BY s DESC, e.item_id LIMIT %(k)s", {**params, "want": want})
