@@ -189,7 +189,8 @@ CREATE TABLE fulltext_postings (
   own REAL NOT NULL,
   context REAL NOT NULL DEFAULT 0,
   terms INTEGER NOT NULL,
-  PRIMARY KEY (user_id, kind, term, item_id)
+  -- the counts ride in the index: a search reads a term's postings from the index alone
+  PRIMARY KEY (user_id, kind, term, item_id) INCLUDE (own, context, terms)
 );
 CREATE INDEX fulltext_postings_item ON fulltext_postings(kind, item_id);
 CREATE TABLE fulltext_docs (
