@@ -250,6 +250,21 @@ class PgDatabase:
             _reraise(exc, self.path)
 
     @contextmanager
+    def reading(self) -> Iterator[None]:
+        """A transaction for reads that need settings of their own (`SET LOCAL`), without the user's write lock:
+        a search never waits for another device's write."""
+        if self.in_transaction:
+            yield
+            return
+        self.run("SELECT set_config('coop.user_id', %s, false)", (self.user,))  # reconnects if need be
+        self.link.bound = self.user
+        try:
+            with self.conn.transaction():
+                yield
+        except Exception as exc:
+            _reraise(exc, self.path)
+
+    @contextmanager
     def snapshot(self) -> Iterator[None]:
         """A block whose reads all see one state of the database (REPEATABLE READ), unless one is open."""
         if self.in_transaction:

@@ -37,12 +37,14 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 Row = tuple[Any, ...]  # (kind, item_id, vector, parts) as stored
 EXACT_BELOW = 3000  # a user with fewer vectors than this is searched exactly (on the server: a few ms)
-HNSW_CANDIDATES_PER_RESULT, HNSW_CANDIDATES_MIN, HNSW_CANDIDATES_MAX = 4, 100, 1000
+HNSW_CANDIDATES_PER_RESULT, HNSW_CANDIDATES_MIN, HNSW_CANDIDATES_MAX = 10, 200, 1000
+HNSW_OPTIONS = "m = 24, ef_construction = 128"  # a denser graph than pgvector's default (16, 64): docs/benchmarks.md
 
 
 def candidates(k: int) -> int:
     """The points HNSW is asked for (and its ef_search) for `k` results: a graph walk's candidates are near in
-    fact, unlike the bit scan's (`vectors.bit_candidates`), so a few per result hold recall (docs/benchmarks.md)."""
+    fact, unlike the bit scan's (`vectors.bit_candidates`), so fewer hold recall: 200 for k = 10 gave 0.968 of the
+    exact top 10 at 100,000 real vectors (docs/benchmarks.md)."""
     return max(HNSW_CANDIDATES_MIN, min(HNSW_CANDIDATES_MAX, k * HNSW_CANDIDATES_PER_RESULT))
 
 
@@ -119,7 +121,7 @@ class PgVectorIndex:
         name = user_index_name(embedder_id, self.scope.user_id)
         try:
             db.run(f"CREATE INDEX CONCURRENTLY IF NOT EXISTS {name} ON embedding_points USING hnsw "
-                   f"((point::vector({int(dims)})) vector_cosine_ops) "
+                   f"((point::vector({int(dims)})) vector_cosine_ops) WITH ({HNSW_OPTIONS}) "
                    f"WHERE embedder = {_literal(embedder_id)} AND user_id = {_literal(self.scope.user_id)}")
         except StoreError:
             raise
@@ -219,7 +221,9 @@ class PgVectorIndex:
         params = {"user": self.scope.user_id, "kinds": list(kinds), "query": query, "k": int(k)}
         embedder = _literal(embedder_id)  # a literal: the planner matches it to the partial index's predicate
         # even in a generic plan (a prepared statement's), which a parameter would not let it do
-        if exact or self.size(embedder_id) < EXACT_BELOW or not self.ensure_index(embedder_id, dims):
+        few = self.size(embedder_id) < EXACT_BELOW or ("message" not in kinds and sum(
+            self.size(embedder_id, kind) for kind in kinds) < EXACT_BELOW)  # a rare kind: its own vectors, exactly
+        if exact or few or not self.ensure_index(embedder_id, dims):
             rows = db.run(
                 "SELECT e.kind, e.item_id, max(-(p.point <#> %(query)s::vector)) AS s FROM embedding_points p "
                 "JOIN embeddings e ON e.id = p.embedding_id WHERE p.user_id = %(user)s "
@@ -227,10 +231,10 @@ class PgVectorIndex:
                 "GROUP BY e.kind, e.item_id ORDER BY s DESC, e.item_id LIMIT %(k)s", params)
         else:
             want = candidates(k)
-            with db.atomic():
-                db.run(f"SET LOCAL hnsw.ef_search = {want}")
-                db.run("SET LOCAL hnsw.iterative_scan = relaxed_order")
-                db.run(f"SET LOCAL hnsw.max_scan_tuples = {max(20_000, want * 40)}")
+            with db.reading():
+                db.run("SELECT set_config('hnsw.ef_search', %s, true), "
+                       "set_config('hnsw.iterative_scan', 'relaxed_order', true), "
+                       "set_config('hnsw.max_scan_tuples', %s, true)", (str(want), str(max(20_000, want * 40))))
                 rows = db.run(
                     f"SELECT e.kind, e.item_id, max(-(c.point <#> %(query)s::vector)) AS s FROM "
                     f"(SELECT embedding_id, point FROM embedding_points WHERE embedder = {embedder} "
