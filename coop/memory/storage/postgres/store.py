@@ -187,9 +187,6 @@ class PgStore(MemoryStore):
                                  "no vector yet", "run `coop memory reembed`, or let coop catch up in the background"))
         return found
 
-    def stats(self) -> dict[str, Any]:
-        return {"users": len(self.user_ids())}
-
 
 def _conforms_to_the_seam(store: PgStore, memory: PgUserMemory) -> tuple[Any, Any]:
     """Never called: mypy checks here that the Postgres classes are what `interface.py` promises."""
