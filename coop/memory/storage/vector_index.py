@@ -23,8 +23,10 @@ if TYPE_CHECKING:
 Row = tuple[Any, ...]  # (kind, item_id, vector, parts) as stored
 
 
-class SqliteVectorIndex:
-    """The vectors of one user (`UserMemory.vectors`)."""
+class StoredVectorIndex:
+    """What both backends' vector indexes share: the stored vectors (`embeddings`, the same table and bytes in
+    either engine, through `vectors.py`'s portable statements), their backlog, and the turn's read-once cache.
+    The search itself (`store`, `nearest`, `similarities`, `warm`) is each backend's."""
 
     def __init__(self, scope: UserScope) -> None:
         self.scope = scope
@@ -42,12 +44,12 @@ class SqliteVectorIndex:
         finally:
             if not outer:
                 self._rows = None
+                self._turn_over()
+
+    def _turn_over(self) -> None:
+        """What else a backend keeps for the length of `reading_once` is dropped here."""
 
     # -- writes ---------------------------------------------------------------------------------------------
-    def store(self, kind: str, item_ids: Sequence[int], embedder_id: str, wholes: "np.ndarray",
-              parts: Sequence["np.ndarray | None"] | None = None) -> None:
-        vectors.store_vectors(self.scope, kind, item_ids, embedder_id, wholes, parts)
-
     def delete(self, kind: str, item_id: int) -> None:
         vectors.delete_item_vectors(self.scope, kind, item_id)
 
@@ -64,22 +66,7 @@ class SqliteVectorIndex:
     def drop_other_embedders(self, keep: str) -> tuple[int, list[str]]:
         return vectors.drop_other_embedders(self.scope, keep)
 
-    def warm(self, embedder_id: str) -> bool:
-        """Load this user's sign bits for `embedder_id` on a connection of its own (from another thread, while
-        the user types), so the first search does not pay for it; False when there was nothing to do."""
-        return load_beside(self.scope.db, self.scope.user_id, embedder_id)
-
     # -- reads ----------------------------------------------------------------------------------------------
-    def nearest(self, embedder_id: str, dims: int, query: "np.ndarray", *, k: int, kinds: Sequence[str] = KINDS,
-                floor: float | None = None, exact: bool = False, include_inactive: bool = False) -> list[VectorHit]:
-        seen: dict[tuple[str, int], Row] | None = {} if self._rows is not None else None
-        hits = vectors.nearest(self.scope, embedder_id, dims, query, k=k, kinds=kinds, floor=floor, exact=exact,
-                               include_inactive=include_inactive, keep=seen)
-        if seen and self._rows is not None:
-            self.reads += len(seen)
-            self._rows.update(((embedder_id, *item), row) for item, row in seen.items())
-        return hits
-
     def read(self, embedder_id: str, dims: int,
                 items: Sequence[tuple[str, int]]) -> dict[tuple[str, int], "np.ndarray"]:
         """The stored (whole) vectors from `embedder_id` of these items (items without one are left out)."""
@@ -90,18 +77,6 @@ class SqliteVectorIndex:
             return {}
         matrix = np.frombuffer(b"".join(row[2] for row in rows), dtype=np.float32).reshape(len(rows), dims)
         return {(row[0], row[1]): vector for row, vector in zip(rows, matrix)}
-
-    def similarities(self, embedder_id: str, dims: int, query: "np.ndarray",
-                     items: Sequence[tuple[str, int]]) -> dict[tuple[str, int], float]:
-        """The exact cosine between `query` and each of these items: with its whole vector or its nearest part,
-        as `nearest` ranks them (items without a vector are left out)."""
-        import numpy as np
-
-        rows = self._item_rows(embedder_id, items)
-        if not rows:
-            return {}
-        scores = vectors.best_cosines(rows, np.asarray(query, dtype=np.float32).reshape(-1), dims)
-        return {(row[0], row[1]): float(score) for row, score in zip(rows, scores)}
 
     def size(self, embedder_id: str, kind: str | None = None) -> int:
         """How many vectors this user has from this embedder (of `kind`, when given)."""
@@ -125,3 +100,38 @@ class SqliteVectorIndex:
                 self._rows[(embedder_id, row[0], row[1])] = row
         found = (self._rows[(embedder_id, *item)] for item in wanted)
         return [row for row in found if row is not None]
+
+
+class SqliteVectorIndex(StoredVectorIndex):
+    """The vectors of one user in a SQLite file (`UserMemory.vectors`): the in-memory bit scan and exact re-rank."""
+
+    def store(self, kind: str, item_ids: Sequence[int], embedder_id: str, wholes: "np.ndarray",
+              parts: Sequence["np.ndarray | None"] | None = None) -> None:
+        vectors.store_vectors(self.scope, kind, item_ids, embedder_id, wholes, parts)
+
+    def warm(self, embedder_id: str) -> bool:
+        """Load this user's sign bits for `embedder_id` on a connection of its own (from another thread, while
+        the user types), so the first search does not pay for it; False when there was nothing to do."""
+        return load_beside(self.scope.db, self.scope.user_id, embedder_id)
+
+    def nearest(self, embedder_id: str, dims: int, query: "np.ndarray", *, k: int, kinds: Sequence[str] = KINDS,
+                floor: float | None = None, exact: bool = False, include_inactive: bool = False) -> list[VectorHit]:
+        seen: dict[tuple[str, int], Row] | None = {} if self._rows is not None else None
+        hits = vectors.nearest(self.scope, embedder_id, dims, query, k=k, kinds=kinds, floor=floor, exact=exact,
+                               include_inactive=include_inactive, keep=seen)
+        if seen and self._rows is not None:
+            self.reads += len(seen)
+            self._rows.update(((embedder_id, *item), row) for item, row in seen.items())
+        return hits
+
+    def similarities(self, embedder_id: str, dims: int, query: "np.ndarray",
+                     items: Sequence[tuple[str, int]]) -> dict[tuple[str, int], float]:
+        """The exact cosine between `query` and each of these items: with its whole vector or its nearest part,
+        as `nearest` ranks them (items without a vector are left out)."""
+        import numpy as np
+
+        rows = self._item_rows(embedder_id, items)
+        if not rows:
+            return {}
+        scores = vectors.best_cosines(rows, np.asarray(query, dtype=np.float32).reshape(-1), dims)
+        return {(row[0], row[1]): float(score) for row, score in zip(rows, scores)}

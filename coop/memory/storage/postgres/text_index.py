@@ -295,7 +295,8 @@ class PgTextIndex:
         terms = list(terms)
         if len(terms) <= 1:
             return terms
-        self.catch_up()
+        if self._counts is None:  # called on its own (within `matches` the queue was just indexed)
+            self.catch_up()
         stems = {term: tokens(term) for term in terms}
         wanted = sorted({stem for each in stems.values() for stem in each})
         if not wanted:

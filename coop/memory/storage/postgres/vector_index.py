@@ -18,15 +18,13 @@ from __future__ import annotations
 
 import hashlib
 import logging
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any, cast
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, cast
 
 from coop.errors import EmbedderError, StoreError
 from coop.memory.kinds import KINDS, REGISTRY, active_fact
-from coop.memory.storage import vectors
+from coop.memory.storage.vector_index import StoredVectorIndex
 from coop.memory.storage.vectors import VectorHit
-from coop.privacy.secrets import mask
 
 if TYPE_CHECKING:
     import numpy as np
@@ -35,7 +33,6 @@ if TYPE_CHECKING:
     from coop.memory.storage.postgres.store import PgUserMemory
 
 log = logging.getLogger(__name__)
-Row = tuple[Any, ...]  # (kind, item_id, vector, parts) as stored
 EXACT_BELOW = 3000  # a user with fewer vectors than this is searched exactly (on the server: a few ms)
 HNSW_CANDIDATES_PER_RESULT, HNSW_CANDIDATES_MIN, HNSW_CANDIDATES_MAX = 10, 200, 1000
 HNSW_OPTIONS = "m = 24, ef_construction = 128"  # a denser graph than pgvector's default (16, 64): docs/benchmarks.md
@@ -60,30 +57,20 @@ def _literal(text: str) -> str:
     return "'" + text.replace("'", "''") + "'"
 
 
-class PgVectorIndex:
-    """The vectors of one user (`PgUserMemory.vectors`)."""
+class PgVectorIndex(StoredVectorIndex):
+    """The vectors of one user on a Postgres server (`PgUserMemory.vectors`); the stored rows, their backlog and
+    the read-once cache are `StoredVectorIndex`'s."""
 
     def __init__(self, scope: "PgUserMemory") -> None:
-        self.scope = scope
-        self._rows: dict[tuple[str, str, int], Row | None] | None = None
+        super().__init__(scope)
         self._scores: dict[tuple[str, bytes], dict[tuple[str, int], float | None]] = {}
-        self.reads = 0
 
     @property
     def db(self) -> "PgDatabase":
         return cast("PgDatabase", self.scope.db)
 
-    @contextmanager
-    def reading_once(self) -> Iterator[None]:
-        outer = self._rows is not None
-        if not outer:
-            self._rows = {}
-        try:
-            yield
-        finally:
-            if not outer:
-                self._rows = None
-                self._scores = {}
+    def _turn_over(self) -> None:
+        self._scores = {}
 
     # -- writes ---------------------------------------------------------------------------------------------
     def record_embedder(self, embedder_id: str, dims: int) -> None:
@@ -113,10 +100,12 @@ class PgVectorIndex:
         points and ten users: a vector leg of 94 ms median and 91 of 100 needles, docs/benchmarks.md). Built with
         CONCURRENTLY, so writers are not held up; outside a transaction only (else left for the next call).
         True when the index is there."""
+        if self.size(embedder_id) < EXACT_BELOW:  # the usual case at a write: one count, no index lookup
+            return False
         if self.has_index(embedder_id):
             return True
         db = self.db
-        if db.in_transaction or self.size(embedder_id) < EXACT_BELOW:
+        if db.in_transaction:
             return False
         name = user_index_name(embedder_id, self.scope.user_id)
         try:
@@ -174,30 +163,6 @@ class PgVectorIndex:
                    (embedder_id, user_id, ids))
         self.ensure_index(embedder_id, dims)  # once the user has enough vectors for one to pay
 
-    def delete(self, kind: str, item_id: int) -> None:
-        vectors.delete_item_vectors(self.scope, kind, item_id)
-
-    def pending(self, kind: str, *, after_id: int, limit: int) -> list[tuple[int, str]]:
-        return vectors.pending_items(self.scope, kind, after_id=after_id, limit=limit)
-
-    def record_error(self, kind: str, item_id: int, message: str) -> None:
-        self.db.execute(f"UPDATE {REGISTRY[kind].table} SET embedding_error = ? WHERE id = ? AND user_id = ?",
-                              (mask(message), item_id, self.scope.user_id))
-
-    def hand_back(self, kind: str, keep_embedder: str, limit: int) -> int:
-        return vectors.hand_back_for_embedding(self.scope, kind, keep_embedder, limit)
-
-    def drop_other_embedders(self, keep: str) -> tuple[int, list[str]]:
-        db, user_id = self.db, self.scope.user_id
-        others = [r[0] for r in db.run("SELECT DISTINCT embedder FROM embeddings WHERE user_id = %s "
-                                       "AND embedder <> %s", (user_id, keep))]
-        dropped = 0
-        for embedder_id in others:
-            with db.atomic():
-                dropped += len(db.run("DELETE FROM embeddings WHERE user_id = %s AND embedder = %s RETURNING id",
-                                      (user_id, embedder_id)))
-        return dropped, others
-
     def warm(self, embedder_id: str) -> bool:
         """Nothing to load: the server keeps its index; False (there was nothing to do)."""
         return False
@@ -223,7 +188,7 @@ class PgVectorIndex:
         # even in a generic plan (a prepared statement's), which a parameter would not let it do
         few = self.size(embedder_id) < EXACT_BELOW or ("message" not in kinds and sum(
             self.size(embedder_id, kind) for kind in kinds) < EXACT_BELOW)  # a rare kind: its own vectors, exactly
-        if exact or few or not self.ensure_index(embedder_id, dims):
+        if exact or few or not (self.has_index(embedder_id) or self.ensure_index(embedder_id, dims)):
             rows = db.run(
                 "SELECT e.kind, e.item_id, max(-(p.point <#> %(query)s::vector)) AS s FROM embedding_points p "
                 "JOIN embeddings e ON e.id = p.embedding_id WHERE p.user_id = %(user)s "
@@ -247,16 +212,6 @@ class PgVectorIndex:
             self._scores.setdefault((embedder_id, query.tobytes()), {}).update(
                 ((h.kind, h.item_id), h.similarity) for h in hits)
         return [h for h in hits if floor is None or h.similarity >= floor]
-
-    def read(self, embedder_id: str, dims: int,
-             items: Sequence[tuple[str, int]]) -> dict[tuple[str, int], "np.ndarray"]:
-        import numpy as np
-
-        rows = self._item_rows(embedder_id, items)
-        if not rows:
-            return {}
-        matrix = np.frombuffer(b"".join(bytes(row[2]) for row in rows), dtype=np.float32).reshape(len(rows), dims)
-        return {(row[0], row[1]): vector for row, vector in zip(rows, matrix)}
 
     def similarities(self, embedder_id: str, dims: int, query: "np.ndarray",
                      items: Sequence[tuple[str, int]]) -> dict[tuple[str, int], float]:
@@ -285,34 +240,3 @@ class PgVectorIndex:
                 known.update(found)
         scores = found if known is None else known
         return {item: score for item in wanted if (score := scores.get(item)) is not None}
-
-    def size(self, embedder_id: str, kind: str | None = None) -> int:
-        db, user_id = self.db, self.scope.user_id
-        if kind is None:
-            return int(db.scalar("SELECT count FROM embedding_counts WHERE user_id = ? AND embedder = ?",
-                                 (user_id, embedder_id)) or 0)
-        return int(db.scalar("SELECT count(*) FROM embeddings WHERE user_id = ? AND embedder = ? AND kind = ?",
-                             (user_id, embedder_id, kind)) or 0)
-
-    def _item_rows(self, embedder_id: str, items: Sequence[tuple[str, int]]) -> list[Row]:
-        wanted = list(dict.fromkeys(items))
-        cache = self._rows
-        missing = wanted if cache is None else [i for i in wanted if (embedder_id, *i) not in cache]
-        read: list[Row] = []
-        if missing:
-            kinds = [kind for kind, _ in missing]
-            ids = [int(item_id) for _, item_id in missing]
-            read = [(r[0], int(r[1]), r[2], r[3]) for r in self.db.run(
-                "SELECT e.kind, e.item_id, e.vector, e.parts FROM embeddings e "
-                "JOIN unnest(%s::text[], %s::bigint[]) AS w(kind, item_id) "
-                "ON e.kind = w.kind AND e.item_id = w.item_id "
-                "WHERE e.embedder = %s AND e.user_id = %s", (kinds, ids, embedder_id, self.scope.user_id))]
-            self.reads += len(read)
-        if cache is None:
-            return read
-        for item in missing:
-            cache[(embedder_id, *item)] = None
-        for row in read:
-            cache[(embedder_id, row[0], row[1])] = row
-        found = (cache[(embedder_id, *item)] for item in wanted)
-        return [row for row in found if row is not None]
