@@ -258,3 +258,39 @@ def test_a_database_without_pgvector_is_one_line_with_the_statement_to_run(postg
         assert len(lines) <= 2  # the error and its hint
     finally:
         postgres_server.drop_database(name)
+
+
+@pytest.mark.postgres
+def test_a_search_does_not_wait_for_another_devices_write(pg, monkeypatch):
+    from coop.memory.storage.postgres import vector_index
+    from coop.memory.storage.postgres.store import PgStore
+
+    monkeypatch.setattr(vector_index, "EXACT_BELOW", 10)
+    ana = pg.user("ana")
+    session = ana.sessions.start()
+    ids = [ana.messages.add(session, "user", f"message {i}") for i in range(40)]
+    rng = np.random.default_rng(3)
+    matrix = rng.normal(size=(40, 16)).astype(np.float32)
+    matrix /= np.linalg.norm(matrix, axis=1, keepdims=True)
+    ana.vectors.store("message", ids, "test-16", matrix)
+    assert ana.vectors.has_index("test-16")  # the graph path, which sets its own search settings
+    other = PgStore.open(pg.url)
+    held, release = threading.Event(), threading.Event()
+
+    def hold() -> None:
+        with ana.transaction():
+            ana.facts.add("Lives in Porto", category="location", key="city")
+            held.set()
+            release.wait(10)
+
+    holder = threading.Thread(target=hold)
+    holder.start()
+    try:
+        assert held.wait(10)
+        started = time.monotonic()
+        hits = other.user("ana").vectors.nearest("test-16", 16, matrix[0], k=5)
+        assert time.monotonic() - started < 2 and hits[0].item_id == ids[0]
+    finally:
+        release.set()
+        holder.join(10)
+        other.close()

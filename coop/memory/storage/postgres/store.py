@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, cast
 from coop.errors import StoreError
 from coop.memory.kinds import REGISTRY
 from coop.memory.storage.health import Finding, guarded
+from coop.memory.storage.postgres import vector_index
 from coop.memory.storage.postgres.connection import ALL_USERS, Link, PgDatabase, connect, redacted, with_vectors
 from coop.memory.storage.postgres.schema import SCHEMA_VERSION, schema_sql
 from coop.memory.storage.postgres.text_index import PgTextIndex
@@ -178,7 +179,8 @@ class PgStore(MemoryStore):
         queued = int(self.db.run("SELECT count(*) FROM fulltext_pending")[0][0])
         pending = sum(int(self.db.run(f"SELECT count(*) FROM {spec.table} WHERE embedder IS NULL")[0][0])
                       for spec in REGISTRY.values())
-        found = [Finding("vector index", "ok", f"{embedder}: {count} vectors, {dims} dimensions, HNSW")
+        found = [Finding("vector index", "ok", f"{embedder}: {count} vectors, {dims} dimensions (searched exactly per "
+                                 f"user, through the user's own HNSW index past {vector_index.EXACT_BELOW:,})")
                  for embedder, dims, count in rows]
         found.append(Finding("full text", "ok", f"{queued} items waiting to be indexed (done at the next search)"))
         if pending:
