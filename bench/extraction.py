@@ -35,7 +35,8 @@ coefficient of at least 0.5 (twice the shared words over the two counts: "Based 
 "Said welcome to Berlin, how are you" does not), it holds every name (a capitalised word after the first) and
 number of the gold, and both are negated or neither is. A stored fact is assigned to its best match among the
 conversation's gold facts and traps so far (one with the same text first, then the highest Dice; on a tie a fact
-before a trap, the later of two facts).
+before a trap, the later of two facts); a trap that is an instruction (a habit taken for one) only to a fact
+stored as an instruction.
 Precision: the stored values (ADD, UPDATE, SUPERSEDE) assigned to a current gold fact, over all stored values; a
 value assigned to a replaced one is "stale", to a trap "trap", to nothing "unmatched". Recall: the gold facts (not
 optional) that an active fact is assigned to right after their turn. A change is "correct" when, after its turn,
@@ -358,9 +359,35 @@ class Script:
 
     def reply(self, body: dict[str, Any]) -> str:
         with self.lock:
-            if _schema_name(body) == "decision":
+            name = _schema_name(body)
+            if name == "decision":
                 return json.dumps(self._decide(str(body["messages"][-1]["content"])))
+            if name == "sheet":
+                return json.dumps({"sentences": self._sheet(str(body["messages"][-1]["content"]))})
             return json.dumps({"facts": self._extract()})
+
+    def _sheet(self, prompt: str) -> list[dict[str, Any]]:
+        """The extractor's sheet, filled carelessly: every gold fact and trap on the sentence that holds its
+        evidence, each sentence a statement (an instruction when it holds one), and on the fixed schedule a fact
+        made of the assistant's words."""
+        said = [text for _, text in _NUMBERED.findall(prompt.split("sentence by sentence:", 1)[-1])]
+        rows = [{"n": n, "kind": "statement", "facts": []} for n in range(1, len(said) + 1)]
+        turn = self.turn
+        self.exchanges += 1
+        if turn is None or not rows:
+            return rows
+        for f in turn.facts + turn.traps:
+            kind = "trap" if f in turn.traps else "optional" if f.optional else "gold"
+            self.proposed[kind] += 1
+            n = next((i for i, text in enumerate(said) if _flat(f.evidence) in _flat(text)), 0) if f.evidence else 0
+            rows[n]["facts"].append({"fact": f.value, "topic": _topic(f.category, f.key)})
+            if f.category == "instruction":
+                rows[n]["kind"] = "instruction"
+        if self.exchanges % 4 == 3 and len(turn.assistant.split()) >= 4:
+            said_by_it = " ".join(turn.assistant.split()[:6]).strip(".,!?")
+            self.proposed["assistant_words"] += 1
+            rows[0]["facts"].append({"fact": f"Said {said_by_it}", "topic": "other"})
+        return rows
 
     def _extract(self) -> list[dict[str, Any]]:
         turn = self.turn
@@ -411,6 +438,19 @@ class Script:
         return _decision("ADD", None, "different information")
 
 
+_NUMBERED = re.compile(r"^(\d+)\. (.*)$", re.MULTILINE)
+
+
+def _topic(category: str, key: str | None) -> str:
+    """The sheet's topic for a gold fact's category and key: its slot's, else its category's, else "other"."""
+    from coop.memory.growth.sameness import canonical_key
+    from coop.memory.growth.vocabulary import TOPICS
+
+    slot = (category, canonical_key(key))
+    return next((t for t, s in TOPICS.items() if s == slot), None) or \
+        next((t for t, s in TOPICS.items() if s == (category, None)), "other")
+
+
 def _proposal(category: str, key: str | None, value: str, evidence: str) -> dict[str, Any]:
     return {"category": category, "key": key, "value": value, "importance": 0.5, "evidence": evidence,
             "stance": "asserted"}  # a careless extractor: everything asserted
@@ -425,6 +465,8 @@ def _schema_name(body: dict[str, Any]) -> str:
     if isinstance(rf, dict) and rf.get("type") == "json_schema":
         return str((rf.get("json_schema") or {}).get("name", ""))
     system = str((body.get("messages") or [{}])[0].get("content", ""))
+    if "sentence by sentence" in str(body.get("messages")):
+        return "sheet"
     return "decision" if "SUPERSEDE" in system and "EXISTING" in str(body.get("messages")) else "facts"
 
 
@@ -488,10 +530,13 @@ class Recorder:
                                                                                      f"{str(exc)[:200]}"))
             raise
         call = Call(name, time.perf_counter() - started, usable(reply, schema) if schema else True)
-        if name == "facts":
+        if name in ("facts", "sheet"):
             try:
                 data = parse_json_reply(reply)
                 items = data.get("facts") if isinstance(data, dict) else data
+                if isinstance(data, dict) and isinstance(data.get("sentences"), list):
+                    items = [f for row in data["sentences"] if isinstance(row, dict)
+                             for f in (row.get("facts") if isinstance(row.get("facts"), list) else [])]
                 call.proposals = sum(isinstance(i, dict) for i in items) if isinstance(items, list) else 0
             except ModelReplyError:
                 pass
@@ -634,8 +679,11 @@ def _score(ex: Exchange, turn: Turn, memory: Any, stated: list[GoldFact], traps:
     current = {f.id for f in stated if f.id not in changed}
     facts, trap_ids = {f.id for f in stated}, {f.id for f in traps}
 
-    def verdict(text: str) -> tuple[str, GoldFact | None]:
-        match = best_match(text, candidates)
+    def verdict(text: str, category: str) -> tuple[str, GoldFact | None]:
+        # a trap that is an instruction (a habit taken for one) is fallen into only by an instruction: the habit
+        # stored as a fact about the user is what the gold wants
+        match = best_match(text, [g for g in candidates if category == "instruction" or g.id not in trap_ids
+                                  or g.category != "instruction"])
         if match is None:
             return "unmatched", None
         if match.id in trap_ids:
@@ -644,7 +692,7 @@ def _score(ex: Exchange, turn: Turn, memory: Any, stated: list[GoldFact], traps:
 
     turn_changes = {f.changes for f in turn.facts if f.changes}
     for write in ex.writes:
-        write["verdict"], match = verdict(write["value"])
+        write["verdict"], match = verdict(write["value"], write["category"])
         write["match"] = match.id if match else None
         # the gold subject the value belongs to (a fact and its changes share one category and key in the gold)
         write["subject"] = f"{ex.dialogue}:{match.category}/{match.key}" \
@@ -674,7 +722,7 @@ def _score(ex: Exchange, turn: Turn, memory: Any, stated: list[GoldFact], traps:
 def summarise(exchanges: list[Exchange]) -> dict[str, Any]:
     """The figures of a set of exchanges (one source, or all)."""
     writes = [w for e in exchanges for w in e.writes]
-    extraction = [c for e in exchanges for c in e.calls if c.schema == "facts"]
+    extraction = [c for e in exchanges for c in e.calls if c.schema in ("facts", "sheet")]
     decision = [c for e in exchanges for c in e.calls if c.schema == "decision"]
     refused = Counter({r: 0 for r in REASONS})
     for e in exchanges:

@@ -16,6 +16,7 @@ the engine's `complete(messages, schema=...)`, taking `completions`), and it ans
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -129,3 +130,14 @@ def session_on(model: Any, memory: Any, config: Any, **kwargs: Any) -> Any:
     from coop.chat.session import ChatSession
 
     return ChatSession(memory, config, **kwargs)
+
+
+def said_in(content: str) -> str | None:
+    """The user's message an extraction request carries (its numbered sentences joined again), or None when
+    `content` is not an extraction request."""
+    from coop.memory.growth.extract import MESSAGE_HEADING
+
+    if MESSAGE_HEADING not in content:
+        return None
+    lines = content.split(MESSAGE_HEADING, 1)[1].strip().splitlines()
+    return " ".join(re.sub(r"^\d+\. ", "", line) for line in lines)

@@ -65,7 +65,8 @@ def probe_support(config: "Config") -> list[Check]:
     from coop.chat.tools import TOOL_NAMES, TOOL_SPECS
     from coop.config.loading import coop_home
     from coop.memory.growth.extract import extraction_prompt
-    from coop.model.jsonreply import FACTS, usable
+    from coop.memory.growth.sheet import schema
+    from coop.model.jsonreply import usable
     from coop.model.llm import chat_model, fast_complete
 
     checks: list[Check] = []
@@ -73,13 +74,13 @@ def probe_support(config: "Config") -> list[Check]:
     if complete is not None:
         started = time.perf_counter()
         try:
-            reply = complete([{"role": "system", "content": extraction_prompt(5)},
-                              {"role": "user", "content": f"THE USER'S MESSAGE:\n{PROBE_FACT}"}],
-                             schema=FACTS)
+            reply = complete([{"role": "system", "content": extraction_prompt()},
+                              {"role": "user", "content": f"THE USER'S NEW MESSAGE, sentence by sentence:\n1. "
+                                                          f"{PROBE_FACT}"}], schema=schema(1))
             seconds = time.perf_counter() - started
             mode = complete.modes.get(complete.name)
             checks.append(ok("JSON probe", f"{complete.name}: usable JSON in {mode} mode, {seconds:.1f} s")
-                          if usable(reply, FACTS) else
+                          if usable(reply, schema(1)) else
                           warning("JSON probe", f"{complete.name} gave no usable JSON in any mode ({seconds:.1f} s)",
                                   "facts will not be learned with this fast model: try a larger one"))
             checks += [c for c in [_slow("JSON probe", seconds, config.model.fast_timeout_seconds,

@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable
-from typing import Any, TypedDict
+from typing import Any, NotRequired, TypedDict
 
 
 class ModelReplyError(ValueError):
@@ -20,6 +20,9 @@ class Schema(TypedDict):
 
     name: str
     schema: dict[str, Any]
+    # Top-level keys any one of which makes a reply usable, when a reader takes more than the schema's shape
+    # (the sheet's reader also takes a plain list of facts); never sent to the model.
+    usable_keys: NotRequired[list[str]]
 
 
 def _object(properties: dict[str, Any], required: list[str]) -> dict[str, Any]:
@@ -38,6 +41,17 @@ DECISION: Schema = {"name": "decision", "schema": _object(
     ["action", "target", "confidence", "reason"])}
 SUMMARY: Schema = {"name": "summary", "schema": _object(
     {"summary": {"type": ["string", "null"]}, "facts": {"type": "array", "items": _FACT}}, ["summary", "facts"])}
+
+
+def sheet_schema(count: int, kinds: list[str], topics: list[str], per_sentence: int) -> Schema:
+    """The extractor's sheet (`coop.memory.growth.sheet`): one row for each of `count` sentences, its kind and its
+    facts, each with a topic; a server that enforces the schema makes the model answer for every sentence."""
+    fact = _object({"fact": {"type": "string"}, "topic": {"type": "string", "enum": topics}}, ["fact", "topic"])
+    row = _object({"n": {"type": "integer"}, "kind": {"type": "string", "enum": kinds},
+                   "facts": {"type": "array", "items": fact, "maxItems": per_sentence}}, ["n", "kind", "facts"])
+    return {"name": "sheet", "schema": _object(
+        {"sentences": {"type": "array", "items": row, "minItems": count, "maxItems": count}}, ["sentences"]),
+        "usable_keys": ["sentences", "facts"]}
 
 
 def parse_json_reply(text: str) -> Any:
@@ -83,8 +97,11 @@ def usable(text: str, schema: Schema) -> bool:
         data = parse_json_reply(text)
     except ModelReplyError:
         return False
-    required = schema["schema"].get("required", [])
-    return isinstance(data, dict) and all(key in data for key in required)
+    if not isinstance(data, dict):
+        return False
+    if "usable_keys" in schema:
+        return any(key in data for key in schema["usable_keys"])
+    return all(key in data for key in schema["schema"].get("required", []))
 
 
 def ask(complete: Callable[..., str], messages: list[dict[str, Any]], schema: Schema) -> str:

@@ -3,9 +3,9 @@
 The bench runs as a script (a process of its own, with the scripted model it serves on 127.0.0.1) over a tiny gold
 conversation written here, built so that every counter has a known value: two facts, a question that must yield
 nothing, a habit worded with "always" that a careless extractor takes for an instruction, and a move that must
-supersede the first city. The scripted model adds, on its fixed schedule, a quote of three letters (exchange 1),
-a fact quoting the assistant (exchange 3) and, as reconciler, a target it was never shown (its first decision that
-is not the gold change). The matcher and the profile's first-person sentences are checked in process.
+supersede the first city. The scripted model fills the extractor's sheet carelessly (every sentence a statement),
+adds, on its fixed schedule, a fact made of the assistant's words (exchange 3) and, as reconciler, a target it was
+never shown (its first decision that is not the gold change). The matcher and the profile's first-person sentences are checked in process.
 """
 
 from __future__ import annotations
@@ -57,20 +57,20 @@ def test_the_bench_counts_what_the_write_path_did_with_a_scripted_model(tmp_path
     assert run.returncode == 0, run.stderr
     result = json.loads(out.read_text(encoding="utf-8"))
     figures = result["sources"]["gold"]
-    assert result["script"] == {"gold": 4, "trap": 2, "short_quote": 1, "assistant_words": 1,
-                                "decision_unknown_target": 1, "decision_change": 1}
+    assert result["script"] == {"gold": 4, "trap": 2, "assistant_words": 1, "decision_unknown_target": 1,
+                                "decision_change": 1}
     assert figures["exchanges"] == 4 and figures["failed"] == 0
     assert figures["extraction_calls"] == 4 and figures["decision_calls"] == 2
     assert figures["json_unusable"] == {"facts": 0, "decision": 0}
-    assert figures["proposals"] == 8                       # what the scripted model sent, counted from its replies
+    assert figures["proposals"] == 7                       # what the scripted model sent, counted from its replies
     assert figures["stored"] == {"added": 3, "superseded": 1, "updated": 0}
     assert figures["known"] == 0
-    # the three-letter quote and the assistant's words; the question; the habit taken for an instruction; the
-    # reconciler's made-up target (the fact is still added beside, so every proposal is accounted for)
-    assert figures["refused"] == {"evidence": 2, "mood": 1, "instruction": 1, "widening": 0, "unsafe": 0,
-                                  "change": 0, "target": 1, "forgotten": 0, "value": 0, "known": 0}
-    assert figures["refused_by"] == {"evidence": 2, "mood": 1, "instruction_rules": 1, "reconciliation_rules": 1,
-                                     "forgotten": 0, "value": 0, "known": 0}
+    # the assistant's words (no clause of the user's says them); the question; the habit taken for an instruction;
+    # the reconciler's made-up target (the fact is still added beside, so every proposal is accounted for)
+    assert figures["refused"] == {"evidence": 0, "mood": 1, "instruction": 1, "widening": 0, "unsafe": 0,
+                                  "change": 0, "target": 1, "forgotten": 0, "value": 1, "known": 0}
+    assert figures["refused_by"] == {"evidence": 0, "mood": 1, "instruction_rules": 1, "reconciliation_rules": 1,
+                                     "forgotten": 0, "value": 1, "known": 0}
     assert figures["json_usable"] == 1.0
     assert figures["not_stored_no_reason"] == 0
     assert figures["facts_per_exchange"] == 1.0

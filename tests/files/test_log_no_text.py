@@ -9,6 +9,8 @@ import json
 
 import pytest
 
+from tests.scripted_model import said_in
+
 MARKER = "wqpx4471"
 
 
@@ -26,9 +28,9 @@ def run_turns(run_cli, openai_server, *extra: str):
 
     def background(body):
         last = body["messages"][-1]["content"]
-        if f"THE USER'S MESSAGE:\n{said[0]}" in last:
+        if said_in(last) == said[0]:
             return first
-        if f"THE USER'S MESSAGE:\n{said[1]}" in last:
+        if said_in(last) == said[1]:
             return f"Sure! The user said {MARKER}, nothing in JSON."  # every JSON mode: no usable JSON
         if "EXISTING" in last:
             return '{"action": "ADD", "target": null, "confidence": 0.9, "reason": "new"}'
@@ -47,7 +49,7 @@ def run_turns(run_cli, openai_server, *extra: str):
 def test_no_info_line_quotes_the_users_words(run_cli, openai_server, coop_home):
     run_turns(run_cli, openai_server)
     logged = (coop_home / "coop.log").read_text()
-    for sign in ("no usable facts JSON", "memory refused [value]", "memory refused [evidence]", "a fact dropped",
+    for sign in ("no usable sheet JSON", "memory refused [value]", "memory refused [evidence]", "a fact dropped",
                  "consolidating span"):  # the run went every way
         assert sign in logged, sign
     assert MARKER not in logged, [line for line in logged.splitlines() if MARKER in line]

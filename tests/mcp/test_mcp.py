@@ -17,6 +17,7 @@ from coop.memory.growth.embedders import HashEmbedder
 from coop.memory.growth.jobs import MemoryJobs
 from coop.memory.retrieval.settings import RetrievalSettings
 from coop.memory.tools.registry import MAX_RESULT_CHARS
+from tests.scripted_model import said_in
 
 EMBEDDER = HashEmbedder(64)
 
@@ -178,7 +179,7 @@ def test_forget_takes_the_facts_traces_along(memory):
 
 def test_record_stores_the_exchange_and_extraction_learns_from_it(db, memory):
     def fast_model(messages: list[dict[str, Any]]) -> str:
-        exchange = messages[-1]["content"].split("THE USER'S MESSAGE:")[-1]
+        exchange = said_in(messages[-1]["content"]) or ""
         if "allergic to peanuts" in exchange:
             return json.dumps({"facts": [{"category": "health", "key": "allergy", "value": "Is allergic to peanuts",
                                           "importance": 0.9, "evidence": "I am allergic to peanuts"}]})

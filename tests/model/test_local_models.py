@@ -15,11 +15,11 @@ from coop.memory.growth.extract import extract_facts
 from coop.memory.growth.jobs import MemoryJobs
 from coop.model import llm
 from coop.model.json_modes import MODES_FILE, ModeMemory, StructuredCompleter
-from coop.model.jsonreply import FACTS
+from coop.memory.growth.sheet import schema
 
-GOOD = json.dumps({"facts": [{"category": "diet", "key": "diet", "value": "Is vegetarian", "importance": 0.7,
-                              "evidence": "I am vegetarian"}]})
-ECHO = json.dumps(FACTS["schema"])  # what some small models return: the schema, not data
+SHEET = schema(1)  # the extractor's sheet for a message of one sentence
+GOOD = json.dumps({"sentences": [{"n": 1, "kind": "statement", "facts": [{"fact": "Is vegetarian", "topic": "diet"}]}]})
+ECHO = json.dumps(SHEET["schema"])  # what some small models return: the schema, not data
 PROSE = "Sure! The user is vegetarian, which is a durable fact worth remembering."
 
 
@@ -42,7 +42,7 @@ def test_a_json_schema_is_asked_for_first_and_remembered(openai_server, tmp_path
     complete = completer(openai_server, tmp_path)
     assert extract(complete) == ["Is vegetarian"]
     sent = openai_server.requests[0]["body"]["response_format"]
-    assert sent["type"] == "json_schema" and sent["json_schema"]["schema"]["required"] == ["facts"]
+    assert sent["type"] == "json_schema" and sent["json_schema"]["schema"]["required"] == ["sentences"]
     assert json.loads((tmp_path / MODES_FILE).read_text()) == {"openai/small-local": "json_schema"}
 
 
@@ -64,7 +64,7 @@ def test_prose_in_json_mode_and_an_echoed_schema_move_on_to_asking_in_the_prompt
     assert extract(complete) == ["Is vegetarian"]
     assert modes_sent(openai_server) == ["json_schema", "json_object_schema", "json_object", "prompt"]
     system = openai_server.requests[-1]["body"]["messages"][0]["content"]
-    assert "It must match this JSON Schema" in system and '"facts"' in system
+    assert "It must match this JSON Schema" in system and '"sentences"' in system
     assert ModeMemory(tmp_path / MODES_FILE).get("openai/small-local") == "prompt"
 
 
@@ -74,7 +74,7 @@ def test_a_model_that_never_gives_json_is_counted_logged_and_told_once(openai_se
     with caplog.at_level(logging.WARNING, logger="coop"):
         assert extract(complete) == [] and extract(complete) == []
     assert complete.unusable == 2
-    assert any("returned no usable facts JSON" in r.getMessage() and "openai/small-local" in r.getMessage()
+    assert any("returned no usable sheet JSON" in r.getMessage() and "openai/small-local" in r.getMessage()
                for r in caplog.records)
     session = ChatSession(memory, Config(), embedder=lambda: HashEmbedder(16),
                           jobs=MemoryJobs(Config(), complete, lambda: HashEmbedder(16)))
@@ -153,7 +153,7 @@ def test_llama_cpp_refusing_json_schema_with_a_500_falls_through_at_once_and_is_
     assert modes_sent(openai_server) == ["json_schema", "json_object_schema"]
     assert seen == ["json_object_schema"]
     sent = openai_server.requests[1]["body"]["response_format"]
-    assert sent == {"type": "json_object", "schema": FACTS["schema"]}  # the schema the server enforces
+    assert sent == {"type": "json_object", "schema": SHEET["schema"]}  # the schema the server enforces
     assert extract(completer(openai_server, tmp_path)) == ["Is vegetarian"]  # a new process starts there
     assert modes_sent(openai_server)[-1] == "json_object_schema"
 

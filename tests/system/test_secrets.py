@@ -16,6 +16,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.scripted_model import said_in
+
 KEY = "sk-test-SECRET-1234567890"
 MARKERS = (KEY.encode(), b"SECRET-1234567890")
 MARKER = "[secret]"
@@ -107,7 +109,7 @@ def test_an_api_key_never_reaches_the_database_trace_history_logs_or_output(coop
         that quotes the user's words (key and all), so it passes the evidence check and reaches the store; the
         summary of the session repeats the key."""
         system, exchange = body["messages"][0]["content"], body["messages"][-1]["content"]
-        exchange = exchange.split("THE USER'S MESSAGE:")[-1]  # not the earlier turns shown as context
+        exchange = said_in(exchange) or exchange  # not the earlier turns shown as context
         if system.startswith("You consolidate"):
             return json.dumps({"summary": f"The user shared their API key {KEY} and said hello.", "facts": []})
         if "hello there" in exchange:

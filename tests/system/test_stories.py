@@ -19,7 +19,8 @@ from coop.chat.session import ChatSession
 from coop.cli.app import app
 from coop.config.loading import apply_overrides, load_config
 from coop.memory.growth.embedders import HashEmbedder
-from tests.scripted_model import session_on
+from coop.memory.growth.extract import MESSAGE_HEADING
+from tests.scripted_model import said_in, session_on
 
 EMBEDDER = HashEmbedder(64)
 
@@ -44,7 +45,7 @@ def fast_model(extract: dict[str, list[dict]], replaces: dict[str, str] | None =
     def reply(body: dict) -> str:
         system, asked = body["messages"][0]["content"], body["messages"][-1]["content"]
         if system.startswith("You maintain"):
-            said = asked.split("THE USER'S MESSAGE:")[-1].strip()
+            said = said_in(asked) or ""
             return json.dumps({"facts": extract.get(said, [])})
         if system.startswith("You keep"):
             new = asked.split("]: ", 1)[1].split("\n", 1)[0]
@@ -164,8 +165,8 @@ def test_a_pronoun_is_resolved_from_the_earlier_turns(memory, scripted):
     scripted.default_reply = "ok"
     session(memory, scripted, "My sister is Ana", "she just started at the hospital")
     extraction = [r for r in scripted.background_requests()
-                  if "THE USER'S MESSAGE:" in r["messages"][-1]["content"]][-1]["messages"][-1]["content"]
-    earlier = extraction.split("THE USER'S MESSAGE:")[0]
+                  if said_in(r["messages"][-1]["content"])][-1]["messages"][-1]["content"]
+    earlier = extraction.split(MESSAGE_HEADING)[0]
     assert "EARLIER TURNS" in earlier and "User: My sister is Ana" in earlier
     session(memory, scripted, "what does Ana do?")
     assert facts_section(scripted).count("Sister Ana works at the hospital") == 1
@@ -180,7 +181,7 @@ def test_a_relative_date_is_extracted_against_today(memory, scripted):
     scripted.default_reply = "ok"
     session(memory, scripted, said)
     asked = [r["messages"][-1]["content"] for r in scripted.background_requests()
-             if "THE USER'S MESSAGE:" in r["messages"][-1]["content"]][-1]
+             if said_in(r["messages"][-1]["content"])][-1]
     assert f"TODAY: {today.strftime('%A %Y-%m-%d')}" in asked
     session(memory, scripted, "when is my dentist appointment?")
     assert f"Dentist appointment on {friday.isoformat()}" in facts_section(scripted)

@@ -14,8 +14,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import replace
 
-from coop.memory.growth.evidence import find_quote, locate, proves
-from coop.memory.growth.instructions import addresses_assistant
+from coop.memory.growth.evidence import find_quote, holding_sentence, locate, proves
+from coop.memory.growth.instructions import addresses_assistant, turned_around
 from coop.memory.growth.mood import ASSERTED, PLAN, stance_of
 from coop.memory.growth.reconcile import Candidate
 from coop.memory.growth.refusals import refuse
@@ -35,6 +35,12 @@ def admit_one(candidate: Candidate, user_texts: Sequence[str], context: Sequence
         if not addresses_assistant(candidate.evidence, list(user_texts)):
             refuse("instruction", "the user's words do not address the assistant as an instruction",
                    category=INSTRUCTION, text=candidate.value)
+            return None
+        found = find_quote(candidate.evidence, user_texts)
+        sentence = holding_sentence(candidate.evidence, user_texts[found[0]]) if found else None
+        if turned_around(sentence or str(candidate.evidence), candidate.value):
+            refuse("instruction", "the instruction says the opposite of the user's words", category=INSTRUCTION,
+                   text=candidate.value)
             return None
         return replace(candidate, stance=ASSERTED)
     found = find_quote(candidate.evidence, user_texts)

@@ -34,6 +34,20 @@ SLOTS = ("identity/name", "identity/age", "location/home_city", "location/hometo
          "plans/<plan>", "instruction/answer_language", "instruction/length", "instruction/name",
          "instruction/format")
 
+# The topics the sentence sheet offers (`sheet.py`, an enum in its schema), each the (category, key) it files a fact
+# under; a key only for a slot that holds one value at a time, whose new value replaces the old.
+TOPICS = {"name": ("identity", "name"), "age": ("identity", "age"), "home_city": ("location", "home_city"),
+          "hometown": ("location", "hometown"), "home": ("location", None), "employer": ("work", "employer"),
+          "occupation": ("work", "occupation"), "work": ("work", None), "school": ("education", "school"),
+          "partner": ("family", "partner"), "children": ("family", "children"), "family": ("family", None),
+          "pet": ("pets", None), "diet": ("diet", "diet"), "food": ("diet", None), "allergy": ("health", "allergy"),
+          "health": ("health", None), "medication": ("health", "medication"), "language": ("languages", None),
+          "hobby": ("hobbies", None), "preference": ("preferences", None), "possession": ("possessions", None),
+          "plan": ("plans", None), "date": ("dates", None), "money": ("finance", None),
+          "answer_language": (INSTRUCTION, "answer_language"), "answer_length": (INSTRUCTION, "length"),
+          "answer_format": (INSTRUCTION, "format"), "call_me": (INSTRUCTION, "name"),
+          "instruction": (INSTRUCTION, None), "other": (GENERAL, None)}
+
 SLOT_KEYS = frozenset(slot.split("/", 1)[1] for slot in SLOTS)
 
 _CATEGORY_ALIASES = {
@@ -104,13 +118,39 @@ def as_sentence(category: str, key: str | None, value: str) -> str:
     return template.replace("{a}", article).format(value.strip().rstrip("."))
 
 
+_DETERMINERS = frozenset("a an the my this that these those his her their our your some".split())
+
+
+def is_bare(value: str) -> bool:
+    """Whether `value` is a bare noun phrase rather than a statement: it opens with a determiner ("a house with a
+    garden", "my wife"), or is four words at most with no verb of a fact and no capital to open a sentence
+    ("senior engineer", "this week")."""
+    words = value.split()
+    if not words:
+        return True
+    if words[0].lower() in _DETERMINERS:
+        return True
+    return len(words) <= 4 and not any(w.lower().strip(".,;") in _FACT_VERBS for w in words) \
+        and not words[0][:1].isupper()
+
+
 _COURTESY = re.compile(r"^(?:the user |user )?(?:says |said |wrote |is saying )?(?:thanks?|thank you|hello|hi|hey|"
                        r"greetings|good (?:morning|afternoon|evening|night)|nice to (?:meet|see) you|you'?re welcome|"
                        r"bye|goodbye|ok(?:ay)?|sure|please|sorry|cheers|no problem)\b", re.IGNORECASE)
 
 
+_CALENDAR = frozenset("""january february march april may june july august september october november december
+jan feb mar apr jun jul aug sep sept oct nov dec monday tuesday wednesday thursday friday saturday sunday st nd rd
+th""".split())
+
+
+# "Friend Kenji says Nara is a must", "Mum thinks I work too much": a report of someone's words, not a fact.
+_REPORT = re.compile(r"^(?:\S+\s+){1,3}(?:says|said|thinks|thought|reckons|believes|claims|told)\b", re.IGNORECASE)
+
+
 def bad_value(value: str) -> str | None:
-    """Why `value` cannot be a fact about the user, or None: a question, a courtesy, a bare word."""
+    """Why `value` cannot be a fact about the user, or None: a placeholder, a question, a courtesy, a report of
+    what someone else said, a bare word, a date or number alone."""
     text = value.strip()
     if re.search(r"<[^<>]{2,40}>", text):  # "<the fact>", "<user's exact words>": the prompt's shape, copied
         return "the value is a placeholder of the prompt"
@@ -118,7 +158,11 @@ def bad_value(value: str) -> str | None:
         return "the value is a question"
     if _COURTESY.match(text) or re.search(r"\bthanks? (?:you|for)\b", text, re.IGNORECASE):
         return "the value is a courtesy"
+    if _REPORT.match(text):
+        return "the value is what someone else said or thinks"
     words = re.findall(r"\w+", text)
+    if not [w for w in words if w.isalpha() and w.casefold() not in _CALENDAR]:  # "2 January 2027", "2027-03-01"
+        return "the value is only a date or a number"
     if len(words) < 2 and not (words and re.fullmatch(r"[A-Za-z]{3,}s", words[0])):  # "Smokes" says something
         return "the value is a bare word"
     return None

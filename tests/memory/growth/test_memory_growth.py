@@ -12,7 +12,7 @@ from coop.config.loading import apply_overrides, load_config
 from coop.memory.growth.consolidate import apply_retention
 from coop.memory.growth.embedders import HashEmbedder
 from coop.memory.growth.embedding import embed_pending
-from coop.memory.growth.extract import model_decider, parse_facts
+from coop.memory.growth.extract import MESSAGE_HEADING, model_decider, parse_facts
 from coop.memory.growth.importance import message_importance
 from coop.memory.growth.reconcile import Candidate, Decision, FactWriter, content_words, is_unsafe_instruction
 from coop.memory.retrieval.search import search
@@ -52,7 +52,7 @@ def test_extraction_sees_the_users_message_and_stores_facts(memory, scripted):
     exchange = request["messages"][1]["content"]
     # the user's words on their own (no role prefix a quote could pick up); the reply that followed them is not
     # shown: it cannot explain what the user said, and a small model takes the assistant's parrot for the user's
-    assert exchange.endswith("THE USER'S MESSAGE:\nmy dog is called Pixel")
+    assert exchange.endswith(f"{MESSAGE_HEADING}\n1. my dog is called Pixel")
     assert "parrot" not in exchange and "What a lovely name" not in exchange
     [fact] = memory.list_items("fact")
     assert (fact.text, fact.category, fact.key, fact.source) == ("Has a dog called Pixel", "pets", "dog_name",

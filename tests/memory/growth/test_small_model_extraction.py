@@ -12,7 +12,13 @@ import pytest
 
 from coop.memory.growth import refusals
 from coop.memory.growth.consolidate import SUMMARY_PROMPT
-from coop.memory.growth.extract import RECONCILE_PROMPT, ExtractionContext, extract_facts, extraction_prompt
+from coop.memory.growth.extract import (
+    MESSAGE_HEADING,
+    RECONCILE_PROMPT,
+    ExtractionContext,
+    extract_facts,
+    extraction_prompt,
+)
 from coop.memory.growth.vocabulary import bad_value, normalise
 
 
@@ -31,17 +37,17 @@ def extract_with(reply_facts, user, context=None):
     return extract_facts(complete, user, 5, context), sent
 
 
-@pytest.mark.parametrize("prompt", [extraction_prompt(5), RECONCILE_PROMPT, SUMMARY_PROMPT])
+@pytest.mark.parametrize("prompt", [extraction_prompt(), RECONCILE_PROMPT, SUMMARY_PROMPT])
 def test_the_prompts_hold_no_concrete_example_value_a_model_could_copy(prompt):
     for copied in ("Lyon", "Paris", "Answer briefly", "Call me Sam", "Likes tea", "green tea", "Berlin", "Sam"):
         assert copied not in prompt
 
 
-def test_the_extractor_is_shown_the_slots_and_the_users_message_on_its_own():
+def test_the_extractor_is_shown_the_topics_and_the_users_message_on_its_own():
     facts, [messages] = extract_with([], "I live in Porto")
     system, exchange = messages[0]["content"], messages[1]["content"]
-    assert "location/home_city" in system and "work/employer" in system and "diet/diet" in system
-    assert exchange == "THE USER'S MESSAGE:\nI live in Porto"
+    assert "home_city, hometown" in system and "employer" in system and "answer_language" in system
+    assert exchange == f"{MESSAGE_HEADING}\n1. I live in Porto"
     assert "USER:" not in exchange
 
 
@@ -76,7 +82,7 @@ def test_questions_courtesies_and_bare_words_are_not_facts():
     assert bad_value("<user's exact words> }, {") == "the value is a placeholder of the prompt"  # SmolLM2-135M
 
 
-def test_a_fact_shown_as_known_is_not_a_new_mention_unless_the_user_says_it_again():
+def test_a_known_fact_proposed_again_is_not_a_new_mention_unless_the_user_says_it_again():
     from coop.memory.storage.items import Item
 
     known = Item(kind="fact", item_id=7, text="Lives in Bologna", created_at=0.0, category="location",
@@ -86,7 +92,7 @@ def test_a_fact_shown_as_known_is_not_a_new_mention_unless_the_user_says_it_agai
     copied, [messages] = extract_with([proposal("Lives in Bologna", "Bologna", "location", "home_city")],
                                       "My teacher Giulia is from Bologna, she says hi", context=context)
     assert copied == [] and refusals.counts()["known"] - before == 1
-    assert "KNOWN facts about the user, already in memory" in messages[1]["content"]
+    assert "Lives in Bologna" not in messages[1]["content"]  # not shown: a small model turned the list into changes
     said_again, _ = extract_with([proposal("Lives in Bologna", "I live in Bologna", "location", "home_city")],
                                  "Yes, I live in Bologna", context=context)
     assert [f.value for f in said_again] == ["Lives in Bologna"]  # the user's own words: a mention
