@@ -7,7 +7,8 @@ The fast model proposes ADD / UPDATE / SUPERSEDE / NONE and names a target; coop
 - the same slot: both have keys and they name one slot (`canonical_key`: "city", "home_city", "current_city" are
   one), or at least one has no key and the two share a word of what they are about (`evidence.subject_words`:
   "Always answer in French" and "Answer in English" share "answer"; "Lives in Lyon" and "Went to a conference"
-  share nothing). In "general" only equal keys count.
+  share nothing), other than a word that names the category ("work" in "Works at Maple Freight" and "Writes Go
+  at work"). In "general" only equal keys count.
 Then an UPDATE must only refine (`refines`: the old fact's subject words, names and negations all still there:
 "Likes tea" -> "Likes green tea"); one that replaces a value is applied as a SUPERSEDE, so the old value stays as
 history. A NONE (already known) merges only when the new fact says nothing the old one lacks (`says_nothing_new`).
@@ -15,7 +16,9 @@ history. A NONE (already known) merges only when the new fact says nothing the o
 
 from __future__ import annotations
 
-from coop.memory.growth.evidence import held, names_and_numbers, negations, subject_words
+from functools import lru_cache
+
+from coop.memory.growth.evidence import content_words, held, names_and_numbers, negations, subject_words
 
 # Keys small and large models give one slot under different names; each group is one slot.
 SLOT_GROUPS = (
@@ -48,7 +51,18 @@ def same_thing(category: str, key: str | None, value: str, target_category: str 
         return mine == theirs
     if category == "general":
         return False
-    return bool(held(subject_words(value), subject_words(target_value)))
+    shared = held(subject_words(value), subject_words(target_value))
+    return bool({w for w in shared if not held([w], _category_words(category))})
+
+
+@lru_cache(maxsize=64)
+def _category_words(category: str) -> frozenset[str]:
+    """The words that name a category ("work", "job", "employer", ... for work): shared by any two of its facts,
+    they do not make them about one thing ("Writes mostly Go at work" and "Works at Maple Freight")."""
+    from coop.memory.growth.vocabulary import ALIASES
+
+    names = [category, *(alias for alias, owner in ALIASES.items() if owner == category)]
+    return frozenset(content_words(" ".join(names).replace("_", " ")))
 
 
 def _names(text: str) -> frozenset[str]:

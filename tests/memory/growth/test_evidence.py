@@ -148,3 +148,12 @@ def test_the_same_thing_is_the_same_category_and_slot():
     assert not refines("Allergic to penicillin", "Not allergic to penicillin")
     assert says_nothing_new("Owns a cat", "Has a cat") and not says_nothing_new("Allergic to peanuts",
                                                                                "Allergic to penicillin")
+
+
+def test_a_word_that_names_the_category_does_not_make_two_facts_one_thing():
+    # a fact filed by topic has no key of its own: only a word of what it is about, not of its category, joins it
+    assert not same_thing("work", None, "Writes mostly Go and PostgreSQL at work", "work", "employer",
+                          "Works at Maple Freight, a logistics company")
+    assert same_thing("hobbies", None, "Has upped their running to 35 km a week", "hobbies", None,
+                      "Also runs, about 20 km a week")
+    assert same_thing("instruction", None, "Answer in English", "instruction", "language", "Always answer in Spanish")
