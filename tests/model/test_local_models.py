@@ -13,9 +13,9 @@ from coop.config.loading import Config, apply_overrides
 from coop.memory.growth.embedders import HashEmbedder
 from coop.memory.growth.extract import extract_facts
 from coop.memory.growth.jobs import MemoryJobs
+from coop.memory.growth.sheet import schema
 from coop.model import llm
 from coop.model.json_modes import MODES_FILE, ModeMemory, StructuredCompleter
-from coop.memory.growth.sheet import schema
 
 SHEET = schema(1)  # the extractor's sheet for a message of one sentence
 GOOD = json.dumps({"sentences": [{"n": 1, "kind": "statement", "facts": [{"fact": "Is vegetarian", "topic": "diet"}]}]})
