@@ -7,7 +7,7 @@ The fast model proposes ADD / UPDATE / SUPERSEDE / NONE and names a target; coop
 - the same slot: both have keys and they name one slot (`canonical_key`: "city", "home_city", "current_city" are
   one), or at least one has no key and the two share a word of what they are about (`evidence.subject_words`:
   "Always answer in French" and "Answer in English" share "answer"; "Lives in Lyon" and "Went to a conference"
-  share nothing), other than a word that names the category ("work" in "Works at Maple Freight" and "Writes Go
+  share nothing), other than the category's own name ("work" in "Works at Maple Freight" and "Writes Go
   at work"). In "general" only equal keys count.
 Then an UPDATE must only refine (`refines`: the old fact's subject words, names and negations all still there:
 "Likes tea" -> "Likes green tea"); one that replaces a value is applied as a SUPERSEDE, so the old value stays as
@@ -15,8 +15,6 @@ history. A NONE (already known) merges only when the new fact says nothing the o
 """
 
 from __future__ import annotations
-
-from functools import lru_cache
 
 from coop.memory.growth.evidence import content_words, held, names_and_numbers, negations, subject_words
 
@@ -55,14 +53,11 @@ def same_thing(category: str, key: str | None, value: str, target_category: str 
     return bool({w for w in shared if not held([w], _category_words(category))})
 
 
-@lru_cache(maxsize=64)
 def _category_words(category: str) -> frozenset[str]:
-    """The words that name a category ("work", "job", "employer", ... for work): shared by any two of its facts,
-    they do not make them about one thing ("Writes mostly Go at work" and "Works at Maple Freight")."""
-    from coop.memory.growth.vocabulary import ALIASES
-
-    names = [category, *(alias for alias, owner in ALIASES.items() if owner == category)]
-    return frozenset(content_words(" ".join(names).replace("_", " ")))
+    """The words of a category's own name ("work"): shared by any two of its facts, they do not make them about
+    one thing ("Writes mostly Go at work" and "Works at Maple Freight"). Only the name: "live" is in most facts of
+    location, and "Lives in Berlin" is about what "Lives in Lyon" is about."""
+    return content_words(category.replace("_", " "))
 
 
 def _names(text: str) -> frozenset[str]:

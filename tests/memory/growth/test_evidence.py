@@ -157,3 +157,4 @@ def test_a_word_that_names_the_category_does_not_make_two_facts_one_thing():
     assert same_thing("hobbies", None, "Has upped their running to 35 km a week", "hobbies", None,
                       "Also runs, about 20 km a week")
     assert same_thing("instruction", None, "Answer in English", "instruction", "language", "Always answer in Spanish")
+    assert same_thing("location", None, "Lives in Berlin now", "location", "home_city", "Lives in Lyon")  # a move
