@@ -43,8 +43,10 @@ optional) that an active fact is assigned to right after their turn. A change is
 an active fact is assigned to the new value and none to the old.
 
 `--model scripted` (the default) serves a scripted model on 127.0.0.1 (OpenAI-style HTTP, through litellm like
-a real one) that answers from the gold: every gold fact of the turn with its evidence, every trap, and on a fixed
-schedule a quote of three letters and a fact quoting the assistant's words; as reconciler, the gold change where
+a real one) that answers from the gold: asked for the extractor's sheet, every gold fact and trap of the turn on
+the sentence that holds its evidence, every sentence a statement (an instruction when it holds one), and on a
+fixed schedule a fact made of the assistant's words; asked for a plain list of facts, the same with their
+quotes, and a quote of three letters; as reconciler, the gold change where
 the turn makes one, else now and then a SUPERSEDE of an unrelated fact or of an id it was not shown. It measures
 the plumbing and coop's rules against a careless but well-formed extractor, not a model.
 """

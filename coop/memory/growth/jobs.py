@@ -209,7 +209,7 @@ class ClaimingJob:
 
 CHANGES = ("UPDATE", "SUPERSEDE")
 EARLIER_TURNS = 6   # messages of the session before the exchange, shown to the extractor to resolve "she"
-KNOWN_FACTS = 10    # the user's facts nearest the message, shown so keys stay stable and changes supersede
+KNOWN_FACTS = 10    # the user's facts nearest the message: one proposed again unsaid is no new mention
 
 
 def earlier_turns(memory: UserMemory, message_id: int) -> list[tuple[str, str]]:
