@@ -10,7 +10,7 @@ import pytest
 
 from coop.memory.growth import refusals
 from coop.memory.growth.clauses import clauses, facts_in, third_person
-from coop.memory.growth.extract import MESSAGE_HEADING, extract_facts
+from coop.memory.growth.extract import MESSAGE_HEADING, ExtractionContext, extract_facts
 from coop.memory.growth.instructions import addresses_assistant, turned_around
 from coop.memory.growth.sheet import read_sheet, written
 from coop.memory.growth.vocabulary import TOPICS, bad_value, is_bare
@@ -183,3 +183,17 @@ def test_the_sheet_keeps_decided_plans_only():
                              ("plan", [("Starts at Allegro on 2 January 2027", "plan")])),
                        "I might quit at some point, who knows. I start at Allegro on 2 January 2027.")
     assert [f.value for f in facts] == ["Starts at Allegro on 2 January 2027"]
+
+
+def test_the_extractor_is_told_to_write_relative_dates_from_today():
+    asked = []
+
+    def complete(messages, schema=None):
+        asked.append(messages)
+        return sheet(("statement", []))
+
+    complete.takes_schema = True
+    extract_facts(complete, "My dentist appointment is next Friday.", 5, ExtractionContext(today="Friday 2026-11-27"))
+    [[system, exchange]] = [[m["content"] for m in messages] for messages in asked]
+    assert "relative dates" in system and "as absolute ones, from TODAY's date" in system
+    assert exchange == f"TODAY: Friday 2026-11-27\n\n{MESSAGE_HEADING}\n1. My dentist appointment is next Friday."
