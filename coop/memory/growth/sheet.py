@@ -127,9 +127,10 @@ def _proved(value: str, sentence: str, context: Sequence[str]) -> bool:
 
 def _holds_every_word(sentence: str, value: str) -> bool:
     """Whether `sentence` holds every word of what the instruction `value` says ("Answer in English" in "switch
-    back to English for your answers"), not turned around (`instructions.turned_around`)."""
+    back to English for your answers"), not turned around (`instructions.turned_around`); an instruction that says
+    nothing ("Do it") holds nothing."""
     wanted, have = subject_words(value) - negations(value), content_words(sentence)
-    return all(held([w], have) or any(h.startswith(w.rstrip("s")) for h in have) for w in wanted) \
+    return bool(wanted) and all(held([w], have) or any(h.startswith(w.rstrip("s")) for h in have) for w in wanted) \
         and not turned_around(sentence, value)  # "asks" in "ask": a word's start, as evidence.py allows
 
 

@@ -152,6 +152,7 @@ def test_an_instruction_is_never_the_opposite_or_a_paraphrase_of_the_users_words
     assert written("instruction", None, "Answer in metric", "Always use metric units with me, please.")[0] == []
     assert written("instruction", None, "Call the user Sam, not Samantha", "Please call me Sam, not Samantha.") == \
         (["Call the user Sam, not Samantha"], "")
+    assert written("instruction", None, "Do it", "Please do it from now on.")[0] == []  # says nothing
     assert turned_around("Don't ever use emojis in your answers.", "Use emojis")
     assert not turned_around("Don't ever use emojis in your answers.", "Never use emojis in answers")
     # the older shape of reply, through the quote: the same rule
