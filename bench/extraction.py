@@ -674,6 +674,13 @@ def run(dialogues: list[Dialogue], *, config: Any, recorder: Recorder, embedder:
     return out
 
 
+def judged_against(candidates: list[GoldFact], trap_ids: set[str], category: str) -> list[GoldFact]:
+    """The gold facts and traps a value stored under `category` may be judged against: a trap that is an
+    instruction (a habit taken for one) is fallen into only by an instruction, since the habit stored as a fact
+    about the user is what the gold wants."""
+    return [g for g in candidates if category == "instruction" or g.id not in trap_ids or g.category != "instruction"]
+
+
 def _score(ex: Exchange, turn: Turn, memory: Any, stated: list[GoldFact], traps: list[GoldFact],
            changed: set[str], texts: list[tuple[str, str, str]]) -> None:
     """Judge the exchange's writes, refusals and the active facts after it against the gold (see the matcher)."""
@@ -682,10 +689,7 @@ def _score(ex: Exchange, turn: Turn, memory: Any, stated: list[GoldFact], traps:
     facts, trap_ids = {f.id for f in stated}, {f.id for f in traps}
 
     def verdict(text: str, category: str) -> tuple[str, GoldFact | None]:
-        # a trap that is an instruction (a habit taken for one) is fallen into only by an instruction: the habit
-        # stored as a fact about the user is what the gold wants
-        match = best_match(text, [g for g in candidates if category == "instruction" or g.id not in trap_ids
-                                  or g.category != "instruction"])
+        match = best_match(text, judged_against(candidates, trap_ids, category))
         if match is None:
             return "unmatched", None
         if match.id in trap_ids:

@@ -34,7 +34,6 @@ _FACT = _object({"category": {"type": "string"}, "key": {"type": ["string", "nul
                  "importance": {"type": "number"}, "evidence": {"type": "string"},
                  "stance": {"type": "string", "enum": STANCES}},
                 ["category", "key", "value", "importance", "evidence", "stance"])
-FACTS: Schema = {"name": "facts", "schema": _object({"facts": {"type": "array", "items": _FACT}}, ["facts"])}
 DECISION: Schema = {"name": "decision", "schema": _object(
     {"action": {"type": "string", "enum": ["ADD", "UPDATE", "SUPERSEDE", "NONE"]},
      "target": {"type": ["integer", "null"]}, "confidence": {"type": "number"}, "reason": {"type": "string"}},

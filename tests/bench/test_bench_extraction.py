@@ -99,6 +99,11 @@ def test_the_matcher_and_the_profile_sentences():
     fact = bench.GoldFact("f", "location", "home_city", "Lives in Berlin")
     trap = bench.GoldFact("t", "location", "home_city", "Lives in Berlin", kind="question")
     assert bench.best_match("Lives in Berlin", [trap, fact]) is fact             # a fact wins a tie with a trap
+    habit = bench.GoldFact("h", "location", "commute", "Takes the tram to work")
+    taken = bench.GoldFact("i", "instruction", None, "Always take the tram to work", kind="habit_not_instruction")
+    stored = "Always takes the tram to work"
+    assert bench.best_match(stored, bench.judged_against([habit, taken], {"i"}, "location")) is habit
+    assert bench.best_match(stored, bench.judged_against([habit, taken], {"i"}, "instruction")) is taken
     assert bench.first_person("Lives in Porto", change=True) == "I live in Porto now."
     assert bench.first_person("Her partner is Tiago") == "My partner is Tiago."
     assert bench.first_person("Doesn't drink coffee and prefers rooibos tea") == \

@@ -23,7 +23,7 @@ allergic to penicillin") cannot rewrite what the user said.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 from coop.memory.words import (
     _WORD,
@@ -40,8 +40,8 @@ from coop.memory.words import (
     subject_words,
 )
 
-__all__ = ["NEGATIONS", "adds_to", "content_words", "find_quote", "held", "locate", "names_and_numbers", "negations",
-           "proves", "same_word", "states", "subject_words", "supports_change"]
+__all__ = ["NEGATIONS", "adds_to", "content_words", "find_quote", "held", "holds_every_word", "locate",
+           "names_and_numbers", "negations", "proves", "same_word", "states", "subject_words", "supports_change"]
 
 MIN_QUOTE_CHARS = 3
 MIN_QUOTE_WORDS = 2
@@ -149,9 +149,15 @@ def _holds_every_word(sentence: str, fact: str, context: Sequence[str]) -> bool:
     """Whether `sentence` (with the earlier turns, if it leans on them) holds every word of what `fact` is about:
     a sentence coop finds must prove more than the half a quote the extractor pointed at must ("my cat" is no
     evidence of "Cares about cats")."""
+    return holds_every_word(sentence, subject_words(fact), context)
+
+
+def holds_every_word(sentence: str, words: Iterable[str], context: Sequence[str] = ()) -> bool:
+    """Whether `sentence` (with the earlier turns, if it leans on them) holds each of `words` (of three letters or
+    more), as itself or a form of it ("eats": "eating"; "asks": "ask")."""
     have = _words_held(quote_words(sentence), context)
-    return all(held([word], have) or any(h.startswith(word.rstrip("s")) for h in have)  # "eats": "eating"
-               for word in subject_words(fact) if len(word.rstrip("s")) >= 3)
+    return all(held([word], have) or any(h.startswith(word.rstrip("s")) for h in have)
+               for word in words if len(word.rstrip("s")) >= 3)
 
 
 MAX_NARROWED_WORDS = 40  # a longer passage is kept whole: the search is quadratic in its words (70 ms at 40)

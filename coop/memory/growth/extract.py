@@ -18,7 +18,7 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from coop.errors import UsageError
@@ -27,7 +27,7 @@ from coop.memory.growth.evidence import locate
 from coop.memory.growth.mood import ASSERTED
 from coop.memory.growth.reconcile import Candidate, Decision
 from coop.memory.growth.refusals import refuse
-from coop.memory.growth.sheet import numbered, read_sheet, schema
+from coop.memory.growth.sheet import MAX_FACT_CHARS, numbered, read_sheet, schema
 from coop.memory.growth.vocabulary import TOPICS, as_sentence, bad_value, normalise
 from coop.memory.kinds import INSTRUCTION, fact_slot
 from coop.memory.text import check_text
@@ -44,7 +44,6 @@ log = logging.getLogger(__name__)
 Complete = Callable[..., str]
 __all__ = ["Complete", "ModelReplyError", "parse_json_reply"]
 
-MAX_FACT_CHARS = 500
 MESSAGE_HEADING = "THE USER'S NEW MESSAGE, sentence by sentence:"  # then "1. ...", a line a sentence
 
 EXTRACTION_PROMPT = """You maintain a memory of facts about a user who chats with an AI assistant. Read the user's new \
@@ -90,17 +89,6 @@ def _clean_key(value: Any) -> str | None:
         return None
     key = re.sub(r"[^\w]+", "_", value.strip().lower()).strip("_")
     return key or None
-
-
-def parse_facts(text: str, limit: int) -> list[Candidate]:
-    """Valid fact candidates from an extraction reply, at most `limit`; invalid entries are logged and dropped."""
-    try:
-        data = parse_json_reply(text)
-    except ModelReplyError as exc:
-        log.warning("extraction reply dropped: %s", exc)
-        return []
-    items = data.get("facts") if isinstance(data, dict) else data
-    return facts_from(items, limit)
 
 
 def facts_from(items: Any, limit: int, source: str = "extraction") -> list[Candidate]:
@@ -179,16 +167,9 @@ def extract_facts(complete: Complete, user_message: str, limit: int, context: Ex
     "extraction", or "host" for an exchange an MCP host recorded."""
     if limit <= 0:
         return []
-    said = numbered(user_message[:8000])
-    exchange = f"{MESSAGE_HEADING}\n" + "\n".join(
-        f"{n}. {' '.join(sentence.split())}" for n, sentence in enumerate(said, 1))
-    if context is not None and context.render():
-        exchange = f"{context.render()}\n\n{exchange}"
-    messages = [{"role": "system", "content": extraction_prompt()}, {"role": "user", "content": exchange}]
+    messages, said = extraction_request(user_message, context)
     earlier = context.earlier_texts() if context is not None else []
-    reply = ask(complete, messages, schema(len(said)))
-    read, from_sheet = proposals(reply, said, limit, earlier)
-    proposed = [replace(c, source=source) for c in read]
+    proposed, from_sheet = proposals(ask(complete, messages, schema(len(said))), said, limit, earlier, source)
     if context is not None and context.known:  # a known fact proposed again is a mention only if said again now
         copies = [c for c in proposed
                   if context.is_known(c.value) and locate(c.evidence, [user_message], c.value, narrow=False) is None]
@@ -204,8 +185,20 @@ def extract_facts(complete: Complete, user_message: str, limit: int, context: Ex
     return [c for c in admitted if c.stance == ASSERTED]
 
 
-def proposals(text: str, said: Sequence[str], limit: int,
-              context: Sequence[str] = ()) -> tuple[list[Candidate], bool]:
+def extraction_request(user_message: str,
+                       context: ExtractionContext | None = None) -> tuple[list[dict[str, str]], list[str]]:
+    """The messages that ask the fast model for the sheet of `user_message` (`coop check --probe` sends them too),
+    and the sentences they number."""
+    said = numbered(user_message[:8000])
+    exchange = f"{MESSAGE_HEADING}\n" + "\n".join(
+        f"{n}. {' '.join(sentence.split())}" for n, sentence in enumerate(said, 1))
+    if context is not None and context.render():
+        exchange = f"{context.render()}\n\n{exchange}"
+    return [{"role": "system", "content": extraction_prompt()}, {"role": "user", "content": exchange}], said
+
+
+def proposals(text: str, said: Sequence[str], limit: int, context: Sequence[str] = (),
+              source: str = "extraction") -> tuple[list[Candidate], bool]:
     """The candidates in an extraction reply, and whether it was a sheet (`sheet.read_sheet`) rather than a plain
     list of facts with their quotes, which a model that ignores the schema may send and which is read as before
     (`facts_from`: a plan it words as one, "Is considering ...", is kept as a plan)."""
@@ -215,8 +208,8 @@ def proposals(text: str, said: Sequence[str], limit: int,
         log.warning("extraction reply dropped: %s", exc)
         return [], False
     if isinstance(data, dict) and "sentences" in data:
-        return read_sheet(data["sentences"], said, limit, "extraction", context), True
-    return facts_from(data.get("facts") if isinstance(data, dict) else data, limit), False
+        return read_sheet(data["sentences"], said, limit, source, context), True
+    return facts_from(data.get("facts") if isinstance(data, dict) else data, limit, source), False
 
 
 SPEAKERS = {"user": "User", "assistant": "Assistant"}

@@ -25,7 +25,15 @@ from typing import Any
 
 from coop.errors import UsageError
 from coop.memory.growth.clauses import facts_in
-from coop.memory.growth.evidence import content_words, held, names_and_numbers, negations, proves, subject_words
+from coop.memory.growth.evidence import (
+    content_words,
+    held,
+    holds_every_word,
+    names_and_numbers,
+    negations,
+    proves,
+    subject_words,
+)
 from coop.memory.growth.instructions import ASSISTANT_VERBS, STANDING, turned_around
 from coop.memory.growth.reconcile import Candidate
 from coop.memory.growth.refusals import refuse
@@ -38,7 +46,7 @@ from coop.privacy.secrets import mask
 
 log = logging.getLogger(__name__)
 
-MAX_FACT_CHARS = 500
+MAX_FACT_CHARS = 500  # a proposed fact's text, and its quote (the store takes up to items.MAX_FACT_CHARS)
 MAX_SENTENCES = 24     # a longer message is read in its first 24 sentences (a pasted text states nothing anyway)
 MAX_FACTS_PER_SENTENCE = 4
 
@@ -129,9 +137,8 @@ def _holds_every_word(sentence: str, value: str) -> bool:
     """Whether `sentence` holds every word of what the instruction `value` says ("Answer in English" in "switch
     back to English for your answers"), not turned around (`instructions.turned_around`); an instruction that says
     nothing ("Do it") holds nothing."""
-    wanted, have = subject_words(value) - negations(value), content_words(sentence)
-    return bool(wanted) and all(held([w], have) or any(h.startswith(w.rstrip("s")) for h in have) for w in wanted) \
-        and not turned_around(sentence, value)  # "asks" in "ask": a word's start, as evidence.py allows
+    wanted = subject_words(value) - negations(value)
+    return bool(wanted) and holds_every_word(sentence, wanted) and not turned_around(sentence, value)
 
 
 def _shared(value: str, clause: str) -> set[str]:

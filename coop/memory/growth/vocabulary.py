@@ -2,19 +2,20 @@
 
 A small model names one subject many ways (one came back 15 times under 3 categories and 5 keys: "home",
 "residence", "location"; "city", "lives_in", ...), and a change meets the fact it replaces only when both sit in
-one slot. So the extractor is shown the slots (`SLOTS`, in its prompt) and every proposal is normalised here:
+one slot. So the extractor picks a topic from a fixed list (`TOPICS`, an enum in the sheet's schema) and every
+proposal is normalised here:
 - a category is one of `CATEGORIES` when an alias names one ("residence" -> "location", "job" -> "work");
 - a key is its slot's one name (`sameness.canonical_key`: "city", "current_city" -> "home_city"), and a key that
   names a slot puts the fact in that slot's category ("home_city" is filed under "location", whatever the model
   said), except for standing instructions, which keep theirs ("Call me ..." is an instruction's `name`);
-- a key or category that is a fact's id ("f12", "12", "fact_12") is no key at all: the model copied it from the
-  KNOWN list;
+- a key or category that is a fact's id ("f12", "12", "fact_12") is no key at all: a model copied it from a list
+  of facts;
 - a slot's value given bare ("Lyon" for `location/home_city`) becomes the sentence it stands for ("Lives in Lyon",
   `as_sentence`), which the user's quote must then prove like any other.
 
 `bad_value` says why a value cannot be a fact (a placeholder of the prompt copied, "<the fact>"; a question, a
-courtesy, a bare word such as "Leiden" or
-"married": a verb of its own, "Smokes", is a sentence), or None.
+courtesy, a report of someone's words, a date alone, a bare word such as "Leiden" or "married": a verb of its own,
+"Smokes", is a sentence), or None; `is_bare` whether a value is a noun phrase rather than a statement.
 """
 
 from __future__ import annotations
@@ -27,12 +28,9 @@ from coop.memory.kinds import GENERAL, INSTRUCTION
 CATEGORIES = ("identity", "location", "work", "education", "family", "pets", "health", "diet", "languages",
               "hobbies", "preferences", "possessions", "plans", "dates", "finance", INSTRUCTION, GENERAL)
 
-# The slots the extractor is shown, category/key: a fact that fits one uses it.
-SLOTS = ("identity/name", "identity/age", "location/home_city", "location/hometown", "work/employer",
-         "work/occupation", "education/school", "family/partner", "family/children", "pets/pet", "diet/diet",
-         "health/allergy", "health/condition", "health/medication", "languages/<language>", "hobbies/<hobby>",
-         "plans/<plan>", "instruction/answer_language", "instruction/length", "instruction/name",
-         "instruction/format")
+# The keys that name a slot: a key of one of these is never a category and key run together ("diet_diet").
+SLOT_KEYS = frozenset("""name age home_city hometown employer occupation school partner children pet diet allergy
+condition medication answer_language length format""".split())
 
 # The topics the sentence sheet offers (`sheet.py`, an enum in its schema), each the (category, key) it files a fact
 # under; a key only for a slot that holds one value at a time, whose new value replaces the old.
@@ -47,8 +45,6 @@ TOPICS = {"name": ("identity", "name"), "age": ("identity", "age"), "home_city":
           "answer_language": (INSTRUCTION, "answer_language"), "answer_length": (INSTRUCTION, "length"),
           "answer_format": (INSTRUCTION, "format"), "call_me": (INSTRUCTION, "name"),
           "instruction": (INSTRUCTION, None), "other": (GENERAL, None)}
-
-SLOT_KEYS = frozenset(slot.split("/", 1)[1] for slot in SLOTS)
 
 _CATEGORY_ALIASES = {
     "location": "residence home place places city address lives living where_lives geography",

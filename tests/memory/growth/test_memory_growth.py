@@ -12,7 +12,7 @@ from coop.config.loading import apply_overrides, load_config
 from coop.memory.growth.consolidate import apply_retention
 from coop.memory.growth.embedders import HashEmbedder
 from coop.memory.growth.embedding import embed_pending
-from coop.memory.growth.extract import MESSAGE_HEADING, model_decider, parse_facts
+from coop.memory.growth.extract import MESSAGE_HEADING, model_decider, proposals
 from coop.memory.growth.importance import message_importance
 from coop.memory.growth.reconcile import Candidate, Decision, FactWriter, content_words, is_unsafe_instruction
 from coop.memory.retrieval.search import search
@@ -127,10 +127,10 @@ def test_bad_extraction_replies_change_nothing_existing(memory, scripted, reply)
 def test_extraction_replies_in_fences_with_trailing_text_and_too_many_facts():
     many = [{"category": "misc", "key": None, "value": f"fact {i}", "importance": 0.5} for i in range(50)]
     text = "Sure! Here you go:\n```json\n" + json.dumps({"facts": many}) + "\n```\nHope that helps."
-    facts = parse_facts(text, limit=5)
+    facts, _ = proposals(text, [], limit=5)
     assert [f.value for f in facts] == [f"fact {i}" for i in range(5)]
-    assert parse_facts('[{"value": "bare list works"}] and then prose', 5)[0].value == "bare list works"
-    assert parse_facts("{}", 5) == [] and parse_facts('{"facts": []}', 5) == []
+    assert proposals('[{"value": "bare list works"}] and then prose', [], 5)[0][0].value == "bare list works"
+    assert proposals("{}", [], 5)[0] == [] and proposals('{"facts": []}', [], 5)[0] == []
 
 
 def test_extraction_is_skipped_in_incognito_and_when_disabled(memory, scripted):

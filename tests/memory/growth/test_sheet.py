@@ -169,6 +169,13 @@ def test_what_someone_else_says_is_not_a_fact_and_neither_is_a_bare_date():
     assert [f.value for f in facts] == ["Is 47"]  # the user's clause: every number of the model's value is in it
 
 
+def test_a_part_of_the_sentence_may_lean_on_the_earlier_turns():
+    said = "I don't use Kotlin anymore, it's all Java here."
+    assert written("work", None, "Works mostly with Java", said, ["Mostly Kotlin and Postgres these days."]) == \
+        (["Works mostly with Java"], "")  # "it's all Java here" leans on the earlier turn's "mostly"
+    assert written("work", None, "Works mostly with Java", said)[0] == []
+
+
 def test_a_fact_on_the_wrong_row_or_over_two_clauses_is_written_from_the_users_clauses():
     facts, _ = extract(sheet(("statement", [("I work at the Charité now", "employer")]), ("statement", [])),
                        "Settling in fine. I work at the Charité now, on day shifts at last.")
