@@ -356,6 +356,7 @@ class Script:
         self.gold: dict[str, GoldFact] = {}
         self.exchanges = 0
         self.decisions = 0
+        self.judged = 0
         self.proposed: Counter[str] = Counter()
         self.lock = threading.Lock()
 
@@ -364,6 +365,8 @@ class Script:
             name = _schema_name(body)
             if name == "decision":
                 return json.dumps(self._decide(str(body["messages"][-1]["content"])))
+            if name == "still_true":
+                return json.dumps(self._judge(str(body["messages"][-1]["content"])))
             if name == "sheet":
                 return json.dumps({"sentences": self._sheet(str(body["messages"][-1]["content"]))})
             return json.dumps({"facts": self._extract()})
@@ -440,6 +443,26 @@ class Script:
         return _decision("ADD", None, "different information")
 
 
+    def _judge(self, prompt: str) -> dict[str, Any]:
+        """Whether a known fact is still true: changed when it is the gold fact this turn's change replaces;
+        otherwise, on a fixed schedule, a careless "changed" for a fact that is not."""
+        known = _KNOWN.search(prompt)
+        text = known.group(1).strip() if known else ""
+        turn = self.turn
+        old = [self.gold[f.changes].value for f in (turn.facts if turn else []) if f.changes in self.gold]
+        self.judged += 1
+        if any(share(text, value) >= MATCH_SHARE for value in old):
+            self.proposed["judge_change"] += 1
+            answer = "same_thing_changed"
+        elif self.judged % 4 == 0:
+            self.proposed["judge_wrong_change"] += 1
+            answer = "same_thing_changed"
+        else:
+            answer = "different_things"
+        return {"known_is_about": text[:30], "new_is_about": "", "answer": answer}
+
+
+_KNOWN = re.compile(r"^KNOWN FACT: (.*)$", re.MULTILINE)
 _NUMBERED = re.compile(r"^(\d+)\. (.*)$", re.MULTILINE)
 
 
@@ -469,6 +492,8 @@ def _schema_name(body: dict[str, Any]) -> str:
     system = str((body.get("messages") or [{}])[0].get("content", ""))
     if "sentence by sentence" in str(body.get("messages")):
         return "sheet"
+    if "THE USER JUST SAID" in str(body.get("messages")):
+        return "still_true"
     return "decision" if "SUPERSEDE" in system and "EXISTING" in str(body.get("messages")) else "facts"
 
 
@@ -509,6 +534,7 @@ class Call:
     usable: bool
     proposals: int = 0
     error: str | None = None
+    reply: str | None = None  # the reply, as the model wrote it (cut at 2,000 characters)
 
 
 class Recorder:
@@ -532,6 +558,7 @@ class Recorder:
                                                                                      f"{str(exc)[:200]}"))
             raise
         call = Call(name, time.perf_counter() - started, usable(reply, schema) if schema else True)
+        call.reply = str(reply)[:2000]  # what the model wrote: which fact it named, why, what it read
         if name in ("facts", "sheet"):
             try:
                 data = parse_json_reply(reply)
@@ -600,11 +627,11 @@ def _events(memory: Any, seen: dict[int, int]) -> tuple[list[dict[str, Any]], in
     for item, h in rows:
         if h.action == "ADD" and item.item_id not in replacing:
             writes.append({"action": "ADD", "fact": item.item_id, "category": item.category, "key": item.key,
-                           "value": h.new_value or item.text, "replaced": None})
+                           "value": h.new_value or item.text, "replaced": None, "reason": h.reason})
         elif h.action in ("SUPERSEDE", "UPDATE"):
             new = items.get(h.related_fact_id or item.item_id, item) if h.action == "SUPERSEDE" else item
             writes.append({"action": h.action, "fact": new.item_id, "category": new.category, "key": new.key,
-                           "value": h.new_value or new.text, "replaced": h.old_value})
+                           "value": h.new_value or new.text, "replaced": h.old_value, "reason": h.reason})
         elif h.action == "MERGE" and item.item_id not in replacing:
             known += 1
     return writes, known
@@ -729,7 +756,8 @@ def summarise(exchanges: list[Exchange]) -> dict[str, Any]:
     """The figures of a set of exchanges (one source, or all)."""
     writes = [w for e in exchanges for w in e.writes]
     extraction = [c for e in exchanges for c in e.calls if c.schema in ("facts", "sheet")]
-    decision = [c for e in exchanges for c in e.calls if c.schema == "decision"]
+    decision = [c for e in exchanges for c in e.calls if c.schema in ("decision", "still_true")]
+    pairs = [c for c in decision if c.schema == "still_true"]
     refused = Counter({r: 0 for r in REASONS})
     for e in exchanges:
         refused.update(e.refused)
@@ -738,7 +766,8 @@ def summarise(exchanges: list[Exchange]) -> dict[str, Any]:
     proposals = sum(e.proposals for e in exchanges)
     out: dict[str, Any] = {
         "exchanges": len(exchanges), "failed": sum(e.error is not None for e in exchanges),
-        "extraction_calls": len(extraction), "decision_calls": len(decision),
+        "extraction_calls": len(extraction), "decision_calls": len(decision) - len(pairs),
+        "still_true_calls": len(pairs),
         "json_unusable": {"facts": sum(not c.usable for c in extraction),
                           "decision": sum(not c.usable for c in decision)},
         "call_errors": sum(c.error is not None for c in extraction + decision),
@@ -758,6 +787,7 @@ def summarise(exchanges: list[Exchange]) -> dict[str, Any]:
         "seconds_per_call": {"extraction_median": round(median([c.seconds for c in extraction]), 3),
                              "extraction_p90": round(percentile([c.seconds for c in extraction], 90), 3),
                              "decision_median": round(median([c.seconds for c in decision]), 3)},
+        "changes_asked": Counter(_verdict(c.reply) for c in pairs),
     }
     scored = [e for e in exchanges if e.source != "locomo"]
     if scored:
@@ -815,7 +845,8 @@ def print_report(result: dict[str, Any]) -> None:
     print(f"  commit {result['commit']}, {result['date']}; {result['machine']}")
     for name, s in result["sources"].items():
         print(f"\n  {name}: {s['exchanges']} exchanges ({s['failed']} failed), {s['extraction_calls']} extraction "
-              f"calls, {s['decision_calls']} reconciliation calls")
+              f"calls, {s['decision_calls']} reconciliation calls + {s['still_true_calls']} still-true questions "
+              f"({', '.join(f'{n} {v}' for v, n in sorted(s['changes_asked'].items())) or '-'})")
         print(f"    JSON usable             {_fmt(s['json_usable'])} of calls; unusable: facts "
               f"{s['json_unusable']['facts']}, decision {s['json_unusable']['decision']}; call errors "
               f"{s['call_errors']}")
@@ -846,6 +877,17 @@ def print_report(result: dict[str, Any]) -> None:
             print(f"    key stability           {_fmt(k['share'])}: {k['one_slot']} of {k['subjects']} subjects "
                   "with two or more stored values kept one slot")
             print(f"    refused, gold facts     {g['true_facts_refused'] or '-'}; traps {g['traps_refused'] or '-'}")
+
+
+def _verdict(reply: str | None) -> str:
+    """A still-true reply's answer, or "unusable"."""
+    from coop.memory.growth.still_true import parse_verdict
+    from coop.model.jsonreply import ModelReplyError
+
+    try:
+        return parse_verdict(reply or "")
+    except ModelReplyError:
+        return "unusable"
 
 
 def _fmt(value: float | None) -> str:

@@ -100,7 +100,21 @@ def same_word(a: str, b: str) -> bool:
     short, long = sorted((a, b), key=len)
     if len(short) >= 4 and long.startswith(short):  # a stem cut shorter than its word ("smok", "smoke")
         return True
+    if _verb_base(a) is not None and _verb_base(a) == _verb_base(b):  # "eats", "eating"; "runs", "running"
+        return True
     return bool(_GROUPS_OF.get(a, set()) & _GROUPS_OF.get(b, set()))
+
+
+def _verb_base(word: str) -> str | None:
+    """A short word's base, which `_stem` leaves whole to keep short words apart, and a stem's doubled end undone:
+    "eats" and "eating" are "eat", "running" (stemmed "runn") and "runs" are "run"; None under three letters."""
+    for suffix in ("ing", "ed", "es", "s"):
+        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
+            word = word[: -len(suffix)]
+            break
+    if len(word) >= 4 and word[-1] == word[-2] and word[-1] not in "aeiouls":
+        word = word[:-1]
+    return word if len(word) >= 3 else None
 
 
 def held(wanted: Iterable[str], have: frozenset[str]) -> set[str]:

@@ -38,6 +38,10 @@ DECISION: Schema = {"name": "decision", "schema": _object(
     {"action": {"type": "string", "enum": ["ADD", "UPDATE", "SUPERSEDE", "NONE"]},
      "target": {"type": ["integer", "null"]}, "confidence": {"type": "number"}, "reason": {"type": "string"}},
     ["action", "target", "confidence", "reason"])}
+STILL_TRUE: Schema = {"name": "still_true", "schema": _object(
+    {"known_is_about": {"type": "string"}, "new_is_about": {"type": "string"},
+     "answer": {"type": "string", "enum": ["different_things", "same_thing_both_true", "same_thing_changed"]}},
+    ["known_is_about", "new_is_about", "answer"])}
 SUMMARY: Schema = {"name": "summary", "schema": _object(
     {"summary": {"type": ["string", "null"]}, "facts": {"type": "array", "items": _FACT}}, ["summary", "facts"])}
 

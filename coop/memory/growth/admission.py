@@ -30,15 +30,15 @@ def admit_one(candidate: Candidate, user_texts: Sequence[str], context: Sequence
         why = proves(candidate.evidence, user_texts, candidate.value, context) or "no sentence of the user's proves it"
         refuse("evidence", why, category=candidate.category, text=candidate.value)
         return None
-    candidate = replace(candidate, evidence=evidence)
+    found = find_quote(evidence, user_texts)
+    sentence = holding_sentence(evidence, user_texts[found[0]]) if found else None
+    candidate = replace(candidate, evidence=evidence, sentence=sentence or candidate.sentence)
     if candidate.category == INSTRUCTION:  # (unsafe and widening ones: FactWriter refuses them, for every writer)
         if not addresses_assistant(candidate.evidence, list(user_texts)):
             refuse("instruction", "the user's words do not address the assistant as an instruction",
                    category=INSTRUCTION, text=candidate.value)
             return None
-        found = find_quote(candidate.evidence, user_texts)
-        sentence = holding_sentence(candidate.evidence, user_texts[found[0]]) if found else None
-        if turned_around(sentence or str(candidate.evidence), candidate.value):
+        if turned_around(candidate.sentence or str(candidate.evidence), candidate.value):
             refuse("instruction", "the instruction says the opposite of the user's words", category=INSTRUCTION,
                    text=candidate.value)
             return None

@@ -36,7 +36,9 @@ _OPENINGS = sorted(OPENINGS, key=len, reverse=True)
 _LEADING = re.compile(r"^(?:(?:ok(?:ay)?|so|well|actually|haha|lol|oh|also|and|but|yes|yeah|sorry|anyway|btw|"
                       r"by the way|i meant|i mean|just|plus|then)\b[,!.]?\s*)+", re.IGNORECASE)
 _TRAILING = re.compile(r"(?:,?\s+(?:by the way|for context|at last|though|too|as well|haha|lol|please|these days|"
-                       r"at this point|anyway))+[.!]?$|,\s+not\s+.*$", re.IGNORECASE)
+                       r"at this point|anyway|before you ask|just so you know|if you must know|to be honest|"
+                       r"honestly|luckily|sadly|thankfully|fortunately|unfortunately))+[.!]?$|,\s+not\s+.*$",
+                       re.IGNORECASE)
 _SUBJECT = r"(?:i|i'm|i've|i'd|i'll|my|we|we're|we've|it|it's|that's|they|they're|he|she|which)\b"
 _SPLIT = re.compile(rf",?\s+(?:and|because)\s+(?=(?:i|i'm|i've|my|we)\b)|,?\s+(?:so|but|though|although|since)\s+|"
                     rf";\s*|,\s+(?={_SUBJECT})", re.IGNORECASE)

@@ -26,6 +26,7 @@ from coop.memory.growth.consolidate import consolidate
 from coop.memory.growth.embedding import embed_pending
 from coop.memory.growth.extract import Complete, ExtractionContext, extract_facts, model_decider
 from coop.memory.growth.reconcile import FactWriter
+from coop.memory.growth.still_true import model_judge
 from coop.memory.kinds import INSTRUCTION
 from coop.memory.storage.items import FactWrite, Item
 from coop.memory.storage.links import JOB_LEASE_SECONDS, MAX_JOB_ATTEMPTS, JobClaim, PendingJob
@@ -54,7 +55,8 @@ class MemoryJobs:
         """The one fact write pipeline, with the fast model as reconciler when there is one."""
         return FactWriter(memory, self.config.memory.extraction,
                           embedder=embedder if embedder is not None else self.embedder(),
-                          decide=model_decider(self.complete) if self.complete else None)
+                          decide=model_decider(self.complete) if self.complete else None,
+                          judge=model_judge(self.complete) if self.complete else None)
 
     def embedding(self, user_id: str) -> Job:
         """Vectors for the user's messages that have none. The embedder is asked for inside the job, on the
@@ -160,6 +162,7 @@ class MemoryJobs:
             if result is None:
                 continue
             memory.sources.link(result.fact_id, [job.message_id], quote=candidate.evidence)
+            writer.said_together.add(result.fact_id)
             if result.action == "MERGE":
                 continue
             changes += result.action in CHANGES

@@ -36,7 +36,8 @@ from coop.memory.embedder import Embedder, chosen, profile_of
 from coop.memory.growth.evidence import content_words, negations, supports_change
 from coop.memory.growth.instructions import widens
 from coop.memory.growth.refusals import refuse
-from coop.memory.growth.sameness import refines, same_thing, says_nothing_new
+from coop.memory.growth.sameness import may_change, refines, same_thing, says_nothing_new
+from coop.memory.growth.still_true import CHANGED, Judge
 from coop.memory.kinds import INSTRUCTION, fact_slot
 from coop.memory.storage.facts import FactFields
 from coop.memory.storage.items import FactWrite, Item
@@ -51,6 +52,7 @@ MACHINE_SOURCES = ("extraction", "consolidation", "model", "import", "host")
 # Sources whose proposals must quote the user (the model's own tool calls are confirmed by the user instead).
 QUOTING_SOURCES = ("extraction", "consolidation", "host")
 SAME_SUBJECT_LIMIT = 5  # facts of the same category shown to the reconciler beside the near ones
+PAIRS_ASKED = 3  # known facts `still_true` is asked about, at most, for one change pinned on the wrong fact
 
 
 @dataclass(frozen=True)
@@ -63,6 +65,7 @@ class Candidate:
     evidence: str | None = None  # the user's own words it rests on (machine sources: checked, see evidence.py)
     replaces: int | None = None  # a user's own write naming the fact it replaces (`coop memory add --replaces f12`)
     stance: str = "asserted"     # what the extractor says the user did: asserted, plan, question, joke, ...
+    sentence: str | None = None  # the user's whole sentence the evidence is from (what `still_true` shows)
 
 
 @dataclass(frozen=True)
@@ -101,11 +104,15 @@ class FactWriter:
     """Writes facts for one user through the pipeline described above."""
 
     def __init__(self, memory: UserMemory, settings: ExtractionConfig, *, embedder: Embedder | None = None,
-                 decide: Decider | None = None) -> None:
+                 decide: Decider | None = None, judge: Judge | None = None) -> None:
         self.memory = memory
         self.settings = settings
         self.embedder = embedder
         self.decide = decide
+        self.judge = judge
+        # The facts written from the message being read (its extraction job adds them): none of its facts changes
+        # another, since the user said them together ("I sold the Skoda and I now drive a Nissan Leaf").
+        self.said_together: set[int] = set()
         # cosines are the embedder's: a threshold left at its default is the embedder profile's
         profile, default = profile_of(embedder), ExtractionConfig()
         self.dedup_threshold = chosen(settings.dedup_threshold, default.dedup_threshold, profile.dedup_threshold)
@@ -168,8 +175,9 @@ class FactWriter:
         existing = ([same_key] if same_key is not None else []) + related
         taken = {item.item_id for item in existing}  # one subject, one category: judged whatever the cosine
         existing += [item for item in self._same_subject(candidate, neighbours) if item.item_id not in taken]
-        if not existing:
-            return Plan("ADD", candidate, "new fact", vector=vector)
+        existing = [item for item in existing if item.item_id not in self.said_together]
+        if not existing:  # (a slot one of the message's own facts holds: the new fact is kept without the key)
+            return self._keep_both(candidate, same_key, vector, "new fact")
         return self._decided(candidate, existing, same_key, vector)
 
     def _refused(self, candidate: Candidate) -> Plan | None:
@@ -234,7 +242,8 @@ class FactWriter:
         if decision.action in ("UPDATE", "SUPERSEDE", "NONE") and decision.target_id not in shown:
             refuse("target", f"the reconciler named f{decision.target_id}, not a fact it was shown",
                    category=candidate.category)
-            return self._keep_both(candidate, same_key, vector, "reconciliation named no known fact")
+            confirmed = self._confirmed(candidate, existing, vector) if decision.action != "NONE" else None
+            return confirmed or self._keep_both(candidate, same_key, vector, "reconciliation named no known fact")
         if decision.confidence < self.settings.min_confidence:
             return self._keep_both(candidate, same_key, vector,
                                    f"low confidence ({decision.confidence:.2f}): both kept")
@@ -250,6 +259,9 @@ class FactWriter:
             return self._keep_both(candidate, same_key, vector, f"not a duplicate of {target.ref}: both kept")
         if not same_thing(candidate.category, candidate.key, candidate.value, target.category, target.key,
                           target.text):
+            confirmed = self._confirmed(candidate, existing, vector)
+            if confirmed is not None:
+                return confirmed
             refuse("change", f"{decision.action} of {target.ref}, which is about another thing",
                    category=candidate.category)
             return self._keep_both(candidate, same_key, vector,
@@ -258,6 +270,30 @@ class FactWriter:
             return Plan("SUPERSEDE", candidate, f"{reason} (a new value, so the old one is kept as history)",
                         target.item_id, vector)
         return Plan(decision.action, candidate, reason, target.item_id, vector)
+
+    def _confirmed(self, candidate: Candidate, existing: Sequence[Item], vector: Any) -> Plan | None:
+        """A change the reconciler saw but pinned on a fact about another thing (or on none it was shown): the known
+        facts that may be what it changes (`sameness.may_change`), in the order shown, are asked about one by one
+        (`still_true`, at most `PAIRS_ASKED`); the first one no longer true is changed, and the new fact takes its
+        slot, so a subject keeps one category and key. A change the user's words do not carry (`plan`) is no change
+        here: both are kept. None when none is, or the judge fails."""
+        if self.judge is None:
+            return None
+        pairs = [item for item in existing if may_change(candidate.category, candidate.key, candidate.value,
+                                                         item.category, item.key, item.text)][:PAIRS_ASKED]
+        for item in pairs:
+            try:
+                verdict = self.judge(candidate, item)
+            except Exception as exc:  # any failure keeps both
+                log.warning("asking whether %s is still true failed, keeping both: %s", item.ref, exc)
+                return None
+            if verdict == CHANGED and (candidate.source not in QUOTING_SOURCES
+                                       or supports_change(candidate.evidence, item.text, candidate.value)):
+                moved = replace(candidate, category=item.category or candidate.category, key=item.key)
+                action = "UPDATE" if refines(item.text, candidate.value) else "SUPERSEDE"
+                return Plan(action, moved, f"{item.ref} is no longer true after what the user said",
+                            item.item_id, vector)
+        return None
 
     @staticmethod
     def _keep_both(candidate: Candidate, same_key: Item | None, vector: Any, reason: str) -> Plan:

@@ -16,7 +16,8 @@ history. A NONE (already known) merges only when the new fact says nothing the o
 
 from __future__ import annotations
 
-from coop.memory.growth.evidence import content_words, held, names_and_numbers, negations, subject_words
+from coop.memory.growth.evidence import TIME_WORDS, content_words, held, names_and_numbers, negations, subject_words
+from coop.memory.kinds import INSTRUCTION
 
 # Keys small and large models give one slot under different names; each group is one slot.
 SLOT_GROUPS = (
@@ -51,6 +52,25 @@ def same_thing(category: str, key: str | None, value: str, target_category: str 
         return False
     shared = held(subject_words(value), subject_words(target_value))
     return bool({w for w in shared if not held([w], _category_words(category))})
+
+
+def may_change(category: str, key: str | None, value: str, target_category: str | None, target_key: str | None,
+               target_value: str) -> bool:
+    """Whether a new fact may be a change of a known one when the model says the known one is no longer true
+    (`still_true`): both in one slot, or sharing a word of what they are about, whatever their categories ("Has
+    upped their running to 35 km a week", filed under work, and "Also runs about 20 km a week", under health),
+    other than a word of time ("week": "Is covering a colleague's shifts this week" is not about running).
+    Not merely one category: a 1.5B model calls a colleague's flu a change of a sister's job (both "family").
+    An instruction only ever changes an instruction."""
+    target_category = target_category or "general"
+    if (category == INSTRUCTION) != (target_category == INSTRUCTION):
+        return False
+    mine, theirs = canonical_key(key), canonical_key(target_key)
+    if mine and theirs:
+        return mine == theirs
+    shared = held(subject_words(value) - TIME_WORDS, subject_words(target_value) - TIME_WORDS)
+    return bool({w for w in shared
+                 if not held([w], _category_words(category) | _category_words(target_category))})
 
 
 def _category_words(category: str) -> frozenset[str]:

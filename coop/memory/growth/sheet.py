@@ -27,6 +27,7 @@ from coop.errors import UsageError
 from coop.memory.growth.clauses import facts_in
 from coop.memory.growth.evidence import (
     content_words,
+    find_quote,
     held,
     holds_every_word,
     names_and_numbers,
@@ -37,7 +38,7 @@ from coop.memory.growth.evidence import (
 from coop.memory.growth.instructions import ASSISTANT_VERBS, STANDING, turned_around
 from coop.memory.growth.reconcile import Candidate
 from coop.memory.growth.refusals import refuse
-from coop.memory.growth.vocabulary import TOPICS, as_sentence, bad_value, is_bare, normalise
+from coop.memory.growth.vocabulary import TOPICS, as_sentence, bad_value, is_bare, normalise, slot_of
 from coop.memory.kinds import GENERAL, INSTRUCTION
 from coop.memory.text import check_text
 from coop.memory.words import sentences
@@ -114,10 +115,20 @@ def _candidates(fact: dict[str, Any], kind: str, said: Sequence[str], index: int
         values, reason = written(category, key, text, sentence, context)
         why = why or reason
         if values:
-            return [Candidate(value=mask(v), category=category, key=key, importance=0.7 if key else 0.5,
-                              source=source, evidence=mask(sentence), stance=KINDS[kind]) for v in values]
+            slots = [_slot(v, category, key, len(values) > 1) for v in values]
+            return [Candidate(value=mask(v), category=c, key=k, importance=0.7 if k else 0.5, source=source,
+                              evidence=mask(sentence), stance=KINDS[kind]) for v, (c, k) in zip(values, slots)]
     refuse("value", why, category=category, text=text)
     return []
+
+
+def _slot(value: str, category: str, key: str | None, split: bool) -> tuple[str, str | None]:
+    """Where one of the facts a value gave is filed: the topic's slot; for one of several facts written from the
+    user's clauses ("Lives in Lyon", "Works as a nurse ..." for one value about both), the slot whose sentence it
+    opens with (`vocabulary.slot_of`), else the topic's category without its key, which names one thing."""
+    if not split or category == INSTRUCTION:
+        return category, key
+    return slot_of(value) or (category, None)
 
 
 def _imperative(value: str) -> bool:
@@ -154,6 +165,15 @@ def _says_it(value: str, clauses: Sequence[str]) -> bool:
     return len(shared) * 2 >= len(wanted) or (bool(names) and names <= held(names, frozenset(shared)))
 
 
+def _within(clause: str, value: str) -> bool:
+    """Whether `value` says all that `clause` says, every word of it. A value that says two of the user's clauses
+    ("Lives in Lyon and works as a nurse at ...") is two facts, each changed on its own when the user moves or
+    changes jobs; one that merges them into one statement ("Quit smoking in 2019" from "I used to smoke but I
+    quit in 2019") lacks a word of each and is kept whole."""
+    wanted = content_words(clause) | names_and_numbers(clause)
+    return bool(wanted) and held(wanted, content_words(value) | names_and_numbers(value)) == wanted
+
+
 def _drops_a_name(value: str, clause: str) -> bool:
     """Whether `value` names what `clause` names but drops part of it: "Drives a Skoda Octavia" for "I drive a 2015
     Skoda Octavia". A value with none of the clause's names took another part of it ("Works day shifts" from "I
@@ -168,8 +188,11 @@ def written(category: str, key: str | None, value: str, sentence: str,
     - the model's, when it is a third-person statement the sentence proves (with the earlier turns in `context`
       when it leans on them: "it's all Java here") and it drops no name or number of the user's clause it comes
       from; a bare slot value is written as the slot's sentence first ("Berlin" -> "Lives in Berlin");
+    - one fact a clause when the model's value says two or more of the user's clauses (`_within`: "Lives in Lyon
+      and works as a nurse at ..." is "Lives in Lyon" and "Works as a nurse at ...");
     - else the user's clauses said of them (`clauses.facts_in`) that hold its words ("I sold the Skoda and now
-      drive a Nissan Leaf": "Sold the Skoda", "Now drives a Nissan Leaf"), when together they say it (`_says_it`);
+      drive a Nissan Leaf": "Sold the Skoda", "Now drives a Nissan Leaf"), when together they say it (`_says_it`),
+      or when the value is the user's words copied ("I'm allergic to walnuts, so nothing with those please.");
     - none when they do not (the model's fact is not in the user's words), and for an instruction the user's words
       do not hold: an instruction is never written from a clause, since it addresses the assistant, not the user."""
     value = value.strip().rstrip(".")
@@ -183,8 +206,10 @@ def written(category: str, key: str | None, value: str, sentence: str,
         best = max(clauses, key=lambda c: len(_shared(own, c)), default=None)
         if not is_bare(own) and bad_value(own) is None and _proved(own, sentence, context) \
                 and (best is None or not _drops_a_name(own, best)):
-            return [own], ""
+            joined = [c for c in clauses if _within(c, own)]
+            return (joined, "") if len(joined) > 1 else ([own], "")
     saying = [c for c in clauses if _shared(value, c)]
-    if not _says_it(value, saying):
+    copied = find_quote(value, [sentence]) is not None  # the user's own words: the clauses they touch say them
+    if not saying or (not copied and not _says_it(value, saying)):
         return [], "no clause of the user's says it"
     return saying, ""

@@ -114,6 +114,20 @@ def as_sentence(category: str, key: str | None, value: str) -> str:
     return template.replace("{a}", article).format(value.strip().rstrip("."))
 
 
+def slot_of(value: str) -> tuple[str, str] | None:
+    """The (category, key) of the slot whose sentence `value` opens with, by two words of it at least ("Lives in
+    ...", "Works as ...", "Is allergic to ..."), or None: a one-word opening ("Takes ...", "Has a ...") says too
+    little ("Takes the tram to work" is no medication)."""
+    lowered = " ".join(value.split()).casefold()
+    for key, template in TEMPLATES.items():
+        opening = template.split("{", 1)[0].strip().casefold()
+        if len(opening.split()) >= 2 and lowered.startswith(opening + " "):
+            return SLOT_CATEGORY.get(key) or _TEMPLATE_CATEGORY[key], key
+    return None
+
+
+_TEMPLATE_CATEGORY = {"hometown": "location", "name": "identity", "age": "identity", "allergy": "health",
+                      "pet": "pets", "school": "education", "medication": "health", "condition": "health"}
 _DETERMINERS = frozenset("a an the my this that these those his her their our your some".split())
 
 

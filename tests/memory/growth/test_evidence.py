@@ -158,3 +158,27 @@ def test_a_word_that_names_the_category_does_not_make_two_facts_one_thing():
                       "Also runs, about 20 km a week")
     assert same_thing("instruction", None, "Answer in English", "instruction", "language", "Always answer in Spanish")
     assert same_thing("location", None, "Lives in Berlin now", "location", "home_city", "Lives in Lyon")  # a move
+
+
+@pytest.mark.parametrize(("quote", "old", "new", "carried"), [
+    ("Berlin: we moved", "Moved last month", "Lives in Berlin now", True),  # "moved" says "lives", as proves reads it
+    ("I'm not allergic to penicillin", "Allergic to penicillin", "Is not allergic to penicillin", True),
+    ("what is penicillin?", "Allergic to penicillin", "Is not allergic to penicillin", False),  # no negation said
+    ("I moved to Berlin", "Lives in Lyon", "Lives in Porto", False),  # a name the user did not say
+    ("I live in Lyon", "Lives in Lyon", "Lives in Lyon", False),  # a change that adds nothing
+])
+def test_a_change_is_carried_only_by_the_users_words_for_what_it_adds(quote, old, new, carried):
+    from coop.memory.growth.evidence import supports_change
+
+    assert supports_change(quote, old, new) is carried
+
+
+def test_a_short_verb_and_its_forms_are_one_word():
+    from coop.memory.words import same_word
+
+    assert same_word("eats", "eating") and same_word("runs", "running") and same_word("plays", "playing")
+    assert same_word("running", "runs") and same_word("bus", "buses")
+    assert not same_word("eats", "meat") and not same_word("run", "rain")
+    from coop.memory.growth.evidence import supports_change
+
+    assert supports_change("I've started eating fish again", "Is vegetarian", "Eats fish again")

@@ -46,6 +46,7 @@ def extract(reply, said, limit=5):
     ("I go to the gym and I study Dutch.", ["Goes to the gym", "Studies Dutch"]),
     ("I don't use Kotlin anymore, it's all Java here.", ["Doesn't use Kotlin anymore"]),
     ("I can't eat raw fish, it makes me ill.", ["Can't eat raw fish"]),
+    ("I'm not getting a second dog, before you ask!", ["Is not getting a second dog"]),
     ("Is Berlin expensive to live in?", []),          # no first-person subject: nothing said of the user
     ("The weather is nice today.", []),
 ])
@@ -205,3 +206,26 @@ def test_the_extractor_is_told_to_write_relative_dates_from_today():
     [[system, exchange]] = [[m["content"] for m in messages] for messages in asked]
     assert "relative dates" in system and "as absolute ones, from TODAY's date" in system
     assert exchange == f"TODAY: Friday 2026-11-27\n\n{MESSAGE_HEADING}\n1. My dentist appointment is next Friday."
+
+
+def test_a_value_that_says_two_clauses_is_two_facts_each_in_its_slot():
+    facts, _ = extract(sheet(("statement", [("Claire lives in Lyon and works as a nurse at the Croix-Rousse "
+                                             "hospital, mostly night shifts", "home_city")])),
+                       "I live in Lyon and I work as a nurse at the Croix-Rousse hospital, mostly night shifts.")
+    assert [(f.value, f.category, f.key) for f in facts] == [
+        ("Lives in Lyon", "location", "home_city"),
+        ("Works as a nurse at the Croix-Rousse hospital, mostly night shifts", "work", "occupation")]
+    # a value within one clause keeps its words and its topic
+    assert written("languages", None, "Speaks Dutch and English",
+                   "I speak Dutch and English, and I'm learning Italian at B1 level.") == (["Speaks Dutch and English"], "")
+
+
+def test_the_users_words_copied_as_the_value_give_the_facts_its_clauses_say():
+    before = refusals.counts()["value"]
+    facts, _ = extract(sheet(("statement", [("I'm allergic to walnuts, so nothing with those please.", "allergy")])),
+                       "I'm allergic to walnuts, so nothing with those please.")
+    assert [(f.value, f.key) for f in facts] == [("Is allergic to walnuts", "allergy")]
+    assert refusals.counts()["value"] == before
+    # words that are not the user's still must say what the clauses say
+    assert written("preferences", None, "I hate crowds and love big cities", "I hate crowds, so quieter places are "
+                   "better.") == ([], "no clause of the user's says it")

@@ -1,0 +1,189 @@
+"""A change the reconciler saw but pinned on a fact about another thing (issue 31): coop asks, one known fact at a
+time, whether it is still true after what the user said, and changes the first that is not, when the user's words
+carry the change. The reconciler and the judge are scripted callables (and once the fast model behind a scripted
+server); assertions are on what they are asked and what memory holds after."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+
+from coop.config.loading import apply_overrides, load_config
+from coop.memory.growth.admission import admit
+from coop.memory.growth.embedders import HashEmbedder
+from coop.memory.growth.embedding import embed_pending
+from coop.memory.growth.reconcile import PAIRS_ASKED, Candidate, Decision, FactWriter
+from coop.memory.growth.sameness import may_change
+from coop.memory.growth.still_true import BOTH_TRUE, CHANGED, DIFFERENT, STILL_TRUE_PROMPT, model_judge
+from coop.model.jsonreply import ModelReplyError
+
+EMBEDDER = HashEmbedder(64)
+FISH = "Big change: my doctor told me to get more protein, so I've started eating fish again."
+
+
+def writer(memory, decide, judge):
+    config = apply_overrides(load_config(), {"memory.extraction.related_threshold": 0.0})
+    return FactWriter(memory, config.memory.extraction, embedder=EMBEDDER, decide=decide, judge=judge)
+
+
+def active(memory):
+    return sorted((f.text, f.category, f.key) for f in memory.facts.active())
+
+
+def fish(sentence=FISH):
+    return Candidate("Has started eating fish again", category="diet", key="diet",
+                     evidence="I've started eating fish again", sentence=sentence)
+
+
+def known(memory, *facts):
+    ids = [memory.facts.add(text, category=category, key=key).fact_id for text, category, key in facts]
+    embed_pending(memory, EMBEDDER)
+    return ids
+
+
+def test_a_change_pinned_on_another_thing_is_asked_about_pair_by_pair(memory):
+    walnuts, vegetarian = known(memory, ("Is allergic to walnuts", "health", "allergy"),
+                                ("Has been vegetarian for about ten years", "diet", "diet"))
+    asked = []
+
+    def judge(candidate, item):
+        asked.append((candidate.sentence, item.text))
+        return CHANGED if item.item_id == vegetarian else BOTH_TRUE
+
+    result = writer(memory, lambda c, existing: Decision("UPDATE", walnuts, 0.9, "more detail"), judge).write(fish())
+    assert result.action == "SUPERSEDE"
+    # the allergy is another slot and shares no word with the new fact: never asked about
+    assert asked == [(FISH, "Has been vegetarian for about ten years")]
+    # the new fact takes the old one's slot: a subject keeps one category and key
+    assert active(memory) == [("Has started eating fish again", "diet", "diet"),
+                              ("Is allergic to walnuts", "health", "allergy")]
+    assert "no longer true" in memory.facts.history(vegetarian)[-1].reason
+
+
+def test_a_change_across_categories_needs_a_word_in_common_and_takes_the_old_slot(memory):
+    (runs,) = known(memory, ("Also runs, about 20 km a week", "health", None))
+    (orchestra,) = known(memory, ("Plays the cello in an amateur orchestra", "hobbies", None))
+    asked = []
+
+    def judge(candidate, item):
+        asked.append(item.text)
+        return CHANGED
+
+    upped = Candidate("Has upped their running to 35 km a week", category="work",
+                      evidence="I've upped my running to 35 km a week")
+    result = writer(memory, lambda c, existing: Decision("UPDATE", orchestra, 0.9, ""), judge).write(upped)
+    assert result.action == "SUPERSEDE" and asked == ["Also runs, about 20 km a week"]
+    assert ("Has upped their running to 35 km a week", "health", None) in active(memory)
+    assert not memory.facts.is_active(runs)
+    assert may_change("work", None, "Has upped their running to 35 km a week", "health", None,
+                      "Also runs, about 20 km a week")
+    assert not may_change("work", None, "Is training for the Berlin marathon", "health", None,
+                          "Also runs, about 20 km a week")
+    assert not may_change("instruction", None, "Answer in English", "languages", None, "Speaks English")
+    # one category is not enough: a colleague's flu is no change of a sister's job
+    assert not may_change("family", None, "Colleague Mark has the flu", "family", None,
+                          "Sister Ana is a dentist in Porto")
+    assert may_change("diet", "diet", "Has started eating fish again", "diet", "diet", "Is vegetarian")
+    # a word of time is not what a fact is about
+    assert not may_change("work", None, "Is covering his shifts this week", "hobbies", None, "Runs 20 km a week")
+
+
+def test_both_true_a_failing_judge_or_a_change_the_words_do_not_carry_keeps_both(memory):
+    walnuts, vegetarian = known(memory, ("Is allergic to walnuts", "health", "allergy"),
+                                ("Has been vegetarian for about ten years", "diet", "diet"))
+
+    def wrong_target(candidate, existing):
+        return Decision("SUPERSEDE", walnuts, 0.9, "")
+
+    for judge in (lambda c, item: DIFFERENT, lambda c, item: BOTH_TRUE):
+        result = writer(memory, wrong_target, judge).write(fish())
+        assert result.action == "ADD" and memory.facts.is_active(vegetarian)
+        memory.facts.archive(result.fact_id, reason="test: next case")
+
+    def broken(candidate, item):
+        raise TimeoutError("the fast model timed out")
+
+    result = writer(memory, wrong_target, broken).write(fish())
+    assert result.action == "ADD" and memory.facts.is_active(vegetarian)
+    memory.facts.archive(result.fact_id, reason="test: next case")
+    # "changed", but the quote does not say "fish": no change, and the new fact is still kept beside
+    loose = Candidate("Has started eating fish again", category="diet", evidence="big change", sentence=FISH)
+    result = writer(memory, wrong_target, lambda c, item: CHANGED).write(loose)
+    assert result is not None and result.action == "ADD" and memory.facts.is_active(vegetarian)
+
+
+def test_at_most_a_few_pairs_are_asked_about(memory):
+    ids = known(memory, *[(f"Has a hamster called H{n}", "pets", None) for n in range(6)])
+    asked = []
+
+    def judge(candidate, item):
+        asked.append(item.item_id)
+        return DIFFERENT
+
+    new = Candidate("Has a hamster called Bo", category="pets", evidence="I have a hamster called Bo")
+    assert writer(memory, lambda c, existing: Decision("UPDATE", 999, 0.9, ""), judge).write(new).action == "ADD"
+    assert len(asked) == PAIRS_ASKED and set(asked) <= set(ids)
+
+
+def test_admission_keeps_the_users_whole_sentence_for_the_judge():
+    said = "Settling in fine. I work at the Charité now, on day shifts at last."
+    (admitted,) = admit([Candidate("Works at the Charité now", category="work",
+                                   evidence="I work at the Charité now")], [said])
+    assert admitted.sentence == "I work at the Charité now, on day shifts at last."
+
+
+def test_the_fast_model_is_asked_about_one_pair_with_the_users_words(memory, openai_server):
+    from coop.model.llm import fast_complete
+    from tests.memory.growth.test_memory_growth import make_config
+
+    (vegetarian,) = known(memory, ("Has been vegetarian for about ten years", "diet", "diet"))
+    openai_server.background_replies = ['{"known_is_about": "diet", "new_is_about": "eating fish", '
+                                        '"answer": "same_thing_changed"}', "not json at all"]
+    judge = model_judge(fast_complete(make_config(openai_server)))
+    item = memory.get("fact", vegetarian)
+    assert judge(fish(), item) == CHANGED
+    body = openai_server.background_requests()[-1]
+    assert body["messages"][0]["content"] == STILL_TRUE_PROMPT
+    assert body["messages"][1]["content"] == f'KNOWN FACT: Has been vegetarian for about ten years\n' \
+                                             f'THE USER JUST SAID: "{FISH}"'
+    assert body["temperature"] == 0
+    wanted = json.dumps(body.get("response_format"))
+    assert "same_thing_changed" in wanted  # the answer's enum, as the schema the mode sends
+    with pytest.raises(ModelReplyError):  # an unusable reply is no verdict: the pipeline keeps both
+        judge(fish(), item)
+
+
+def test_facts_said_in_one_message_never_change_each_other(memory):
+    """The extraction job writes a message's facts one by one; a 1.5B model calls "Now drives a Nissan Leaf" a
+    change of "Sold the Skoda", said in the same breath. Only the older fact may change."""
+    from coop.config.loading import load_config
+    from coop.memory.growth.jobs import MemoryJobs
+
+    (octavia,) = known(memory, ("Drives a 2015 Skoda Octavia", "possessions", None))
+    said = "Okay, I did it: I sold the Skoda and I now drive a Nissan Leaf."
+    session = memory.sessions.start()
+    message = memory.messages.add(session, "user", said)
+    job = memory.jobs.record("extraction", session_id=session, message_id=message, reply_id=None)
+    shown = []
+
+    def complete(messages, schema=None):
+        name = schema["name"] if schema else ""
+        if name == "sheet":
+            return json.dumps({"sentences": [{"n": 1, "kind": "statement", "facts": [
+                {"fact": "Sold the Skoda", "topic": "possession"},
+                {"fact": "Now drives a Nissan Leaf", "topic": "possession"}]}]})
+        if name == "decision":
+            listed = [int(i) for i in re.findall(r"^- id (\d+)", messages[-1]["content"], re.MULTILINE)]
+            shown.append(listed)
+            return json.dumps({"action": "SUPERSEDE", "target": listed[0], "confidence": 0.9, "reason": "x"})
+        return json.dumps({"known_is_about": "", "new_is_about": "", "answer": CHANGED})
+
+    complete.takes_schema = True
+    MemoryJobs(load_config(), complete, lambda: EMBEDDER).extraction(memory.user_id, job)(memory.backend)
+    assert active(memory) == [("Now drives a Nissan Leaf", "possessions", None),
+                              ("Sold the Skoda", "possessions", None)]
+    assert not memory.facts.is_active(octavia)
+    sold = next(f.item_id for f in memory.facts.active() if f.text == "Sold the Skoda")
+    assert all(sold not in listed for listed in shown)  # never offered as the fact the Leaf changes
