@@ -176,9 +176,15 @@ class FactWriter:
         taken = {item.item_id for item in existing}  # one subject, one category: judged whatever the cosine
         existing += [item for item in self._same_subject(candidate, neighbours) if item.item_id not in taken]
         existing = [item for item in existing if item.item_id not in self.said_together]
+        # the five nearest facts, whatever their cosine, may still be what a change replaces ("Has upped their
+        # running to 35 km a week" and "Also runs about 20 km a week": 0.72 with MiniLM), when they share a slot
+        # or a word (`_confirmed`)
+        near = [item for item, _ in neighbours if item.item_id not in self.said_together
+                and item.item_id not in {e.item_id for e in existing}]
         if not existing:  # (a slot one of the message's own facts holds: the new fact is kept without the key)
-            return self._keep_both(candidate, same_key, vector, "new fact")
-        return self._decided(candidate, existing, same_key, vector)
+            confirmed = self._confirmed(candidate, near, vector) if self.decide is not None else None
+            return confirmed or self._keep_both(candidate, same_key, vector, "new fact")
+        return self._decided(candidate, existing, same_key, vector, near)
 
     def _refused(self, candidate: Candidate) -> Plan | None:
         """A SKIP for what is never written: an unsafe instruction; a widening one from a machine; what the user
@@ -230,7 +236,8 @@ class FactWriter:
         items = self.memory.get_many("fact", [h.item_id for h in hits])
         return vector, [(items[h.item_id], h.similarity) for h in hits if h.item_id in items]
 
-    def _decided(self, candidate: Candidate, existing: list[Item], same_key: Item | None, vector: Any) -> Plan:
+    def _decided(self, candidate: Candidate, existing: list[Item], same_key: Item | None, vector: Any,
+                 near: Sequence[Item] = ()) -> Plan:
         """The model proposes; coop decides (`sameness.py`): a change applies only to a fact about the same
         thing, an UPDATE only refines, a NONE merges only what adds nothing. Anything else keeps both."""
         try:
@@ -242,7 +249,7 @@ class FactWriter:
         if decision.action in ("UPDATE", "SUPERSEDE", "NONE") and decision.target_id not in shown:
             refuse("target", f"the reconciler named f{decision.target_id}, not a fact it was shown",
                    category=candidate.category)
-            confirmed = self._confirmed(candidate, existing, vector) if decision.action != "NONE" else None
+            confirmed = self._confirmed(candidate, [*existing, *near], vector) if decision.action != "NONE" else None
             return confirmed or self._keep_both(candidate, same_key, vector, "reconciliation named no known fact")
         if decision.confidence < self.settings.min_confidence:
             return self._keep_both(candidate, same_key, vector,
@@ -259,7 +266,7 @@ class FactWriter:
             return self._keep_both(candidate, same_key, vector, f"not a duplicate of {target.ref}: both kept")
         if not same_thing(candidate.category, candidate.key, candidate.value, target.category, target.key,
                           target.text):
-            confirmed = self._confirmed(candidate, existing, vector)
+            confirmed = self._confirmed(candidate, [*existing, *near], vector)
             if confirmed is not None:
                 return confirmed
             refuse("change", f"{decision.action} of {target.ref}, which is about another thing",
@@ -272,10 +279,11 @@ class FactWriter:
         return Plan(decision.action, candidate, reason, target.item_id, vector)
 
     def _confirmed(self, candidate: Candidate, existing: Sequence[Item], vector: Any) -> Plan | None:
-        """A change the reconciler saw but pinned on a fact about another thing (or on none it was shown): the known
-        facts that may be what it changes (`sameness.may_change`), in the order shown, are asked about one by one
-        (`still_true`, at most `PAIRS_ASKED`); the first one no longer true is changed, and the new fact takes its
-        slot, so a subject keeps one category and key. A change the user's words do not carry (`plan`) is no change
+        """A change the reconciler saw but pinned on a fact about another thing (or on none it was shown), or a new
+        fact with no fact close enough to show the reconciler: the known facts that may be what it changes
+        (`sameness.may_change`: one slot, or a word of what they are about), in the order given, are asked about
+        one by one (`still_true`, at most `PAIRS_ASKED`); the first one no longer true is changed, and the new fact
+        takes its slot, so a subject keeps one category and key. A change the user's words do not carry (`plan`) is no change
         here: both are kept. None when none is, or the judge fails."""
         if self.judge is None:
             return None

@@ -16,7 +16,10 @@ history. A NONE (already known) merges only when the new fact says nothing the o
 
 from __future__ import annotations
 
+import re
+
 from coop.memory.growth.evidence import TIME_WORDS, content_words, held, names_and_numbers, negations, subject_words
+from coop.memory.growth.mood import RELATIONS
 from coop.memory.kinds import INSTRUCTION
 
 # Keys small and large models give one slot under different names; each group is one slot.
@@ -58,19 +61,33 @@ def may_change(category: str, key: str | None, value: str, target_category: str 
                target_value: str) -> bool:
     """Whether a new fact may be a change of a known one when the model says the known one is no longer true
     (`still_true`): both in one slot, or sharing a word of what they are about, whatever their categories ("Has
-    upped their running to 35 km a week", filed under work, and "Also runs about 20 km a week", under health),
-    other than a word of time ("week": "Is covering a colleague's shifts this week" is not about running).
+    upped their running to 35 km a week", filed under work, and "Also runs about 20 km a week", under health:
+    running, km), other than a word of time ("week": "Is covering a colleague's shifts this week" is not about
+    running). Across categories one word is not enough: "Is opening a vegan bakery" is no change of "Is vegan".
     Not merely one category: a 1.5B model calls a colleague's flu a change of a sister's job (both "family").
     An instruction only ever changes an instruction."""
     target_category = target_category or "general"
     if (category == INSTRUCTION) != (target_category == INSTRUCTION):
         return False
+    if _someone(value) != _someone(target_value):  # "Sister Ana is a dentist in Porto" is no change of "Lives in
+        return False                               # Porto"; what one sister does, of what another does
     mine, theirs = canonical_key(key), canonical_key(target_key)
     if mine and theirs:
         return mine == theirs
     shared = held(subject_words(value) - TIME_WORDS, subject_words(target_value) - TIME_WORDS)
-    return bool({w for w in shared
-                 if not held([w], _category_words(category) | _category_words(target_category))})
+    about = {w for w in shared if not held([w], _category_words(category) | _category_words(target_category))}
+    return len(about) >= (1 if category == target_category else 2)
+
+
+def _someone(value: str) -> frozenset[str]:
+    """Who a fact is about when it is not the user: the relation and names that open it ("Sister Ana is ...":
+    sister, ana); empty for a fact about the user, which opens with its verb ("Lives in ...")."""
+    words = re.findall(r"[\w']+", value.casefold())[:4]
+    if not RELATIONS & set(words):
+        return frozenset()
+    opening = value.split()[:4]
+    return frozenset(w.casefold().strip(",.") for w in opening if w.casefold().strip(",.") in RELATIONS
+                     or (w[:1].isupper() and w is not opening[0]))
 
 
 def _category_words(category: str) -> frozenset[str]:

@@ -158,9 +158,15 @@ th""".split())
 _REPORT = re.compile(r"^(?:\S+\s+){1,3}(?:says|said|thinks|thought|reckons|believes|claims|told)\b", re.IGNORECASE)
 
 
+# "Is covering his shifts this week", "Am exhausted today": a state the user is in for now, not a fact to keep.
+_FOR_NOW = re.compile(r"^(?:is|are|am|feels?)\b.*\b(?:today|tonight|this (?:week|morning|afternoon|evening)|"
+                      r"right now|at the moment)\b", re.IGNORECASE)
+
+
 def bad_value(value: str) -> str | None:
     """Why `value` cannot be a fact about the user, or None: a placeholder, a question, a courtesy, a report of
-    what someone else said, a bare word, a date or number alone."""
+    what someone else said, a bare word, a date or number alone, a state that holds only for now (what the user
+    did today is kept: "Handed in their notice today")."""
     text = value.strip()
     if re.search(r"<[^<>]{2,40}>", text):  # "<the fact>", "<user's exact words>": the prompt's shape, copied
         return "the value is a placeholder of the prompt"
@@ -170,6 +176,8 @@ def bad_value(value: str) -> str | None:
         return "the value is a courtesy"
     if _REPORT.match(text):
         return "the value is what someone else said or thinks"
+    if _FOR_NOW.match(text):
+        return "the value is true only for now"
     words = re.findall(r"\w+", text)
     if not [w for w in words if w.isalpha() and w.casefold() not in _CALENDAR]:  # "2 January 2027", "2027-03-01"
         return "the value is only a date or a number"

@@ -166,6 +166,8 @@ def test_what_someone_else_says_is_not_a_fact_and_neither_is_a_bare_date():
     assert bad_value("Friend Kenji says Nara is a must") == "the value is what someone else said or thinks"
     assert bad_value("2 January 2027") == "the value is only a date or a number"
     assert bad_value("Is 47") is None and bad_value("Smokes") is None
+    assert bad_value("Is covering his shifts this week") == "the value is true only for now"
+    assert bad_value("Handed in their notice today") is None  # what was done today stays done
     facts, _ = extract(sheet(("statement", [("Is 47 years old", "age")])), "I'm 47, for context.")
     assert [f.value for f in facts] == ["Is 47"]  # the user's clause: every number of the model's value is in it
 

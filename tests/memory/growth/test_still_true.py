@@ -86,6 +86,14 @@ def test_a_change_across_categories_needs_a_word_in_common_and_takes_the_old_slo
     assert not may_change("family", None, "Colleague Mark has the flu", "family", None,
                           "Sister Ana is a dentist in Porto")
     assert may_change("diet", "diet", "Has started eating fish again", "diet", "diet", "Is vegetarian")
+    # a fact about someone close to the user never changes one about the user, nor one about another person
+    assert not may_change("family", None, "Sister Ana is a dentist in Porto", "location", "home_city",
+                          "Lives in Porto")
+    assert not may_change("family", None, "Sister Ana is a dentist", "family", None, "Brother Rui is a dentist")
+    assert may_change("family", None, "Sister Ana is a nurse now", "family", None, "Sister Ana is a dentist")
+    # across categories, one word in common is not enough
+    assert not may_change("plans", None, "Is opening a vegan bakery in Ghent", "diet", "diet", "Is vegan")
+    assert not may_change("plans", None, "Is opening a vegan bakery in Ghent", "diet", None, "Is vegan")
     # a word of time is not what a fact is about
     assert not may_change("work", None, "Is covering his shifts this week", "hobbies", None, "Runs 20 km a week")
 
@@ -187,3 +195,26 @@ def test_facts_said_in_one_message_never_change_each_other(memory):
     assert not memory.facts.is_active(octavia)
     sold = next(f.item_id for f in memory.facts.active() if f.text == "Sold the Skoda")
     assert all(sold not in listed for listed in shown)  # never offered as the fact the Leaf changes
+
+
+def test_a_near_fact_that_shares_a_word_is_asked_about_though_too_far_to_show_the_reconciler(memory):
+    (runs,) = known(memory, ("Also runs, about 20 km a week", "health", None))
+    decided, asked = [], []
+
+    def decide(candidate, existing):
+        decided.append(candidate.value)
+        return Decision("ADD")
+
+    def judge(candidate, item):
+        asked.append(item.text)
+        return CHANGED
+
+    config = apply_overrides(load_config(), {"memory.extraction.related_threshold": 0.99})
+    writer_ = FactWriter(memory, config.memory.extraction, embedder=EMBEDDER, decide=decide, judge=judge)
+    upped = Candidate("Has upped their running to 35 km a week", category="work",
+                      evidence="I've upped my running to 35 km a week")
+    assert writer_.write(upped).action == "SUPERSEDE"
+    assert decided == [] and asked == ["Also runs, about 20 km a week"] and not memory.facts.is_active(runs)
+    # nothing shares a word: nothing is asked, the fact is added
+    assert writer_.write(Candidate("Plays the cello", category="hobbies", evidence="I play the cello")).action == "ADD"
+    assert asked == ["Also runs, about 20 km a week"]
