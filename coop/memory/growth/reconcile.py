@@ -283,8 +283,8 @@ class FactWriter:
         fact with no fact close enough to show the reconciler: the known facts that may be what it changes
         (`sameness.may_change`: one slot, or a word of what they are about), in the order given, are asked about
         one by one (`still_true`, at most `PAIRS_ASKED`); the first one no longer true is changed, and the new fact
-        takes its slot, so a subject keeps one category and key. A change the user's words do not carry (`plan`) is no change
-        here: both are kept. None when none is, or the judge fails."""
+        takes its slot, so a subject keeps one category and key. A change the user's words do not carry (`plan`)
+        is no change here: both are kept. None when none is, or the judge fails."""
         if self.judge is None:
             return None
         pairs = [item for item in existing if may_change(candidate.category, candidate.key, candidate.value,
