@@ -3,7 +3,8 @@ may apply.
 
 The fast model proposes ADD / UPDATE / SUPERSEDE / NONE and names a target; coop applies a change only when
 `same_thing` holds, and otherwise adds the new fact beside the old one (refused as a `change`, logged):
-- same category (never across categories: a dentist visit is not an allergy, a conference trip not a home), and
+- same category (never across categories: a dentist visit is not an allergy, a conference trip not a home), about
+  the same person (`_someone`: "Husband Karim is a civil engineer" is no change of "Sister Ana is a dentist"), and
 - the same slot: both have keys and they name one slot (`canonical_key`: "city", "home_city", "current_city" are
   one), or at least one has no key and the two share a word of what they are about (`evidence.subject_words`:
   "Always answer in French" and "Answer in English" share "answer"; "Lives in Lyon" and "Went to a conference"
@@ -46,7 +47,7 @@ def canonical_key(key: str | None) -> str | None:
 def same_thing(category: str, key: str | None, value: str, target_category: str | None, target_key: str | None,
                target_value: str) -> bool:
     """True when a new fact and an existing one are about the same thing (see the module's rule)."""
-    if category != (target_category or "general"):
+    if category != (target_category or "general") or _someone(value) != _someone(target_value):
         return False
     mine, theirs = canonical_key(key), canonical_key(target_key)
     if mine and theirs:
