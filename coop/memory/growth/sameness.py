@@ -20,7 +20,7 @@ from __future__ import annotations
 import re
 
 from coop.memory.growth.evidence import TIME_WORDS, content_words, held, names_and_numbers, negations, subject_words
-from coop.memory.growth.mood import RELATIONS
+from coop.memory.growth.mood import RELATIONS, THIRD_VERBS
 from coop.memory.kinds import INSTRUCTION
 
 # Keys small and large models give one slot under different names; each group is one slot.
@@ -47,7 +47,7 @@ def canonical_key(key: str | None) -> str | None:
 def same_thing(category: str, key: str | None, value: str, target_category: str | None, target_key: str | None,
                target_value: str) -> bool:
     """True when a new fact and an existing one are about the same thing (see the module's rule)."""
-    if category != (target_category or "general") or _someone(value) != _someone(target_value):
+    if category != (target_category or "general") or someone(value) != someone(target_value):
         return False
     mine, theirs = canonical_key(key), canonical_key(target_key)
     if mine and theirs:
@@ -70,7 +70,7 @@ def may_change(category: str, key: str | None, value: str, target_category: str 
     target_category = target_category or "general"
     if (category == INSTRUCTION) != (target_category == INSTRUCTION):
         return False
-    if _someone(value) != _someone(target_value):  # "Sister Ana is a dentist in Porto" is no change of "Lives in
+    if someone(value) != someone(target_value):  # "Sister Ana is a dentist in Porto" is no change of "Lives in
         return False                               # Porto"; what one sister does, of what another does
     mine, theirs = canonical_key(key), canonical_key(target_key)
     if mine and theirs:
@@ -80,15 +80,22 @@ def may_change(category: str, key: str | None, value: str, target_category: str 
     return len(about) >= (1 if category == target_category else 2)
 
 
-def _someone(value: str) -> frozenset[str]:
-    """Who a fact is about when it is not the user: the relation and names that open it ("Sister Ana is ...":
-    sister, ana); empty for a fact about the user, which opens with its verb ("Lives in ...")."""
-    words = re.findall(r"[\w']+", value.casefold())[:4]
-    if not RELATIONS & set(words):
-        return frozenset()
-    opening = value.split()[:4]
-    return frozenset(w.casefold().strip(",.") for w in opening if w.casefold().strip(",.") in RELATIONS
-                     or (w[:1].isupper() and w is not opening[0]))
+_VERB_OR_ADVERB = THIRD_VERBS | frozenset("""are am had have does doesn't isn't wasn't hasn't don't just also now
+never still will would can can't could""".split())
+
+
+def someone(value: str) -> frozenset[str]:
+    """Who a fact is about when it is not the user: the relation and names before its verb ("Sister Ana is ...":
+    sister, ana; "Italian teacher Giulia is from ...": teacher, giulia); empty for a fact about the user, which
+    opens with its verb ("Lives in ...", "Has a partner called Karim", "Also has a sister")."""
+    found: set[str] = set()
+    for index, word in enumerate(value.split()[:4]):
+        plain = word.strip(",.;:!").casefold()
+        if plain in _VERB_OR_ADVERB:
+            break
+        if plain in RELATIONS or (index > 0 and word[:1].isupper()):
+            found.add(plain)
+    return frozenset(found) if RELATIONS & found else frozenset()
 
 
 def _category_words(category: str) -> frozenset[str]:

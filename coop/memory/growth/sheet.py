@@ -38,6 +38,7 @@ from coop.memory.growth.evidence import (
 from coop.memory.growth.instructions import ASSISTANT_VERBS, STANDING, turned_around
 from coop.memory.growth.reconcile import Candidate
 from coop.memory.growth.refusals import refuse
+from coop.memory.growth.sameness import someone
 from coop.memory.growth.vocabulary import TOPICS, as_sentence, bad_value, is_bare, normalise, slot_of
 from coop.memory.kinds import GENERAL, INSTRUCTION
 from coop.memory.text import check_text
@@ -123,10 +124,15 @@ def _candidates(fact: dict[str, Any], kind: str, said: Sequence[str], index: int
 
 
 def _slot(value: str, category: str, key: str | None, split: bool) -> tuple[str, str | None]:
-    """Where one of the facts a value gave is filed: the topic's slot; for one of several facts written from the
+    """Where one of the facts a value gave is filed: the topic's slot, never for a fact about someone else; for one
+    of several facts written from the
     user's clauses ("Lives in Lyon", "Works as a nurse ..." for one value about both), the slot whose sentence it
     opens with (`vocabulary.slot_of`), else the topic's category without its key, which names one thing."""
-    if not split or category == INSTRUCTION:
+    if category == INSTRUCTION:
+        return category, key
+    if someone(value):  # "Sister Ana is a dentist": no slot of the user's (a 1.5B model filed it as occupation)
+        return category, None
+    if not split:
         return category, key
     return slot_of(value) or (category, None)
 

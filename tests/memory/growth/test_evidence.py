@@ -144,8 +144,9 @@ def test_the_same_thing_is_the_same_category_and_slot():
     assert same_thing("instruction", None, "Answer in English", "instruction", None, "Always answer in French")
     assert not same_thing("location", None, "Went to a conference in Berlin", "location", "city", "Lives in Lyon")
     assert not same_thing("general", None, "Likes green tea", "general", None, "Likes tea")
-    # two people close to the user are two things, though "husband" and "sister" say one kind of word
-    assert not same_thing("family", None, "Husband Karim is a civil engineer", "family", None,
+    # two people close to the user are two things, even filed under one slot (a 1.5B model filed both under the
+    # user's occupation)
+    assert not same_thing("work", "occupation", "Husband Karim is a civil engineer", "work", "occupation",
                           "Sister Ana is a dentist in Porto")
     assert same_thing("family", None, "Sister Ana is a nurse now", "family", None, "Sister Ana is a dentist in Porto")
     assert refines("Likes tea", "Likes green tea") and not refines("Lives in Lyon", "Lives in Berlin")

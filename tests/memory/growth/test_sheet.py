@@ -231,3 +231,12 @@ def test_the_users_words_copied_as_the_value_give_the_facts_its_clauses_say():
     # words that are not the user's still must say what the clauses say
     assert written("preferences", None, "I hate crowds and love big cities", "I hate crowds, so quieter places are "
                    "better.") == ([], "no clause of the user's says it")
+
+
+def test_a_fact_about_someone_close_takes_no_slot_of_the_users():
+    facts, _ = extract(sheet(("statement", [("Sister Ana is a dentist in Porto", "occupation")]),
+                             ("statement", [("Has a partner called Karim", "partner")])),
+                       "My sister Ana is a dentist in Porto. I have a partner called Karim.")
+    assert [(f.value, f.category, f.key) for f in facts] == [
+        ("Sister Ana is a dentist in Porto", "work", None),  # the user's occupation slot stays the user's
+        ("Has a partner called Karim", "family", "partner")]
