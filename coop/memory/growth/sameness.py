@@ -17,8 +17,6 @@ history. A NONE (already known) merges only when the new fact says nothing the o
 
 from __future__ import annotations
 
-import re
-
 from coop.memory.growth.evidence import TIME_WORDS, content_words, held, names_and_numbers, negations, subject_words
 from coop.memory.growth.mood import RELATIONS, THIRD_VERBS
 from coop.memory.kinds import INSTRUCTION
