@@ -179,11 +179,10 @@ class FactWriter:
         # the five nearest facts, whatever their cosine, may still be what a change replaces ("Has upped their
         # running to 35 km a week" and "Also runs about 20 km a week": 0.72 with MiniLM), when they share a slot
         # or a word (`_confirmed`)
-        near = [item for item, _ in neighbours if item.item_id not in self.said_together
-                and item.item_id not in {e.item_id for e in existing}]
+        shown = self.said_together | {item.item_id for item in existing}
+        near = [item for item, _ in neighbours if item.item_id not in shown]
         if not existing:  # (a slot one of the message's own facts holds: the new fact is kept without the key)
-            confirmed = self._confirmed(candidate, near, vector) if self.decide is not None else None
-            return confirmed or self._keep_both(candidate, same_key, vector, "new fact")
+            return self._confirmed(candidate, near, vector) or self._keep_both(candidate, same_key, vector, "new fact")
         return self._decided(candidate, existing, same_key, vector, near)
 
     def _refused(self, candidate: Candidate) -> Plan | None:

@@ -4,7 +4,7 @@ may apply.
 The fast model proposes ADD / UPDATE / SUPERSEDE / NONE and names a target; coop applies a change only when
 `same_thing` holds, and otherwise adds the new fact beside the old one (refused as a `change`, logged):
 - same category (never across categories: a dentist visit is not an allergy, a conference trip not a home), about
-  the same person (`_someone`: "Husband Karim is a civil engineer" is no change of "Sister Ana is a dentist"), and
+  the same person (`someone`: "Husband Karim is a civil engineer" is no change of "Sister Ana is a dentist"), and
 - the same slot: both have keys and they name one slot (`canonical_key`: "city", "home_city", "current_city" are
   one), or at least one has no key and the two share a word of what they are about (`evidence.subject_words`:
   "Always answer in French" and "Answer in English" share "answer"; "Lives in Lyon" and "Went to a conference"

@@ -124,10 +124,10 @@ def _candidates(fact: dict[str, Any], kind: str, said: Sequence[str], index: int
 
 
 def _slot(value: str, category: str, key: str | None, split: bool) -> tuple[str, str | None]:
-    """Where one of the facts a value gave is filed: the topic's slot, never for a fact about someone else; for one
-    of several facts written from the
-    user's clauses ("Lives in Lyon", "Works as a nurse ..." for one value about both), the slot whose sentence it
-    opens with (`vocabulary.slot_of`), else the topic's category without its key, which names one thing."""
+    """Where one of the facts a value gave is filed: the topic's slot, but no slot for a fact about someone else;
+    for one of several facts written from the user's clauses ("Lives in Lyon", "Works as a nurse ..." for one
+    value about both), the slot whose sentence it opens with (`vocabulary.slot_of`), else the topic's category
+    without its key, which names one thing."""
     if category == INSTRUCTION:
         return category, key
     if someone(value):  # "Sister Ana is a dentist": no slot of the user's (a 1.5B model filed it as occupation)
