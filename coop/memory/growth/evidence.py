@@ -221,12 +221,16 @@ def added_words(old: str, new: str) -> frozenset[str]:
 
 def supports_change(quote: str | None, old: str, new: str) -> bool:
     """True when the user's quote carries every word the change adds, as itself or a form of it, as `proves`
-    reads words ("Lives in Berlin" from "Berlin: we moved"). A change that adds nothing (a rewording, or
-    information dropped) is not supported: memory keeps what the user said."""
+    reads words ("Lives in Berlin" from "Berlin: we moved"; a date from "tomorrow"). A change that adds nothing (a
+    rewording, or information dropped) is not supported: memory keeps what the user said."""
     if not isinstance(quote, str):
         return False
     needed = added_words(old, new)
+    # "tomorrow" carries the date it was written as ("2026-11-28")
+    day = needed & _date_numbers(new) if TIME_WORDS & set(quote_words(quote)) else frozenset()
+    needed -= day
     said = negations(quote)
-    return bool(needed) and needed - said <= held(needed - said, content_words(quote)) and needed & NEGATIONS <= said
+    return bool(needed | day) and needed - said <= held(needed - said, content_words(quote)) \
+        and needed & NEGATIONS <= said
 
 

@@ -18,7 +18,8 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from datetime import date, timedelta
 from typing import TYPE_CHECKING, Any
 
 from coop.errors import UsageError
@@ -178,6 +179,8 @@ def extract_facts(complete: Complete, user_message: str, limit: int, context: Ex
                    text=copy.value)
         proposed = [c for c in proposed if c not in copies]
     admitted = admit(proposed, [user_message], earlier)
+    if context is not None and context.today:  # "today" means nothing next month: the date it was said
+        admitted = [replace(c, value=dated(c.value, context.today)) for c in admitted]
     if not from_sheet:
         return admitted
     for weighed in (c for c in admitted if c.stance != ASSERTED):  # the sheet keeps decided plans only
@@ -213,6 +216,22 @@ def proposals(text: str, said: Sequence[str], limit: int, context: Sequence[str]
 
 
 SPEAKERS = {"user": "User", "assistant": "Assistant"}
+_RELATIVE_DAY = re.compile(r"\b(?:(from|since|until|till|by|before|after|as of)\s+)?"
+                           r"(today|tonight|yesterday|tomorrow)\b", re.IGNORECASE)
+_DAY_OFFSET = {"today": 0, "tonight": 0, "yesterday": -1, "tomorrow": 1}
+
+
+def dated(value: str, today: str) -> str:
+    """`value` with "today", "tonight", "yesterday" and "tomorrow" written as the date they name ("Handed in their
+    notice today" -> "Handed in their notice on 2026-11-27"), from `today` ("Friday 2026-11-27", as the extractor
+    is told it); as it is when `today` holds no date. The evidence check reads such a date as the user's "today"
+    (`evidence.proves`)."""
+    found = re.search(r"\d{4}-\d{2}-\d{2}", today)
+    if found is None:
+        return value
+    day = date.fromisoformat(found.group())
+    return _RELATIVE_DAY.sub(lambda m: f"{m.group(1) or 'on'} "
+                             f"{(day + timedelta(days=_DAY_OFFSET[m.group(2).casefold()])).isoformat()}", value)
 
 
 def extraction_prompt() -> str:

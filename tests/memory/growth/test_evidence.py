@@ -171,6 +171,9 @@ def test_a_word_that_names_the_category_does_not_make_two_facts_one_thing():
     ("what is penicillin?", "Allergic to penicillin", "Is not allergic to penicillin", False),  # no negation said
     ("I moved to Berlin", "Lives in Lyon", "Lives in Porto", False),  # a name the user did not say
     ("I live in Lyon", "Lives in Lyon", "Lives in Lyon", False),  # a change that adds nothing
+    ("I fly to Rome tomorrow", "Flies to Rome on 2026-12-01", "Flies to Rome on 2026-11-28", True),  # a day named
+    ("I fly to Rome on Monday", "Flies to Rome on 2026-12-01", "Flies to Rome on 2026-11-28", True),
+    ("I fly to Rome", "Flies to Rome on 2026-12-01", "Flies to Rome on 2026-11-28", False),  # no day said at all
 ])
 def test_a_change_is_carried_only_by_the_users_words_for_what_it_adds(quote, old, new, carried):
     from coop.memory.growth.evidence import supports_change

@@ -240,3 +240,17 @@ def test_a_fact_about_someone_close_takes_no_slot_of_the_users():
     assert [(f.value, f.category, f.key) for f in facts] == [
         ("Sister Ana is a dentist in Porto", "work", None),  # the user's occupation slot stays the user's
         ("Has a partner called Karim", "family", "partner")]
+
+
+def test_today_and_its_neighbours_are_written_as_the_date_they_name():
+    def complete(messages, schema=None):
+        return sheet(("statement", [("I handed in my notice today!", "work")]),
+                     ("statement", [("Flies to Rome tomorrow", "plan")]))
+
+    complete.takes_schema = True
+    facts = extract_facts(complete, "I handed in my notice today! I fly to Rome tomorrow.", 5,
+                          ExtractionContext(today="Friday 2026-11-27"))
+    assert [f.value for f in facts] == ["Handed in their notice on 2026-11-27", "Flies to Rome on 2026-11-28"]
+    # without a date to count from, the user's words stay as they are
+    assert [f.value for f in extract_facts(complete, "I handed in my notice today! I fly to Rome tomorrow.", 5)] \
+        == ["Handed in their notice today", "Flies to Rome tomorrow"]
