@@ -82,6 +82,7 @@ def test_a_failed_background_job_becomes_a_notice_at_the_next_prompt(coop_home, 
         feeder.start()
         assert repl.run_terminal(repl.make_prompt_session(input=pipe, output=DummyOutput())) == 0
         feeder.join()
+        worker.wait_idle(30)  # the second turn's extraction fails too: logged here, not after the log file closes
 
     shown = screen.getvalue()
     assert "memory: extract facts failed (ModelError" in shown, shown
