@@ -115,19 +115,22 @@ def as_sentence(category: str, key: str | None, value: str) -> str:
 
 
 def slot_of(value: str) -> tuple[str, str] | None:
-    """The (category, key) of the slot whose sentence `value` opens with, by two words of it at least ("Lives in
-    ...", "Works as ...", "Is allergic to ..."), or None: a one-word opening ("Takes ...", "Has a ...") says too
-    little ("Takes the tram to work" is no medication)."""
+    """The (category, key) of the slot whose sentence `value` opens with, by two words of it at least, not counting
+    an article ("Lives in ...", "Works as ...", "Is allergic to ..."), or None: a one-word opening ("Takes ...",
+    "Has a ...") says too little ("Takes the tram to work" is no medication, "Has a sister" no pet)."""
     lowered = " ".join(value.split()).casefold()
-    for key, template in TEMPLATES.items():
-        opening = template.split("{", 1)[0].strip().casefold()
-        if len(opening.split()) >= 2 and lowered.startswith(opening + " "):
-            return SLOT_CATEGORY.get(key) or _TEMPLATE_CATEGORY[key], key
+    for key, opening in _OPENINGS.items():
+        if lowered.startswith(opening + " "):
+            return _TOPIC_SLOTS[key], key
     return None
 
 
-_TEMPLATE_CATEGORY = {"hometown": "location", "name": "identity", "age": "identity", "allergy": "health",
-                      "pet": "pets", "school": "education", "medication": "health", "condition": "health"}
+# The templates' openings of two words or more, articles left out, and the category of each slot about the user
+# (TOPICS', not the instructions').
+_OPENINGS = {key: opening for key, opening in
+             ((key, " ".join(w for w in template.split("{", 1)[0].casefold().split() if w not in ("a", "an")))
+              for key, template in TEMPLATES.items()) if len(opening.split()) >= 2}
+_TOPIC_SLOTS = {key: category for category, key in TOPICS.values() if key and category != INSTRUCTION}
 _DETERMINERS = frozenset("a an the my this that these those his her their our your some".split())
 
 

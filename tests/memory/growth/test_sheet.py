@@ -254,3 +254,13 @@ def test_today_and_its_neighbours_are_written_as_the_date_they_name():
     # without a date to count from, the user's words stay as they are
     assert [f.value for f in extract_facts(complete, "I handed in my notice today! I fly to Rome tomorrow.", 5)] \
         == ["Handed in their notice today", "Flies to Rome tomorrow"]
+
+
+def test_a_split_fact_takes_a_slot_only_by_an_opening_that_names_one():
+    from coop.memory.growth.vocabulary import slot_of
+
+    assert slot_of("Lives in Lyon") == ("location", "home_city")
+    assert slot_of("Works as a nurse") == ("work", "occupation") and slot_of("Works at Acme") == ("work", "employer")
+    assert slot_of("Is called Claire") == ("identity", "name")  # the user's name, not the instruction's
+    # a verb and an article say too little: no pet slot for a partner, no medication for a tram
+    assert slot_of("Has a partner called Karim") is None and slot_of("Takes the tram to work") is None
