@@ -11,6 +11,7 @@ import platform
 import statistics
 import sys
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:  # run from a checkout without `pip install -e .`: use the coop next to us
@@ -50,6 +51,21 @@ def load_embedder(kind: str = "fastembed", model_path: str | None = None, dims: 
     if status.embedder is None:
         raise BenchError(f"cannot load the embedder: {status.error}")
     return status.embedder
+
+
+def fast_model(model: str, api_base: str | None, timeout: float) -> tuple[Any, Any]:
+    """The configuration for `model` as both chat and fast model at `api_base`, and coop's fast-model client for it
+    (`coop.model.llm.fast_complete`), as `coop chat` would build them. Set `COOP_HOME` first: the JSON mode coop
+    learns for the model is remembered there."""
+    from coop.config.loading import apply_overrides, load_config
+    from coop.model.llm import fast_complete
+
+    config = apply_overrides(load_config(env={}), {"model.name": model, "model.fast": model, "model.api_base": api_base,
+                                                   "model.timeout_seconds": timeout})
+    complete = fast_complete(config)
+    if complete is None:
+        raise BenchError("no fast model")
+    return config, complete
 
 
 def percentile(values: list[float], q: float) -> float:

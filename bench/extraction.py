@@ -72,7 +72,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from common import ROOT, BenchError, load_embedder, machine, median, percentile
+from common import ROOT, BenchError, fast_model, load_embedder, machine, median, percentile
 
 DEFAULT_GOLD = Path(__file__).resolve().parent / "data" / "extraction-dev.json"
 REASONS = ("evidence", "mood", "instruction", "widening", "unsafe", "change", "target", "forgotten", "value", "known")
@@ -942,9 +942,7 @@ def main(argv: list[str] | None = None) -> int:
 
     with tempfile.TemporaryDirectory() as tmp:
         os.environ["COOP_HOME"] = tmp  # the JSON mode coop remembers, and no user config, stay in here
-        from coop.config.loading import apply_overrides, load_config
         from coop.memory.storage.database import open_database
-        from coop.model.llm import fast_complete
 
         script = server = None
         api_base, model = args.api_base, args.model
@@ -952,12 +950,7 @@ def main(argv: list[str] | None = None) -> int:
             script = Script()
             server, api_base = serve_script(script)
             model = "openai/scripted"
-        config = apply_overrides(load_config(env={}), {"model.name": model, "model.fast": model,
-                                                       "model.api_base": api_base,
-                                                       "model.timeout_seconds": args.timeout})
-        complete = fast_complete(config)
-        if complete is None:
-            raise BenchError("no fast model")
+        config, complete = fast_model(model, api_base, args.timeout)
         if args.json_mode != "auto":
             complete.modes.set(model, args.json_mode)
         recorder = Recorder(complete)

@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from common import ROOT, BenchError, machine, median
+from common import ROOT, fast_model, machine, median
 
 PAIRS = ROOT / "bench" / "data" / "still-true-pairs.json"
 
@@ -63,15 +63,7 @@ def main(argv: list[str] | None = None) -> int:
     pairs = json.loads(args.pairs.read_text(encoding="utf-8"))["pairs"]
     with tempfile.TemporaryDirectory() as tmp:
         os.environ["COOP_HOME"] = tmp  # the JSON mode coop remembers stays in here
-        from coop.config.loading import apply_overrides, load_config
-        from coop.model.llm import fast_complete
-
-        config = apply_overrides(load_config(env={}), {"model.name": args.model, "model.fast": args.model,
-                                                       "model.api_base": args.api_base,
-                                                       "model.timeout_seconds": args.timeout})
-        complete = fast_complete(config)
-        if complete is None:
-            raise BenchError("no fast model")
+        _, complete = fast_model(args.model, args.api_base, args.timeout)
         result = judge_all(pairs, complete)
     result["meta"] = {"model": args.model, "machine": machine(), "pairs_file": str(args.pairs)}
     if args.json:

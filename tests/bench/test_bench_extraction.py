@@ -83,12 +83,17 @@ def test_the_bench_counts_what_the_write_path_did_with_a_scripted_model(tmp_path
     by_turn = {e["turn"]: e for e in result["exchanges"]}
     assert [w["action"] for w in by_turn[4]["writes"]] == ["SUPERSEDE"]
     assert by_turn[4]["writes"][0]["replaced"] == "Lives in Lyon" and by_turn[4]["changes"] == {"t01-f4": "correct"}
-    assert all(c["seconds"] > 0 for e in result["exchanges"] for c in e["calls"])
+    assert by_turn[4]["writes"][0]["reason"] == "the gold change"  # the reconciler's reason, from the history
+    assert all(c["seconds"] > 0 and c["reply"] for e in result["exchanges"] for c in e["calls"])  # each reply kept
+    assert figures["still_true_calls"] == 0 and figures["changes_asked"] == {}  # no pair shares a slot or a word
     assert "Extraction benchmark" in run.stdout and "precision               1.000 of 4" in run.stdout
 
 
 def test_the_matcher_and_the_profile_sentences():
     bench = _bench()
+    assert bench._verdict('{"known_is_about": "", "new_is_about": "", "answer": "same_thing_changed"}') == \
+        "same_thing_changed"
+    assert bench._verdict("no JSON here") == "unusable"  # a still-true reply counted as what it is
     assert bench.share("Based in Lyon", "Lives in Lyon") >= bench.MATCH_SHARE
     assert bench.share("Lives in Berlin", "Lives in Lyon") == 0.0              # a name of the gold is missing
     assert bench.share("Likes salmon", "Doesn't like salmon") == 0.0          # one negated, the other not

@@ -30,7 +30,7 @@ def admit_one(candidate: Candidate, user_texts: Sequence[str], context: Sequence
         why = proves(candidate.evidence, user_texts, candidate.value, context) or "no sentence of the user's proves it"
         refuse("evidence", why, category=candidate.category, text=candidate.value)
         return None
-    found = find_quote(evidence, user_texts)
+    found = find_quote(evidence, user_texts)  # where they stand: their sentence, and the mood check's source
     sentence = holding_sentence(evidence, user_texts[found[0]]) if found else None
     candidate = replace(candidate, evidence=evidence, sentence=sentence or candidate.sentence)
     if candidate.category == INSTRUCTION:  # (unsafe and widening ones: FactWriter refuses them, for every writer)
@@ -43,9 +43,8 @@ def admit_one(candidate: Candidate, user_texts: Sequence[str], context: Sequence
                    text=candidate.value)
             return None
         return replace(candidate, stance=ASSERTED)
-    found = find_quote(candidate.evidence, user_texts)
-    assert found is not None and candidate.evidence is not None  # proves() found it
-    stance, why = stance_of(candidate.evidence, user_texts[found[0]], candidate.value, claimed=candidate.stance)
+    assert found is not None  # locate() returns the user's words
+    stance, why = stance_of(evidence, user_texts[found[0]], candidate.value, claimed=candidate.stance)
     if stance not in (ASSERTED, PLAN):
         refuse("mood", why, category=candidate.category, text=candidate.value)
         return None

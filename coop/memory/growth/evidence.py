@@ -102,8 +102,7 @@ def proves(quote: str | None, sources: Sequence[str], fact: str, context: Sequen
     have = _words_held(words, (*sources, *context))  # a leaning "yes": the user's message, earlier turns too
     names = names_and_numbers(fact)
     subject = subject_words(fact) - names
-    if TIME_WORDS & set(words):  # "next Friday" states the date the extractor wrote out ("2026-11-27")
-        names -= _date_numbers(fact)
+    names -= said_as_a_day(words, fact)
     if len(held(names, have)) < len(names):
         return "the quote lacks a name or number of the fact"
     if not subject and not names:
@@ -214,6 +213,12 @@ def _date_numbers(text: str) -> frozenset[str]:
     return frozenset(n for m in _DATE.finditer(text) for n in re.findall(r"\d+", m.group()))
 
 
+def said_as_a_day(words: Iterable[str], fact: str) -> frozenset[str]:
+    """The numbers of `fact`'s dates that the quote's `words` say by a word of time instead: "next Friday" and
+    "tomorrow" state the date the extractor or coop wrote out ("2026-11-27")."""
+    return _date_numbers(fact) if TIME_WORDS & set(words) else frozenset()
+
+
 def added_words(old: str, new: str) -> frozenset[str]:
     """What `new` says that `old` did not: its content words and negations that `old` lacks."""
     return (content_words(new) - content_words(old)) | (negations(new) - negations(old))
@@ -226,8 +231,7 @@ def supports_change(quote: str | None, old: str, new: str) -> bool:
     if not isinstance(quote, str):
         return False
     needed = added_words(old, new)
-    # "tomorrow" carries the date it was written as ("2026-11-28")
-    day = needed & _date_numbers(new) if TIME_WORDS & set(quote_words(quote)) else frozenset()
+    day = needed & said_as_a_day(quote_words(quote), new)
     needed -= day
     said = negations(quote)
     return bool(needed | day) and needed - said <= held(needed - said, content_words(quote)) \

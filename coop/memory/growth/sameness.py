@@ -52,8 +52,7 @@ def same_thing(category: str, key: str | None, value: str, target_category: str 
         return mine == theirs
     if category == "general":
         return False
-    shared = held(subject_words(value), subject_words(target_value))
-    return bool({w for w in shared if not held([w], _category_words(category))})
+    return bool(_words_in_common(value, target_value, category))
 
 
 def may_change(category: str, key: str | None, value: str, target_category: str | None, target_key: str | None,
@@ -73,9 +72,17 @@ def may_change(category: str, key: str | None, value: str, target_category: str 
     mine, theirs = canonical_key(key), canonical_key(target_key)
     if mine and theirs:
         return mine == theirs
-    shared = held(subject_words(value) - TIME_WORDS, subject_words(target_value) - TIME_WORDS)
-    about = {w for w in shared if not held([w], _category_words(category) | _category_words(target_category))}
+    about = _words_in_common(value, target_value, category, target_category, leave_out=TIME_WORDS)
     return len(about) >= (1 if category == target_category else 2)
+
+
+def _words_in_common(value: str, target_value: str, *categories: str, leave_out: frozenset[str] = frozenset()
+                     ) -> set[str]:
+    """The words of what two facts are about that both hold (`held`: a stem or a form apart), other than the words
+    of the categories' own names (`_category_words`) and `leave_out`."""
+    shared = held(subject_words(value) - leave_out, subject_words(target_value) - leave_out)
+    named = frozenset().union(*(_category_words(category) for category in categories))
+    return {word for word in shared if not held([word], named)}
 
 
 _VERB_OR_ADVERB = THIRD_VERBS | frozenset("""are am had have does doesn't isn't wasn't hasn't don't just also now
