@@ -367,6 +367,8 @@ class Script:
                 return json.dumps(self._decide(str(body["messages"][-1]["content"])))
             if name == "still_true":
                 return json.dumps(self._judge(str(body["messages"][-1]["content"])))
+            if name == "now_true":
+                return json.dumps(self._restate(str(body["messages"][-1]["content"])))
             if name == "sheet":
                 return json.dumps({"sentences": self._sheet(str(body["messages"][-1]["content"]))})
             return json.dumps({"facts": self._extract()})
@@ -461,6 +463,17 @@ class Script:
             answer = "different_things"
         return {"known_is_about": text[:30], "new_is_about": "", "answer": answer}
 
+    def _restate(self, prompt: str) -> dict[str, Any]:
+        """A known fact as it reads now: the value of this turn's gold change that replaces it; otherwise the known
+        fact unchanged (which coop does not take)."""
+        known = _KNOWN.search(prompt)
+        text = known.group(1).strip() if known else ""
+        turn = self.turn
+        change = next((f for f in (turn.facts if turn else []) if f.changes in self.gold
+                       and share(text, self.gold[f.changes].value) >= MATCH_SHARE), None)
+        self.proposed["restate_change" if change else "restate_unchanged"] += 1
+        return {"now_true": change.value if change else text}
+
 
 _KNOWN = re.compile(r"^KNOWN FACT: (.*)$", re.MULTILINE)
 _NUMBERED = re.compile(r"^(\d+)\. (.*)$", re.MULTILINE)
@@ -492,6 +505,8 @@ def _schema_name(body: dict[str, Any]) -> str:
     system = str((body.get("messages") or [{}])[0].get("content", ""))
     if "sentence by sentence" in str(body.get("messages")):
         return "sheet"
+    if "Rewrite the known fact" in system:
+        return "now_true"
     if "THE USER JUST SAID" in str(body.get("messages")):
         return "still_true"
     return "decision" if "SUPERSEDE" in system and "EXISTING" in str(body.get("messages")) else "facts"
@@ -756,8 +771,9 @@ def summarise(exchanges: list[Exchange]) -> dict[str, Any]:
     """The figures of a set of exchanges (one source, or all)."""
     writes = [w for e in exchanges for w in e.writes]
     extraction = [c for e in exchanges for c in e.calls if c.schema in ("facts", "sheet")]
-    decision = [c for e in exchanges for c in e.calls if c.schema in ("decision", "still_true")]
+    decision = [c for e in exchanges for c in e.calls if c.schema in ("decision", "still_true", "now_true")]
     pairs = [c for c in decision if c.schema == "still_true"]
+    restated = [c for c in decision if c.schema == "now_true"]
     refused = Counter({r: 0 for r in REASONS})
     for e in exchanges:
         refused.update(e.refused)
@@ -766,8 +782,11 @@ def summarise(exchanges: list[Exchange]) -> dict[str, Any]:
     proposals = sum(e.proposals for e in exchanges)
     out: dict[str, Any] = {
         "exchanges": len(exchanges), "failed": sum(e.error is not None for e in exchanges),
-        "extraction_calls": len(extraction), "decision_calls": len(decision) - len(pairs),
+        "extraction_calls": len(extraction), "decision_calls": len(decision) - len(pairs) - len(restated),
         "still_true_calls": len(pairs),
+        # known facts asked for as they read now after a change, and those stored so (`restate.accepted`)
+        "restate_calls": len(restated),
+        "restated": sum("written as it reads now" in (w.get("reason") or "") for w in writes),
         "json_unusable": {"facts": sum(not c.usable for c in extraction),
                           "decision": sum(not c.usable for c in decision)},
         "call_errors": sum(c.error is not None for c in extraction + decision),
@@ -846,7 +865,8 @@ def print_report(result: dict[str, Any]) -> None:
     for name, s in result["sources"].items():
         print(f"\n  {name}: {s['exchanges']} exchanges ({s['failed']} failed), {s['extraction_calls']} extraction "
               f"calls, {s['decision_calls']} reconciliation calls + {s['still_true_calls']} still-true questions "
-              f"({', '.join(f'{n} {v}' for v, n in sorted(s['changes_asked'].items())) or '-'})")
+              f"({', '.join(f'{n} {v}' for v, n in sorted(s['changes_asked'].items())) or '-'}) + "
+              f"{s['restate_calls']} restatements ({s['restated']} stored)")
         print(f"    JSON usable             {_fmt(s['json_usable'])} of calls; unusable: facts "
               f"{s['json_unusable']['facts']}, decision {s['json_unusable']['decision']}; call errors "
               f"{s['call_errors']}")

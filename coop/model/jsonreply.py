@@ -42,6 +42,7 @@ STILL_TRUE: Schema = {"name": "still_true", "schema": _object(
     {"known_is_about": {"type": "string"}, "new_is_about": {"type": "string"},
      "answer": {"type": "string", "enum": ["different_things", "same_thing_both_true", "same_thing_changed"]}},
     ["known_is_about", "new_is_about", "answer"])}
+NOW_TRUE: Schema = {"name": "now_true", "schema": _object({"now_true": {"type": "string"}}, ["now_true"])}
 SUMMARY: Schema = {"name": "summary", "schema": _object(
     {"summary": {"type": ["string", "null"]}, "facts": {"type": "array", "items": _FACT}}, ["summary", "facts"])}
 

@@ -58,7 +58,7 @@ def test_the_bench_counts_what_the_write_path_did_with_a_scripted_model(tmp_path
     result = json.loads(out.read_text(encoding="utf-8"))
     figures = result["sources"]["gold"]
     assert result["script"] == {"gold": 4, "trap": 2, "assistant_words": 1, "decision_unknown_target": 1,
-                                "decision_change": 1}
+                                "decision_change": 1, "restate_change": 1}
     assert figures["exchanges"] == 4 and figures["failed"] == 0
     assert figures["extraction_calls"] == 4 and figures["decision_calls"] == 2
     assert figures["json_unusable"] == {"facts": 0, "decision": 0}
@@ -83,7 +83,9 @@ def test_the_bench_counts_what_the_write_path_did_with_a_scripted_model(tmp_path
     by_turn = {e["turn"]: e for e in result["exchanges"]}
     assert [w["action"] for w in by_turn[4]["writes"]] == ["SUPERSEDE"]
     assert by_turn[4]["writes"][0]["replaced"] == "Lives in Lyon" and by_turn[4]["changes"] == {"t01-f4": "correct"}
-    assert by_turn[4]["writes"][0]["reason"] == "the gold change"  # the reconciler's reason, from the history
+    # the reconciler's reason, from the history, and the known fact restated (as the gold's change says it)
+    assert by_turn[4]["writes"][0]["reason"] == "the gold change; f1 written as it reads now"
+    assert figures["restate_calls"] == 1 and figures["restated"] == 1
     assert all(c["seconds"] > 0 and c["reply"] for e in result["exchanges"] for c in e["calls"])  # each reply kept
     assert figures["still_true_calls"] == 0 and figures["changes_asked"] == {}  # no pair shares a slot or a word
     assert "Extraction benchmark" in run.stdout and "precision               1.000 of 4" in run.stdout

@@ -26,6 +26,7 @@ from coop.memory.growth.consolidate import consolidate
 from coop.memory.growth.embedding import embed_pending
 from coop.memory.growth.extract import Complete, ExtractionContext, extract_facts, model_decider
 from coop.memory.growth.reconcile import FactWriter
+from coop.memory.growth.restate import model_restater
 from coop.memory.growth.still_true import model_judge
 from coop.memory.kinds import INSTRUCTION
 from coop.memory.storage.items import FactWrite, Item
@@ -56,7 +57,8 @@ class MemoryJobs:
         return FactWriter(memory, self.config.memory.extraction,
                           embedder=embedder if embedder is not None else self.embedder(),
                           decide=model_decider(self.complete) if self.complete else None,
-                          judge=model_judge(self.complete) if self.complete else None)
+                          judge=model_judge(self.complete) if self.complete else None,
+                          restate=model_restater(self.complete) if self.complete else None)
 
     def embedding(self, user_id: str) -> Job:
         """Vectors for the user's messages that have none. The embedder is asked for inside the job, on the

@@ -36,8 +36,9 @@ from coop.memory.embedder import Embedder, chosen, profile_of
 from coop.memory.growth.evidence import content_words, negations, supports_change
 from coop.memory.growth.instructions import widens
 from coop.memory.growth.refusals import refuse
+from coop.memory.growth.restate import Restate
 from coop.memory.growth.sameness import may_change, refines, same_thing, says_nothing_new
-from coop.memory.growth.still_true import CHANGED, Judge
+from coop.memory.growth.still_true import BOTH_TRUE, CHANGED, Judge, a_new_amount
 from coop.memory.kinds import INSTRUCTION, fact_slot
 from coop.memory.storage.facts import FactFields
 from coop.memory.storage.items import FactWrite, Item
@@ -104,12 +105,13 @@ class FactWriter:
     """Writes facts for one user through the pipeline described above."""
 
     def __init__(self, memory: UserMemory, settings: ExtractionConfig, *, embedder: Embedder | None = None,
-                 decide: Decider | None = None, judge: Judge | None = None) -> None:
+                 decide: Decider | None = None, judge: Judge | None = None, restate: Restate | None = None) -> None:
         self.memory = memory
         self.settings = settings
         self.embedder = embedder
         self.decide = decide
         self.judge = judge
+        self.restate = restate
         # The facts written from the message being read (its extraction job adds them): none of its facts changes
         # another, since the user said them together ("I sold the Skoda and I now drive a Nissan Leaf").
         self.said_together: set[int] = set()
@@ -127,17 +129,48 @@ class FactWriter:
 
     def plan(self, candidate: Candidate) -> Plan:
         """What to do with a candidate. A quoting source's change to an existing fact must be carried by its
-        quote of the user (`evidence.supports_change`); otherwise memory is left as it was."""
+        quote of the user (`evidence.supports_change`); otherwise memory is left as it was. A replacement it
+        carries stores the known fact as it reads now, when the fast model can write that (`_restated`)."""
         plan = self._plan(candidate)
         if plan.action in ("UPDATE", "SUPERSEDE") and plan.target_id is not None \
                 and plan.candidate.source in QUOTING_SOURCES:
-            old = self.memory.get("fact", plan.target_id).text
-            if not supports_change(plan.candidate.evidence, old, plan.candidate.value):
+            old = self.memory.get("fact", plan.target_id)
+            if not supports_change(plan.candidate.evidence, old.text, plan.candidate.value):
                 refuse("change", f"a change to f{plan.target_id} that the user's words do not carry",
                        category=plan.candidate.category, text=plan.candidate.value)
                 return Plan("SKIP", plan.candidate, f"a change to f{plan.target_id} that the user's words do not "
                                                     f"carry ({plan.reason}): memory kept as it was")
+            if plan.action == "SUPERSEDE":
+                return self._restated(plan, old)
         return plan
+
+    def _restated(self, plan: Plan, known: Item) -> Plan:
+        """A SUPERSEDE that stores `known` as it reads after the change (`restate`: "Moved the trip to October
+        2027" replaces "Is going to Japan for two weeks in April 2027" as "Is going to Japan for two weeks in
+        October 2027"), in the known fact's slot; when an active fact already says that ("Now drives a Nissan
+        Leaf", said in the same sentence as "Sold the Skoda"), the known fact is superseded by that one. The plan
+        as it was when there is no restater, the known fact is a standing instruction (`instructions.py` writes
+        those), or the restater fails or gives nothing it accepts."""
+        if self.restate is None or known.category == INSTRUCTION or plan.candidate.category == INSTRUCTION:
+            return plan
+        try:
+            value = self.restate(plan.candidate, known)
+        except Exception as exc:  # the change is still made, with the new fact as written
+            log.warning("restating %s after a change failed: %s", known.ref, exc)
+            return plan
+        if value is None:
+            return plan
+        category = known.category or plan.candidate.category
+        vector, neighbours = self._neighbours(replace(plan.candidate, value=value))
+        words = content_words(value) | negations(value)
+        # the same words in one category (the cosine aside: the restated text is checked word by word already)
+        same = next((item for item, _ in neighbours if item.item_id != known.item_id and item.category == category
+                     and content_words(item.text) | negations(item.text) == words), None)
+        if same is not None:
+            value = same.text
+        restated = replace(plan.candidate, value=value, category=category, key=known.key)
+        return Plan("SUPERSEDE", restated, f"{plan.reason}; {known.ref} written as it reads now", known.item_id,
+                    vector)
 
     def _plan(self, candidate: Candidate) -> Plan:
         category, key = fact_slot(candidate.category, candidate.key)
@@ -281,7 +314,8 @@ class FactWriter:
         """A change the reconciler saw but pinned on a fact about another thing (or on none it was shown), or a new
         fact with no fact close enough to show the reconciler: the known facts that may be what it changes
         (`sameness.may_change`: one slot, or a word of what they are about), in the order given, are asked about
-        one by one (`still_true`, at most `PAIRS_ASKED`); the first one no longer true is changed, and the new fact
+        one by one (`still_true`, at most `PAIRS_ASKED`; the same thing with a new amount is no longer true); the first
+        one no longer true is changed, and the new fact
         takes its slot, so a subject keeps one category and key. A change the user's words do not carry (`plan`)
         is no change here: both are kept. None when none is, or the judge fails."""
         if self.judge is None:
@@ -294,6 +328,8 @@ class FactWriter:
             except Exception as exc:  # any failure keeps both
                 log.warning("asking whether %s is still true failed, keeping both: %s", item.ref, exc)
                 return None
+            if verdict == BOTH_TRUE and a_new_amount(candidate.value, item.text):
+                verdict = CHANGED  # the same thing, counted anew: the amount the known fact gives no longer holds
             if verdict == CHANGED and (candidate.source not in QUOTING_SOURCES
                                        or supports_change(candidate.evidence, item.text, candidate.value)):
                 moved = replace(candidate, category=item.category or candidate.category, key=item.key)

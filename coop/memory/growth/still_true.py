@@ -12,9 +12,12 @@ known fact still true?").
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
+from itertools import pairwise
 from typing import TYPE_CHECKING
 
+from coop.memory.words import content_sequence, same_word
 from coop.model.jsonreply import STILL_TRUE, ModelReplyError, ask, parse_json_reply
 
 if TYPE_CHECKING:
@@ -37,6 +40,25 @@ Reply with JSON only: {"known_is_about": "...", "new_is_about": "...", "answer":
 
 # (the new fact, a known fact) -> one of VERDICTS
 Judge = Callable[["Candidate", "Item"], str]
+
+
+_MONTHS = frozenset("january february march april may june july august september october november december".split())
+_YEAR = re.compile(r"^(?:19|20)\d\d$")
+
+
+def amounts(text: str) -> list[tuple[str, str]]:
+    """The amounts a fact states, each (number, the word it counts): "Runs about 20 km a week": ("20", "km");
+    "for two weeks": ("2", "week"). A date is no amount: a year, a day of a month ("1 March")."""
+    words = content_sequence(text)
+    return [(number, unit) for number, unit in pairwise(words)
+            if number.isdigit() and not _YEAR.match(number) and not unit.isdigit() and unit not in _MONTHS]
+
+
+def a_new_amount(new: str, known: str) -> bool:
+    """Whether `new` gives another number of something `known` counts ("35 km a week" after "20 km a week"): a
+    1.5B model calls that the same thing, still true, though its own question names a new amount a change."""
+    return any(same_word(unit, known_unit) and number != known_number
+               for number, unit in amounts(new) for known_number, known_unit in amounts(known))
 
 
 def judge_request(said: str, known: str) -> list[dict[str, str]]:

@@ -110,7 +110,10 @@ def test_changes_per_turn_are_capped(memory, scripted):
         facts(("bikes", "bike_two", "Owns 9 bikes", "now I have 9 bikes"),
               ("bikes", "bike_three", "Owns 10 bikes", "10 bikes"),
               ("bikes", "bike_four", "Owns 11 bikes", "11 bikes in storage")),
-        decision("SUPERSEDE", ids[0]), decision("SUPERSEDE", ids[1]), decision("SUPERSEDE", ids[2])]
+        # each change: the reconciler's decision, then the known fact as it reads now (`restate.py`)
+        decision("SUPERSEDE", ids[0]), '{"now_true": "Owns 9 bikes"}',
+        decision("SUPERSEDE", ids[1]), '{"now_true": "Owns 10 bikes"}',
+        decision("SUPERSEDE", ids[2]), '{"now_true": "Owns 11 bikes"}']
     chat = make_session(memory, scripted, **{"memory.extraction.max_changes_per_turn": 2})
     chat.turn(said)
     assert active_texts(memory, "bikes") == ["Owns 10 bikes", "Owns 9 bikes", "Owns four bikes"]

@@ -16,7 +16,7 @@ from coop.memory.growth.embedders import HashEmbedder
 from coop.memory.growth.embedding import embed_pending
 from coop.memory.growth.reconcile import PAIRS_ASKED, Candidate, Decision, FactWriter
 from coop.memory.growth.sameness import may_change
-from coop.memory.growth.still_true import BOTH_TRUE, CHANGED, DIFFERENT, STILL_TRUE_PROMPT, model_judge
+from coop.memory.growth.still_true import BOTH_TRUE, CHANGED, DIFFERENT, STILL_TRUE_PROMPT, a_new_amount, model_judge
 from coop.model.jsonreply import ModelReplyError
 
 EMBEDDER = HashEmbedder(64)
@@ -120,6 +120,37 @@ def test_both_true_a_failing_judge_or_a_change_the_words_do_not_carry_keeps_both
     loose = Candidate("Has started eating fish again", category="diet", evidence="big change", sentence=FISH)
     result = writer(memory, wrong_target, lambda c, item: CHANGED).write(loose)
     assert result is not None and result.action == "ADD" and memory.facts.is_active(vegetarian)
+
+
+@pytest.mark.parametrize("new, old, changed", [
+    ("Has upped their running to 35 km a week", "Runs about 20 km a week", True),
+    ("Is going to Japan for three weeks", "Is going to Japan for two weeks in April 2027", True),
+    ("Runs about 20 km a week", "Also runs, about 20 km a week", False),  # the same amount
+    # dates are no amounts: a new day of a month, a new year
+    ("Starts on 2 March 2027", "Starts on 1 March 2027", False),
+    ("Is going to Japan in October 2028", "Is going to Japan in October 2027", False),
+    ("Runs 35 km a week", "Has 2 cats", False),  # amounts of different things
+])
+def test_a_new_amount_of_what_a_known_fact_counts(new, old, changed):
+    assert a_new_amount(new, old) is changed
+
+
+def test_the_same_thing_with_a_new_amount_is_a_change_though_the_judge_says_both_true(memory):
+    """A 1.5B model answers "same_thing_both_true" for 35 km a week after 20 km a week, in every run."""
+    (runs,) = known(memory, ("Runs about 20 km a week", "hobbies", None))
+    (cello,) = known(memory, ("Plays the cello in an amateur orchestra", "hobbies", None))
+    upped = Candidate("Has upped their running to 35 km a week", category="hobbies",
+                      evidence="I've upped my running to 35 km a week")
+    result = writer(memory, lambda c, existing: Decision("UPDATE", cello, 0.9, ""),
+                    lambda c, item: BOTH_TRUE).write(upped)
+    assert result.action == "SUPERSEDE" and result.previous_id == runs
+    assert memory.facts.is_active(cello)
+    # the same amount said again, "both true": nothing changes
+    again = Candidate("Has kept their running at 35 km a week", category="hobbies",
+                      evidence="I've kept my running at 35 km a week")
+    assert writer(memory, lambda c, existing: Decision("UPDATE", cello, 0.9, ""),
+                  lambda c, item: BOTH_TRUE).write(again).action == "ADD"
+    assert memory.facts.is_active(result.fact_id)
 
 
 def test_at_most_a_few_pairs_are_asked_about(memory):

@@ -1,0 +1,84 @@
+"""The known fact as it reads now: what a change stores in place of the fact it replaces.
+
+A change is found from a new fact the extractor wrote from one clause ("Moved the trip to October 2027",
+"Moved last month", "Sold the Skoda"), which leans on the fact it changes: stored as it is, the memory says the
+trip moved but no longer where to, and "Moved last month" holds the home-city slot that "Lives in Lyon" held.
+So once coop has decided that a known fact is no longer true, the fast model is asked to write that fact again,
+changed only where the user's words change it ("Is going to Japan for two weeks in October 2027"); coop stores
+that in the known fact's slot.
+
+A 1.5B model copies whatever the prompt shows, writes the fact unchanged when it sees no change, and sometimes
+answers with something else entirely (asked about "Answer in Spanish" it wrote a sentence in Spanish), so its
+answer is kept only when `accepted` holds (every word from the known fact or the user's sentence, a change the
+user's words carry, a statement about the user); otherwise the new fact is stored as the extractor wrote it.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from coop.memory.growth.evidence import content_words, held, negations, supports_change
+from coop.memory.growth.vocabulary import bad_value
+from coop.model.jsonreply import NOW_TRUE, ModelReplyError, ask, parse_json_reply
+
+if TYPE_CHECKING:
+    from coop.memory.growth.reconcile import Candidate
+    from coop.memory.storage.items import Item
+
+RESTATE_PROMPT = """You keep a memory of facts about a user. The user has just said something that makes a known \
+fact no longer true.
+Rewrite the known fact so that it is true now: change only the words that the user's news makes false, and keep \
+every other word of the known fact as it is.
+Reply with JSON only: {"now_true": "..."}"""
+
+# (the new fact, the known fact it changes) -> the known fact as it reads now, or None
+Restate = Callable[["Candidate", "Item"], "str | None"]
+
+_FIRST_PERSON = re.compile(r"\b(?:I|I'm|I've|I'd|I'll|me|my|mine|we|we're|we've|our|ours|us)\b", re.IGNORECASE)
+
+
+def restate_request(said: str, known: str) -> list[dict[str, str]]:
+    """The messages that ask for `known` as it reads after the user said `said`."""
+    return [{"role": "system", "content": RESTATE_PROMPT},
+            {"role": "user", "content": f'KNOWN FACT: {" ".join(known.split())}\n'
+                                        f'THE USER JUST SAID: "{" ".join(said.split())}"'}]
+
+
+def parse_restated(text: str) -> str:
+    data = parse_json_reply(text)
+    value = data.get("now_true") if isinstance(data, dict) else None
+    if not isinstance(value, str) or not value.strip():
+        raise ModelReplyError("no now_true text")
+    return " ".join(value.split()).rstrip(".")
+
+
+def accepted(restated: str, known: str, said: str) -> bool:
+    """Whether a restated fact may be stored in place of `known`: it changes the known fact, as the user's words
+    carry (`supports_change`); it says nothing from elsewhere (every content word, names and numbers among them,
+    and every negation is the known fact's or the user's sentence's, a form apart); and it is a statement about
+    the user (not in the first person, not a question or a bare word: `vocabulary.bad_value`)."""
+    if " ".join(restated.casefold().split()) == " ".join(known.casefold().rstrip(".").split()):
+        return False
+    if bad_value(restated) is not None or _FIRST_PERSON.search(restated):
+        return False
+    sources = content_words(known) | content_words(said)
+    words = content_words(restated)
+    if held(words, sources) != set(words):
+        return False
+    if not negations(restated) <= negations(known) | negations(said):
+        return False
+    return supports_change(said, known, restated)
+
+
+def model_restater(complete: Callable[..., str]) -> Restate:
+    """A `Restate` that asks the fast model, showing it the user's whole sentence; None when its answer is not
+    `accepted`. Its failures propagate (the writer then stores the new fact as the extractor wrote it)."""
+
+    def restate(candidate: "Candidate", known: "Item") -> str | None:
+        said = candidate.sentence or candidate.evidence or candidate.value
+        restated = parse_restated(ask(complete, restate_request(said, known.text), NOW_TRUE))
+        return restated if accepted(restated, known.text, said) else None
+
+    return restate
