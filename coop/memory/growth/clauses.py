@@ -97,6 +97,18 @@ def said_of_the_user(clause: str) -> str | None:
     return fact[:1].upper() + fact[1:] if fact else None
 
 
+# "there" as a place named before it ("I start there"), not the "there" of "there is", "there's"
+_THERE = re.compile(r"\bthere\b(?!\s*(?:is|are|was|were|'s|'re)\b)", re.IGNORECASE)
+
+
 def facts_in(sentence: str) -> list[str]:
-    """What `sentence` says of the user, a fact a clause."""
-    return [fact for fact in map(said_of_the_user, clauses(sentence)) if fact]
+    """What `sentence` says of the user, a fact a clause; a clause that says "there" of a place the one before
+    names stays with it ("I've accepted the Charité offer and I start there on 1 March 2027": one fact, since
+    "Starts there on 1 March 2027" alone says nothing of where)."""
+    found: list[str] = []
+    for fact in filter(None, map(said_of_the_user, clauses(sentence))):
+        if found and _THERE.search(fact) and not _THERE.search(found[-1]):
+            found[-1] = f"{found[-1]} and {fact[:1].lower()}{fact[1:]}"
+        else:
+            found.append(fact)
+    return found

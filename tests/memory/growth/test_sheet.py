@@ -47,6 +47,11 @@ def extract(reply, said, limit=5):
     ("I don't use Kotlin anymore, it's all Java here.", ["Doesn't use Kotlin anymore"]),
     ("I can't eat raw fish, it makes me ill.", ["Can't eat raw fish"]),
     ("I'm not getting a second dog, before you ask!", ["Is not getting a second dog"]),
+    # "there" names nothing alone: it stays with the clause that names the place
+    ("I've accepted the Charité offer and I start there on 1 March 2027.",
+     ["Has accepted the Charité offer and starts there on 1 March 2027"]),
+    ("I love Lisbon, I moved there last year.", ["Loves Lisbon and moved there last year"]),
+    ("I moved to Ghent, I think there's a lot to do.", ["Moved to Ghent", "Thinks there's a lot to do"]),
     ("Is Berlin expensive to live in?", []),          # no first-person subject: nothing said of the user
     ("The weather is nice today.", []),
 ])
@@ -187,6 +192,19 @@ def test_a_fact_on_the_wrong_row_or_over_two_clauses_is_written_from_the_users_c
     both, _ = extract(sheet(("statement", [("I sold the Skoda and now drive a Nissan Leaf", "possession")])),
                       "Okay, I did it: I sold the Skoda and I now drive a Nissan Leaf.")
     assert [f.value for f in both] == ["Sold the Skoda", "Now drives a Nissan Leaf"]
+
+
+def test_a_value_in_the_first_person_is_written_from_the_users_clause_never_from_the_models_words():
+    """The model's first-person words are the user's turned around ("You can share my memories" came back as "I
+    can share my memories"), paraphrased ("I moved to Kinsale" for "I grew up in Kinsale") or padded ("from 2015
+    to now"): only the user's own clause is written in the third person, and a clause that is not the user's
+    gives nothing."""
+    facts, _ = extract(sheet(("statement", [("I can share my memories with anyone who asks", "other")])),
+                       "You can share my memories with anyone who asks.")
+    assert facts == []
+    moved, _ = extract(sheet(("statement", [("I moved to Kinsale, near Cork", "home")])),
+                       "Sorry, I meant I grew up in Kinsale, near Cork, not in Cork itself.")
+    assert [f.value for f in moved] == ["Grew up in Kinsale, near Cork"]
 
 
 def test_the_sheet_keeps_decided_plans_only():
