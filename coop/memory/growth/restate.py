@@ -19,7 +19,9 @@ import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from coop.memory.growth.clauses import facts_in
 from coop.memory.growth.evidence import content_words, held, negations, supports_change
+from coop.memory.growth.sameness import someone
 from coop.memory.growth.vocabulary import bad_value
 from coop.model.jsonreply import NOW_TRUE, ModelReplyError, ask, parse_json_reply
 
@@ -57,19 +59,24 @@ def parse_restated(text: str) -> str:
 def accepted(restated: str, known: str, said: str) -> bool:
     """Whether a restated fact may be stored in place of `known`: it changes the known fact, as the user's words
     carry (`supports_change`); it says nothing from elsewhere (every content word, names and numbers among them,
-    and every negation is the known fact's or the user's sentence's, a form apart); and it is a statement about
-    the user (not in the first person, not a question or a bare word: `vocabulary.bad_value`)."""
+    and every negation is the known fact's or in what the sentence says of the user, a form apart: its clauses
+    said of them, `clauses.facts_in`, without a trailing "not in Munich" or a clause of someone else's); and it is
+    a statement about the user (not in the first person, not a question or a bare word: `vocabulary.bad_value`)."""
     if " ".join(restated.casefold().split()) == " ".join(known.casefold().rstrip(".").split()):
         return False
     if bad_value(restated) is not None or _FIRST_PERSON.search(restated):
         return False
-    sources = content_words(known) | content_words(said)
+    # what the user says of themselves: not a trailing "not X", a question, what someone else does
+    # (the sentence itself when no clause is said of anyone: "Kotlin and Postgres these days")
+    clauses = facts_in(said)
+    stated = " ; ".join(f for f in clauses if not someone(f)) if clauses else said
+    sources = content_words(known) | content_words(stated)
     words = content_words(restated)
     if held(words, sources) != set(words):
         return False
-    if not negations(restated) <= negations(known) | negations(said):
+    if not negations(restated) <= negations(known) | negations(stated):
         return False
-    return supports_change(said, known, restated)
+    return supports_change(stated, known, restated)
 
 
 def model_restater(complete: Callable[..., str]) -> Restate:

@@ -59,6 +59,9 @@ def active(memory):
     ("Is not going to Japan in October 2027", MOVED, TRIP, False),
     # words from the texts, but not the change the user's words carry: nothing new over the known fact
     ("Is going to Japan", MOVED, TRIP, False),
+    # a word of the sentence that is not said of the user: what they do not live in, what someone else has
+    ("Lives in Munich", "I live in Berlin now, not Munich.", "Lives in Lyon", False),
+    ("Drives a Tesla", "I sold the Skoda, my brother drives a Tesla.", "Drives a 2015 Skoda Octavia", False),
     # a question is no fact
     ("Is going to Japan in October 2027?", MOVED, TRIP, False),
 ])
