@@ -19,7 +19,7 @@ import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from coop.memory.growth.clauses import facts_in
+from coop.memory.growth.clauses import clauses, said_of_the_user
 from coop.memory.growth.evidence import content_words, held, negations, supports_change
 from coop.memory.growth.sameness import someone
 from coop.memory.growth.vocabulary import bad_value
@@ -59,17 +59,17 @@ def parse_restated(text: str) -> str:
 def accepted(restated: str, known: str, said: str) -> bool:
     """Whether a restated fact may be stored in place of `known`: it changes the known fact, as the user's words
     carry (`supports_change`); it says nothing from elsewhere (every content word, names and numbers among them,
-    and every negation is the known fact's or in what the sentence says of the user, a form apart: its clauses
-    said of them, `clauses.facts_in`, without a trailing "not in Munich" or a clause of someone else's); and it is
-    a statement about the user (not in the first person, not a question or a bare word: `vocabulary.bad_value`)."""
+    and every negation is the known fact's or in what the user's sentence says, a form apart: its clauses
+    (`clauses.clauses`) without a trailing "not in Munich", and without a clause about someone else); and it is a
+    statement about the user (not in the first person, not a question or a bare word: `vocabulary.bad_value`)."""
     if " ".join(restated.casefold().split()) == " ".join(known.casefold().rstrip(".").split()):
         return False
     if bad_value(restated) is not None or _FIRST_PERSON.search(restated):
         return False
-    # what the user says of themselves: not a trailing "not X", a question, what someone else does
-    # (the sentence itself when no clause is said of anyone: "Kotlin and Postgres these days")
-    clauses = facts_in(said)
-    stated = " ; ".join(f for f in clauses if not someone(f)) if clauses else said
+    # what the user says: the sentence's clauses without a trailing "not X", and none of what someone else does
+    # ("it's all Java here" stays: it says what the user works with)
+    parts = clauses(said)
+    stated = " ; ".join(p for p in parts if not someone(said_of_the_user(p) or "")) if parts else said
     sources = content_words(known) | content_words(stated)
     words = content_words(restated)
     if held(words, sources) != set(words):

@@ -62,6 +62,9 @@ def active(memory):
     # a word of the sentence that is not said of the user: what they do not live in, what someone else has
     ("Lives in Munich", "I live in Berlin now, not Munich.", "Lives in Lyon", False),
     ("Drives a Tesla", "I sold the Skoda, my brother drives a Tesla.", "Drives a 2015 Skoda Octavia", False),
+    # a clause that is not in the first person still says what the user works with
+    ("Java and Postgres these days", "I don't use Kotlin anymore, it's all Java here.",
+     "Kotlin and Postgres these days", True),
     # a question is no fact
     ("Is going to Japan in October 2027?", MOVED, TRIP, False),
 ])
