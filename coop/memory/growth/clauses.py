@@ -33,6 +33,8 @@ OPENINGS = {"i'm not": "is not", "i am not": "is not", "i'm": "is", "i am": "is"
             "i haven't": "hasn't", "i have not": "has not", "i was": "was", "we're": "are", "we've": "have",
             "we are": "are", "we have": "have"}
 _OPENINGS = sorted(OPENINGS, key=len, reverse=True)
+# A text in the first person: the user's own words, not yet said of them.
+FIRST_PERSON = re.compile(r"\b(?:I|I'm|I've|I'd|I'll|[Mm]y|[Mm]e|[Ww]e|[Ww]e're|[Ww]e've)\b")
 _LEADING = re.compile(r"^(?:(?:ok(?:ay)?|so|well|actually|haha|lol|oh|also|and|but|yes|yeah|sorry|anyway|btw|"
                       r"by the way|i meant|i mean|just|plus|then)\b[,!.]?\s*)+", re.IGNORECASE)
 _TRAILING = re.compile(r"(?:,?\s+(?:by the way|for context|at last|though|too|as well|haha|lol|please|these days|"

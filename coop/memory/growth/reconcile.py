@@ -166,8 +166,8 @@ class FactWriter:
         # the same words in one category (the cosine aside: the restated text is checked word by word already)
         same = next((item for item, _ in neighbours if item.item_id != known.item_id and item.category == category
                      and content_words(item.text) | negations(item.text) == words), None)
-        if same is not None:
-            value = same.text
+        if same is not None:  # (that fact keeps its own text and vector)
+            value, vector = same.text, None
         restated = replace(plan.candidate, value=value, category=category, key=known.key)
         return Plan("SUPERSEDE", restated, f"{plan.reason}; {known.ref} written as it reads now", known.item_id,
                     vector)
@@ -314,9 +314,9 @@ class FactWriter:
         """A change the reconciler saw but pinned on a fact about another thing (or on none it was shown), or a new
         fact with no fact close enough to show the reconciler: the known facts that may be what it changes
         (`sameness.may_change`: one slot, or a word of what they are about), in the order given, are asked about
-        one by one (`still_true`, at most `PAIRS_ASKED`; the same thing with a new amount is no longer true); the first
-        one no longer true is changed, and the new fact
-        takes its slot, so a subject keeps one category and key. A change the user's words do not carry (`plan`)
+        one by one (`still_true`, at most `PAIRS_ASKED`; the same thing with a new amount is no longer true); the
+        first one no longer true is changed, and the new fact takes its slot, so a subject keeps one category and
+        key. A change the user's words do not carry (`plan`)
         is no change here: both are kept. None when none is, or the judge fails."""
         if self.judge is None:
             return None

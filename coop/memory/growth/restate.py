@@ -15,11 +15,10 @@ user's words carry, a statement about the user); otherwise the new fact is store
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from coop.memory.growth.clauses import clauses, said_of_the_user
+from coop.memory.growth.clauses import FIRST_PERSON, clauses, said_of_the_user
 from coop.memory.growth.evidence import content_words, held, negations, supports_change
 from coop.memory.growth.sameness import someone
 from coop.memory.growth.vocabulary import bad_value
@@ -37,8 +36,6 @@ Reply with JSON only: {"now_true": "..."}"""
 
 # (the new fact, the known fact it changes) -> the known fact as it reads now, or None
 Restate = Callable[["Candidate", "Item"], "str | None"]
-
-_FIRST_PERSON = re.compile(r"\b(?:I|I'm|I've|I'd|I'll|me|my|mine|we|we're|we've|our|ours|us)\b", re.IGNORECASE)
 
 
 def restate_request(said: str, known: str) -> list[dict[str, str]]:
@@ -64,7 +61,7 @@ def accepted(restated: str, known: str, said: str) -> bool:
     statement about the user (not in the first person, not a question or a bare word: `vocabulary.bad_value`)."""
     if " ".join(restated.casefold().split()) == " ".join(known.casefold().rstrip(".").split()):
         return False
-    if bad_value(restated) is not None or _FIRST_PERSON.search(restated):
+    if bad_value(restated) is not None or FIRST_PERSON.search(restated):
         return False
     # what the user says: the sentence's clauses without a trailing "not X", and none of what someone else does
     # ("it's all Java here" stays: it says what the user works with)

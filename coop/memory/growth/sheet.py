@@ -24,7 +24,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from coop.errors import UsageError
-from coop.memory.growth.clauses import facts_in
+from coop.memory.growth.clauses import FIRST_PERSON, facts_in
 from coop.memory.growth.evidence import (
     content_words,
     find_quote,
@@ -56,7 +56,6 @@ MAX_FACTS_PER_SENTENCE = 4
 KINDS = {"statement": "asserted", "plan": "asserted", "instruction": "asserted", "considering": "considering",
          "question": "question", "greeting": "joke", "joke": "joke", "about_someone_else": "reported"}
 GIVES_FACTS = ("statement", "plan", "instruction")
-_FIRST_PERSON = re.compile(r"\b(?:I|I'm|I've|I'd|I'll|[Mm]y|[Mm]e|[Ww]e|[Ww]e're|[Ww]e've)\b")
 
 
 def numbered(message: str) -> list[str]:
@@ -207,7 +206,7 @@ def written(category: str, key: str | None, value: str, sentence: str,
             return [value], ""
         return [], "an instruction the user's words do not hold"
     clauses = [c for c in facts_in(sentence) if bad_value(c) is None]
-    if not _FIRST_PERSON.search(value):  # "I take metformin", "Not a fan, it's too oily for me": the user's words
+    if not FIRST_PERSON.search(value):  # "I take metformin", "Not a fan, it's too oily for me": the user's words
         own = as_sentence(category, key, value) if is_bare(value) or bad_value(value) else value
         best = max(clauses, key=lambda c: len(_shared(own, c)), default=None)
         if not is_bare(own) and bad_value(own) is None and _proved(own, sentence, context) \

@@ -111,6 +111,10 @@ def test_a_restatement_that_is_known_already_supersedes_the_known_fact_with_that
     assert result.fact_id == leaf and result.previous_id == octavia
     assert active(memory) == [("Now drives a Nissan Leaf", "possessions", None)]
     assert memory.get("fact", octavia).superseded_by == leaf
+    # the Leaf fact keeps the vector of its own words, not the restatement's
+    query = EMBEDDER.embed(["Now drives a Nissan Leaf"])[0]
+    (hit,) = memory.vectors.nearest(EMBEDDER.id, EMBEDDER.dims, query, k=1, kinds=("fact",))
+    assert hit.item_id == leaf and hit.similarity > 0.999
 
 
 def test_standing_instructions_and_refinements_are_not_restated(memory):
