@@ -16,12 +16,14 @@ user's words carry, a statement about the user); otherwise the new fact is store
 from __future__ import annotations
 
 from collections.abc import Callable
+from itertools import pairwise
 from typing import TYPE_CHECKING
 
 from coop.memory.growth.clauses import FIRST_PERSON, clauses, said_of_the_user
-from coop.memory.growth.evidence import content_words, held, negations, supports_change
+from coop.memory.growth.evidence import content_words, held, names_and_numbers, negations, supports_change
 from coop.memory.growth.sameness import someone
 from coop.memory.growth.vocabulary import bad_value
+from coop.memory.words import _stem, _words
 from coop.model.jsonreply import NOW_TRUE, ModelReplyError, ask, parse_json_reply
 
 if TYPE_CHECKING:
@@ -73,7 +75,20 @@ def accepted(restated: str, known: str, said: str) -> bool:
         return False
     if not negations(restated) <= negations(known) | negations(stated):
         return False
-    return supports_change(stated, known, restated)
+    return supports_change(stated, known, restated) and not _keeps_what_went(restated, known, stated)
+
+
+def _keeps_what_went(restated: str, known: str, stated: str) -> bool:
+    """Whether the rewrite keeps a name or number the known fact gave the thing it replaced: one the user did not
+    say, standing right beside a name the rewrite dropped ("Drives a 2015 Nissan Leaf" after "Drives a 2015 Skoda
+    Octavia": the year was the Skoda's). A word one apart stays ("Is learning Italian, at B2 level" after "...,
+    at B1 level"), as does one the user said again ("October 2027" after "April 2027")."""
+    names = names_and_numbers(known)
+    kept, said = content_words(restated), content_words(stated)
+    dropped = names - held(names, kept)
+    unsaid = held(names, kept) - held(names, said)
+    tokens = [_stem(word) for word in _words(known)]
+    return any({a, b} & dropped and {a, b} & unsaid for a, b in pairwise(tokens))
 
 
 def model_restater(complete: Callable[..., str]) -> Restate:

@@ -65,6 +65,12 @@ def active(memory):
     # a clause that is not in the first person still says what the user works with
     ("Java and Postgres these days", "I don't use Kotlin anymore, it's all Java here.",
      "Kotlin and Postgres these days", True),
+    # a name or number of the thing replaced, kept beside the new one: the year was the Skoda's
+    ("Drives a 2015 Nissan Leaf", "I sold the Skoda and I now drive a Nissan Leaf.", "Drives a 2015 Skoda Octavia",
+     False),
+    ("Drives a Nissan Leaf", "I sold the Skoda and I now drive a Nissan Leaf.", "Drives a 2015 Skoda Octavia", True),
+    ("Is learning Italian, at B2 level", "I passed the B2 exam, so I'm at B2 now.", "Is learning Italian, at B1 level",
+     True),
     # a question is no fact
     ("Is going to Japan in October 2027?", MOVED, TRIP, False),
 ])
