@@ -162,3 +162,22 @@ def test_the_fast_model_is_asked_for_the_known_fact_with_the_users_sentence(memo
     assert restate(moved(), item) is None  # the known fact unchanged is not taken
     with pytest.raises(ModelReplyError):  # an unusable reply: the writer keeps the new fact as written
         restate(moved(), item)
+
+
+def test_a_chat_turn_stores_the_moved_trip_as_it_now_reads_and_says_so(memory, scripted):
+    """Through the chat, its background extraction and the scripted server: the change is shown at the next
+    prompt with the fact as stored, and the restatement request carries the known fact and the user's sentence."""
+    from tests.memory.growth.test_reliability_extraction import decision, facts, make_session
+
+    trip = memory.facts.add(TRIP, category="plans", key="japan_trip", source="user").fact_id
+    scripted.background_replies = [
+        facts(("plans", "japan_trip", "Moved the trip to October 2027", "We moved the trip to October 2027")),
+        decision("SUPERSEDE", trip), '{"now_true": "Is going to Japan for two weeks in October 2027"}']
+    chat = make_session(memory, scripted)
+    chat.turn(MOVED)
+    assert [f.text for f in memory.facts.active()] == ["Is going to Japan for two weeks in October 2027"]
+    [notice] = chat.take_notices()
+    assert "Is going to Japan for two weeks in October 2027" in notice and "replaces" in notice
+    restating = [b for b in scripted.background_requests() if b["messages"][0]["content"] == RESTATE_PROMPT]
+    assert len(restating) == 1
+    assert restating[0]["messages"][1]["content"] == f'KNOWN FACT: {TRIP}\nTHE USER JUST SAID: "{MOVED}"'
