@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING
 from coop.memory.growth.clauses import FIRST_PERSON, clauses, said_of_the_user
 from coop.memory.growth.evidence import content_words, held, names_and_numbers, negations, supports_change
 from coop.memory.growth.sameness import someone
+from coop.memory.growth.still_true import pair_request, said_by
 from coop.memory.growth.vocabulary import bad_value
 from coop.memory.words import _stem, _words
 from coop.model.jsonreply import NOW_TRUE, ModelReplyError, ask, parse_json_reply
@@ -42,9 +43,7 @@ Restate = Callable[["Candidate", "Item"], "str | None"]
 
 def restate_request(said: str, known: str) -> list[dict[str, str]]:
     """The messages that ask for `known` as it reads after the user said `said`."""
-    return [{"role": "system", "content": RESTATE_PROMPT},
-            {"role": "user", "content": f'KNOWN FACT: {" ".join(known.split())}\n'
-                                        f'THE USER JUST SAID: "{" ".join(said.split())}"'}]
+    return pair_request(RESTATE_PROMPT, said, known)
 
 
 def parse_restated(text: str) -> str:
@@ -84,9 +83,8 @@ def _keeps_what_went(restated: str, known: str, stated: str) -> bool:
     Octavia": the year was the Skoda's). A word one apart stays ("Is learning Italian, at B2 level" after "...,
     at B1 level"), as does one the user said again ("October 2027" after "April 2027")."""
     names = names_and_numbers(known)
-    kept, said = content_words(restated), content_words(stated)
-    dropped = names - held(names, kept)
-    unsaid = held(names, kept) - held(names, said)
+    kept = held(names, content_words(restated))
+    dropped, unsaid = names - kept, kept - held(kept, content_words(stated))
     tokens = [_stem(word) for word in _words(known)]
     return any({a, b} & dropped and {a, b} & unsaid for a, b in pairwise(tokens))
 
@@ -96,7 +94,7 @@ def model_restater(complete: Callable[..., str]) -> Restate:
     `accepted`. Its failures propagate (the writer then stores the new fact as the extractor wrote it)."""
 
     def restate(candidate: "Candidate", known: "Item") -> str | None:
-        said = candidate.sentence or candidate.evidence or candidate.value
+        said = said_by(candidate)
         restated = parse_restated(ask(complete, restate_request(said, known.text), NOW_TRUE))
         return restated if accepted(restated, known.text, said) else None
 

@@ -17,6 +17,7 @@ from collections.abc import Callable
 from itertools import pairwise
 from typing import TYPE_CHECKING
 
+from coop.memory.growth.vocabulary import CALENDAR
 from coop.memory.words import content_sequence, same_word
 from coop.model.jsonreply import STILL_TRUE, ModelReplyError, ask, parse_json_reply
 
@@ -42,7 +43,6 @@ Reply with JSON only: {"known_is_about": "...", "new_is_about": "...", "answer":
 Judge = Callable[["Candidate", "Item"], str]
 
 
-_MONTHS = frozenset("january february march april may june july august september october november december".split())
 _YEAR = re.compile(r"^(?:19|20)\d\d$")
 
 
@@ -51,7 +51,7 @@ def amounts(text: str) -> list[tuple[str, str]]:
     "for two weeks": ("2", "week"). A date is no amount: a year, a day of a month ("1 March")."""
     words = content_sequence(text)
     return [(number, unit) for number, unit in pairwise(words)
-            if number.isdigit() and not _YEAR.match(number) and not unit.isdigit() and unit not in _MONTHS]
+            if number.isdigit() and not _YEAR.match(number) and not unit.isdigit() and unit not in CALENDAR]
 
 
 def a_new_amount(new: str, known: str) -> bool:
@@ -61,11 +61,23 @@ def a_new_amount(new: str, known: str) -> bool:
                for number, unit in amounts(new) for known_number, known_unit in amounts(known))
 
 
-def judge_request(said: str, known: str) -> list[dict[str, str]]:
-    """The messages that ask whether `known` is still true after the user said `said`."""
-    return [{"role": "system", "content": STILL_TRUE_PROMPT},
+def pair_request(prompt: str, said: str, known: str) -> list[dict[str, str]]:
+    """The messages that ask `prompt`'s question about one known fact and what the user just said (the still-true
+    question here, the known fact as it reads now in `restate`)."""
+    return [{"role": "system", "content": prompt},
             {"role": "user", "content": f'KNOWN FACT: {" ".join(known.split())}\n'
                                         f'THE USER JUST SAID: "{" ".join(said.split())}"'}]
+
+
+def judge_request(said: str, known: str) -> list[dict[str, str]]:
+    """The messages that ask whether `known` is still true after the user said `said`."""
+    return pair_request(STILL_TRUE_PROMPT, said, known)
+
+
+def said_by(candidate: "Candidate") -> str:
+    """What a pair question shows as the user's words: the sentence the new fact comes from, else its quote, else
+    the fact itself."""
+    return candidate.sentence or candidate.evidence or candidate.value
 
 
 def parse_verdict(text: str) -> str:
@@ -81,7 +93,6 @@ def model_judge(complete: Callable[..., str]) -> Judge:
     (the fact itself when there is none); its failures propagate (the pipeline then keeps both facts)."""
 
     def judge(candidate: "Candidate", known: "Item") -> str:
-        said = candidate.sentence or candidate.evidence or candidate.value
-        return parse_verdict(ask(complete, judge_request(said, known.text), STILL_TRUE))
+        return parse_verdict(ask(complete, judge_request(said_by(candidate), known.text), STILL_TRUE))
 
     return judge

@@ -152,7 +152,8 @@ _COURTESY = re.compile(r"^(?:the user |user )?(?:says |said |wrote |is saying )?
                        r"bye|goodbye|ok(?:ay)?|sure|please|sorry|cheers|no problem)\b", re.IGNORECASE)
 
 
-_CALENDAR = frozenset("""january february march april may june july august september october november december
+# Words of a date (months, days, their short forms, ordinal endings): never what a value or an amount is about.
+CALENDAR = frozenset("""january february march april may june july august september october november december
 jan feb mar apr jun jul aug sep sept oct nov dec monday tuesday wednesday thursday friday saturday sunday st nd rd
 th""".split())
 
@@ -182,7 +183,7 @@ def bad_value(value: str) -> str | None:
     if _FOR_NOW.match(text):
         return "the value is true only for now"
     words = re.findall(r"\w+", text)
-    if not [w for w in words if w.isalpha() and w.casefold() not in _CALENDAR]:  # "2 January 2027", "2027-03-01"
+    if not [w for w in words if w.isalpha() and w.casefold() not in CALENDAR]:  # "2 January 2027", "2027-03-01"
         return "the value is only a date or a number"
     if len(words) < 2 and not (words and re.fullmatch(r"[A-Za-z]{3,}s", words[0])):  # "Smokes" says something
         return "the value is a bare word"
