@@ -103,14 +103,40 @@ def said_of_the_user(clause: str) -> str | None:
 _THERE = re.compile(r"\bthere\b(?!\s*(?:is|are|was|were|'s|'re)\b)", re.IGNORECASE)
 
 
+# a place a clause names: "at Allegro", "in the Alfama" ("First week at Allegro done"); "there" after a verb of
+# going is "to" the place ("I'll go there again": "Will go to Noma again")
+_PLACE = re.compile(r"\b(?:at|in)\s+((?:the\s+)?[A-Z][\w'-]*(?:\s+[A-Z][\w'-]*)*)")
+_GOING = re.compile(r"\b(?:go|goes|going|gone|went|come|comes|coming|came|move|moves|moving|moved|get|gets|got|"
+                    r"fly|flies|flew|drive|drives|drove|travel\w*|head\w*|return\w*|walk\w*|cycle\w*|run|ran|"
+                    r"back)\s+there\b", re.IGNORECASE)
+
+
 def facts_in(sentence: str) -> list[str]:
     """What `sentence` says of the user, a fact a clause; a clause that says "there" of a place the one before
     names stays with it ("I've accepted the Charité offer and I start there on 1 March 2027": one fact, since
-    "Starts there on 1 March 2027" alone says nothing of where)."""
+    "Starts there on 1 March 2027" alone says nothing of where), or, when the clause before is not said of the
+    user but names one place, says that place ("First week at Allegro done, I'm a senior engineer there now":
+    "Is a senior engineer at Allegro now")."""
     found: list[str] = []
-    for fact in filter(None, map(said_of_the_user, clauses(sentence))):
+    place = None
+    for clause in clauses(sentence):
+        fact = said_of_the_user(clause)
+        if fact is None:
+            places = list(_PLACE.finditer(clause))
+            place = places[0] if len(places) == 1 else None
+            continue
         if found and _THERE.search(fact) and not _THERE.search(found[-1]):
             found[-1] = f"{found[-1]} and {fact[:1].lower()}{fact[1:]}"
         else:
+            if place is not None and len(_THERE.findall(fact)) == 1:
+                fact = _there_as(fact, place)
             found.append(fact)
+        place = None
     return found
+
+
+def _there_as(fact: str, place: re.Match[str]) -> str:
+    """`fact` with its one "there" as the place it stands for, "to" the place after a verb of going."""
+    if _GOING.search(fact):
+        return _THERE.sub(f"to {place.group(1)}", fact)
+    return _THERE.sub(place.group(0), fact)

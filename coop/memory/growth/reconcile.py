@@ -136,6 +136,10 @@ class FactWriter:
                 and plan.candidate.source in QUOTING_SOURCES:
             old = self.memory.get("fact", plan.target_id)
             if not supports_change(plan.candidate.evidence, old.text, plan.candidate.value):
+                holder = self._slot_holder_changed(plan)
+                if holder is not None and holder.target_id is not None:
+                    return self._restated(holder, self.memory.get("fact", holder.target_id)) \
+                        if holder.action == "SUPERSEDE" else holder
                 refuse("change", f"a change to f{plan.target_id} that the user's words do not carry",
                        category=plan.candidate.category, text=plan.candidate.value)
                 return Plan("SKIP", plan.candidate, f"a change to f{plan.target_id} that the user's words do not "
@@ -143,6 +147,18 @@ class FactWriter:
             if plan.action == "SUPERSEDE":
                 return self._restated(plan, old)
         return plan
+
+    def _slot_holder_changed(self, plan: Plan) -> Plan | None:
+        """When the change the model named is not carried by the user's words, the change of the fact that holds
+        the new fact's slot, if the still-true question finds it no longer true (`_confirmed`): "I'm a senior
+        engineer at Allegro now" adds nothing to the plan "Is joining Allegro as a senior engineer on 2 January
+        2027" that the model named, but ends "Is a backend developer at Finly", which holds work/occupation.
+        None when there is no such fact, or it is the one named."""
+        candidate = plan.candidate
+        holder = self.memory.facts.find_by_key(candidate.category, candidate.key) if candidate.key else None
+        if holder is None or holder.item_id == plan.target_id or holder.item_id in self.said_together:
+            return None
+        return self._confirmed(candidate, [holder], plan.vector)
 
     def _restated(self, plan: Plan, known: Item) -> Plan:
         """A SUPERSEDE that stores `known` as it reads after the change (`restate`: "Moved the trip to October

@@ -16,7 +16,6 @@ user's words carry, a statement about the user); otherwise the new fact is store
 from __future__ import annotations
 
 from collections.abc import Callable
-from itertools import pairwise
 from typing import TYPE_CHECKING
 
 from coop.memory.growth.clauses import FIRST_PERSON, clauses, said_of_the_user
@@ -79,14 +78,16 @@ def accepted(restated: str, known: str, said: str) -> bool:
 
 def _keeps_what_went(restated: str, known: str, stated: str) -> bool:
     """Whether the rewrite keeps a name or number the known fact gave the thing it replaced: one the user did not
-    say, standing right beside a name the rewrite dropped ("Drives a 2015 Nissan Leaf" after "Drives a 2015 Skoda
-    Octavia": the year was the Skoda's). A word one apart stays ("Is learning Italian, at B2 level" after "...,
-    at B1 level"), as does one the user said again ("October 2027" after "April 2027")."""
+    say, standing right before a name the rewrite dropped ("Drives a 2015 Nissan Leaf" after "Drives a 2015 Skoda
+    Octavia": the year was the Skoda's) or anywhere after it, where the known fact goes on about that thing ("Is a
+    senior engineer at Allegro, a small fintech in Warsaw" after "Is a backend developer at Finly, a small fintech
+    in Warsaw"). A name or number the user said again stays ("October 2027" after "April 2027")."""
     names = names_and_numbers(known)
     kept = held(names, content_words(restated))
     dropped, unsaid = names - kept, kept - held(kept, content_words(stated))
     tokens = [_stem(word) for word in _words(known)]
-    return any({a, b} & dropped and {a, b} & unsaid for a, b in pairwise(tokens))
+    went = [index for index, token in enumerate(tokens) if token in dropped]
+    return bool(went) and any(token in unsaid and index >= went[0] - 1 for index, token in enumerate(tokens))
 
 
 def model_restater(complete: Callable[..., str]) -> Restate:

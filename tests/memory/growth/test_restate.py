@@ -39,6 +39,10 @@ def moved(value="Moved the trip to October 2027 because of work", category="plan
     return Candidate(value, category=category, evidence=MOVED, sentence=MOVED)
 
 
+ALLEGRO = "First week at Allegro done, I'm a senior engineer there now."
+FINLY = "Is a backend developer at Finly, a small fintech in Warsaw"
+
+
 def active(memory):
     return sorted((f.text, f.category, f.key) for f in memory.facts.active())
 
@@ -69,6 +73,9 @@ def active(memory):
     ("Drives a 2015 Nissan Leaf", "I sold the Skoda and I now drive a Nissan Leaf.", "Drives a 2015 Skoda Octavia",
      False),
     ("Drives a Nissan Leaf", "I sold the Skoda and I now drive a Nissan Leaf.", "Drives a 2015 Skoda Octavia", True),
+    # ... or after it, where the known fact goes on about the thing replaced: Warsaw was Finly's
+    ("Is a senior engineer at Allegro, a small fintech in Warsaw", ALLEGRO, FINLY, False),
+    ("Is a senior engineer at Allegro", ALLEGRO, FINLY, True),
     ("Is learning Italian, at B2 level", "I passed the B2 exam, so I'm at B2 now.", "Is learning Italian, at B1 level",
      True),
     # a question is no fact

@@ -52,6 +52,10 @@ def extract(reply, said, limit=5):
      ["Has accepted the Charité offer and starts there on 1 March 2027"]),
     ("I love Lisbon, I moved there last year.", ["Loves Lisbon and moved there last year"]),
     ("I moved to Ghent, I think there's a lot to do.", ["Moved to Ghent", "Thinks there's a lot to do"]),
+    # ... or is the one place a clause before it names, when that clause is not said of the user
+    ("First week at Allegro done, I'm a senior engineer there now.", ["Is a senior engineer at Allegro now"]),
+    ("Lunch at Noma was great, I'll go there again.", ["Will go to Noma again"]),
+    ("Lunch in Paris, dinner in Rome, I loved it there.", ["Loved it there"]),  # two places: which one?
     ("Is Berlin expensive to live in?", []),          # no first-person subject: nothing said of the user
     ("The weather is nice today.", []),
 ])

@@ -249,3 +249,31 @@ def test_a_near_fact_that_shares_a_word_is_asked_about_though_too_far_to_show_th
     # nothing shares a word: nothing is asked, the fact is added
     assert writer_.write(Candidate("Plays the cello", category="hobbies", evidence="I play the cello")).action == "ADD"
     assert asked == ["Also runs, about 20 km a week"]
+
+
+ALLEGRO = "First week at Allegro done, I'm a senior engineer there now."
+
+
+def test_a_plan_come_true_ends_the_fact_that_holds_its_slot(memory):
+    """The model pins "Is a senior engineer at Allegro now" on the plan it fulfils, a change the user's words do not
+    carry (it adds nothing to the plan); the fact that holds work/occupation is asked about instead, and ends."""
+    finly, plan = known(memory, ("Is a backend developer at Finly", "work", "occupation"),
+                        ("Is joining Allegro as a senior engineer on 2 January 2027", "work", None))
+    asked = []
+
+    def judge(candidate, item):
+        asked.append(item.text)
+        return CHANGED
+
+    now = Candidate("Is a senior engineer at Allegro now", category="work", key="occupation", evidence=ALLEGRO,
+                    sentence=ALLEGRO)
+    result = writer(memory, lambda c, existing: Decision("UPDATE", plan, 0.9, "detail"), judge).write(now)
+    assert result.action == "SUPERSEDE" and asked == ["Is a backend developer at Finly"]
+    assert not memory.facts.is_active(finly) and memory.facts.is_active(plan)
+    assert ("Is a senior engineer at Allegro now", "work", "occupation") in active(memory)
+    # the slot's holder still true: memory is kept as it was, as before
+    (result_id,) = [f.item_id for f in memory.facts.active() if f.key == "occupation"]
+    memory.facts.archive(result_id, reason="test: next case")
+    holder, = known(memory, ("Is a backend developer at Finly, in Warsaw", "work", "occupation"))
+    kept = writer(memory, lambda c, existing: Decision("UPDATE", plan, 0.9, ""), lambda c, item: BOTH_TRUE)
+    assert kept.plan(now).action == "SKIP" and memory.facts.is_active(holder)
