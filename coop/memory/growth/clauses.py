@@ -111,12 +111,25 @@ _GOING = re.compile(r"\b(?:go|goes|going|gone|went|come|comes|coming|came|move|m
                     r"back)\s+there\b", re.IGNORECASE)
 
 
+# a clause whose verb's object is the clause before: "it" or "them" ("I bought a bike and I love it"), or nothing
+# after a verb of starting or stopping ("I used to smoke but I quit in 2019")
+_LEANS_BACK = re.compile(r"^(?:\w+\s+)?(?:\w+\s+(?:it|them)\b|(?:quit|quits|stopped|stops|gave up|gives up|"
+                         r"started|starts|began|begins|finished|finishes|dropped|drops)(?:\s+(?:in|on|at|last|this|"
+                         r"when|after|before|since|for|a|\d+)\b.*)?$)", re.IGNORECASE)
+
+
+def _leans_back(fact: str) -> bool:
+    """Whether `fact` says nothing alone: "there" with no place, or a verb whose object is the clause before."""
+    return bool(_THERE.search(fact) or _LEANS_BACK.match(fact))
+
+
 def facts_in(sentence: str) -> list[str]:
-    """What `sentence` says of the user, a fact a clause; a clause that says "there" of a place the one before
-    names stays with it ("I've accepted the Charité offer and I start there on 1 March 2027": one fact, since
-    "Starts there on 1 March 2027" alone says nothing of where), or, when the clause before is not said of the
-    user but names one place, says that place ("First week at Allegro done, I'm a senior engineer there now":
-    "Is a senior engineer at Allegro now")."""
+    """What `sentence` says of the user, a fact a clause; a clause that leans on the one before stays with it:
+    "there" of a place it names ("I've accepted the Charité offer and I start there on 1 March 2027": one fact,
+    since "Starts there on 1 March 2027" alone says nothing of where), "it" of what it names ("Bought a bike and
+    loves it"), a verb of starting or stopping with no object of its own ("Used to smoke and quit in 2019"). When
+    the clause before is not said of the user but names one place, "there" says that place ("First week at
+    Allegro done, I'm a senior engineer there now": "Is a senior engineer at Allegro now")."""
     found: list[str] = []
     place = None
     for clause in clauses(sentence):
@@ -125,7 +138,7 @@ def facts_in(sentence: str) -> list[str]:
             places = list(_PLACE.finditer(clause))
             place = places[0] if len(places) == 1 else None
             continue
-        if found and _THERE.search(fact) and not _THERE.search(found[-1]):
+        if found and _leans_back(fact) and not _leans_back(found[-1]):
             found[-1] = f"{found[-1]} and {fact[:1].lower()}{fact[1:]}"
         else:
             if place is not None and len(_THERE.findall(fact)) == 1:

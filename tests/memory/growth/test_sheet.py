@@ -56,6 +56,11 @@ def extract(reply, said, limit=5):
     ("First week at Allegro done, I'm a senior engineer there now.", ["Is a senior engineer at Allegro now"]),
     ("Lunch at Noma was great, I'll go there again.", ["Will go to Noma again"]),
     ("Lunch in Paris, dinner in Rome, I loved it there.", ["Loved it there"]),  # two places: which one?
+    # nor does "it", or a verb of starting or stopping with no object: they stay with the clause they lean on
+    ("I used to smoke but I quit in 2019.", ["Used to smoke and quit in 2019"]),
+    ("I bought a bike last week and I love it.", ["Bought a bike last week and loves it"]),
+    ("I live in Lyon but I work in Geneva.", ["Lives in Lyon", "Works in Geneva"]),
+    ("I take metformin, I started in March.", ["Takes metformin and started in March"]),
     ("Is Berlin expensive to live in?", []),          # no first-person subject: nothing said of the user
     ("The weather is nice today.", []),
 ])
