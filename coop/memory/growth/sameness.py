@@ -17,6 +17,8 @@ history. A NONE (already known) merges only when the new fact says nothing the o
 
 from __future__ import annotations
 
+import re
+
 from coop.memory.growth.evidence import TIME_WORDS, content_words, held, names_and_numbers, negations, subject_words
 from coop.memory.growth.mood import RELATIONS, THIRD_VERBS
 from coop.memory.kinds import INSTRUCTION
@@ -61,7 +63,8 @@ def may_change(category: str, key: str | None, value: str, target_category: str 
     (`still_true`): both in one slot, or sharing a word of what they are about, whatever their categories ("Has
     upped their running to 35 km a week", filed under work, and "Also runs about 20 km a week", under health:
     running, km), other than a word of time ("week": "Is covering a colleague's shifts this week" is not about
-    running). Across categories one word is not enough: "Is opening a vegan bakery" is no change of "Is vegan".
+    running), or giving another grade of one scale (`a_new_grade`: "Is at B2 now", "Is learning Italian at B1
+    level"). Across categories one word is not enough: "Is opening a vegan bakery" is no change of "Is vegan".
     Not merely one category: a 1.5B model calls a colleague's flu a change of a sister's job (both "family").
     An instruction only ever changes an instruction."""
     target_category = target_category or "general"
@@ -73,7 +76,21 @@ def may_change(category: str, key: str | None, value: str, target_category: str 
     if mine and theirs:
         return mine == theirs
     about = _words_in_common(value, target_value, category, target_category, leave_out=TIME_WORDS)
-    return len(about) >= (1 if category == target_category else 2)
+    return len(about) >= (1 if category == target_category else 2) or a_new_grade(value, target_value)
+
+
+# a grade, level or tier written as one or two capitals and a number: "B2", "C1", "Q3", "A4"
+_GRADE = re.compile(r"\b([A-Z]{1,2})(\d{1,2})\b")
+
+
+def a_new_grade(value: str, target_value: str) -> bool:
+    """Whether `value` gives another grade of a scale `target_value` gives one of, written the same way ("Is at B2
+    now" after "Is learning Italian at B1 level", which share no word; "Q4" after "Q3"), and none it gave."""
+    def grades(text: str) -> dict[str, tuple[int, int]]:
+        return {m.group(0): (len(m.group(1)), len(m.group(2))) for m in _GRADE.finditer(text)}
+
+    mine, theirs = grades(value), grades(target_value)
+    return not mine.keys() & theirs.keys() and bool(set(mine.values()) & set(theirs.values()))
 
 
 def _words_in_common(value: str, target_value: str, *categories: str, leave_out: frozenset[str] = frozenset()

@@ -277,3 +277,26 @@ def test_a_plan_come_true_ends_the_fact_that_holds_its_slot(memory):
     holder, = known(memory, ("Is a backend developer at Finly, in Warsaw", "work", "occupation"))
     kept = writer(memory, lambda c, existing: Decision("UPDATE", plan, 0.9, ""), lambda c, item: BOTH_TRUE)
     assert kept.plan(now).action == "SKIP" and memory.facts.is_active(holder)
+
+
+def test_another_grade_of_one_scale_is_asked_about_though_no_word_is_shared(memory):
+    """"Is at B2 now", filed under identity, shares no word with "Is learning Italian at B1 level": the grade
+    written the same way is what they share, and the known fact is asked about."""
+    assert may_change("identity", None, "Is at B2 now", "languages", None, "Is learning Italian at B1 level")
+    assert not may_change("identity", None, "Is at B1 now", "languages", None, "Is learning Italian at B1 level")
+    assert not may_change("health", None, "Takes B12 every day", "languages", None, "Is learning Italian at B1 level")
+    assert not may_change("identity", None, "Is 47", "languages", None, "Is learning Italian at B1 level")
+    giulia, italian = known(memory, ("Italian teacher Giulia is from Bologna", "languages", None),
+                            ("Is learning Italian at B1 level", "languages", None))
+    asked = []
+
+    def judge(candidate, item):
+        asked.append(item.text)
+        return CHANGED
+
+    said = "Actually I passed the B2 exam last week, so I'm at B2 now."
+    now = Candidate("Is at B2 now", category="identity", evidence=said, sentence=said)
+    result = writer(memory, lambda c, existing: Decision("UPDATE", giulia, 0.9, ""), judge).write(now)
+    assert result.action == "SUPERSEDE" and asked == ["Is learning Italian at B1 level"]
+    assert not memory.facts.is_active(italian) and memory.facts.is_active(giulia)
+    assert ("Is at B2 now", "languages", None) in active(memory)
