@@ -31,7 +31,7 @@ def edit_fact(memory: UserMemory, fact_id: int, text: str, *,
     """Supersede active fact `fact_id` with `text` as the user's own fact; returns the fact as it was and the
     write (None when the text says the same as before: nothing changes). Refused, with nothing written: a fact
     that is not current, empty or unstorable text, a standing instruction to drop a safety behaviour."""
-    from coop.memory.growth.reconcile import is_unsafe_instruction
+    from coop.memory.growth.instructions import is_unsafe_instruction
     from coop.memory.kinds import INSTRUCTION
     from coop.memory.storage.facts import FactFields
     from coop.memory.text import content_hash

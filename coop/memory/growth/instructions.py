@@ -94,6 +94,16 @@ def _clauses(text: str) -> list[str]:
     return [p for p in re.split(r"[,;:.!?]|\b(?:but|and|so|because)\b", text) if p.strip()] or [text]
 
 
+def is_unsafe_instruction(text: str) -> bool:
+    """A 'standing instruction' that asks the assistant to drop a safety behaviour is never stored as one."""
+    lowered = text.casefold()
+    return bool(re.search(
+        r"(ignore|disregard|bypass|disable|turn off|skip|drop|remove|forget|without)\b[^.]{0,40}\b"
+        r"(safety|guardrail|filter|rules|polic|restriction|ethic|warning|content polic|system prompt)"
+        r"|\b(jailbreak|developer mode|dan mode|no (limits|restrictions|filters))\b"
+        r"|pretend (you have|there are) no (rules|restrictions|limits)", lowered))
+
+
 def widens(instruction: str) -> bool:
     """True when the instruction lets the assistant reveal or do more: a widening verb outside a negation, or
     telling / giving something to others ("tell anyone", "give my number to everyone")."""

@@ -25,7 +25,6 @@ every decision lands in `fact_history` with its reason.
 from __future__ import annotations
 
 import logging
-import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
@@ -34,7 +33,7 @@ from coop.config.sections import ExtractionConfig
 from coop.errors import UsageError
 from coop.memory.embedder import Embedder, chosen, profile_of
 from coop.memory.growth.evidence import content_words, negations, supports_change
-from coop.memory.growth.instructions import widens
+from coop.memory.growth.instructions import is_unsafe_instruction, widens
 from coop.memory.growth.refusals import refuse
 from coop.memory.growth.restate import Restate
 from coop.memory.growth.sameness import may_change, refines, same_thing, says_nothing_new
@@ -89,16 +88,6 @@ class Plan:
     reason: str
     target_id: int | None = None
     vector: "np.ndarray | None" = None
-
-
-def is_unsafe_instruction(text: str) -> bool:
-    """A 'standing instruction' that asks the assistant to drop a safety behaviour is never stored as one."""
-    lowered = text.casefold()
-    return bool(re.search(
-        r"(ignore|disregard|bypass|disable|turn off|skip|drop|remove|forget|without)\b[^.]{0,40}\b"
-        r"(safety|guardrail|filter|rules|polic|restriction|ethic|warning|content polic|system prompt)"
-        r"|\b(jailbreak|developer mode|dan mode|no (limits|restrictions|filters))\b"
-        r"|pretend (you have|there are) no (rules|restrictions|limits)", lowered))
 
 
 class FactWriter:

@@ -14,7 +14,8 @@ from coop.memory.growth.embedders import HashEmbedder
 from coop.memory.growth.embedding import embed_pending
 from coop.memory.growth.extract import MESSAGE_HEADING, model_decider, proposals
 from coop.memory.growth.importance import message_importance
-from coop.memory.growth.reconcile import Candidate, Decision, FactWriter, content_words, is_unsafe_instruction
+from coop.memory.growth.instructions import is_unsafe_instruction
+from coop.memory.growth.reconcile import Candidate, Decision, FactWriter, content_words
 from coop.memory.retrieval.search import search
 from tests.scripted_model import session_on
 
