@@ -36,7 +36,7 @@ from coop.memory.growth.evidence import content_words, negations, supports_chang
 from coop.memory.growth.instructions import is_unsafe_instruction, widens
 from coop.memory.growth.refusals import refuse
 from coop.memory.growth.restate import Restate
-from coop.memory.growth.sameness import may_change, refines, same_thing, says_nothing_new
+from coop.memory.growth.sameness import announced_change, may_change, refines, same_thing, says_nothing_new
 from coop.memory.growth.still_true import BOTH_TRUE, CHANGED, Judge, a_new_amount
 from coop.memory.kinds import INSTRUCTION, fact_slot
 from coop.memory.storage.facts import FactFields
@@ -303,7 +303,8 @@ class FactWriter:
             return self._keep_both(candidate, same_key, vector, f"not a duplicate of {target.ref}: both kept")
         if not same_thing(candidate.category, candidate.key, candidate.value, target.category, target.key,
                           target.text):
-            confirmed = self._confirmed(candidate, [*existing, *near], vector)
+            named = announced_change(candidate.category, candidate.value, target.category, target.text)
+            confirmed = self._confirmed(candidate, [*existing, *near], vector, target if named else None)
             if confirmed is not None:
                 return confirmed
             refuse("change", f"{decision.action} of {target.ref}, which is about another thing",
@@ -315,18 +316,20 @@ class FactWriter:
                         target.item_id, vector)
         return Plan(decision.action, candidate, reason, target.item_id, vector)
 
-    def _confirmed(self, candidate: Candidate, existing: Sequence[Item], vector: Any) -> Plan | None:
+    def _confirmed(self, candidate: Candidate, existing: Sequence[Item], vector: Any,
+                   named: Item | None = None) -> Plan | None:
         """A change the reconciler saw but pinned on a fact about another thing (or on none it was shown), or a new
         fact with no fact close enough to show the reconciler: the known facts that may be what it changes
-        (`sameness.may_change`: one slot, or a word of what they are about), in the order given, are asked about
-        one by one (`still_true`, at most `PAIRS_ASKED`; the same thing with a new amount is no longer true); the
-        first one no longer true is changed, and the new fact takes its slot, so a subject keeps one category and
-        key. A change the user's words do not carry (`plan`)
-        is no change here: both are kept. None when none is, or the judge fails."""
+        (`sameness.may_change`: one slot, or a word of what they are about; and the fact the model `named` when
+        the new fact says a change in its own words, `sameness.announced_change`), in the order given, are asked
+        about one by one (`still_true`, at most `PAIRS_ASKED`; the same thing with a new amount is no longer
+        true); the first one no longer true is changed, and the new fact takes its slot, so a subject keeps one
+        category and key. A change the user's words do not carry is no change here: both are kept. None when none
+        is, or the judge fails."""
         if self.judge is None:
             return None
-        pairs = [item for item in existing if may_change(candidate.category, candidate.key, candidate.value,
-                                                         item.category, item.key, item.text)][:PAIRS_ASKED]
+        pairs = [item for item in existing if item is named or may_change(
+            candidate.category, candidate.key, candidate.value, item.category, item.key, item.text)][:PAIRS_ASKED]
         for item in pairs:
             try:
                 verdict = self.judge(candidate, item)

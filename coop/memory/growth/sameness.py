@@ -21,7 +21,7 @@ import re
 
 from coop.memory.growth.evidence import TIME_WORDS, content_words, held, names_and_numbers, negations, subject_words
 from coop.memory.growth.mood import RELATIONS, THIRD_VERBS
-from coop.memory.kinds import INSTRUCTION
+from coop.memory.kinds import GENERAL, INSTRUCTION
 
 # Keys small and large models give one slot under different names; each group is one slot.
 SLOT_GROUPS = (
@@ -77,6 +77,19 @@ def may_change(category: str, key: str | None, value: str, target_category: str 
         return mine == theirs
     about = _words_in_common(value, target_value, category, target_category, leave_out=TIME_WORDS)
     return len(about) >= (1 if category == target_category else 2) or a_new_grade(value, target_value)
+
+
+# words that say a state of the user's ended or began: "Has started eating fish again", "No longer eats meat"
+_CHANGE = re.compile(r"\b(?:started|stopped|quit|gave up|given up|switched|became|no longer|any ?more)\b",
+                     re.IGNORECASE)
+
+
+def announced_change(category: str, value: str, target_category: str | None, target_value: str) -> bool:
+    """Whether a new fact that names a change in its own words ("Has started eating fish again") may be a change
+    of the known fact the model named, though they share no slot or word ("Has been vegetarian for about ten
+    years"): one category (not "general"), one person. The still-true question and the user's words decide."""
+    return category == (target_category or GENERAL) != GENERAL and someone(value) == someone(target_value) \
+        and bool(_CHANGE.search(value))
 
 
 # a grade, level or tier written as one or two capitals and a number: "B2", "C1", "Q3", "A4"

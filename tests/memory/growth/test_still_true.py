@@ -300,3 +300,40 @@ def test_another_grade_of_one_scale_is_asked_about_though_no_word_is_shared(memo
     assert result.action == "SUPERSEDE" and asked == ["Is learning Italian at B1 level"]
     assert not memory.facts.is_active(italian) and memory.facts.is_active(giulia)
     assert ("Is at B2 now", "languages", None) in active(memory)
+
+
+def test_a_change_said_in_so_many_words_is_asked_about_on_the_fact_the_model_named(memory):
+    """"Has started eating fish again" and "Has been vegetarian for about ten years" share no slot or word; the
+    model names the vegetarian fact, and the new fact says a change ("started"): that one fact is asked about.
+    A new fact that says no change ("Is basically made of hummus"), or a named fact of another category, is not."""
+    (vegetarian,) = known(memory, ("Has been vegetarian for about ten years", "diet", None))
+    (walnuts,) = known(memory, ("Is allergic to walnuts", "health", "allergy"))
+    asked = []
+
+    def judge(candidate, item):
+        asked.append((candidate.value, item.text))
+        return CHANGED
+
+    def naming(target):
+        return lambda c, existing: Decision("UPDATE", target, 0.9, "more detail")
+
+    hummus = Candidate("Is basically made of hummus", category="diet",
+                       evidence="I'm basically made of hummus", sentence="Haha I'm basically made of hummus.")
+    assert writer(memory, naming(vegetarian), judge).write(hummus).action == "ADD"
+    fish_elsewhere = Candidate("Has started eating fish again", category="hobbies",
+                               evidence="I've started eating fish again", sentence=FISH)
+    assert writer(memory, naming(walnuts), judge).write(fish_elsewhere).action == "ADD"
+    assert asked == [] and memory.facts.is_active(vegetarian) and memory.facts.is_active(walnuts)
+    for item in memory.facts.active():
+        if item.item_id not in (vegetarian, walnuts):
+            memory.facts.archive(item.item_id, reason="test: next case")
+    now = Candidate("Has started eating fish again", category="diet", evidence="I've started eating fish again",
+                    sentence=FISH)
+    result = writer(memory, naming(vegetarian), judge).write(now)
+    assert result.action == "SUPERSEDE" and asked == [("Has started eating fish again",
+                                                       "Has been vegetarian for about ten years")]
+    assert not memory.facts.is_active(vegetarian)
+    # the judge still decides: both true keeps both
+    assert writer(memory, naming(result.fact_id), lambda c, item: BOTH_TRUE).write(
+        Candidate("Has stopped drinking coffee", category="diet", evidence="I've stopped drinking coffee",
+                  sentence="I've stopped drinking coffee.")).action == "ADD"
