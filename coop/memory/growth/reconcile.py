@@ -36,7 +36,7 @@ from coop.memory.growth.evidence import content_words, negations, supports_chang
 from coop.memory.growth.instructions import is_unsafe_instruction, widens
 from coop.memory.growth.refusals import refuse
 from coop.memory.growth.restate import Restate
-from coop.memory.growth.sameness import announced_change, may_change, refines, same_thing, says_nothing_new
+from coop.memory.growth.sameness import announced_change, may_change, refines, same_thing, says_nothing_new, slot_only
 from coop.memory.growth.still_true import BOTH_TRUE, CHANGED, Judge, a_new_amount
 from coop.memory.kinds import INSTRUCTION, fact_slot
 from coop.memory.storage.facts import FactFields
@@ -301,8 +301,10 @@ class FactWriter:
             refuse("change", f"a duplicate claim of {target.ref} that the new fact adds to",
                    category=candidate.category)
             return self._keep_both(candidate, same_key, vector, f"not a duplicate of {target.ref}: both kept")
-        if not same_thing(candidate.category, candidate.key, candidate.value, target.category, target.key,
-                          target.text):
+        filed_only = self.judge is not None and slot_only(candidate.category, candidate.key, candidate.value,
+                                                          target.category, target.key, target.text)
+        if filed_only or not same_thing(candidate.category, candidate.key, candidate.value, target.category,
+                                       target.key, target.text):
             named = announced_change(candidate.category, candidate.value, target.category, target.text)
             confirmed = self._confirmed(candidate, [*existing, *near], vector, target if named else None)
             if confirmed is not None:

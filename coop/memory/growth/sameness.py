@@ -9,7 +9,8 @@ The fast model proposes ADD / UPDATE / SUPERSEDE / NONE and names a target; coop
   one), or at least one has no key and the two share a word of what they are about (`evidence.subject_words`:
   "Always answer in French" and "Answer in English" share "answer"; "Lives in Lyon" and "Went to a conference"
   share nothing), other than the category's own name ("work" in "Works at Maple Freight" and "Writes Go
-  at work"). In "general" only equal keys count.
+  at work"). In "general" only equal keys count. Two facts that share the slot and no such word (`slot_only`) are
+  asked about as a pair instead (`still_true`): the slot is then only the model's filing.
 Then an UPDATE must only refine (`refines`: the old fact's subject words, names and negations all still there:
 "Likes tea" -> "Likes green tea"); one that replaces a value is applied as a SUPERSEDE, so the old value stays as
 history. A NONE (already known) merges only when the new fact says nothing the old one lacks (`says_nothing_new`).
@@ -77,6 +78,16 @@ def may_change(category: str, key: str | None, value: str, target_category: str 
         return mine == theirs
     about = _words_in_common(value, target_value, category, target_category, leave_out=TIME_WORDS)
     return len(about) >= (1 if category == target_category else 2) or a_new_grade(value, target_value)
+
+
+def slot_only(category: str, key: str | None, value: str, target_category: str | None, target_key: str | None,
+              target_value: str) -> bool:
+    """Whether two facts share their slot and no word of what they are about: the slot is then only the model's
+    filing, which a 1.5B model gets wrong ("Drives a 2016 Volvo V70" under work/occupation, beside "Works as an
+    intensive-care nurse"), so the still-true question decides, not the reconciler. Not for instructions."""
+    mine, theirs = canonical_key(key), canonical_key(target_key)
+    return category != INSTRUCTION and bool(mine) and mine == theirs and category == (target_category or GENERAL) \
+        and not _words_in_common(value, target_value, category)
 
 
 # words that say a state of the user's ended or began: "Has started eating fish again", "No longer eats meat"

@@ -102,6 +102,9 @@ def test_a_move_supersedes_and_undo_brings_the_old_city_back(memory, scripted, r
     assert active_texts(memory) == ["Lives in Lyon"]
 
 
+CHANGED_REPLY = '{"known_is_about": "bikes", "new_is_about": "bikes", "answer": "same_thing_changed"}'
+
+
 def test_changes_per_turn_are_capped(memory, scripted):
     ids = [memory.facts.add(f"Owns {n} bikes", category="bikes", key=f"bike_{n}", source="user").fact_id
            for n in ("two", "three", "four")]
@@ -110,10 +113,11 @@ def test_changes_per_turn_are_capped(memory, scripted):
         facts(("bikes", "bike_two", "Owns 9 bikes", "now I have 9 bikes"),
               ("bikes", "bike_three", "Owns 10 bikes", "10 bikes"),
               ("bikes", "bike_four", "Owns 11 bikes", "11 bikes in storage")),
-        # each change: the reconciler's decision, then the known fact as it reads now (`restate.py`)
-        decision("SUPERSEDE", ids[0]), '{"now_true": "Owns 9 bikes"}',
-        decision("SUPERSEDE", ids[1]), '{"now_true": "Owns 10 bikes"}',
-        decision("SUPERSEDE", ids[2]), '{"now_true": "Owns 11 bikes"}']
+        # each change: the reconciler's decision, the still-true question (the two share their slot and no other
+        # word: `sameness.slot_only`), then the known fact as it reads now (`restate.py`)
+        decision("SUPERSEDE", ids[0]), CHANGED_REPLY, '{"now_true": "Owns 9 bikes"}',
+        decision("SUPERSEDE", ids[1]), CHANGED_REPLY, '{"now_true": "Owns 10 bikes"}',
+        decision("SUPERSEDE", ids[2]), CHANGED_REPLY, '{"now_true": "Owns 11 bikes"}']
     chat = make_session(memory, scripted, **{"memory.extraction.max_changes_per_turn": 2})
     chat.turn(said)
     assert active_texts(memory, "bikes") == ["Owns 10 bikes", "Owns 9 bikes", "Owns four bikes"]

@@ -15,7 +15,7 @@ from coop.memory.growth.admission import admit
 from coop.memory.growth.embedders import HashEmbedder
 from coop.memory.growth.embedding import embed_pending
 from coop.memory.growth.reconcile import PAIRS_ASKED, Candidate, Decision, FactWriter
-from coop.memory.growth.sameness import may_change
+from coop.memory.growth.sameness import may_change, slot_only
 from coop.memory.growth.still_true import BOTH_TRUE, CHANGED, DIFFERENT, STILL_TRUE_PROMPT, a_new_amount, model_judge
 from coop.model.jsonreply import ModelReplyError
 
@@ -337,3 +337,39 @@ def test_a_change_said_in_so_many_words_is_asked_about_on_the_fact_the_model_nam
     assert writer(memory, naming(result.fact_id), lambda c, item: BOTH_TRUE).write(
         Candidate("Has stopped drinking coffee", category="diet", evidence="I've stopped drinking coffee",
                   sentence="I've stopped drinking coffee.")).action == "ADD"
+
+
+def test_a_slot_shared_and_nothing_else_is_asked_about_not_taken_from_the_reconciler(memory):
+    """A 1.5B model files "Drives a 2016 Volvo V70" under work/occupation, where "Works as an intensive-care nurse"
+    is, and calls it a SUPERSEDE: the two share the slot and no word, so the still-true question decides. Without
+    a judge, the reconciler's change of a slot's value stands, as before."""
+    (nurse,) = known(memory, ("Works as an intensive-care nurse at Sahlgrenska hospital", "work", "occupation"))
+    asked = []
+
+    def judge(answer):
+        def ask(candidate, item):
+            asked.append(item.text)
+            return answer
+        return ask
+
+    volvo = Candidate("Drives a 2016 Volvo V70", category="work", key="occupation",
+                      evidence="I drive a 2016 Volvo V70", sentence="I drive a 2016 Volvo V70.")
+    supersede = lambda c, existing: Decision("SUPERSEDE", nurse, 0.9, "a new value")  # noqa: E731
+    result = writer(memory, supersede, judge(DIFFERENT)).write(volvo)
+    assert result.action == "ADD" and asked == ["Works as an intensive-care nurse at Sahlgrenska hospital"]
+    assert memory.facts.is_active(nurse)
+    assert ("Drives a 2016 Volvo V70", "work", None) in active(memory)  # kept beside, without the slot
+    memory.facts.archive(result.fact_id, reason="test: next case")
+    # a new job in the slot is still a change, when the question says so
+    job = Candidate("Is a ferry captain now", category="work", key="occupation", evidence="I'm a ferry captain now",
+                    sentence="I'm a ferry captain now.")
+    assert writer(memory, supersede, judge(CHANGED)).write(job).action == "SUPERSEDE"
+    assert not memory.facts.is_active(nurse)
+    # two values that share a word of what they are about are the reconciler's to change, as before
+    assert not slot_only("location", "home_city", "Lives in Berlin", "location", "city", "Lives in Lyon")
+    assert slot_only("work", "occupation", "Drives a 2016 Volvo V70", "work", "job", "Works as a nurse")
+    assert not slot_only("instruction", "name", "Call me Sam", "instruction", "name", "Use my full name")
+    # no judge: the reconciler's change stands
+    (captain,) = [f.item_id for f in memory.facts.active() if f.key == "occupation"]
+    no_judge = writer(memory, lambda c, existing: Decision("SUPERSEDE", captain, 0.9, ""), None).write(volvo)
+    assert no_judge.action == "SUPERSEDE" and not memory.facts.is_active(captain)
