@@ -39,7 +39,8 @@ def fact(category, key, value, evidence, importance=0.7):
 
 def fast_model(extract: dict[str, list[dict]], replaces: dict[str, str] | None = None, summary: str = ""):
     """The scripted fast model. `extract`: the user's message -> the facts in it; `replaces`: a new fact's text
-    -> the text of the fact it supersedes (anything else is ADD)."""
+    -> the text of the fact it supersedes (anything else is ADD; asked whether a fact is still true, one of those
+    it supersedes is changed)."""
     replaces = replaces or {}
 
     def reply(body: dict) -> str:
@@ -47,6 +48,12 @@ def fast_model(extract: dict[str, list[dict]], replaces: dict[str, str] | None =
         if system.startswith("You maintain"):
             said = said_in(asked) or ""
             return json.dumps({"facts": extract.get(said, [])})
+        if asked.startswith("KNOWN FACT: "):  # the still-true question: changed for a fact meant to be replaced
+            known = asked.split("\n", 1)[0].removeprefix("KNOWN FACT: ")
+            if "now_true" in json.dumps(body.get("response_format", {})):
+                return "{}"  # no restatement: the new fact is stored as written
+            answer = "same_thing_changed" if known in replaces.values() else "different_things"
+            return json.dumps({"known_is_about": known, "new_is_about": "", "answer": answer})
         if system.startswith("You keep"):
             new = asked.split("]: ", 1)[1].split("\n", 1)[0]
             listing = dict((text, int(i)) for i, text in re.findall(r"- id (\d+) \[[^\]]*\]: (.*)", asked))

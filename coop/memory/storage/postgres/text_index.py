@@ -234,7 +234,7 @@ class PgTextIndex:
               SELECT item_id, terms, own + %(weight)s * context AS tf,
                      count(*) OVER (PARTITION BY phrase) AS n FROM hits),
             s AS (
-              SELECT item_id, sum(greatest(ln((%(docs)s - n + 0.5) / (n + 0.5)), 1e-6)
+              SELECT item_id, sum(greatest(ln((greatest(%(docs)s - n, 0) + 0.5) / (n + 0.5)), 1e-6)
                      * tf * {FTS5_K1 + 1} / (tf + {FTS5_K1} * (1 - {FTS5_B} + {FTS5_B} * terms / %(average)s)))
                      AS score
               FROM scored GROUP BY item_id)
@@ -251,7 +251,9 @@ class PgTextIndex:
         pass over their postings that keeps the best `limit`, then the lengths of those alone."""
         db, user_id = self.db, self.scope.user_id
         counts = self._term_counts(kind, sorted(set(words)))
-        idf = [max(math.log((docs - counts.get(w, 0) + 0.5) / (counts.get(w, 0) + 0.5)), 1e-6) for w in words]
+        # (a writer may add rows between the two reads: a term's count above `docs` is taken as `docs`)
+        idf = [max(math.log((max(docs - counts.get(w, 0), 0) + 0.5) / (counts.get(w, 0) + 0.5)), 1e-6)
+               for w in words]
         active = ""
         if kind == "fact" and not include_inactive:
             active = (f"AND p.item_id IN (SELECT f.id FROM facts f WHERE f.user_id = %(user)s "
