@@ -125,14 +125,13 @@ class FactWriter:
                 and plan.candidate.source in QUOTING_SOURCES:
             old = self.memory.get("fact", plan.target_id)
             if not supports_change(plan.candidate.evidence, old.text, plan.candidate.value):
-                holder = self._slot_holder_changed(plan)
-                if holder is not None and holder.target_id is not None:
-                    return self._restated(holder, self.memory.get("fact", holder.target_id)) \
-                        if holder.action == "SUPERSEDE" else holder
-                refuse("change", f"a change to f{plan.target_id} that the user's words do not carry",
-                       category=plan.candidate.category, text=plan.candidate.value)
-                return Plan("SKIP", plan.candidate, f"a change to f{plan.target_id} that the user's words do not "
-                                                    f"carry ({plan.reason}): memory kept as it was")
+                holder = self._slot_holder_changed(plan)  # (its own change is checked against the user's words)
+                if holder is None or holder.target_id is None:
+                    refuse("change", f"a change to f{plan.target_id} that the user's words do not carry",
+                           category=plan.candidate.category, text=plan.candidate.value)
+                    return Plan("SKIP", plan.candidate, f"a change to f{plan.target_id} that the user's words do "
+                                                        f"not carry ({plan.reason}): memory kept as it was")
+                plan, old = holder, self.memory.get("fact", holder.target_id)
             if plan.action == "SUPERSEDE":
                 return self._restated(plan, old)
         return plan

@@ -15,7 +15,7 @@ from coop.memory.growth.admission import admit
 from coop.memory.growth.embedders import HashEmbedder
 from coop.memory.growth.embedding import embed_pending
 from coop.memory.growth.reconcile import PAIRS_ASKED, Candidate, Decision, FactWriter
-from coop.memory.growth.sameness import may_change, slot_only
+from coop.memory.growth.sameness import announced_change, may_change, slot_only
 from coop.memory.growth.still_true import BOTH_TRUE, CHANGED, DIFFERENT, STILL_TRUE_PROMPT, a_new_amount, model_judge
 from coop.model.jsonreply import ModelReplyError
 
@@ -320,6 +320,9 @@ def test_a_change_said_in_so_many_words_is_asked_about_on_the_fact_the_model_nam
     hummus = Candidate("Is basically made of hummus", category="diet",
                        evidence="I'm basically made of hummus", sentence="Haha I'm basically made of hummus.")
     assert writer(memory, naming(vegetarian), judge).write(hummus).action == "ADD"
+    # a start still to come is a plan, not a change said: "starts" is no word of change
+    assert not announced_change("work", "Starts at Allegro on 2 January 2027", "work", "Is a backend developer")
+    assert announced_change("work", "Started at Allegro in January", "work", "Is a backend developer")
     fish_elsewhere = Candidate("Has started eating fish again", category="hobbies",
                                evidence="I've started eating fish again", sentence=FISH)
     assert writer(memory, naming(walnuts), judge).write(fish_elsewhere).action == "ADD"
