@@ -1,0 +1,116 @@
+"""How people say "not", "no longer", "maybe", "if", "I hope", "used to", "I dreamt", "yeah right", "in my novel" and
+"she said", one module per language (`en.py`, `fr.py`, ...), each a MARKERS dict {mark: phrases} and the
+CONJUNCTIONS the parse cuts clauses at.
+
+A lexicon only ever reads text of its own language: `marks()` answers nothing for a language without a lexicon,
+and nothing when the text is plainly in another language that has one (a Spanish "no" is not an English
+negation). The lists are short and general on purpose: they break ties, they do not decide.
+
+A phrase matches as whole words, case-folded, after NFKC; an apostrophe in a phrase may be left out in the text
+("don't" finds "dont"), a phrase ending in an apostrophe runs into the next word ("n'" finds "n'habite"), and "…"
+stands for a few words between two parts ("ne … plus"). Languages written without spaces (Japanese) match as
+substrings.
+"""
+
+from __future__ import annotations
+
+import importlib
+import re
+import unicodedata
+from functools import cache
+from types import ModuleType
+
+from coop.memory.language.detect import MIN_DETECTED_WORDS, likeliest, ranked
+from coop.memory.language.scripts import has_unspaced, script_language, spaced_words
+
+MARKS = ("negation", "no_longer", "doubt", "condition", "wish", "past", "dream", "irony", "fiction", "report",
+         "change", "self", "addressee", "with_me", "other", "question", "unsafe", "widening")
+# What each mark says, for the one module that reads them (`growth/verify.py`, `growth/reconcile.py`):
+# - the mood of what is said: negation, no_longer (it ended), doubt, condition, wish, past (a past habit), dream,
+#   irony, fiction, report (what someone else says), question (a clause that opens as one);
+# - who speaks of whom: self (the clause opens with the speaker as subject: "I always ..."), addressee (it speaks
+#   to the assistant: "you"), other (it opens with someone else as subject: "my sister ..."), with_me ("... and I");
+# - change: the words that say something changed ("now", "switched", "again");
+# - instructions no machine may store: unsafe (drop a safety behaviour), widening (reveal or give to anyone).
+# A phrase that starts with "^" matches only at the start of the text (a clause), after punctuation.
+LANGUAGES = ("en", "fr", "de", "es", "pt", "ja")
+UNSPACED_LANGUAGES = frozenset({"ja", "zh", "ko", "th"})
+GAP = "…"
+
+_APOSTROPHES = str.maketrans({"\u2019": "'", "\u2018": "'", "\u02bc": "'", "\uff07": "'", "`": "'", "\u00b4": "'"})
+
+
+def normalise(text: str) -> str:
+    """The form lexicon phrases and the text are compared in: NFKC, case-folded, one kind of apostrophe."""
+    return unicodedata.normalize("NFKC", text).casefold().translate(_APOSTROPHES)
+
+
+def has_lexicon(language: str) -> bool:
+    return language in LANGUAGES
+
+
+def module(language: str) -> ModuleType | None:
+    """The lexicon module of a language (None without one)."""
+    if not has_lexicon(language):
+        return None
+    return importlib.import_module(f"coop.memory.language.lexicon.{language}")
+
+
+def conjunctions(language: str) -> tuple[str, ...]:
+    found = module(language)
+    return tuple(normalise(c) for c in found.CONJUNCTIONS) if found is not None else ()
+
+
+def _phrase_pattern(phrase: str, spaced: bool) -> str:
+    if phrase.startswith("^"):
+        return r"^[\W_]*(?:" + _phrase_pattern(phrase[1:], spaced) + ")"
+    pieces = []
+    for part in (normalise(part).strip() for part in phrase.split(GAP)):
+        joined = part.endswith("'")  # "n'" runs into the word it elides before
+        body = re.escape(part.rstrip("'")).replace(r"\ ", r"\s+").replace("'", "'?") + ("'" if joined else "")
+        if spaced:
+            body = r"(?<!\w)" + body + ("" if joined else r"(?!\w)")
+        pieces.append(body)
+    # a gap stays inside one clause: it never runs over sentence or clause punctuation
+    return r"[^.!?;。！？；]{0,40}?".join(pieces)
+
+
+@cache
+def _patterns(language: str) -> dict[str, re.Pattern[str]]:
+    found = module(language)
+    if found is None:
+        return {}
+    spaced = language not in UNSPACED_LANGUAGES
+    markers: dict[str, tuple[str, ...]] = found.MARKERS
+    return {mark: re.compile("|".join(_phrase_pattern(p, spaced) for p in phrases))
+            for mark, phrases in markers.items() if phrases}
+
+
+def _in_another_language(text: str, language: str) -> bool:
+    """Whether `text` is plainly written in another language that has a lexicon of its own: told as the parse tells
+    a sentence's language (a text of a few words is a guess, so it stays in the language asked for)."""
+    by_script = script_language(text)
+    if language in UNSPACED_LANGUAGES:
+        return by_script is None and not has_unspaced(text)
+    words = len(spaced_words(text))
+    if by_script is not None and words < MIN_DETECTED_WORDS:
+        return has_lexicon(by_script)
+    if words < MIN_DETECTED_WORDS:
+        return False
+    ranking = ranked(text)
+    if not ranking:
+        return False
+    read_as = likeliest(ranking, language)
+    return read_as != language and has_lexicon(read_as)
+
+
+def marks(text: str, language: str) -> frozenset[str]:
+    """Which of MARKS the language's lexicon finds in `text` (empty for a language without one, and for text that
+    is plainly in another language with a lexicon of its own)."""
+    if not text or not has_lexicon(language):
+        return frozenset()
+    flat = normalise(text)
+    found = frozenset(mark for mark, pattern in _patterns(language).items() if pattern.search(flat))
+    if found and _in_another_language(text, language):
+        return frozenset()
+    return found

@@ -1,0 +1,38 @@
+"""German: "nicht", "kein-", "nicht mehr"; separable and perfect forms matched by their fixed part."""
+
+_KIN = ("freund", "freundin", "schwester", "bruder", "mutter", "mama", "vater", "papa", "frau", "mann", "sohn",
+        "tochter", "chef", "chefin", "kollege", "kollegin", "nachbar", "nachbarin", "cousin", "cousine", "tante",
+        "onkel", "oma", "opa", "partner", "partnerin", "eltern", "kinder")
+
+MARKERS: dict[str, tuple[str, ...]] = {
+    "negation": ("nicht", "kein", "keine", "keinen", "keinem", "keiner", "keines", "nie", "niemals", "nichts",
+                 "niemand", "nirgends", "ohne", "weder"),
+    "no_longer": ("nicht mehr", "kein … mehr", "keine … mehr", "keinen … mehr", "nie mehr", "nie wieder",
+                  "aufgehört", "höre … auf"),
+    "doubt": ("vielleicht", "wahrscheinlich", "eventuell", "ich glaube", "ich denke", "nicht sicher", "möglicherweise",
+              "ich überlege", "noch nicht entschieden"),
+    "condition": ("wenn", "falls", "würde", "würden", "wäre", "wären", "angenommen", "stell dir vor"),
+    "wish": ("ich hoffe", "hoffentlich", "ich wünsche", "ich würde gern", "ich würde gerne", "eines tages",
+             "ich träume davon"),
+    "past": ("früher", "damals", "als kind", "ehemals", "einst"),
+    "dream": ("geträumt", "im traum", "in meinem traum", "einen traum"),
+    "irony": ("ja klar", "na klar", "von wegen", "nur ein scherz", "war ein scherz"),
+    "fiction": ("meine figur", "mein charakter", "meine rolle", "in meinem roman", "im roman", "in meiner geschichte",
+                "in der geschichte", "im spiel", "rollenspiel", "fiktiv"),
+    "report": ("sagt", "sagte", "gesagt", "meint", "meinte", "zufolge", "erzählt", "behauptet"),
+    "change": ("geworden", "gewechselt", "angefangen", "verlassen", "endlich",
+               "jetzt", "nun", "inzwischen", "mittlerweile", "seit kurzem", "gewechselt", "umgezogen", "verkauft",
+               "angefangen", "wieder", "neu", "neue", "neuen", "neuer", "stattdessen", "nicht mehr"),
+    "self": ("^ich", "^wir", "^mein", "^meine"),
+    "addressee": ("du", "dich", "dir", "dein", "deine", "deinen", "deinem", "euch", "ihnen"),
+    "with_me": ("und ich", "ich und", "mit mir"),
+    "other": tuple(f"^{det} {kin}" for det in ("mein", "meine", "meinem", "unser", "unsere") for kin in _KIN),
+    "question": ("^soll ich", "^sollte ich", "^kann ich", "^darf ich", "^muss ich", "^was", "^wo", "^wann",
+                 "^warum", "^wie", "^welche", "^welcher", "^welches"),
+    "unsafe": ("lösche", "löschen", "vergiss alles", "sicherheitsregeln", "ohne einschränkungen", "ohne grenzen",
+               "ohne filter", "entwicklermodus", "ignoriere deine regeln", "vergiss deine regeln"),
+    "widening": ("jedem", "jeden", "jedermann", "allen", "irgendwem", "irgendjemandem", "der danach fragt",
+                 "die danach fragen", "fremden", "öffentlich"),
+}
+
+CONJUNCTIONS: tuple[str, ...] = ("und", "aber", "oder", "denn", "sondern", "doch", "weil", "obwohl")

@@ -1,0 +1,40 @@
+"""English: how people say these things in chat, contractions with or without the apostrophe."""
+
+_KIN = ("friend", "sister", "brother", "mother", "mum", "mom", "father", "dad", "wife", "husband", "partner",
+        "boyfriend", "girlfriend", "son", "daughter", "boss", "colleague", "neighbour", "neighbor", "cousin", "aunt",
+        "uncle", "grandma", "grandpa", "grandmother", "grandfather", "roommate", "flatmate", "kid", "kids", "parents")
+
+MARKERS: dict[str, tuple[str, ...]] = {
+    "negation": ("not", "no", "never", "nor", "neither", "none", "nothing", "nobody", "nowhere", "without", "cannot",
+                 "don't", "doesn't", "didn't", "isn't", "aren't", "wasn't", "weren't", "can't", "couldn't", "won't",
+                 "wouldn't", "shouldn't", "haven't", "hasn't", "hadn't", "ain't"),
+    "no_longer": ("no longer", "anymore", "any more", "no more", "stopped", "quit", "gave up"),
+    "doubt": ("maybe", "perhaps", "probably", "possibly", "might", "i think", "i guess", "not sure", "i'm not sure",
+              "thinking about", "thinking of", "considering", "may be", "not decided", "haven't decided"),
+    "condition": ("if", "unless", "in case", "suppose", "supposing", "imagine", "what if"),
+    "wish": ("i hope", "hopefully", "i wish", "i'd love to", "i would love to", "someday", "one day", "i dream of"),
+    "past": ("used to", "back then", "when i was", "formerly", "as a child", "as a kid"),
+    "dream": ("i dreamt", "i dreamed", "in my dream", "had a dream", "dreaming"),
+    "irony": ("yeah right", "yeah, right", "as if", "oh sure", "sure, sure", "just kidding", "jk", "kidding"),
+    "fiction": ("my character", "in my novel", "in the novel", "in my story", "in the story", "in my book",
+                "in the game", "in my game", "roleplay", "role-play", "role play", "pretend", "let's say",
+                "fictional"),
+    "report": ("says", "said", "told me", "tells me", "according to", "asked me", "thinks that", "reckons"),
+    "change": ("went", "became", "become", "turned", "joined", "left", "finally",
+               "now", "nowadays", "these days", "switched", "switch", "moved", "started", "changed", "sold",
+               "upped", "again", "instead", "new", "anymore", "no longer"),
+    "self": ("^i", "^i'm", "^i've", "^i'd", "^i'll", "^we", "^we're", "^we've", "^my"),
+    "addressee": ("you", "your", "yourself", "you're", "you'll"),
+    "with_me": ("and i", "and me", "me and", "with me"),
+    "other": tuple(f"^my {kin}" for kin in _KIN) + tuple(f"^our {kin}" for kin in _KIN),
+    "question": ("^should i", "^shall i", "^do i", "^am i", "^can i", "^could i", "^would i", "^is it", "^what",
+                 "^where", "^when", "^why", "^how", "^which", "^who", "^do you", "^does", "^did", "^is there",
+                 "^are there", "^will i"),
+    "unsafe": ("delete every", "delete all", "delete my", "forget everything", "forget all", "erase", "wipe",
+               "safety rules", "safety guidelines", "no restrictions", "no limits", "no filters", "developer mode",
+               "jailbreak", "ignore your rules", "ignore your instructions"),
+    "widening": ("to anyone", "with anyone", "to everyone", "with everyone", "to anybody", "with anybody",
+                 "to everybody", "with everybody", "anyone who asks", "to strangers", "in public"),
+}
+
+CONJUNCTIONS: tuple[str, ...] = ("and", "but", "or", "so", "yet", "because", "although", "though", "whereas")

@@ -1,0 +1,35 @@
+"""Spanish: "no" before the verb, "ya no", "dejé de"; "¿" and "¡" are punctuation, not words."""
+
+_KIN = ("amigo", "amiga", "hermana", "hermano", "madre", "mamá", "padre", "papá", "esposa", "esposo", "mujer",
+        "marido", "novio", "novia", "hijo", "hija", "jefe", "jefa", "compañero", "compañera", "vecino", "vecina",
+        "primo", "prima", "tía", "tío", "abuela", "abuelo", "pareja", "padres", "hijos")
+
+MARKERS: dict[str, tuple[str, ...]] = {
+    "negation": ("no", "nunca", "jamás", "nada", "nadie", "ningún", "ninguno", "ninguna", "ni", "sin", "tampoco"),
+    "no_longer": ("ya no", "dejé de", "he dejado de", "dejó de", "no … más", "nunca más", "ya nunca"),
+    "doubt": ("quizás", "quizá", "tal vez", "a lo mejor", "creo que", "probablemente", "no estoy seguro",
+              "no estoy segura", "estoy pensando en", "puede que", "no he decidido"),
+    "condition": ("si", "en caso de", "a menos que", "imagina", "supongamos"),
+    "wish": ("espero", "ojalá", "me gustaría", "quisiera", "algún día", "sueño con"),
+    "past": ("antes", "solía", "solíamos", "de joven", "de niño", "de niña", "cuando era", "en aquella época"),
+    "dream": ("soñé", "he soñado", "en mi sueño", "tuve un sueño"),
+    "irony": ("sí, claro", "ya, claro", "claro que sí", "es broma", "era broma"),
+    "fiction": ("mi personaje", "en mi novela", "en la novela", "en mi historia", "en la historia", "en el juego",
+                "juego de rol", "ficticio", "ficticia"),
+    "report": ("dice", "dijo", "me dijo", "decía", "según", "afirma", "cree que"),
+    "change": ("me hice", "me volví", "dejé", "por fin", "empecé a",
+               "ahora", "ya", "últimamente", "cambié", "he cambiado", "me mudé", "nos mudamos", "vendí", "empecé",
+               "he empezado", "de nuevo", "otra vez", "nuevo", "nueva", "en cambio", "ya no"),
+    "self": ("^yo", "^nosotros", "^nosotras", "^mi", "^mis"),
+    "addressee": ("tú", "te", "ti", "usted", "ustedes", "contigo", "tu", "tus", "vosotros"),
+    "with_me": ("y yo", "yo y", "conmigo"),
+    "other": tuple(f"^{det} {kin}" for det in ("mi", "mis", "nuestro", "nuestra") for kin in _KIN),
+    "question": ("^debería", "^puedo", "^qué", "^dónde", "^cuándo", "^por qué", "^cómo", "^cuál"),
+    "unsafe": ("borra", "borrar", "elimina", "eliminar", "olvida todo", "reglas de seguridad",
+               "normas de seguridad", "sin restricciones", "sin límites", "sin filtros", "modo desarrollador",
+               "ignora tus reglas", "olvida tus reglas"),
+    "widening": ("a cualquiera", "con cualquiera", "a todo el mundo", "con todo el mundo", "a todos",
+                 "quien lo pida", "a desconocidos", "en público"),
+}
+
+CONJUNCTIONS: tuple[str, ...] = ("y", "e", "pero", "o", "u", "sino", "porque", "aunque", "pues")

@@ -1,0 +1,38 @@
+"""French: "ne … pas" with or without its "ne", elisions ("n'", "j'") joined to the next word. "Si" alone marks a
+condition: "s'il" is mostly "s'il te plaît"."""
+
+_KIN = ("ami", "amie", "sœur", "frère", "mère", "père", "femme", "mari", "copain", "copine", "fils", "fille", "patron",
+        "patronne", "chef", "collègue", "voisin", "voisine", "cousin", "cousine", "tante", "oncle", "grand-mère",
+        "grand-père", "compagnon", "compagne", "parents", "enfants")
+
+MARKERS: dict[str, tuple[str, ...]] = {
+    "negation": ("ne", "n'", "pas", "jamais", "rien", "personne", "aucun", "aucune", "ni", "sans", "non"),
+    "no_longer": ("ne … plus", "n' … plus", "plus jamais", "j'ai arrêté", "arrêté de", "ne … plus du tout",
+                  "c'est fini"),
+    "doubt": ("peut-être", "je pense", "je crois", "probablement", "pas sûr", "pas sûre", "il se peut",
+              "j'envisage", "je réfléchis", "éventuellement", "pas encore décidé"),
+    "condition": ("si", "au cas où", "à condition que", "imaginons", "supposons"),
+    "wish": ("j'espère", "je souhaite", "je voudrais", "j'aimerais", "un jour", "je rêve de"),
+    "past": ("avant", "autrefois", "à l'époque", "quand j'étais", "dans le temps"),
+    "dream": ("j'ai rêvé", "dans mon rêve", "en rêve", "cette nuit j'ai rêvé", "un rêve"),
+    "irony": ("c'est ça", "mais bien sûr", "mon œil", "je plaisante", "je rigole"),
+    "fiction": ("mon personnage", "dans mon roman", "dans le roman", "dans mon histoire", "dans l'histoire",
+                "dans le jeu", "jeu de rôle", "imaginons", "fictif", "fictive"),
+    "report": ("dit", "a dit", "m'a dit", "disait", "selon", "raconte", "prétend", "pense que"),
+    "change": ("devenu", "devenue", "suis passé", "suis passée", "rejoint", "quitté", "enfin",
+               "maintenant", "désormais", "dorénavant", "depuis peu", "changé", "déménagé", "vendu", "commencé",
+               "à nouveau", "de nouveau", "nouveau", "nouvelle", "plutôt", "ne … plus", "n' … plus"),
+    "self": ("^je", "^j'", "^moi", "^nous", "^mon", "^ma", "^mes"),
+    "addressee": ("tu", "te", "t'", "toi", "vous", "ton", "ta", "tes", "votre", "vos"),
+    "with_me": ("et moi", "moi et", "avec moi"),
+    "other": tuple(f"^{det} {kin}" for det in ("mon", "ma", "mes", "notre", "nos") for kin in _KIN),
+    "question": ("^est-ce que", "^est-ce qu'", "^dois-je", "^devrais-je", "^puis-je", "^qu'est-ce", "^pourquoi",
+                 "^comment", "^où", "^quand", "^quel", "^quelle"),
+    "unsafe": ("supprime", "supprimer", "efface", "effacer", "oublie tout", "règles de sécurité",
+               "consignes de sécurité", "sans restriction", "sans restrictions", "sans limite", "sans limites",
+               "sans filtre", "mode développeur", "ignore tes règles", "oublie tes règles"),
+    "widening": ("à tout le monde", "avec tout le monde", "à n'importe qui", "avec n'importe qui", "à quiconque",
+                 "qui le demande", "à des inconnus", "en public"),
+}
+
+CONJUNCTIONS: tuple[str, ...] = ("et", "mais", "ou", "donc", "car", "parce que", "bien que", "alors que", "puis")

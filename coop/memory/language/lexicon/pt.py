@@ -1,0 +1,34 @@
+"""Portuguese (European and Brazilian): "não", "já não", "não … mais", "deixei de"."""
+
+_KIN = ("amigo", "amiga", "irmã", "irmão", "mãe", "pai", "mulher", "marido", "esposa", "esposo", "namorado",
+        "namorada", "filho", "filha", "chefe", "colega", "vizinho", "vizinha", "primo", "prima", "tia", "tio", "avó",
+        "avô", "pais", "filhos")
+
+MARKERS: dict[str, tuple[str, ...]] = {
+    "negation": ("não", "nunca", "jamais", "nada", "ninguém", "nenhum", "nenhuma", "nem", "sem", "tampouco"),
+    "no_longer": ("já não", "não … mais", "deixei de", "parei de", "deixou de", "nunca mais"),
+    "doubt": ("talvez", "acho que", "provavelmente", "se calhar", "não tenho certeza", "não sei se", "pode ser que",
+              "estou pensando em"),
+    "condition": ("se", "caso", "a menos que", "imagina", "suponhamos"),
+    "wish": ("espero", "gostaria", "tomara", "oxalá", "um dia", "sonho em"),
+    "past": ("antes", "costumava", "antigamente", "quando eu era", "naquela época", "em criança"),
+    "dream": ("sonhei", "no meu sonho", "tive um sonho"),
+    "irony": ("até parece", "é brincadeira", "brincadeira"),
+    "fiction": ("meu personagem", "minha personagem", "no meu romance", "no romance", "na minha história",
+                "na história", "no jogo", "fictício", "fictícia"),
+    "report": ("diz", "disse", "me disse", "dizia", "segundo ele", "segundo ela", "afirma"),
+    "change": ("virei", "tornei-me", "passei a", "finalmente",
+               "agora", "ultimamente", "mudei", "mudamos", "vendi", "comecei", "de novo", "novamente", "novo", "nova",
+               "em vez", "já não"),
+    "self": ("^eu", "^nós", "^meu", "^minha", "^meus", "^minhas"),
+    "addressee": ("você", "vocês", "tu", "te", "ti", "contigo", "teu", "tua"),
+    "with_me": ("e eu", "eu e", "comigo"),
+    "other": tuple(f"^{det} {kin}" for det in ("meu", "minha", "meus", "minhas", "o meu", "a minha") for kin in _KIN),
+    "question": ("^devo", "^posso", "^o que", "^onde", "^quando", "^por que", "^porque", "^como", "^qual"),
+    "unsafe": ("apaga", "apagar", "esquece tudo", "regras de segurança", "sem restrições", "sem limites",
+               "sem filtros", "modo desenvolvedor", "ignora as tuas regras", "ignore suas regras"),
+    "widening": ("a qualquer um", "com qualquer um", "a todos", "com todos", "a toda a gente", "a qualquer pessoa",
+                 "quem pedir", "a desconhecidos", "em público"),
+}
+
+CONJUNCTIONS: tuple[str, ...] = ("e", "mas", "ou", "porque", "pois", "embora", "porém")
