@@ -89,15 +89,23 @@ def _flat(text: str) -> str:
 
 
 # Control characters (C0 but newline and tab, DEL, C1), which in stored text could move the cursor, recolour or
-# retitle the user's terminal (ESC sequences from an imported file or a model's reply).
-_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+# retitle the user's terminal (ESC sequences from an imported file or a model's reply); and the bidirectional
+# embeddings, overrides and isolates (U+202A-U+202E, U+2066-U+2069), which on a terminal that lays out right-to-left
+# text reorder the rest of the line they open on, ids, other columns and undo hints included ("Trojan Source").
+# Arabic and Hebrew need none of them (the terminal orders their letters itself); the marks U+200E, U+200F and
+# U+061C, which reorder nothing after them, are kept.
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+
+
+def _code(char: str) -> str:
+    return f"\\x{ord(char):02x}" if ord(char) <= 0xFF else f"\\u{ord(char):04x}"
 
 
 def printable(text: str) -> str:
-    """Stored text made safe for a terminal: each control character shown as its code (`\x1b`), so nothing in
-    memory can drive the terminal, and any key in it masked. For human output only: JSON output stays exact (but
-    for masked keys)."""
-    return _CONTROL.sub(lambda m: f"\\x{ord(m.group(0)):02x}", mask(text).replace("\r\n", "\n"))
+    """Stored text made safe for a terminal: each control character shown as its code (`\x1b`, `\u202e`), so
+    nothing in memory can drive the terminal or reorder what follows it, and any key in it masked. For human
+    output only: JSON output stays exact (but for masked keys)."""
+    return _CONTROL.sub(lambda m: _code(m.group(0)), mask(text).replace("\r\n", "\n"))
 
 
 def cell(value: object) -> "Text":
@@ -159,8 +167,21 @@ def source_json(source: "Provenance") -> dict[str, Any]:
 
 
 def one_line(text: str, width: int = 90) -> str:
+    """Text on one line at most `width` terminal cells wide (a Japanese character takes two, an accent of an NFD
+    "é" none): when longer, its start and "…", cut between two characters a reader sees, never inside one (an
+    accent from its letter, half a flag or of an emoji sequence)."""
+    from rich.cells import cell_len
+
+    from coop.memory.text import grapheme_start
+
     flat = " ".join(printable(text).split())
-    return flat if len(flat) <= width else flat[: width - 1] + "…"
+    if cell_len(flat) <= width:
+        return flat
+    room = max(width - 1, 0)
+    end = min(len(flat), 4 * width)  # none is wider than two cells: the cut is inside this, or it is narrow enough
+    while end > 0 and (over := cell_len(flat[:end]) - room) > 0:
+        end -= (over + 1) // 2
+    return flat[:grapheme_start(flat, end)] + "…"
 
 
 SECTIONS = {"profile": "profile", "relevance": "facts", "history": "former", "continuity": "previous"}

@@ -116,7 +116,7 @@ class Repl:
             table.add_column(column, overflow="fold" if column in ("text", "why") else "ellipsis",
                              no_wrap=column not in ("text", "why"))
         for ref, why, score, text in rows:
-            table.add_row(ref, output.cell(why), score, output.cell(" ".join(text.split())[:200]))
+            table.add_row(ref, output.cell(why), score, output.cell(output.one_line(text, 200)))
         self.console.print(table)
         if left_out:
             self.say(f"({left_out} more recalled but over the memory budget)")
@@ -153,7 +153,7 @@ class Repl:
                 self.say("nothing forgotten")
                 return
         gone = self.session.forget(kind, number, reason="/forget in chat")
-        self.say(f"{gone.describe()}: {' '.join(gone.item.text.split())[:60]}")
+        self.say(f"{gone.describe()}: {output.one_line(gone.item.text, 60)}")
 
     def cmd_history(self, _: str) -> None:
         """Show this session's conversation so far."""
@@ -162,7 +162,7 @@ class Repl:
             self.say("no messages yet in this session")
         for message in messages:
             if message.role in ("user", "assistant") and message.content:
-                self.say(f"{message.role}: {' '.join(message.content.split())[:300]}")
+                self.say(f"{message.role}: {output.one_line(message.content, 300)}")
 
     def cmd_sessions(self, _: str) -> None:
         """List your recent sessions (resume one with coop chat --session ID)."""

@@ -42,7 +42,7 @@ def run_turn(session: Any, text: str, model: llm.ChatModel, on_text: Callable[[s
     prompt = session.prepare(text)
     user_id = session.said("user", text)
     if user_id is not None and session.session_id is not None and session.working.anchor is None:
-        session.memory.sessions.set_title(session.session_id, " ".join(text.split())[:80])
+        session.memory.sessions.set_title(session.session_id, " ".join(text.split()))  # cut there, after masking
     session.working.add(HistoryMessage("user", text, user_id))
     if user_id is not None:
         _touch_recalled(session, prompt)

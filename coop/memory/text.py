@@ -55,6 +55,44 @@ def content_hash(text: str) -> str:
     return hashlib.sha256(normal.encode("utf-8", "surrogatepass")).hexdigest()
 
 
+def _continues(text: str, index: int) -> bool:
+    """Whether the character at `index` belongs to the character a reader sees before it (a grapheme cluster,
+    approximately as UAX #29 says, without a table): a combining mark (the accent of an NFD "é", a Thai or
+    Devanagari vowel sign), a variation selector ("⛰️"), an emoji skin tone or tag, either side of a zero-width
+    joiner ("👩‍💻"), the second of a regional-indicator pair (a flag), a Hangul vowel or final jamo."""
+    char, code = text[index], ord(text[index])
+    if index == 0:
+        return False
+    if unicodedata.category(char) in ("Mn", "Mc", "Me") or char == "\u200d" or text[index - 1] == "\u200d":
+        return True
+    if 0xFE00 <= code <= 0xFE0F or 0xE0100 <= code <= 0xE01EF or 0x1F3FB <= code <= 0x1F3FF \
+            or 0xE0020 <= code <= 0xE007F or 0x1160 <= code <= 0x11FF or 0xD7B0 <= code <= 0xD7FF:
+        return True
+    if 0x1F1E6 <= code <= 0x1F1FF:  # a flag is two: the second of each pair continues the first
+        run = index
+        while run > 0 and 0x1F1E6 <= ord(text[run - 1]) <= 0x1F1FF:
+            run -= 1
+        return (index - run) % 2 == 1
+    return False
+
+
+def grapheme_start(text: str, index: int) -> int:
+    """The nearest index at or before `index` where a character a reader sees starts: cutting `text` there never
+    leaves an accent without its letter, half a flag or half an emoji sequence."""
+    index = max(0, min(index, len(text)))
+    while 0 < index < len(text) and _continues(text, index):
+        index -= 1
+    return index
+
+
+def shorten(text: str, limit: int) -> str:
+    """`text`, or when it is longer than `limit` characters its start and "…" (`limit` in all), cut between two
+    characters a reader sees (`grapheme_start`), never inside one."""
+    if len(text) <= limit:
+        return text
+    return text[:grapheme_start(text, max(limit - 1, 0))] + "…"
+
+
 def estimate_tokens(text: str) -> int:
     """A cheap token estimate (about four characters a token) for budgets; exact counts are not needed there."""
     return max(1, (len(text) + 3) // 4) if text else 0

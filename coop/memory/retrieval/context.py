@@ -24,7 +24,7 @@ from typing import Any
 
 from coop.memory.retrieval.search import LegScore
 from coop.memory.storage.items import Item
-from coop.memory.text import estimate_tokens
+from coop.memory.text import estimate_tokens, shorten
 
 PAST_ITEM_MAX_CHARS = 700
 MIN_LINE_TOKENS = 8  # no fact line is shorter (its id and date)
@@ -110,8 +110,7 @@ def past_line(entry: Recalled) -> str:
     """A past item, dated, on one line; one with code keeps its lines (code flattened onto one line is no code)."""
     item = entry.item
     text = item.text.strip() if "```" in item.text else " ".join(item.text.split())
-    if len(text) > PAST_ITEM_MAX_CHARS:
-        text = text[: PAST_ITEM_MAX_CHARS - 1] + "…"
+    text = shorten(text, PAST_ITEM_MAX_CHARS)
     if "\n" in text:
         text = "\n" + text + ("\n```" if text.count("```") % 2 else "")  # a cut block is closed
     where = f", session {item.session_id}" if item.session_id else ""

@@ -26,6 +26,7 @@ from typing import Any
 from coop.memory.kinds import active_fact
 from coop.memory.storage.items import FACT_COLUMNS, Item, fact_item
 from coop.memory.storage.scope import Part, in_chunks
+from coop.memory.text import grapheme_start
 from coop.privacy.secrets import mask
 
 MAX_QUOTE_CHARS = 1000
@@ -90,7 +91,7 @@ class Sources(Part):
     def link(self, fact_id: int, message_ids: Iterable[int], quote: str | None = None) -> None:
         """Record that fact `fact_id` rests on these messages (ids of other users' messages are ignored), with
         the user's words it quoted as evidence (kept on the first link; a later mention does not replace it)."""
-        quote = mask(quote[:MAX_QUOTE_CHARS]) if quote else None
+        quote = mask(quote[:grapheme_start(quote, MAX_QUOTE_CHARS)]) if quote else None
         for message_id in set(message_ids):
             self.db.execute("INSERT INTO fact_sources (user_id, fact_id, message_id, quote) SELECT ?, ?, id, ? "
                             "FROM messages WHERE id = ? AND user_id = ? ON CONFLICT (fact_id, message_id) DO UPDATE "

@@ -6,6 +6,7 @@ import time
 from typing import Any
 
 from coop.memory.storage.scope import Part
+from coop.memory.text import grapheme_start
 from coop.privacy.secrets import mask, mask_optional
 
 
@@ -62,8 +63,11 @@ class Sessions(Part):
                  "messages": r[5]} for r in rows]
 
     def set_title(self, session_id: int, title: str) -> None:
+        """The session's title, once: the start of `title`, masked before it is cut (a key across the cut is still
+        a key) and cut between two characters a reader sees."""
+        title = mask(title)
         self.db.execute("UPDATE sessions SET title = ? WHERE id = ? AND user_id = ? AND title IS NULL",
-                        (mask(title)[:80], session_id, self.user_id))
+                        (title[:grapheme_start(title, 80)], session_id, self.user_id))
 
     def end(self, session_id: int, *, at: float | None = None, last_activity_at: float | None = None) -> None:
         """Mark a session ended (at `at`, default now). An imported session keeps the end it already has."""
