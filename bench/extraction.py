@@ -1,24 +1,28 @@
-"""The write path: fact extraction and reconciliation after each exchange, through coop's own jobs, with a model.
+"""The write path: fact extraction after each exchange, through coop's own jobs, with a model.
 
     .venv/bin/python bench/extraction.py [--gold bench/data/extraction-dev.json]
                                          [--profile ../shared/data/profile/profile-dev.json]
                                          [--data ../shared/data/locomo/locomo-dev.json]
-                                         [--model scripted | --model openai/NAME --api-base URL [--json-mode MODE]]
+                                         [--model scripted [--script honest|careless]
+                                          | --model openai/NAME --api-base URL [--json-mode MODE]]
                                          [--limit N] [--embedder fastembed|hash] [--json FILE]
 
 Each conversation is one user of a fresh database. For each user turn, as `coop chat` does after a reply: the user
 message and the assistant's line are stored (`memory.messages.add`), the embedding job runs, the extraction
 is recorded (`record_job`) and `MemoryJobs.extraction` runs it with the fast model from the config
-(`coop.model.llm.fast_complete`): the extractor's prompt, the evidence and mood checks, dedup, reconciliation by the
-model under coop's rules, the writes. The bench only watches: the model's replies (a wrapper around the fast
-model's `complete` that times and keeps them), the refusals coop counts by reason (`growth.refusals.counts()`,
-a snapshot before and after each exchange, and the texts it logs at DEBUG), and each fact's history
-(`memory.facts.history`) before and after.
+(`coop.model.llm.fast_complete`): the message parsed once, the one pointing call ("notes"), coop's checks
+(`growth/verify.py`), the table of slots, at most one extra question ("changes") where the table cannot decide,
+the writes. The bench only watches: the model's calls (a wrapper around the fast model's `complete` that times
+them and keeps the replies), the refusals coop counts by reason (`growth.refusals.counts()`, a snapshot before and
+after each exchange, and the texts it logs at DEBUG), and each fact's history (`memory.facts.history`) before
+and after.
 
 Sources (each optional; `--limit N` takes at most N exchanges of each):
 - `--gold`: `bench/data/extraction-dev.json`, written for this bench: conversations whose user states facts
   among small talk, changes some, asks questions, weighs plans, jokes, reports others; every turn annotated with
-  the facts it states, or why it states none, and the traps a careless extractor would take from it.
+  the facts it states, or why it states none, and the traps a careless extractor would take from it. A
+  conversation, or a turn, may name its language ("language": "fr"; English when it does not), as
+  `bench/data/extraction-dev-multilingual.json` does.
 - `--profile`: the profile data set; it has facts and histories but no messages. Each fact becomes one user turn,
   a first-person sentence made from its value (`first_person`: "Lives in Porto" -> "I live in Porto."; a
   standing instruction -> "From now on, please answer in British English."). A persona is one user with two
@@ -28,27 +32,34 @@ Sources (each optional; `--limit N` takes at most N exchanges of each):
 - `--data`: LoCoMo conversations: speaker A's lines as the user's turns, each with speaker B's next line as the
   reply. No gold: counts only (proposals, writes, refusals, calls).
 
-The matcher (how a stored fact is judged against the gold): both texts lower-cased, contractions opened
-("can't" -> "can not"), ISO dates written out, number words as digits, stop words dropped and the rest lightly
-stemmed ("lives", "living" -> "liv"). A fact states a gold fact when their content words overlap with a Dice
-coefficient of at least 0.5 (twice the shared words over the two counts: "Based in Lyon" states "Lives in Lyon",
-"Said welcome to Berlin, how are you" does not), it holds every name (a capitalised word after the first) and
-number of the gold, and both are negated or neither is. A stored fact is assigned to its best match among the
-conversation's gold facts and traps so far (one with the same text first, then the highest Dice; on a tie a fact
-before a trap, the later of two facts); a trap that is an instruction (a habit taken for one) only to a fact
-stored as an instruction.
-Precision: the stored values (ADD, UPDATE, SUPERSEDE) assigned to a current gold fact, over all stored values; a
-value assigned to a replaced one is "stale", to a trap "trap", to nothing "unmatched". Recall: the gold facts (not
-optional) that an active fact is assigned to right after their turn. A change is "correct" when, after its turn,
-an active fact is assigned to the new value and none to the old.
+The judge is `bench/matching.py` (a stored fact states a gold fact when their content words overlap with a Dice
+coefficient of at least 0.5 and it holds the gold's names and numbers and its negation), in the language of the
+gold fact's turn. A stored fact is assigned to its best match among the conversation's gold facts and traps so far;
+a trap that is an instruction (a habit taken for one) only to a fact stored as an instruction.
+Precision: the stored values (ADD, UPDATE, SUPERSEDE) assigned to a current gold fact, over all stored values of
+the user (a value filed under another person, `<person>.<slot>`, is counted apart); a value assigned to a replaced
+one is "stale", to a trap "trap", to nothing "unmatched". Recall: the gold facts (not optional) that an active
+fact is assigned to right after their turn. A change is "correct" when, after its turn, an active fact is
+assigned to the new value and none to the old; one whose new value is a negation ("no longer ...") is correct
+when the old one is no longer active (a RETIRE: the old fact archived, nothing new stored). A change not in the
+gold is a SUPERSEDE, UPDATE or RETIRE of a fact that the turn's gold does not change.
+The call budget: the fast model's calls per exchange (median, max, the share of exchanges with 0, 1, 2 or more),
+the extra questions ("changes") and the changes coop took from their answers, and tokens per exchange (prompt and
+reply of every call, estimated by `coop.memory.text.estimate_tokens`, about four characters a token; what the
+model client adds, a schema in the prompt, is not counted).
 
 `--model scripted` (the default) serves a scripted model on 127.0.0.1 (OpenAI-style HTTP, through litellm like
-a real one) that answers from the gold: asked for the extractor's sheet, every gold fact and trap of the turn on
-the sentence that holds its evidence, every sentence a statement (an instruction when it holds one), and on a
-fixed schedule a fact made of the assistant's words; asked for a plain list of facts, the same with their
-quotes, and a quote of three letters; as reconciler, the gold change where
-the turn makes one, else now and then a SUPERSEDE of an unrelated fact or of an id it was not shown. It measures
-the plumbing and coop's rules against a careless but well-formed extractor, not a model.
+a real one) that answers from the gold. Asked for the notes of a message, it writes a note for every gold fact and
+trap of the turn, citing the listed clauses that hold its evidence, with the topic of its category and key
+(`slots.topic_of`) and the gold value; `--script honest` (the default) reads each as a well-behaved model would
+(a plan "planned"; a trap by its kind: a question "asked", a hypothetical "hypothetical", a plan weighed
+"considering", a report "reported", a joke "joke", another person's fact about them, a denial "never", an unsafe
+or widening request or a habit taken for an instruction an instruction, stated), so it measures coop's rules
+against a model that does its part; `--script careless` says every note is stated, holds and is about the user,
+so it measures what coop's own checks catch. Both, on a fixed schedule, add a note made of the assistant's words
+(which coop must refuse). Asked the extra question, it names the known fact the turn's gold change replaces, and
+on a fixed schedule another offered fact for a new one the gold changes nothing with (coop takes an answer only
+for a fact it offered that new fact). It measures the plumbing and coop's rules, not a model.
 """
 
 from __future__ import annotations
@@ -73,10 +84,21 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from common import ROOT, BenchError, fast_model, load_embedder, machine, median, percentile
+from matching import MATCH_SHARE, best_match, negated, share
 
-DEFAULT_GOLD = Path(__file__).resolve().parent / "data" / "extraction-dev.json"
-REASONS = ("evidence", "mood", "instruction", "widening", "unsafe", "change", "target", "forgotten", "value", "known")
+from coop.memory.growth.pointing import MESSAGE_HEADING
+from coop.memory.growth.refusals import REASONS
+from coop.memory.growth.slots import canonical_key, topic_of
+
+__all__ = ["MATCH_SHARE", "best_match", "negated", "share"]  # the judge, as the tests and other scripts read it
+
+DATA = Path(__file__).resolve().parent / "data"
+DEFAULT_GOLD = DATA / "extraction-dev.json"
+MULTILINGUAL_GOLD = DATA / "extraction-dev-multilingual.json"
 ACKS = ("Noted, thanks.", "Good to know.", "Thanks for telling me.", "Got it.")
+SCRIPTS = ("honest", "careless")
+ANSWERED_CHANGE = "is no longer true after what the user said"  # the reason of a change taken from "changes"
+RETIRED = ", as the user said"  # the reasons of a retirement ("no longer true, as the user said")
 
 
 # --- the data ------------------------------------------------------------------------------------------------
@@ -92,6 +114,7 @@ class GoldFact:
     changes: str | None = None      # the id of the earlier fact this one replaces
     optional: bool = False
     kind: str = "fact"              # "fact", or for a trap why it is one (question, joke, ...)
+    language: str = "en"            # the language of its turn: the judge reads it in that language
 
 
 @dataclass
@@ -101,6 +124,7 @@ class Turn:
     facts: list[GoldFact] = field(default_factory=list)
     traps: list[GoldFact] = field(default_factory=list)
     none: str | None = None         # why the turn states nothing
+    language: str = "en"
 
 
 @dataclass
@@ -111,21 +135,30 @@ class Dialogue:
     scored: bool = True             # has gold facts to score against
 
 
+_GOLD_FIELDS = ("id", "category", "key", "value", "evidence", "changes", "optional")
+
+
 def _flat(text: str) -> str:
     return " ".join(text.replace("\u2019", "'").casefold().split())
 
 
+def _gold_fact(raw: dict[str, Any], kind: str, language: str) -> GoldFact:
+    return GoldFact(**{k: raw[k] for k in _GOLD_FIELDS if k in raw}, kind=kind, language=language)
+
+
 def load_gold(path: Path) -> list[Dialogue]:
     """The gold conversations, checked: each fact's evidence is a passage of its turn, `changes` names an earlier
-    fact of the same conversation, ids are unique."""
+    fact of the same conversation, ids are unique. A turn's language is its own "language", else its
+    conversation's, else English."""
     raw = _read_json(path)
     dialogues, seen = [], set()
     try:
         for conv in raw["conversations"]:
             turns, earlier = [], set()
             for t in conv["turns"]:
-                facts = [GoldFact(**{k: v for k, v in f.items() if k != "kind"}) for f in t.get("facts", [])]
-                traps = [GoldFact(**{**f, "kind": f.get("kind", "trap")}) for f in t.get("traps", [])]
+                language = str(t.get("language") or conv.get("language") or "en")
+                facts = [_gold_fact(f, "fact", language) for f in t.get("facts", [])]
+                traps = [_gold_fact(f, f.get("kind", "trap"), language) for f in t.get("traps", [])]
                 for f in facts + traps:
                     if f.id in seen:
                         raise BenchError(f"{path}: id {f.id} is used twice")
@@ -137,7 +170,7 @@ def load_gold(path: Path) -> list[Dialogue]:
                 earlier |= {f.id for f in facts}
                 if not facts and not t.get("none"):
                     raise BenchError(f"{path}: a turn of {conv['id']} states no fact and says not why ('none')")
-                turns.append(Turn(t["user"], t.get("assistant", ""), facts, traps, t.get("none")))
+                turns.append(Turn(t["user"], t.get("assistant", ""), facts, traps, t.get("none"), language))
             dialogues.append(Dialogue("gold", conv["id"], [turns]))
     except (KeyError, TypeError) as exc:
         raise BenchError(f"{path}: not in the gold shape ({type(exc).__name__}: {exc})") from None
@@ -256,260 +289,213 @@ def _read_json(path: Path) -> Any:
         raise BenchError(f"{path} is not JSON: {exc}") from None
 
 
-# --- the matcher -----------------------------------------------------------------------------------------------
-
-STOP = frozenset("""a an the and or but of in on at to for from with by as into about is are am was were be been
-being has have had do does did i im me my mine we our us you your he she his her him they their them it its this
-that these those there here so very just really also too user users who which what when where how now currently
-still some any mostly usually""".split())
-NEGATIONS = frozenset({"not", "no", "never", "none", "nothing", "without", "nobody", "neither", "nor"})
-NUMBER_WORDS = {"one": "1", "two": "2", "three": "3", "four": "4", "five": "5", "six": "6", "seven": "7",
-                "eight": "8", "nine": "9", "ten": "10", "eleven": "11", "twelve": "12", "twenty": "20"}
-MONTHS = ("january february march april may june july august september october november december").split()
-MATCH_SHARE = 0.5
-
-
-def _open(text: str) -> str:
-    text = text.replace("\u2019", "'")
-    text = re.sub(r"\b(\d{4})-(\d{2})-(\d{2})\b",
-                  lambda m: f"{int(m.group(3))} {MONTHS[int(m.group(2)) - 1]} {m.group(1)}"
-                  if 1 <= int(m.group(2)) <= 12 else m.group(0), text)
-    text = re.sub(r"\b(can)'t\b|\b(won)'t\b", lambda m: "can not" if m.group(1) else "will not", text,
-                  flags=re.IGNORECASE)
-    return re.sub(r"n't\b", " not", re.sub(r"(\d+)(st|nd|rd|th)\b", r"\1", text))
-
-
-def _stem(word: str) -> str:
-    word = word.removesuffix("'s")
-    if word.isdigit():
-        return word
-    if len(word) > 4 and word.endswith("ies"):
-        return word[:-3] + "y"
-    for suffix in ("ing", "ed", "es", "e", "s"):
-        if len(word) > len(suffix) + 2 and word.endswith(suffix):
-            word = word[: -len(suffix)]
-            if suffix in ("ing", "ed") and len(word) > 2 and word[-1] == word[-2] and word[-1] not in "aeiouls":
-                word = word[:-1]  # running -> run, not runn
-            break
-    return word
-
-
-def _tokens(text: str) -> list[str]:
-    return [NUMBER_WORDS.get(w, w) for w in re.findall(r"[\w']+", _open(text).casefold())]
-
-
-def content(text: str) -> frozenset[str]:
-    return frozenset(_stem(w) for w in _tokens(text) if w.strip("'") not in STOP and w not in NEGATIONS)
-
-
-def required(text: str) -> frozenset[str]:
-    """Names (capitalised words other than the first) and numbers: a match must have them all."""
-    opened = _open(text)
-    names = {_stem(w) for m in re.finditer(r"(?<!^)(?<![.!?] )\b[A-Z][\w'-]*", opened.strip())
-             for w in _tokens(m.group(0))}
-    return frozenset((names | {w for w in (_stem(t) for t in _tokens(text)) if w.isdigit()}) - STOP)
-
-
-def negated(text: str) -> bool:
-    return any(w in NEGATIONS for w in _tokens(text))
-
-
-def share(fact: str, gold: str) -> float:
-    """How well `fact` states `gold`: the Dice coefficient of their content words (twice the shared words over
-    the two counts), or 0 when `fact` lacks a name or number of the gold, or one is negated and the other not."""
-    want, have = content(gold), content(fact)
-    if not want or not have or negated(fact) != negated(gold) or not required(gold) <= have:
-        return 0.0
-    return 2 * len(want & have) / (len(want) + len(have))
-
-
-def best_match(fact: str, candidates: list[GoldFact]) -> GoldFact | None:
-    """The gold fact or trap `fact` states best, or None below `MATCH_SHARE`: one with the same text first, then
-    the highest Dice. On a tie a fact wins over a trap ("Lives in Berlin" said at last, after "Is Berlin
-    expensive?"), and the later of two facts wins."""
-    ordered = sorted(candidates, key=lambda g: g.kind == "fact")  # stable: traps first, each in their order
-    same = [g for g in ordered if _flat(g.value).rstrip(".") == _flat(fact).rstrip(".")]
-    if same:
-        return same[-1]
-    best, best_share = None, MATCH_SHARE
-    for gold in ordered:
-        s = share(fact, gold.value)
-        if s >= best_share:
-            best, best_share = gold, s
-    return best
-
-
 # --- the scripted model ----------------------------------------------------------------------------------------
 
-_EXISTING = re.compile(r"^\s*-\s*(?:id\s*)?f?(\d+)\s*\[([^\]]*)\]:?\s*(.*)$", re.MULTILINE)
-_NEW = re.compile(r"NEW\s*\[([^\]]*)\]:?\s*(.*)")
-_SHORT_STOP = {"the", "and", "but", "for", "you", "are", "was", "not", "can", "has", "had", "his", "her", "our",
-               "its", "who", "how", "why", "any", "all", "lol", "yet"}
+_LISTED = re.compile(r"^\s*(c\d+)(?: \(([^)]*)\))?: (.*)$")
+_LABELLED = re.compile(r"^([nk]\d+): (.*)$", re.MULTILINE)
+# how a well-behaved model reads each kind of trap (`--script honest`): its modality
+TRAP_MODALITY = {"question": "asked", "hypothetical": "hypothetical", "plan_weighed": "considering",
+                 "reported": "reported", "joke": "joke"}
+INSTRUCTION_TRAPS = ("unsafe", "widening", "habit_not_instruction")  # noted as instructions: coop must refuse them
+PLANNED = ("will ", "is going to ", "are going to ", "starts ", "is starting ", "plans to ")
+ASSISTANT_EVERY = 4   # every 4th notes request also gets a note made of the assistant's words
+CARELESS_EVERY = 3    # every 3rd extra question also gets an answer the gold does not give
 
 
 class Script:
-    """The scripted extractor and reconciler (see the module docstring). The bench sets `turn` before each
-    exchange; counts of what it proposed are kept by kind."""
+    """The scripted model (see the module docstring). The bench sets `turn` before each exchange and adds the
+    turn's gold facts to `gold`; counts of what it proposed are kept by kind."""
 
-    def __init__(self) -> None:
+    def __init__(self, mode: str = "honest") -> None:
+        if mode not in SCRIPTS:
+            raise ValueError(f"unknown script {mode!r}")
+        self.mode = mode
         self.turn: Turn | None = None
         self.gold: dict[str, GoldFact] = {}
         self.exchanges = 0
-        self.decisions = 0
-        self.judged = 0
+        self.questions = 0
         self.proposed: Counter[str] = Counter()
+        self.assistant_notes: list[str] = []   # the values made of the assistant's words: none may be stored
         self.lock = threading.Lock()
 
     def reply(self, body: dict[str, Any]) -> str:
         with self.lock:
-            name = _schema_name(body)
-            if name == "decision":
-                return json.dumps(self._decide(str(body["messages"][-1]["content"])))
-            if name == "still_true":
-                return json.dumps(self._judge(str(body["messages"][-1]["content"])))
-            if name == "now_true":
-                return json.dumps(self._restate(str(body["messages"][-1]["content"])))
-            if name == "sheet":
-                return json.dumps({"sentences": self._sheet(str(body["messages"][-1]["content"]))})
-            return json.dumps({"facts": self._extract()})
+            content = str((body.get("messages") or [{}])[-1].get("content", ""))
+            kind = request_kind(body)
+            if kind == "notes":
+                return json.dumps({"notes": self._notes(content)}, ensure_ascii=False)
+            if kind == "changes":
+                return json.dumps({"changes": self._changes(content)})
+            self.proposed["summary"] += 1
+            return json.dumps({"summary": "", "notes": []})
 
-    def _sheet(self, prompt: str) -> list[dict[str, Any]]:
-        """The extractor's sheet, filled carelessly: every gold fact and trap on the sentence that holds its
-        evidence, each sentence a statement (an instruction when it holds one), and on the fixed schedule a fact
-        made of the assistant's words."""
-        said = [text for _, text in _NUMBERED.findall(prompt.split("sentence by sentence:", 1)[-1])]
-        rows = [{"n": n, "kind": "statement", "facts": []} for n in range(1, len(said) + 1)]
-        turn = self.turn
-        self.exchanges += 1
-        if turn is None or not rows:
-            return rows
-        for f in turn.facts + turn.traps:
-            kind = "trap" if f in turn.traps else "optional" if f.optional else "gold"
-            self.proposed[kind] += 1
-            n = next((i for i, text in enumerate(said) if _flat(f.evidence) in _flat(text)), 0) if f.evidence else 0
-            rows[n]["facts"].append({"fact": f.value, "topic": _topic(f.category, f.key)})
-            if f.category == "instruction":
-                rows[n]["kind"] = "instruction"
-        if self.exchanges % 4 == 3 and len(turn.assistant.split()) >= 4:
-            said_by_it = " ".join(turn.assistant.split()[:6]).strip(".,!?")
-            self.proposed["assistant_words"] += 1
-            rows[0]["facts"].append({"fact": f"Said {said_by_it}", "topic": "other"})
-        return rows
+    # the one pointing call
 
-    def _extract(self) -> list[dict[str, Any]]:
-        turn = self.turn
+    def _notes(self, content: str) -> list[dict[str, Any]]:
+        listed = listed_clauses(content.split(MESSAGE_HEADING, 1)[-1])
         self.exchanges += 1
-        if turn is None:
+        turn = self.turn
+        if turn is None or not any(own for _, _, own in listed):
             return []
         out = []
-        for f in turn.facts + turn.traps:
-            kind = "trap" if f in turn.traps else "optional" if f.optional else "gold"
-            self.proposed[kind] += 1
-            out.append(_proposal(f.category, f.key, f.value, f.evidence or turn.user))
-        if self.exchanges % 4 == 1:
-            word = next((w for w in re.findall(r"\b[A-Za-z]{3}\b", turn.user) if w.lower() not in _SHORT_STOP), None)
-            if word:
-                self.proposed["short_quote"] += 1
-                out.append(_proposal("general", None, f"Cares about {word}", word))
-        if self.exchanges % 4 == 3 and len(turn.assistant.split()) >= 4:
-            said = " ".join(turn.assistant.split()[:6]).strip(".,!?")
+        for fact in turn.facts:
+            self.proposed["optional" if fact.optional else "gold"] += 1
+            out.append(self._note(fact, False, turn, listed))
+        for trap in turn.traps:
+            self.proposed["trap"] += 1
+            out.append(self._note(trap, True, turn, listed))
+        if self.exchanges % ASSISTANT_EVERY == 3 and len(turn.assistant.split()) >= 4:
+            value = "Said " + " ".join(turn.assistant.split()[:6]).strip(".,!?")
             self.proposed["assistant_words"] += 1
-            out.append(_proposal("general", None, f"Said {said}", said))
+            self.assistant_notes.append(value)
+            out.append(_note_of(["c1"], "fact", "other", "user", "holds", "stated", value))
         return out
 
-    def _decide(self, prompt: str) -> dict[str, Any]:
-        new = _NEW.search(prompt)
-        value = new.group(2).strip() if new else ""
-        existing = [(int(i), tag, text.strip()) for i, tag, text in _EXISTING.findall(prompt)]
+    def _note(self, fact: GoldFact, trap: bool, turn: Turn, listed: list[tuple[str, str, bool]]) -> dict[str, Any]:
+        kind, about, polarity, modality = self.reading(fact, trap, turn)
+        topic = topic_of("instruction" if kind == "instruction" else fact.category, fact.key).name
+        return _note_of(cite(fact.evidence or turn.user, listed), kind, topic, about, polarity, modality, fact.value)
+
+    def reading(self, fact: GoldFact, trap: bool, turn: Turn) -> tuple[str, str, str, str]:
+        """(kind, about, polarity, modality) of the note for a gold fact or trap, by the script's mode."""
+        kind = "instruction" if fact.category == "instruction" else "fact"
+        if self.mode == "careless":
+            return kind, "user", "holds", "stated"
+        if not trap:
+            planned = fact.category == "plans" or fact.value.casefold().startswith(PLANNED)
+            return kind, "user", "holds", "planned" if planned else "stated"
+        if fact.kind in TRAP_MODALITY:
+            return kind, "user", "holds", TRAP_MODALITY[fact.kind]
+        if fact.kind == "other_person":
+            return kind, _person(fact, turn), "holds", "stated"
+        if fact.kind == "negation":
+            return kind, "user", "never", "stated"
+        if fact.kind in INSTRUCTION_TRAPS:
+            return "instruction", "user", "holds", "stated"
+        return kind, "user", "holds", "stated"  # a kind of trap the script does not know: taken carelessly
+
+    # the one extra question
+
+    def _changes(self, content: str) -> list[dict[str, Any]]:
+        """For each new fact, the known fact its gold change replaces, else null; on the fixed schedule, for one
+        new fact the gold changes nothing with, another offered known fact."""
+        new_part, _, known_part = content.partition("\nKNOWN:")
+        new = _LABELLED.findall(new_part.partition("NEW:")[2])
+        known = _LABELLED.findall(known_part)
+        self.questions += 1
         turn = self.turn
-        change = next((f for f in (turn.facts if turn else []) if f.changes and f.value == value), None)
-        if change is not None and change.changes in self.gold:
-            old = self.gold[change.changes].value
-            target = next((i for i, _, text in existing if share(text, old) >= MATCH_SHARE), None)
-            if target is not None:
-                self.proposed["decision_change"] += 1
-                return _decision("SUPERSEDE", target, "the gold change")
-        same = next((i for i, _, text in existing if _flat(text) == _flat(value)), None)
-        if same is not None:
-            self.proposed["decision_none"] += 1
-            return _decision("NONE", same, "already known")
-        self.decisions += 1
-        other = [i for i, tag, _ in existing if new is None or tag != new.group(1)]
-        if self.decisions % 3 == 0 and other:
-            self.proposed["decision_wrong_supersede"] += 1
-            return _decision("SUPERSEDE", other[0], "scripted: a supersede of an unrelated fact")
-        if self.decisions % 5 == 1:
-            self.proposed["decision_unknown_target"] += 1
-            return _decision("UPDATE", 987654, "scripted: a fact it was not shown")
-        self.proposed["decision_add"] += 1
-        return _decision("ADD", None, "different information")
+        language = turn.language if turn else "en"
+        answers: dict[str, str | None] = {}
+        for label, value in new:
+            fact = self._gold_of(value)
+            target = None
+            if fact is not None and fact.changes in self.gold:
+                old = self.gold[fact.changes].value
+                scored = sorted(((share(text, old, language), k) for k, text in known), reverse=True)
+                target = scored[0][1] if scored and scored[0][0] >= MATCH_SHARE else None
+            answers[label] = target
+            self.proposed["changes_gold" if target else "changes_none"] += 1
+        if self.questions % CARELESS_EVERY == 0:
+            open_ = [label for label, target in answers.items() if target is None]
+            others = [k for k, _ in known if k not in answers.values()]
+            if open_ and others:
+                answers[open_[0]] = others[0]
+                self.proposed["changes_none"] -= 1
+                self.proposed["changes_careless"] += 1
+        return [{"new": label, "replaces": target} for label, target in answers.items()]
+
+    def _gold_of(self, value: str) -> GoldFact | None:
+        """The turn's gold fact a new fact of the question is (coop writes the value the note gave)."""
+        facts = self.turn.facts if self.turn else []
+        same = [f for f in facts if _flat(f.value).rstrip(".") == _flat(value).rstrip(".")]
+        if same:
+            return same[0]
+        found = best_match(value, facts, self.turn.language if self.turn else "en")
+        return found if isinstance(found, GoldFact) else None
 
 
-    def _judge(self, prompt: str) -> dict[str, Any]:
-        """Whether a known fact is still true: changed when it is the gold fact this turn's change replaces;
-        otherwise, on a fixed schedule, a careless "changed" for a fact that is not."""
-        known = _KNOWN.search(prompt)
-        text = known.group(1).strip() if known else ""
-        turn = self.turn
-        old = [self.gold[f.changes].value for f in (turn.facts if turn else []) if f.changes in self.gold]
-        self.judged += 1
-        if any(share(text, value) >= MATCH_SHARE for value in old):
-            self.proposed["judge_change"] += 1
-            answer = "same_thing_changed"
-        elif self.judged % 4 == 0:
-            self.proposed["judge_wrong_change"] += 1
-            answer = "same_thing_changed"
-        else:
-            answer = "different_things"
-        return {"known_is_about": text[:30], "new_is_about": "", "answer": answer}
-
-    def _restate(self, prompt: str) -> dict[str, Any]:
-        """A known fact as it reads now: the value of this turn's gold change that replaces it; otherwise the known
-        fact unchanged (which coop does not take)."""
-        known = _KNOWN.search(prompt)
-        text = known.group(1).strip() if known else ""
-        turn = self.turn
-        change = next((f for f in (turn.facts if turn else []) if f.changes in self.gold
-                       and share(text, self.gold[f.changes].value) >= MATCH_SHARE), None)
-        self.proposed["restate_change" if change else "restate_unchanged"] += 1
-        return {"now_true": change.value if change else text}
+def _note_of(clauses: list[str], kind: str, topic: str, about: str, polarity: str, modality: str,
+             value: str) -> dict[str, Any]:
+    return {"clauses": clauses, "kind": kind, "topic": topic, "about": about, "polarity": polarity,
+            "modality": modality, "value": value}
 
 
-_KNOWN = re.compile(r"^KNOWN FACT: (.*)$", re.MULTILINE)
-_NUMBERED = re.compile(r"^(\d+)\. (.*)$", re.MULTILINE)
+def _person(fact: GoldFact, turn: Turn) -> str:
+    """Who another person's fact is about: a capitalised word of the value the turn says before the evidence (or
+    that opens the value), else "someone"."""
+    before = turn.user[:max(0, _flat(turn.user).find(_flat(fact.evidence)))] if fact.evidence else ""
+    words = re.findall(r"[^\W\d_][\w'-]*", fact.value)
+    for i, word in enumerate(words):
+        if word[0].isupper() and ((i == 0 and word in turn.user) or (i > 0 and word in before)):
+            return word
+    return "someone"
 
 
-def _topic(category: str, key: str | None) -> str:
-    """The sheet's topic for a gold fact's category and key: its slot's, else its category's, else "other"."""
-    from coop.memory.growth.sameness import canonical_key
-    from coop.memory.growth.vocabulary import TOPICS
-
-    slot = (category, canonical_key(key))
-    return next((t for t, s in TOPICS.items() if s == slot), None) or \
-        next((t for t, s in TOPICS.items() if s == (category, None)), "other")
-
-
-def _proposal(category: str, key: str | None, value: str, evidence: str) -> dict[str, Any]:
-    return {"category": category, "key": key, "value": value, "importance": 0.5, "evidence": evidence,
-            "stance": "asserted"}  # a careless extractor: everything asserted
+def listed_clauses(listing: str) -> list[tuple[str, str, bool]]:
+    """(id, text, own) of each clause a pointing request lists (`pointing.Listing.lines`)."""
+    found = []
+    for line in listing.splitlines():
+        match = _LISTED.match(line)
+        if match:
+            found.append((match.group(1), match.group(3), match.group(2) is None))
+    return found
 
 
-def _decision(action: str, target: int | None, reason: str) -> dict[str, Any]:
-    return {"action": action, "target": target, "confidence": 0.9, "reason": reason}
+def _folded(text: str) -> tuple[str, list[int]]:
+    """`text` lower-cased, every run of non-word characters one space, and for each character of the result the
+    index in `text` it comes from."""
+    out: list[str] = []
+    where: list[int] = []
+    for i, ch in enumerate(text):
+        if ch.isalnum():
+            for c in ch.casefold():
+                out.append(c)
+                where.append(i)
+        elif out and out[-1] != " ":
+            out.append(" ")
+            where.append(i)
+    return "".join(out), where
 
 
-def _schema_name(body: dict[str, Any]) -> str:
+def cite(evidence: str, listed: list[tuple[str, str, bool]]) -> list[str]:
+    """The ids of the listed clauses that hold part of `evidence` (it may span clauses): the user's own ones, or
+    when only quoted, pasted or code text holds it, those (which coop must refuse); none hold it: the first own
+    clause."""
+    own = [cid for cid, _, is_own in listed if is_own]
+    joined, spans = "", []
+    for _, text, _ in listed:
+        start = len(joined) + (1 if joined else 0)
+        joined = f"{joined} {text}" if joined else text
+        spans.append((start, len(joined)))
+    folded, where = _folded(joined)
+    wanted = _folded(evidence)[0].strip()
+    at = folded.find(wanted) if wanted else -1
+    if at >= 0:
+        start, end = where[at], where[at + len(wanted) - 1] + 1
+        hits = [cid for (cid, _, _), (s, e) in zip(listed, spans) if s < end and start < e]
+    else:  # not one passage of the listing: every clause that is part of it, or holds it
+        hits = [cid for cid, text, _ in listed if (t := _folded(text)[0].strip()) and (t in wanted or wanted in t)]
+    return [cid for cid in hits if cid in own] or hits or own[:1]
+
+
+def request_kind(body: dict[str, Any]) -> str:
+    """"notes" (the pointing call), "changes" (the extra question) or "summary" (consolidation): by the schema's
+    name when the request carries one, else by the prompt's text."""
     rf = body.get("response_format") or {}
     if isinstance(rf, dict) and rf.get("type") == "json_schema":
-        return str((rf.get("json_schema") or {}).get("name", ""))
-    system = str((body.get("messages") or [{}])[0].get("content", ""))
-    if "sentence by sentence" in str(body.get("messages")):
-        return "sheet"
-    if "Rewrite the known fact" in system:
-        return "now_true"
-    if "THE USER JUST SAID" in str(body.get("messages")):
-        return "still_true"
-    return "decision" if "SUPERSEDE" in system and "EXISTING" in str(body.get("messages")) else "facts"
+        schema = rf.get("json_schema") or {}
+        properties = (schema.get("schema") or {}).get("properties") or {}
+        name = str(schema.get("name", ""))
+        if name == "notes":
+            return "summary" if "summary" in properties else "notes"
+        if name == "changes":
+            return name
+    text = "\n".join(str(m.get("content", "")) for m in body.get("messages") or [] if isinstance(m, dict))
+    if MESSAGE_HEADING in text:
+        return "notes"
+    if "NEW:" in text and "KNOWN:" in text:
+        return "changes"
+    return "summary"
 
 
 def serve_script(script: Script) -> tuple[ThreadingHTTPServer, str]:
@@ -544,12 +530,14 @@ def serve_script(script: Script) -> tuple[ThreadingHTTPServer, str]:
 
 @dataclass
 class Call:
-    schema: str
+    schema: str                     # notes | changes | a summary's "notes" | plain
     seconds: float
     usable: bool
-    proposals: int = 0
+    proposals: int = 0              # notes in the reply, or changes it names
+    prompt_tokens: int = 0          # estimated (`coop.memory.text.estimate_tokens`)
+    reply_tokens: int = 0
     error: str | None = None
-    reply: str | None = None  # the reply, as the model wrote it (cut at 2,000 characters)
+    reply: str | None = None        # the reply, as the model wrote it (cut at 2,000 characters)
 
 
 class Recorder:
@@ -562,28 +550,30 @@ class Recorder:
         self.calls: list[Call] = []
 
     def __call__(self, messages: list[dict[str, Any]], schema: Any = None) -> str:
+        from coop.memory.text import estimate_tokens
         from coop.model.jsonreply import ModelReplyError, parse_json_reply, usable
 
         name = schema["name"] if schema else "plain"
+        if name == "notes" and "summary" in (schema.get("schema") or {}).get("properties", {}):
+            name = "summary"
+        prompt = sum(estimate_tokens(str(m.get("content") or "")) for m in messages)
         started = time.perf_counter()
         try:
             reply = self.inner(messages, schema=schema) if schema is not None else self.inner(messages)
         except Exception as exc:
-            self.calls.append(Call(name, time.perf_counter() - started, False, error=f"{type(exc).__name__}: "
-                                                                                     f"{str(exc)[:200]}"))
+            self.calls.append(Call(name, time.perf_counter() - started, False, prompt_tokens=prompt,
+                                   error=f"{type(exc).__name__}: {str(exc)[:200]}"))
             raise
-        call = Call(name, time.perf_counter() - started, usable(reply, schema) if schema else True)
-        call.reply = str(reply)[:2000]  # what the model wrote: which fact it named, why, what it read
-        if name in ("facts", "sheet"):
-            try:
-                data = parse_json_reply(reply)
-                items = data.get("facts") if isinstance(data, dict) else data
-                if isinstance(data, dict) and isinstance(data.get("sentences"), list):
-                    items = [f for row in data["sentences"] if isinstance(row, dict)
-                             for f in (row.get("facts") if isinstance(row.get("facts"), list) else [])]
-                call.proposals = sum(isinstance(i, dict) for i in items) if isinstance(items, list) else 0
-            except ModelReplyError:
-                pass
+        call = Call(name, time.perf_counter() - started, usable(reply, schema) if schema else True,
+                    prompt_tokens=prompt, reply_tokens=estimate_tokens(str(reply)))
+        call.reply = str(reply)[:2000]  # what the model wrote: which clauses it cited, which fact it named
+        try:
+            data = parse_json_reply(reply)
+            rows = data.get(name if name == "changes" else "notes") if isinstance(data, dict) else None
+            call.proposals = sum(isinstance(r, dict) and (name != "changes" or r.get("replaces") is not None)
+                                 for r in rows) if isinstance(rows, list) else 0
+        except ModelReplyError:
+            pass
         self.calls.append(call)
         return str(reply)
 
@@ -615,6 +605,7 @@ class Exchange:
     turn: int
     user: str
     none: str | None
+    language: str = "en"
     gold: int = 0                   # gold facts (not optional) the turn states
     proposals: int = 0
     calls: list[Call] = field(default_factory=list)
@@ -629,8 +620,9 @@ class Exchange:
 
 
 def _events(memory: Any, seen: dict[int, int]) -> tuple[list[dict[str, Any]], int]:
-    """The stored values (ADD, SUPERSEDE, UPDATE) and the mentions (MERGE) since the last call, from each fact's
-    history; `seen` holds how many history rows of each fact were already read."""
+    """The stored values (ADD, SUPERSEDE, UPDATE), the retirements (RETIRE: an ARCHIVE the user's words asked for)
+    and the mentions (MERGE) since the last call, from each fact's history; `seen` holds how many history rows of
+    each fact were already read."""
     items = {i.item_id: i for i in memory.list_items("fact", include_inactive=True, limit=1_000_000)}
     rows = []
     for fact_id, item in items.items():
@@ -647,6 +639,9 @@ def _events(memory: Any, seen: dict[int, int]) -> tuple[list[dict[str, Any]], in
             new = items.get(h.related_fact_id or item.item_id, item) if h.action == "SUPERSEDE" else item
             writes.append({"action": h.action, "fact": new.item_id, "category": new.category, "key": new.key,
                            "value": h.new_value or new.text, "replaced": h.old_value, "reason": h.reason})
+        elif h.action == "ARCHIVE" and (h.reason or "").endswith(RETIRED):
+            writes.append({"action": "RETIRE", "fact": item.item_id, "category": item.category, "key": item.key,
+                           "value": None, "replaced": item.text, "reason": h.reason})
         elif h.action == "MERGE" and item.item_id not in replacing:
             known += 1
     return writes, known
@@ -682,7 +677,7 @@ def run(dialogues: list[Dialogue], *, config: Any, recorder: Recorder, embedder:
                 if script is not None:
                     script.turn = turn
                     script.gold.update({f.id: f for f in turn.facts})
-                ex = Exchange(dialogue.source, dialogue.id, number, turn.user, turn.none,
+                ex = Exchange(dialogue.source, dialogue.id, number, turn.user, turn.none, turn.language,
                               gold=sum(not f.optional for f in turn.facts))
                 message_id = memory.messages.add(session_id, "user", turn.user)
                 assert message_id is not None  # None only for an external id already imported
@@ -691,7 +686,7 @@ def run(dialogues: list[Dialogue], *, config: Any, recorder: Recorder, embedder:
                 try:
                     jobs.embedding(memory.user_id)(store)
                     job = memory.jobs.record("extraction", session_id=session_id, message_id=message_id,
-                                            reply_id=reply_id)
+                                             reply_id=reply_id)
                     jobs.extraction(memory.user_id, job)(store)
                 except Exception as exc:  # a failed job changes nothing; the bench notes it and goes on
                     ex.error = f"{type(exc).__name__}: {str(exc)[:200]}"
@@ -699,17 +694,19 @@ def run(dialogues: list[Dialogue], *, config: Any, recorder: Recorder, embedder:
                 ex.refused = {r: after.get(r, 0) - before.get(r, 0) for r in REASONS
                               if after.get(r, 0) > before.get(r, 0)}
                 ex.calls = recorder.calls[calls:]
-                ex.proposals = sum(c.proposals for c in ex.calls)
+                ex.proposals = sum(c.proposals for c in ex.calls if c.schema == "notes")
                 ex.writes, ex.known = _events(memory, seen)
                 for write in ex.writes:  # the user's words it rests on, as coop kept them
                     write["quote"] = next((p.quote for p in memory.sources.provenance(write["fact"])
                                            if p.message_id == message_id), None)
+                    write["assistant_words"] = script is not None and write["value"] in script.assistant_notes
                 texts = log.texts[logged:]
                 if dialogue.scored:
                     stated += turn.facts
                     traps += turn.traps
                     changed |= {f.changes for f in turn.facts if f.changes}
-                    _score(ex, turn, memory, stated, traps, changed, texts)
+                    _score(ex, turn, memory, stated, traps, changed, texts,
+                           set(script.assistant_notes) if script is not None else set())
                 else:
                     ex.refused_texts = [{"reason": r, "text": t, "why": why} for r, t, why in texts]
                 out.append(ex)
@@ -723,15 +720,22 @@ def judged_against(candidates: list[GoldFact], trap_ids: set[str], category: str
     return [g for g in candidates if category == "instruction" or g.id not in trap_ids or g.category != "instruction"]
 
 
+def someones(key: str | None) -> bool:
+    """Whether a stored key is another person's slot (`slots.slot_for`: `<person>.<slot>`)."""
+    return key is not None and "." in key
+
+
 def _score(ex: Exchange, turn: Turn, memory: Any, stated: list[GoldFact], traps: list[GoldFact],
-           changed: set[str], texts: list[tuple[str, str, str]]) -> None:
-    """Judge the exchange's writes, refusals and the active facts after it against the gold (see the matcher)."""
+           changed: set[str], texts: list[tuple[str, str, str]], assistant: set[str]) -> None:
+    """Judge the exchange's writes, refusals and the active facts after it against the gold (see the judge); a
+    refusal of the scripted model's note of the assistant's words is counted as that (`assistant`)."""
     candidates = stated + traps
     current = {f.id for f in stated if f.id not in changed}
     facts, trap_ids = {f.id for f in stated}, {f.id for f in traps}
+    language = turn.language
 
     def verdict(text: str, category: str) -> tuple[str, GoldFact | None]:
-        match = best_match(text, judged_against(candidates, trap_ids, category))
+        match = best_match(text, judged_against(candidates, trap_ids, category), language)
         if match is None:
             return "unmatched", None
         if match.id in trap_ids:
@@ -740,107 +744,154 @@ def _score(ex: Exchange, turn: Turn, memory: Any, stated: list[GoldFact], traps:
 
     turn_changes = {f.changes for f in turn.facts if f.changes}
     for write in ex.writes:
+        if write["action"] == "RETIRE":
+            old = best_match(write["replaced"], candidates, language)
+            write.update(verdict="retired", match=old.id if old else None, subject=None,
+                         instruction_not_given=False, change_in_gold=old is not None and old.id in turn_changes)
+            continue
         write["verdict"], match = verdict(write["value"], write["category"])
         write["match"] = match.id if match else None
+        write["trap_kind"] = match.kind if match is not None and match.id in trap_ids else None
+        if someones(write["key"]):  # filed under another person: not a fact about the user
+            write["verdict"] = "about_someone"
         # the gold subject the value belongs to (a fact and its changes share one category and key in the gold)
         write["subject"] = f"{ex.dialogue}:{match.category}/{match.key}" \
             if match is not None and match.key and match.id not in trap_ids else None
         write["instruction_not_given"] = write["category"] == "instruction" and (
             match is None or match.category != "instruction" or match.id in trap_ids)
         if write["replaced"] is not None:
-            old = best_match(write["replaced"], candidates)
+            old = best_match(write["replaced"], candidates, language)
             write["change_in_gold"] = old is not None and (old.id in turn_changes or match is old)
     for reason, text, why in texts:
-        match = best_match(text, turn.facts + turn.traps)
-        kind = "other" if match is None else "trap" if match in turn.traps else \
-            "optional" if match.optional else "gold"
-        ex.refused_texts.append({"reason": reason, "text": text, "why": why, "match": kind})
-    assigned = {m.id for m in (best_match(f.text, candidates) for f in memory.facts.active(limit=100_000)) if m}
+        match = None if text in assistant else best_match(text, turn.facts + turn.traps, language)
+        kind = "assistant" if text in assistant else "other" if match is None else "trap" if match in turn.traps \
+            else "optional" if match.optional else "gold"
+        ex.refused_texts.append({"reason": reason, "text": text, "why": why, "match": kind,
+                                 "gold": match.id if match else None})
+    ended = {w["match"] if w["action"] == "RETIRE" else getattr(best_match(w["replaced"], stated, language), "id", None)
+             for w in ex.writes if w["replaced"] is not None}  # the gold facts the exchange retired or replaced
+    assigned = {m.id for m in (best_match(f.text, candidates, language)
+                               for f in memory.facts.active(limit=100_000) if not someones(f.key)) if m}
     for f in turn.facts:
-        if not f.optional:
-            (ex.recalled if f.id in assigned else ex.missed).append(f.id)
+        # a change to "no longer ...": right when the old fact was retired (or superseded) here and is active no more
+        retired = bool(f.changes) and negated(f.value, f.language) and f.changes not in assigned and \
+            f.changes in ended
         if f.changes:
-            ex.changes[f.id] = ("both_active" if f.changes in assigned else "correct") if f.id in assigned \
-                else "missed"
+            ex.changes[f.id] = "correct" if retired or (f.id in assigned and f.changes not in assigned) else \
+                "both_active" if f.id in assigned else "missed"
+        if not f.optional:
+            (ex.recalled if f.id in assigned or retired else ex.missed).append(f.id)
 
 
 # --- the report ------------------------------------------------------------------------------------------------
+
+STORED = ("ADD", "SUPERSEDE", "UPDATE")
+EXAMPLES = 5
 
 
 def summarise(exchanges: list[Exchange]) -> dict[str, Any]:
     """The figures of a set of exchanges (one source, or all)."""
     writes = [w for e in exchanges for w in e.writes]
-    extraction = [c for e in exchanges for c in e.calls if c.schema in ("facts", "sheet")]
-    decision = [c for e in exchanges for c in e.calls if c.schema in ("decision", "still_true", "now_true")]
-    pairs = [c for c in decision if c.schema == "still_true"]
-    restated = [c for c in decision if c.schema == "now_true"]
+    calls = [c for e in exchanges for c in e.calls]
+    notes = [c for c in calls if c.schema == "notes"]
+    questions = [c for c in calls if c.schema == "changes"]
     refused = Counter({r: 0 for r in REASONS})
     for e in exchanges:
         refused.update(e.refused)
     actions = Counter(w["action"] for w in writes)
-    known = sum(e.known for e in exchanges)
-    proposals = sum(e.proposals for e in exchanges)
+    per_exchange = [len(e.calls) for e in exchanges]
+    tokens = [sum(c.prompt_tokens + c.reply_tokens for c in e.calls) for e in exchanges]
+    n = len(exchanges)
     out: dict[str, Any] = {
-        "exchanges": len(exchanges), "failed": sum(e.error is not None for e in exchanges),
-        "extraction_calls": len(extraction), "decision_calls": len(decision) - len(pairs) - len(restated),
-        "still_true_calls": len(pairs),
-        # known facts asked for as they read now after a change, and those stored so (`restate.accepted`)
-        "restate_calls": len(restated),
-        "restated": sum("written as it reads now" in (w.get("reason") or "") for w in writes),
-        "json_unusable": {"facts": sum(not c.usable for c in extraction),
-                          "decision": sum(not c.usable for c in decision)},
-        "call_errors": sum(c.error is not None for c in extraction + decision),
-        "proposals": proposals,
-        "stored": {"added": actions["ADD"], "superseded": actions["SUPERSEDE"], "updated": actions["UPDATE"]},
-        "known": known,
+        "exchanges": n, "failed": sum(e.error is not None for e in exchanges),
+        "calls": {"total": len(calls), "notes": len(notes), "changes": len(questions),
+                  "other": len(calls) - len(notes) - len(questions)},
+        "calls_per_exchange": {
+            "median": median(per_exchange), "max": max(per_exchange, default=0),
+            "share": {label: round(sum(test(k) for k in per_exchange) / n, 3) if n else None
+                      for label, test in (("0", lambda k: k == 0), ("1", lambda k: k == 1), ("2", lambda k: k == 2),
+                                          ("more", lambda k: k > 2))}},
+        # the extra questions, and the changes coop took from their answers
+        "changes_asked": {"questions": len(questions), "named": sum(c.proposals for c in questions),
+                          "applied": sum(ANSWERED_CHANGE in (w.get("reason") or "") for w in writes)},
+        "tokens_per_exchange": {"median": median(tokens), "max": max(tokens, default=0),
+                                "mean": round(sum(tokens) / n, 1) if n else 0.0,
+                                "counted_by": "coop.memory.text.estimate_tokens (about 4 characters a token)"},
+        "json_usable": round(sum(c.usable for c in notes + questions) / len(notes + questions), 3)
+        if notes + questions else None,
+        "json_unusable": {"notes": sum(not c.usable for c in notes), "changes": sum(not c.usable for c in questions)},
+        "call_errors": sum(c.error is not None for c in calls),
+        "proposals": sum(e.proposals for e in exchanges),
+        "stored": {"added": actions["ADD"], "superseded": actions["SUPERSEDE"], "updated": actions["UPDATE"],
+                   "retired": actions["RETIRE"]},
+        "known": sum(e.known for e in exchanges),
         "refused": dict(refused),
-        "refused_by": {"evidence": refused["evidence"], "mood": refused["mood"],
-                       "instruction_rules": refused["instruction"] + refused["widening"] + refused["unsafe"],
-                       "reconciliation_rules": refused["change"] + refused["target"],
-                       "forgotten": refused["forgotten"], "value": refused["value"], "known": refused["known"]},
-        "json_usable": round(sum(c.usable for c in extraction + decision) / len(extraction + decision), 3)
-        if extraction + decision else None,
         "not_stored_no_reason": sum(max(0, e.proposals - len(e.writes) - e.known - sum(e.refused.values()))
                                     for e in exchanges),
-        "facts_per_exchange": round(len(writes) / len(exchanges), 3) if exchanges else 0.0,
-        "seconds_per_call": {"extraction_median": round(median([c.seconds for c in extraction]), 3),
-                             "extraction_p90": round(percentile([c.seconds for c in extraction], 90), 3),
-                             "decision_median": round(median([c.seconds for c in decision]), 3)},
-        "changes_asked": Counter(_verdict(c.reply) for c in pairs),
+        "assistant_words_stored": sum(bool(w.get("assistant_words")) for w in writes),
+        "facts_per_exchange": round(sum(w["action"] in STORED for w in writes) / n, 3) if n else 0.0,
+        "seconds_per_call": {"notes_median": round(median([c.seconds for c in notes]), 3),
+                             "notes_p90": round(percentile([c.seconds for c in notes], 90), 3),
+                             "changes_median": round(median([c.seconds for c in questions]), 3)},
     }
     scored = [e for e in exchanges if e.source != "locomo"]
     if scored:
-        judged = [w for e in scored for w in e.writes]
-        verdicts = Counter(w["verdict"] for w in judged)
-        recalled, missed = sum(len(e.recalled) for e in scored), sum(len(e.missed) for e in scored)
-        changes = Counter(v for e in scored for v in e.changes.values())
-        refused_gold = Counter(t["reason"] for e in scored for t in e.refused_texts if t["match"] == "gold")
-        refused_traps = Counter(t["reason"] for e in scored for t in e.refused_texts if t["match"] == "trap")
-        nothing = [e for e in scored if e.none]
-        out["gold"] = {
-            "stored_values": len(judged),
-            "precision": round(verdicts["correct"] / len(judged), 3) if judged else None,
-            "verdicts": {v: verdicts[v] for v in ("correct", "stale", "trap", "unmatched")},
-            "recall": round(recalled / (recalled + missed), 3) if recalled + missed else None,
-            "gold_facts": recalled + missed,
-            "changes": {"total": sum(changes.values()), "correct": changes["correct"],
-                        "both_active": changes["both_active"], "missed": changes["missed"]},
-            "changes_not_in_gold": sum(1 for w in judged if w["replaced"] is not None and not w["change_in_gold"]),
-            "instructions_not_given": sum(w["instruction_not_given"] for w in judged),
-            "nothing_turns": len(nothing),
-            "nothing_turns_with_a_write": sum(bool(e.writes) for e in nothing),
-            "key_stability": key_stability(judged),
-            "true_facts_refused": dict(refused_gold),
-            "traps_refused": dict(refused_traps),
-        }
+        out["gold"] = _gold_figures(scored)
+        languages = sorted({e.language for e in scored})
+        if len(languages) > 1:
+            out["languages"] = {language: _language_figures([e for e in scored if e.language == language])
+                                for language in languages}
     return out
+
+
+def _gold_figures(scored: list[Exchange]) -> dict[str, Any]:
+    writes = [w for e in scored for w in e.writes]
+    judged = [w for w in writes if w["action"] in STORED and w["verdict"] != "about_someone"]
+    verdicts = Counter(w["verdict"] for w in judged)
+    recalled, missed = sum(len(e.recalled) for e in scored), sum(len(e.missed) for e in scored)
+    refusals = [t for e in scored for t in e.refused_texts]
+    traps = [w for w in judged if w["verdict"] == "trap"]
+    nothing = [e for e in scored if e.none]
+    return {
+        "stored_values": len(judged),
+        "precision": round(verdicts["correct"] / len(judged), 3) if judged else None,
+        "verdicts": {v: verdicts[v] for v in ("correct", "stale", "trap", "unmatched")},
+        "about_someone": sum(w["verdict"] == "about_someone" for w in writes),
+        "recall": round(recalled / (recalled + missed), 3) if recalled + missed else None,
+        "gold_facts": recalled + missed,
+        "changes": _changes(scored),
+        "changes_not_in_gold": sum(1 for w in writes if w["replaced"] is not None and not w["change_in_gold"]),
+        "instructions_not_given": sum(w["instruction_not_given"] for w in judged),
+        "traps_stored": len(traps),
+        "traps_stored_by_kind": dict(Counter(w["trap_kind"] for w in traps)),
+        "nothing_turns": len(nothing),
+        "nothing_turns_with_a_write": sum(any(w["action"] in STORED for w in e.writes) for e in nothing),
+        "key_stability": key_stability(judged),
+        "true_facts_refused": dict(Counter(t["reason"] for t in refusals if t["match"] == "gold")),
+        "traps_refused": dict(Counter(t["reason"] for t in refusals if t["match"] == "trap")),
+        "examples": {
+            "true_facts_refused": [{k: t[k] for k in ("reason", "text", "why", "gold")}
+                                   for t in refusals if t["match"] == "gold"][:EXAMPLES],
+            "traps_stored": [{"value": w["value"], "kind": w["trap_kind"], "trap": w["match"], "quote": w["quote"]}
+                             for w in traps][:EXAMPLES]},
+    }
+
+
+def _changes(scored: list[Exchange]) -> dict[str, int]:
+    changes = Counter(v for e in scored for v in e.changes.values())
+    return {"total": sum(changes.values()), "correct": changes["correct"], "both_active": changes["both_active"],
+            "missed": changes["missed"]}
+
+
+def _language_figures(scored: list[Exchange]) -> dict[str, Any]:
+    gold = _gold_figures(scored)
+    return {"exchanges": len(scored), "precision": gold["precision"], "recall": gold["recall"],
+            "changes": gold["changes"], "traps_stored": gold["traps_stored"]}
 
 
 def key_stability(writes: list[dict[str, Any]]) -> dict[str, Any]:
     """Of the gold subjects (a conversation's category/key: a fact and its changes) with two or more stored values,
     the share whose values were all stored in one slot (category and key, keys of one slot counted as one)."""
-    from coop.memory.growth.sameness import canonical_key
-
     slots: dict[str, set[tuple[str, str | None]]] = {}
     counts: Counter[str] = Counter()
     for w in writes:
@@ -860,54 +911,63 @@ def report(exchanges: list[Exchange], meta: dict[str, Any]) -> dict[str, Any]:
 
 
 def print_report(result: dict[str, Any]) -> None:
-    print(f"Extraction benchmark: model {result['model']} ({result['json_mode']}), embedder {result['embedder']}")
+    script = f", script {result['script_mode']}" if result.get("script_mode") else ""
+    print(f"Extraction benchmark: model {result['model']} ({result['json_mode']}{script}), "
+          f"embedder {result['embedder']}")
     print(f"  commit {result['commit']}, {result['date']}; {result['machine']}")
     for name, s in result["sources"].items():
-        print(f"\n  {name}: {s['exchanges']} exchanges ({s['failed']} failed), {s['extraction_calls']} extraction "
-              f"calls, {s['decision_calls']} reconciliation calls + {s['still_true_calls']} still-true questions "
-              f"({', '.join(f'{n} {v}' for v, n in sorted(s['changes_asked'].items())) or '-'}) + "
-              f"{s['restate_calls']} restatements ({s['restated']} stored)")
-        print(f"    JSON usable             {_fmt(s['json_usable'])} of calls; unusable: facts "
-              f"{s['json_unusable']['facts']}, decision {s['json_unusable']['decision']}; call errors "
+        c, per, q = s["calls"], s["calls_per_exchange"], s["changes_asked"]
+        print(f"\n  {name}: {s['exchanges']} exchanges ({s['failed']} failed), {c['notes']} notes calls, "
+              f"{c['changes']} extra questions ({q['named']} named a fact, {q['applied']} changes applied)"
+              + (f", {c['other']} other calls" if c["other"] else ""))
+        share = per["share"]
+        print(f"    calls per exchange      median {per['median']:g}, max {per['max']}; exchanges with 0 / 1 / 2 / "
+              f"more: {' / '.join(_fmt(share[k]) for k in ('0', '1', '2', 'more'))}")
+        t = s["tokens_per_exchange"]
+        print(f"    tokens per exchange     median {t['median']:g}, mean {t['mean']:g}, max {t['max']} (estimated, "
+              "about 4 characters a token)")
+        print(f"    JSON usable             {_fmt(s['json_usable'])} of calls; unusable: notes "
+              f"{s['json_unusable']['notes']}, changes {s['json_unusable']['changes']}; call errors "
               f"{s['call_errors']}")
         st = s["stored"]
         print(f"    proposals               {s['proposals']}: stored {st['added']} added + {st['superseded']} "
-              f"superseding + {st['updated']} updates, {s['known']} already known")
-        by = s["refused_by"]
-        print(f"    refused                 evidence {by['evidence']}, mood {by['mood']}, instruction rules "
-              f"{by['instruction_rules']}, reconciliation rules {by['reconciliation_rules']}, forgotten "
-              f"{by['forgotten']}, value {by['value']}, known {by['known']}; not stored, no reason counted: "
-              f"{s['not_stored_no_reason']}")
-        print(f"    facts per exchange      {s['facts_per_exchange']:.3f}")
+              f"superseding + {st['updated']} updates, {st['retired']} retired, {s['known']} already known")
+        refused = ", ".join(f"{r} {n}" for r, n in s["refused"].items() if n) or "none"
+        print(f"    refused                 {refused}; not stored, no reason counted: {s['not_stored_no_reason']}")
+        print(f"    assistant's words       {s['assistant_words_stored']} stored")
         sec = s["seconds_per_call"]
-        print(f"    seconds per call        extraction median {sec['extraction_median']:.2f} (p90 "
-              f"{sec['extraction_p90']:.2f}), reconciliation median {sec['decision_median']:.2f}")
+        print(f"    seconds per call        notes median {sec['notes_median']:.2f} (p90 {sec['notes_p90']:.2f}), "
+              f"changes median {sec['changes_median']:.2f}")
         g = s.get("gold")
         if g:
-            v = g["verdicts"]
-            print(f"    precision               {_fmt(g['precision'])} of {g['stored_values']} stored values "
-                  f"(stale {v['stale']}, traps {v['trap']}, unmatched {v['unmatched']})")
-            print(f"    recall of stated facts  {_fmt(g['recall'])} of {g['gold_facts']}")
-            c = g["changes"]
-            print(f"    changes                 {c['correct']} of {c['total']} superseded correctly (both active "
-                  f"{c['both_active']}, missed {c['missed']}); changes not in the gold {g['changes_not_in_gold']}")
-            print(f"    instructions not given  {g['instructions_not_given']}; turns that must yield nothing: "
-                  f"{g['nothing_turns_with_a_write']} of {g['nothing_turns']} stored something")
-            k = g["key_stability"]
-            print(f"    key stability           {_fmt(k['share'])}: {k['one_slot']} of {k['subjects']} subjects "
-                  "with two or more stored values kept one slot")
-            print(f"    refused, gold facts     {g['true_facts_refused'] or '-'}; traps {g['traps_refused'] or '-'}")
+            _print_gold(g)
+        for language, figures in (s.get("languages") or {}).items():
+            ch = figures["changes"]
+            print(f"    {language:<23} {figures['exchanges']} exchanges: precision {_fmt(figures['precision'])}, "
+                  f"recall {_fmt(figures['recall'])}, changes {ch['correct']} of {ch['total']}, traps stored "
+                  f"{figures['traps_stored']}")
 
 
-def _verdict(reply: str | None) -> str:
-    """A still-true reply's answer, or "unusable"."""
-    from coop.memory.growth.still_true import parse_verdict
-    from coop.model.jsonreply import ModelReplyError
-
-    try:
-        return parse_verdict(reply or "")
-    except ModelReplyError:
-        return "unusable"
+def _print_gold(g: dict[str, Any]) -> None:
+    v = g["verdicts"]
+    print(f"    precision               {_fmt(g['precision'])} of {g['stored_values']} stored values "
+          f"(stale {v['stale']}, traps {v['trap']}, unmatched {v['unmatched']}); filed under another person "
+          f"{g['about_someone']}")
+    print(f"    recall of stated facts  {_fmt(g['recall'])} of {g['gold_facts']}")
+    c = g["changes"]
+    print(f"    changes                 {c['correct']} of {c['total']} correct (both active {c['both_active']}, "
+          f"missed {c['missed']}); changes not in the gold {g['changes_not_in_gold']}")
+    print(f"    instructions not given  {g['instructions_not_given']}; traps stored {g['traps_stored']} "
+          f"{g['traps_stored_by_kind'] or ''}; turns that must yield nothing: {g['nothing_turns_with_a_write']} "
+          f"of {g['nothing_turns']} stored something")
+    k = g["key_stability"]
+    print(f"    key stability           {_fmt(k['share'])}: {k['one_slot']} of {k['subjects']} subjects "
+          "with two or more stored values kept one slot")
+    print(f"    refused, gold facts     {g['true_facts_refused'] or '-'}; traps {g['traps_refused'] or '-'}")
+    for t in g["examples"]["true_facts_refused"]:
+        print(f"      true fact refused     [{t['reason']}] {t['text']!r}: {t['why']}")
+    for t in g["examples"]["traps_stored"]:
+        print(f"      trap stored           [{t['kind']}] {t['value']!r} (from {t['quote']!r})")
 
 
 def _fmt(value: float | None) -> str:
@@ -934,6 +994,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--data", type=Path, help="a LoCoMo-shaped file")
     parser.add_argument("--limit", type=int, default=None, help="at most N exchanges from each source")
     parser.add_argument("--model", default="scripted", help="'scripted', or a litellm model name (openai/NAME)")
+    parser.add_argument("--script", choices=SCRIPTS, default="honest",
+                        help="how the scripted model reads the gold (default: %(default)s)")
     parser.add_argument("--api-base", default="", help="the model's OpenAI-compatible server")
     parser.add_argument("--json-mode", choices=("auto", "json_schema", "json_object_schema", "json_object", "prompt"),
                         default="auto",
@@ -967,7 +1029,7 @@ def main(argv: list[str] | None = None) -> int:
         script = server = None
         api_base, model = args.api_base, args.model
         if model == "scripted":
-            script = Script()
+            script = Script(args.script)
             server, api_base = serve_script(script)
             model = "openai/scripted"
         config, complete = fast_model(model, api_base, args.timeout)
@@ -984,6 +1046,7 @@ def main(argv: list[str] | None = None) -> int:
             if server is not None:
                 server.shutdown()
     meta = {"model": args.model, "api_base": args.api_base or None, "json_mode": args.json_mode,
+            "script_mode": script.mode if script else None,
             "embedder": embedder.id, "limit": args.limit, "commit": commit, "date": date.today().isoformat(),
             "machine": machine(), "seconds": round(time.perf_counter() - started, 1),
             "gold_file": None if args.no_gold else str(args.gold),

@@ -252,8 +252,8 @@ class ScriptedServer:
     """An OpenAI-compatible server on 127.0.0.1 that answers from a script and records every request.
 
     `replies` is a queue; each chat request takes the next entry (or `default_reply` when it is empty); requests
-    from background jobs (extraction, reconciliation, summaries: any system prompt other than coop's chat
-    preamble) take from `background_replies` (or `background_default`, an empty fact list). An entry is:
+    from background jobs (extraction, the one question about changes, summaries: any system prompt other than
+    coop's chat preamble) take from `background_replies` (or `background_default`, an empty list of notes). An entry is:
     - a string: the reply text (streamed in small chunks when the request asks for a stream);
     - a dict with any of: `content`, `tool_calls` ([{"name", "arguments"}]), `status` and `message` (an HTTP
       error), `sleep` (seconds before answering), `chunk_delay` (seconds between streamed chunks), `malformed`
@@ -270,7 +270,7 @@ class ScriptedServer:
     replies: list[Any] = field(default_factory=list)
     default_reply: Any = "ok"
     background_replies: list[Any] = field(default_factory=list)
-    background_default: Any = '{"facts": []}'
+    background_default: Any = '{"notes": []}'
     status: int = 200
     models: list[str] = field(default_factory=lambda: ["test-model"])  # what GET /models lists
     # Like llama-cpp-python's server: `response_format` type json_schema is answered with HTTP 500 ("Input should be
@@ -289,7 +289,7 @@ class ScriptedServer:
         return [r["body"] for r in self.requests if r["path"].endswith("/chat/completions") and is_chat(r["body"])]
 
     def background_requests(self) -> list[dict[str, Any]]:
-        """Extraction, reconciliation and summary requests to the fast model."""
+        """Extraction, the question about changes and summary requests to the fast model."""
         return [r["body"] for r in self.requests
                 if r["path"].endswith("/chat/completions") and not is_chat(r["body"])]
 

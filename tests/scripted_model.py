@@ -16,7 +16,6 @@ the engine's `complete(messages, schema=...)`, taking `completions`), and it ans
 
 from __future__ import annotations
 
-import re
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -33,7 +32,7 @@ class ScriptedModel:
     replies: list[Any] = field(default_factory=list)
     default: Any = "ok"
     completions: list[Any] = field(default_factory=list)
-    completion_default: Any = '{"facts": []}'
+    completion_default: Any = '{"notes": []}'
     requests: list[dict[str, Any]] = field(default_factory=list)     # each stream call: messages and tools
     completion_requests: list[dict[str, Any]] = field(default_factory=list)
     # A callable entry is given {"messages", "tools"} (the scripted server's request body) instead of the messages.
@@ -133,11 +132,8 @@ def session_on(model: Any, memory: Any, config: Any, **kwargs: Any) -> Any:
 
 
 def said_in(content: str) -> str | None:
-    """The user's message an extraction request carries (its numbered sentences joined again), or None when
-    `content` is not an extraction request."""
-    from coop.memory.growth.extract import MESSAGE_HEADING
+    """The user's message a pointing request carries (its clauses joined again), or None when `content` is not an
+    extraction request (`tests/notes.py`)."""
+    from tests.notes import said_in as listed
 
-    if MESSAGE_HEADING not in content:
-        return None
-    lines = content.split(MESSAGE_HEADING, 1)[1].strip().splitlines()
-    return " ".join(re.sub(r"^\d+\. ", "", line) for line in lines)
+    return listed(content)

@@ -65,7 +65,6 @@ def probe_support(config: "Config") -> list[Check]:
     from coop.chat.tools import TOOL_NAMES, TOOL_SPECS
     from coop.config.loading import coop_home
     from coop.memory.growth.extract import extraction_request
-    from coop.memory.growth.sheet import schema
     from coop.model.jsonreply import usable
     from coop.model.llm import chat_model, fast_complete
 
@@ -74,12 +73,14 @@ def probe_support(config: "Config") -> list[Check]:
     if complete is not None:
         started = time.perf_counter()
         try:
-            messages, said = extraction_request(PROBE_FACT)
-            reply = complete(messages, schema=schema(len(said)))
+            request = extraction_request(PROBE_FACT)
+            assert request is not None  # the probe's sentence is the user's own words
+            messages, schema, _ = request
+            reply = complete(messages, schema=schema)
             seconds = time.perf_counter() - started
             mode = complete.modes.get(complete.name)
             checks.append(ok("JSON probe", f"{complete.name}: usable JSON in {mode} mode, {seconds:.1f} s")
-                          if usable(reply, schema(len(said))) else
+                          if usable(reply, schema) else
                           warning("JSON probe", f"{complete.name} gave no usable JSON in any mode ({seconds:.1f} s)",
                                   "facts will not be learned with this fast model: try a larger one"))
             checks += [c for c in [_slow("JSON probe", seconds, config.model.fast_timeout_seconds,

@@ -1,14 +1,14 @@
-"""The JSON the fast model is asked for (facts, a reconciliation decision, a summary): its schema, reading it out
-of a reply, and telling a usable reply from prose or an echo of the schema. Shared by the memory engine, which
-asks, and the model client (`coop.model.json_modes`), which picks how to ask (a JSON schema, JSON mode, or the prompt
-alone) and falls back when a model cannot do better; neither imports the other."""
+"""The JSON the fast model is asked for (the notes of a message, the one question about changes, a summary): reading
+it out of a reply, and telling a usable reply from prose or an echo of the schema. Shared by the memory engine,
+which asks, and the model client (`coop.model.json_modes`), which picks how to ask (a JSON schema, JSON mode, or the
+prompt alone) and falls back when a model cannot do better; neither imports the other."""
 
 from __future__ import annotations
 
 import json
 import re
 from collections.abc import Callable
-from typing import Any, NotRequired, TypedDict
+from typing import Any, TypedDict
 
 
 class ModelReplyError(ValueError):
@@ -20,42 +20,6 @@ class Schema(TypedDict):
 
     name: str
     schema: dict[str, Any]
-    # Top-level keys any one of which makes a reply usable, when a reader takes more than the schema's shape
-    # (the sheet's reader also takes a plain list of facts); never sent to the model.
-    usable_keys: NotRequired[list[str]]
-
-
-def _object(properties: dict[str, Any], required: list[str]) -> dict[str, Any]:
-    return {"type": "object", "properties": properties, "required": required, "additionalProperties": False}
-
-
-STANCES = ["asserted", "plan", "question", "hypothetical", "reported", "negated", "joke"]
-_FACT = _object({"category": {"type": "string"}, "key": {"type": ["string", "null"]}, "value": {"type": "string"},
-                 "importance": {"type": "number"}, "evidence": {"type": "string"},
-                 "stance": {"type": "string", "enum": STANCES}},
-                ["category", "key", "value", "importance", "evidence", "stance"])
-DECISION: Schema = {"name": "decision", "schema": _object(
-    {"action": {"type": "string", "enum": ["ADD", "UPDATE", "SUPERSEDE", "NONE"]},
-     "target": {"type": ["integer", "null"]}, "confidence": {"type": "number"}, "reason": {"type": "string"}},
-    ["action", "target", "confidence", "reason"])}
-STILL_TRUE: Schema = {"name": "still_true", "schema": _object(
-    {"known_is_about": {"type": "string"}, "new_is_about": {"type": "string"},
-     "answer": {"type": "string", "enum": ["different_things", "same_thing_both_true", "same_thing_changed"]}},
-    ["known_is_about", "new_is_about", "answer"])}
-NOW_TRUE: Schema = {"name": "now_true", "schema": _object({"now_true": {"type": "string"}}, ["now_true"])}
-SUMMARY: Schema = {"name": "summary", "schema": _object(
-    {"summary": {"type": ["string", "null"]}, "facts": {"type": "array", "items": _FACT}}, ["summary", "facts"])}
-
-
-def sheet_schema(count: int, kinds: list[str], topics: list[str], per_sentence: int) -> Schema:
-    """The extractor's sheet (`coop.memory.growth.sheet`): one row for each of `count` sentences, its kind and its
-    facts, each with a topic; a server that enforces the schema makes the model answer for every sentence."""
-    fact = _object({"fact": {"type": "string"}, "topic": {"type": "string", "enum": topics}}, ["fact", "topic"])
-    row = _object({"n": {"type": "integer"}, "kind": {"type": "string", "enum": kinds},
-                   "facts": {"type": "array", "items": fact, "maxItems": per_sentence}}, ["n", "kind", "facts"])
-    return {"name": "sheet", "schema": _object(
-        {"sentences": {"type": "array", "items": row, "minItems": count, "maxItems": count}}, ["sentences"]),
-        "usable_keys": ["sentences", "facts"]}
 
 
 def parse_json_reply(text: str) -> Any:
@@ -103,8 +67,6 @@ def usable(text: str, schema: Schema) -> bool:
         return False
     if not isinstance(data, dict):
         return False
-    if "usable_keys" in schema:
-        return any(key in data for key in schema["usable_keys"])
     return all(key in data for key in schema["schema"].get("required", []))
 
 

@@ -19,7 +19,9 @@ from coop.chat.session import ChatSession
 from coop.cli.app import app
 from coop.config.loading import apply_overrides, load_config
 from coop.memory.growth.embedders import HashEmbedder
-from coop.memory.growth.extract import MESSAGE_HEADING
+from coop.memory.growth.pointing import MESSAGE_HEADING
+from coop.memory.growth.slots import topic_of
+from tests.notes import note, notes
 from tests.scripted_model import said_in, session_on
 
 EMBEDDER = HashEmbedder(64)
@@ -33,37 +35,30 @@ def config_for(server, **overrides):
     return apply_overrides(load_config(), {**values, **overrides})
 
 
-def fact(category, key, value, evidence, importance=0.7):
-    return {"category": category, "key": key, "value": value, "importance": importance, "evidence": evidence}
+def fact(category, key, value, evidence, importance=0.7, about="user"):
+    """A note the scripted extractor gives: the value, the user's words it rests on, the topic of its slot, and
+    whom it is about."""
+    kind = "instruction" if category == "instruction" else "fact"
+    return note(value, evidence, kind=kind, topic=topic_of(category, key).name, about=about)
 
 
 def fast_model(extract: dict[str, list[dict]], replaces: dict[str, str] | None = None, summary: str = ""):
-    """The scripted fast model. `extract`: the user's message -> the facts in it; `replaces`: a new fact's text
-    -> the text of the fact it supersedes (anything else is ADD; asked whether a fact is still true, one of those
-    it supersedes is changed)."""
+    """The scripted fast model. `extract`: the user's message -> the notes of it; `replaces`: a new fact's text
+    -> the text of the fact it replaces, named when the one question about changes offers it."""
     replaces = replaces or {}
 
     def reply(body: dict) -> str:
         system, asked = body["messages"][0]["content"], body["messages"][-1]["content"]
-        if system.startswith("You maintain"):
-            said = said_in(asked) or ""
-            return json.dumps({"facts": extract.get(said, [])})
-        if asked.startswith("KNOWN FACT: "):  # the still-true question: changed for a fact meant to be replaced
-            known = asked.split("\n", 1)[0].removeprefix("KNOWN FACT: ")
-            if "now_true" in json.dumps(body.get("response_format", {})):
-                return "{}"  # no restatement: the new fact is stored as written
-            answer = "same_thing_changed" if known in replaces.values() else "different_things"
-            return json.dumps({"known_is_about": known, "new_is_about": "", "answer": answer})
-        if system.startswith("You keep"):
-            new = asked.split("]: ", 1)[1].split("\n", 1)[0]
-            listing = dict((text, int(i)) for i, text in re.findall(r"- id (\d+) \[[^\]]*\]: (.*)", asked))
-            old = replaces.get(new)
-            if old in listing:
-                return json.dumps({"action": "SUPERSEDE", "target": listing[old], "confidence": 0.9,
-                                   "reason": "changed"})
-            return json.dumps({"action": "ADD", "target": None, "confidence": 0.9, "reason": "different"})
+        said = said_in(asked)
+        if said is not None:
+            return notes(*extract.get(said, []))(body)
         if system.startswith("You consolidate"):
-            return json.dumps({"summary": summary, "facts": []})
+            return json.dumps({"summary": summary, "notes": []})
+        if "NEW:" in asked and "KNOWN:" in asked:  # the one question about what a new fact changes
+            new = dict(re.findall(r"^(n\d+): (.*)$", asked, re.MULTILINE))
+            known = {text: label for label, text in re.findall(r"^(k\d+): (.*)$", asked, re.MULTILINE)}
+            return json.dumps({"changes": [{"new": n, "replaces": known.get(replaces.get(text, ""))}
+                                           for n, text in new.items()]})
         return "{}"
 
     return reply
@@ -112,7 +107,7 @@ def test_a_move_replaces_the_old_city_though_the_keys_differ(memory, scripted):
                       new_fact=fact("location", "city", "Lives in Berlin", "I moved to Berlin"),
                       stale="Lyon", current="Lives in Berlin")
     [history] = [e for e in memory.facts.history(1) if e.action == "SUPERSEDE"]
-    assert history.reason == "changed"
+    assert "location/home_city" in history.reason  # the table decided: one slot, a new value
 
 
 def test_a_job_change_replaces_the_employer(memory, scripted):
@@ -134,8 +129,8 @@ def test_a_diet_change_replaces_the_diet(memory, scripted):
 def test_a_reversed_standing_instruction_replaces_the_old_one(memory, scripted):
     first, then = "Always answer in French please", "Answer in English from now on"
     scripted.background_default = fast_model(
-        {first: [fact("instruction", None, "Always answer in French", first)],
-         then: [fact("instruction", None, "Answer in English", "Answer in English from now on")]},
+        {first: [fact("instruction", "answer_language", "Always answer in French", first)],
+         then: [fact("instruction", "answer_language", "Answer in English", "Answer in English from now on")]},
         replaces={"Answer in English": "Always answer in French"})
     scripted.default_reply = "ok"
     session(memory, scripted, first)
@@ -150,7 +145,7 @@ def test_a_reversed_standing_instruction_replaces_the_old_one(memory, scripted):
 def test_a_forgotten_fact_reaches_no_later_prompt_by_any_road(memory, openai_server):
     said = "my sister Ana works as a dentist"
     openai_server.background_default = fast_model(
-        {said: [fact("family", "sister_job", "Sister Ana works as a dentist", said)]},
+        {said: [fact("family", "sister_job", "Sister Ana works as a dentist", said, about="sister Ana")]},
         summary="The user's sister Ana works as a dentist.")
     openai_server.replies = ["A dentist, like your sister Ana? Noted."]
     session(memory, openai_server, said, consolidate=True)
@@ -168,7 +163,7 @@ def test_a_forgotten_fact_reaches_no_later_prompt_by_any_road(memory, openai_ser
 def test_a_pronoun_is_resolved_from_the_earlier_turns(memory, scripted):
     scripted.background_default = fast_model(
         {"she just started at the hospital": [fact("family", "sister_job", "Sister Ana works at the hospital",
-                                                   "she just started at the hospital")]})
+                                                   "she just started at the hospital", about="sister Ana")]})
     scripted.default_reply = "ok"
     session(memory, scripted, "My sister is Ana", "she just started at the hospital")
     extraction = [r for r in scripted.background_requests()
@@ -179,19 +174,21 @@ def test_a_pronoun_is_resolved_from_the_earlier_turns(memory, scripted):
     assert facts_section(scripted).count("Sister Ana works at the hospital") == 1
 
 
-def test_a_relative_date_is_extracted_against_today(memory, scripted):
+def test_a_relative_date_is_kept_as_said_and_shown_with_the_day_it_was_said(memory, scripted):
+    """The extractor is told today's date; a value keeps the user's "next Friday" (a date the model worked out
+    would be a number the user never said), and the prompt dates each fact, so "next Friday" reads against it."""
     today = datetime.date.today()
-    friday = today + datetime.timedelta(days=(4 - today.weekday()) % 7 or 7)
     said = "my dentist appointment is next Friday"
     scripted.background_default = fast_model(
-        {said: [fact("health", "dentist_appointment", f"Dentist appointment on {friday.isoformat()}", said)]})
+        {said: [fact("health", None, "Dentist appointment next Friday", said)]})
     scripted.default_reply = "ok"
     session(memory, scripted, said)
     asked = [r["messages"][-1]["content"] for r in scripted.background_requests()
              if said_in(r["messages"][-1]["content"])][-1]
     assert f"TODAY: {today.strftime('%A %Y-%m-%d')}" in asked
     session(memory, scripted, "when is my dentist appointment?")
-    assert f"Dentist appointment on {friday.isoformat()}" in facts_section(scripted)
+    [line] = [x for x in facts_section(scripted).splitlines() if "Dentist appointment next Friday" in x]
+    assert today.isoformat() in line
 
 
 def test_after_an_idle_end_the_next_first_prompt_picks_up_where_it_left_off(memory, openai_server):

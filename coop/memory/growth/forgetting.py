@@ -4,7 +4,7 @@ A fact is rarely stored once: the user's message said it, the reply may have ech
 and a memory tool's result quoted it. Forgetting only the fact row would leave all of those to be recalled
 ("What does my sister do?" still finds the dentist). So forgetting a fact forgets its traces with it, for good:
 - the messages it was extracted from (the `fact_sources` links),
-- the messages (the user's, the assistant's, tool results) and summaries that state it (`evidence.states`:
+- the messages (the user's, the assistant's, tool results) and summaries that state it (`words.states`:
   three quarters of its content words, every name and number);
 - a forgotten summary's span is summarised again from what is left, so the rest of that conversation is kept.
 The fact's neighbours in a conversation stay. `forget_fact_traces` returns what it removed, so `coop memory
@@ -16,10 +16,10 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 
-from coop.memory.growth.evidence import content_words, states
 from coop.memory.storage.items import Item
 from coop.memory.storage.store import UserMemory
 from coop.memory.text import plural
+from coop.memory.words import content_words, states
 
 _PLACES = {"fact": "facts", "message": "messages", "summary": "summaries"}
 

@@ -22,16 +22,16 @@ from datetime import datetime
 from typing import TYPE_CHECKING
 
 from coop.memory.embedder import Embedder
+from coop.memory.growth.changes import model_asker
 from coop.memory.growth.consolidate import consolidate
 from coop.memory.growth.embedding import embed_pending
-from coop.memory.growth.extract import Complete, ExtractionContext, extract_facts, model_decider
+from coop.memory.growth.extract import Complete, ExtractionContext, extract_facts
 from coop.memory.growth.reconcile import FactWriter
-from coop.memory.growth.restate import model_restater
-from coop.memory.growth.still_true import model_judge
 from coop.memory.kinds import INSTRUCTION
-from coop.memory.storage.items import FactWrite, Item
+from coop.memory.storage.items import FactWrite
 from coop.memory.storage.links import JOB_LEASE_SECONDS, MAX_JOB_ATTEMPTS, JobClaim, PendingJob
 from coop.memory.storage.store import MemoryStore, UserMemory
+from coop.memory.text import shorten
 
 if TYPE_CHECKING:
     from coop.config.loading import Config
@@ -53,12 +53,11 @@ class MemoryJobs:
     _holding: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def writer(self, memory: UserMemory, embedder: Embedder | None = None) -> FactWriter:
-        """The one fact write pipeline, with the fast model as reconciler when there is one."""
+        """The one fact write pipeline, with the fast model for the one question the table of slots cannot
+        answer, when there is a model."""
         return FactWriter(memory, self.config.memory.extraction,
                           embedder=embedder if embedder is not None else self.embedder(),
-                          decide=model_decider(self.complete) if self.complete else None,
-                          judge=model_judge(self.complete) if self.complete else None,
-                          restate=model_restater(self.complete) if self.complete else None)
+                          ask=model_asker(self.complete) if self.complete else None)
 
     def embedding(self, user_id: str) -> Job:
         """Vectors for the user's messages that have none. The embedder is asked for inside the job, on the
@@ -145,16 +144,15 @@ class MemoryJobs:
             return None
         user_text = texts[job.message_id].text
         context = ExtractionContext(today=datetime.now().strftime("%A %Y-%m-%d"),
-                                    earlier=earlier_turns(memory, job.message_id),
-                                    known=related_facts(memory, self.embedder(), user_text))
+                                    earlier=earlier_turns(memory, job.message_id))
         settings = self.config.memory.extraction
         source = "host" if memory.sources.host_messages([job.message_id]) else "extraction"  # an MCP host's account
         candidates = extract_facts(self.complete, user_text, settings.max_facts_per_turn, context, source)
         writer = self.writer(memory)
         done: list[str] = []
         changes = 0
-        for candidate in candidates:
-            plan = writer.plan(candidate)
+        for plan in writer.plan_exchange(candidates, user_text):
+            candidate = plan.candidate
             if plan.action in CHANGES and changes >= settings.max_changes_per_turn:
                 log.info("extraction: more than %d changes in one exchange; one was not applied",
                          settings.max_changes_per_turn)
@@ -163,7 +161,8 @@ class MemoryJobs:
             result = writer.apply(plan)
             if result is None:
                 continue
-            memory.sources.link(result.fact_id, [job.message_id], quote=candidate.evidence)
+            if result.action != "RETIRE":  # (a retired fact keeps the sources it had)
+                memory.sources.link(result.fact_id, [job.message_id], quote=candidate.evidence)
             writer.said_together.add(result.fact_id)
             if result.action == "MERGE":
                 continue
@@ -212,9 +211,8 @@ class ClaimingJob:
         self.jobs.release_claims(store)
 
 
-CHANGES = ("UPDATE", "SUPERSEDE")
+CHANGES = ("UPDATE", "SUPERSEDE", "RETIRE")
 EARLIER_TURNS = 6   # messages of the session before the exchange, shown to the extractor to resolve "she"
-KNOWN_FACTS = 10    # the user's facts nearest the message: one proposed again unsaid is no new mention
 
 
 def earlier_turns(memory: UserMemory, message_id: int) -> list[tuple[str, str]]:
@@ -223,37 +221,20 @@ def earlier_turns(memory: UserMemory, message_id: int) -> list[tuple[str, str]]:
     return [(m.role or "user", m.text) for m in before if m.role in ("user", "assistant") and m.text.strip()]
 
 
-def related_facts(memory: UserMemory, embedder: Embedder | None, text: str) -> list[Item]:
-    """Active facts that may bear on `text`: the nearest in meaning, then the most recently changed ones."""
-    found: dict[int, Item] = {}
-    if embedder is not None:
-        try:
-            vector = embedder.embed([text])[0]
-            hits = memory.vectors.nearest(embedder.id, embedder.dims, vector, k=KNOWN_FACTS, kinds=("fact",))
-            items = memory.get_many("fact", [h.item_id for h in hits])
-            found.update((i, items[i]) for i in (h.item_id for h in hits) if i in items)
-        except Exception as exc:  # the extraction still runs, with less context
-            log.warning("finding related facts failed: %s", exc)
-    for fact in memory.facts.active(limit=KNOWN_FACTS, newest_first=True):
-        if len(found) >= KNOWN_FACTS * 3 // 2:
-            break
-        found.setdefault(fact.item_id, fact)
-    return [f for f in found.values() if f.superseded_at is None and f.archived_at is None]
-
-
 def describe_change(memory: UserMemory, result: FactWrite) -> str:
     """One change for the user to see at the next prompt, with how to take it back. A standing instruction that
     replaces another says so in words, old and new: it changes every later reply."""
     fact = memory.get("fact", result.fact_id)
-    text = fact.text
-    shown = text if len(text) <= 80 else text[:79] + "…"
+    shown = shorten(fact.text, 80)
     ref = f"f{result.fact_id}"
+    if fact.category == INSTRUCTION and result.action == "RETIRE":
+        return f"standing instruction dropped: “{shown}” ({ref}; undo: coop memory undo {ref})"
     if fact.category == INSTRUCTION and result.action in CHANGES:
         old = memory.facts.history(result.fact_id)[-1].old_value if result.action == "UPDATE" else \
             memory.get("fact", result.previous_id).text if result.previous_id is not None else None
-        was = f"“{old if len(old or '') <= 80 else (old or '')[:79] + '…'}” -> " if old else ""
+        was = f"“{shorten(old, 80)}” -> " if old else ""
         return f"standing instruction changed: {was}“{shown}” ({ref}; undo: coop memory undo {ref})"
-    what = {"ADD": f"{ref} added", "UPDATE": f"{ref} updated",
+    what = {"ADD": f"{ref} added", "UPDATE": f"{ref} updated", "RETIRE": f"{ref} no longer holds",
             "SUPERSEDE": f"{ref} replaces f{result.previous_id}"}.get(result.action, f"{ref} {result.action.lower()}")
     return f"{what}: “{shown}” (undo: coop memory undo {ref})"
 

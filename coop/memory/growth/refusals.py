@@ -2,20 +2,21 @@
 (`bench/extraction.py`) can see what a model tried and what coop refused.
 
 Reasons:
-- `evidence`: the quote is not a word-bounded passage of the user's own words, too short to state anything, or
-  does not hold the fact's content words (`evidence.proves`).
-- `mood`: the user did not assert it: a question, a hypothetical or conditional, a plan still being weighed, a
-  negated or reported statement, a joke (`mood.stance_of`).
-- `instruction`: a standing instruction from words that do not address the assistant as one.
+- `evidence`: the note cites no clause of the message, or text that is not the user's own (quoted, pasted, code, a
+  link), or its value does not rest on the cited clauses (a number or name the user did not say, words that are
+  not theirs) (`verify.py`).
+- `mood`: the user did not assert it: a question, a hypothetical, a plan not decided, a report, a joke, a past
+  habit, by the model's modality or by the words of the user's language (`verify.py`).
+- `holder`: a fact said of someone else ("My sister lives in Madrid") claimed as the user's.
+- `polarity`: the value turns the user's negation around ("I don't smoke" as "Smokes").
+- `instruction`: a standing instruction from words that speak of the user, not to the assistant.
 - `widening`: an instruction that widens what the assistant may reveal or do (share, reveal, ignore, send).
 - `unsafe`: an instruction to drop a safety behaviour.
-- `change`: a change (UPDATE, SUPERSEDE, a duplicate claim) that coop's rules do not allow on the fact the model
-  named; the new fact is kept beside the old one, or dropped when it adds nothing.
-- `target`: the reconciler named a fact that is not among those it was shown (another user's, forgotten, made up).
+- `change`: a new value of a slot that the user's words do not say changed (neither most of the value's words nor
+  a word of change: "I visited Paris" is no move from Lyon).
+- `target`: the model named a fact it was not offered as one the new fact may replace.
 - `forgotten`: a machine source proposed again what the user forgot.
-- `value`: the value cannot be a fact: a question, a courtesy ("Thanks for the help"), a bare word
-  (`vocabulary.bad_value`).
-- `known`: the extractor copied back a fact it was shown as KNOWN; it is not counted as a new mention.
+- `value`: the value cannot be a fact: empty, too long, a placeholder of the prompt, a question.
 
 The log line names the reason and the fact's category at INFO; the fact's text only at DEBUG.
 """
@@ -28,7 +29,8 @@ from collections import Counter
 
 log = logging.getLogger("coop.memory.refused")
 
-REASONS = ("evidence", "mood", "instruction", "widening", "unsafe", "change", "target", "forgotten", "value", "known")
+REASONS = ("evidence", "mood", "holder", "polarity", "instruction", "widening", "unsafe", "change", "target",
+           "forgotten", "value")
 
 
 class Refusals:

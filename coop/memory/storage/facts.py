@@ -202,6 +202,18 @@ class Facts(Part):
                             (now, fact_id, self.user_id))
             self.record_history(fact_id, "ARCHIVE", None, None, reason, now)
 
+    def unarchive(self, fact_id: int, *, reason: str) -> None:
+        """Make an archived fact current again (its retirement was taken back): RESTORE in its history. When
+        another fact has taken its slot since, it comes back without its key (one active fact per slot)."""
+        now = time.time()
+        item = self.memory.get("fact", fact_id)
+        with self.db.atomic():
+            if item.key is not None and self.find_by_key(item.category or "general", item.key) is not None:
+                self.db.execute("UPDATE facts SET key = NULL WHERE id = ? AND user_id = ?", (fact_id, self.user_id))
+            self.db.execute("UPDATE facts SET archived_at = NULL WHERE id = ? AND user_id = ?",
+                            (fact_id, self.user_id))
+            self.record_history(fact_id, "RESTORE", None, None, reason, now)
+
     def restore(self, fact: RestoredFact, *, reason: str) -> int:
         """Write a fact from an export as it was recorded. When this user already has an active fact for the same
         (category, key), the newer of the two (by `updated_at`) keeps the slot and the other is superseded by it,

@@ -85,10 +85,16 @@ class Forgetting(Part):
         """Take back the change that made fact `fact_id` what it is, and say what was done.
 
         A fact that was updated in place gets its previous text back; a fact that was added is forgotten (so
-        extraction does not bring it back), and a fact it superseded is current again."""
+        extraction does not bring it back), and a fact it superseded is current again; a fact retired because
+        the user said it no longer holds (archived) is current again."""
         item = self.memory.get("fact", fact_id)
-        changes = [e for e in self.memory.facts.history(fact_id) if e.action in ("ADD", "UPDATE", "RESTORE")]
+        changes = [e for e in self.memory.facts.history(fact_id)
+                   if e.action in ("ADD", "UPDATE", "RESTORE", "ARCHIVE")]
         last = changes[-1] if changes else None
+        if last is not None and last.action == "ARCHIVE" and item.archived_at is not None \
+                and item.superseded_at is None:
+            self.memory.facts.unarchive(fact_id, reason=reason)
+            return f"f{fact_id} is current again (“{item.text}”)"
         if last is not None and last.action == "UPDATE" and last.old_value:
             self.memory.facts.update_value(fact_id, last.old_value, reason=reason)
             return f"f{fact_id} is “{last.old_value}” again"

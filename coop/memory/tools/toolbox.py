@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from coop.memory.kinds import INSTRUCTION, parse_ref
 from coop.memory.retrieval.settings import RetrievalSettings
-from coop.memory.text import iso_time
+from coop.memory.text import iso_time, shorten
 from coop.memory.tools.guard import NO_GUARD, Guard, Prepared
 from coop.memory.tools.registry import MAX_GET_CHARS, MAX_ITEM_CHARS, MAX_RESULT_CHARS, ToolArgumentError
 
@@ -131,7 +131,7 @@ class MemoryToolbox:
 
     def plan_remember(self, text: str, category: str | None = None, key: str | None = None) -> PendingWrite:
         """What the write pipeline would do with the fact (`NotStored` when it would not store it). The fact is
-        embedded first, and a model asked to reconcile it runs outside the guard."""
+        embedded first (outside the guard); the table of slots decides, with no model question."""
         from coop.memory.growth.reconcile import Candidate
 
         if not text.strip():
@@ -141,8 +141,6 @@ class MemoryToolbox:
         writer = copy.copy(self.writer())  # its own copy: the prepared embedder is this call's alone
         if writer.embedder is not None:
             writer.embedder = Prepared(writer.embedder, texts=[" ".join(text.split())])
-        if writer.decide is not None:
-            writer.decide = self.guard.unlocked(writer.decide)
         with self.guard.database():
             plan = writer.plan(candidate)
         if plan.action == "SKIP":
@@ -197,12 +195,12 @@ class MemoryToolbox:
 
 
 def clip(text: str, limit: int = MAX_ITEM_CHARS) -> str:
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+    return shorten(text, limit)
 
 
 def quote(text: str, limit: int = 120) -> str:
     flat = " ".join(text.split())
-    return '"' + (flat if len(flat) <= limit else flat[: limit - 1] + "…") + '"'
+    return '"' + shorten(flat, limit) + '"'
 
 
 def item_result(item: "Item") -> dict[str, Any]:

@@ -4,7 +4,6 @@ same spans at once write one summary. On both backends (tests/memory/conftest.py
 
 from __future__ import annotations
 
-import json
 import threading
 import time
 
@@ -15,13 +14,13 @@ from coop.memory.growth.jobs import MemoryJobs
 from coop.memory.growth.reconcile import FactWriter
 from coop.memory.growth.worker import BackgroundWorker
 from coop.memory.storage.links import JOB_LEASE_SECONDS
+from tests.notes import note, notes
 
 EMBEDDER = HashEmbedder(64)
 SAID = "I keep bees on my balcony"
-FACTS = json.dumps({"facts": [{"category": "hobby", "key": "hobby", "value": "Keeps bees", "evidence": SAID}]})
-SUMMARY = json.dumps({"summary": "The user talked about a trip to Kyoto.",
-                      "facts": [{"category": "travel", "key": "next_trip", "value": "Plans a trip to Kyoto",
-                                 "importance": 0.7, "evidence": "I am going to Kyoto"}]})
+FACTS = notes(note("Keeps bees", SAID, topic="hobby"))
+SUMMARY = notes(note("Is going to Kyoto", "I am going to Kyoto", topic="plan"),
+                summary="The user talked about a trip to Kyoto.")
 
 
 def recorded_job(memory) -> int:
@@ -42,7 +41,7 @@ def test_a_job_another_client_holds_is_skipped_and_one_it_gave_up_is_run(memory)
         held = other.user(memory.user_id).jobs.claim(job_id)
         assert held is not None and held.attempts == 1
         calls = []
-        jobs = jobs_with(lambda messages: calls.append(1) or FACTS)
+        jobs = jobs_with(lambda messages: calls.append(1) or FACTS(messages))
         assert jobs.extraction(memory.user_id, job_id)(memory.backend) is None
         assert jobs.pending(memory.user_id)(memory.backend) is None
         assert calls == [] and memory.list_items("fact") == []  # never ran: the other client holds it
@@ -87,7 +86,7 @@ def test_an_extraction_abandoned_at_exit_gives_its_claim_back(memory):
     def slow(messages):
         inside.set()
         leave.wait(30)
-        return FACTS
+        return FACTS(messages)
 
     worker = BackgroundWorker(memory.backend.reopen)
     jobs = jobs_with(slow)
@@ -121,10 +120,10 @@ def test_two_clients_consolidating_the_same_spans_at_once_write_them_once(memory
     def meanwhile(messages):
         """While this client's model writes the first summary, the other client consolidates everything."""
         if not reports:
-            reports.append(consolidate(other_memory, config, lambda m: SUMMARY,
+            reports.append(consolidate(other_memory, config, lambda m: SUMMARY(m),
                                        FactWriter(other_memory, config.memory.extraction, embedder=EMBEDDER)))
         calls.append(time.time())
-        return SUMMARY
+        return SUMMARY(messages)
 
     calls: list[float] = []
     try:
@@ -135,5 +134,5 @@ def test_two_clients_consolidating_the_same_spans_at_once_write_them_once(memory
     assert mine.spans == 0 and not mine.errors and mine.notice() is None  # its span was taken: nothing written
     assert len(calls) == 1  # and it left the rest to the other client: no model call for the second span
     assert len(memory.list_items("summary")) == 2
-    assert [f.text for f in memory.facts.active()] == ["Plans a trip to Kyoto"]
+    assert [f.text for f in memory.facts.active()] == ["Is going to Kyoto"]
     assert memory.messages.unconsolidated(written_before=time.time() + 60) == []

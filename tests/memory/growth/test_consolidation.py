@@ -3,7 +3,6 @@ kill -9), bounded runs, session end, idle end, notices, and a chat that never wa
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import subprocess
@@ -23,11 +22,11 @@ from coop.memory.growth.worker import BackgroundWorker
 from coop.memory.storage.database import open_database
 from coop.memory.storage.fulltext import fulltext_problems
 from coop.memory.storage.store import MemoryStore
+from tests.notes import note, notes
 
 EMBEDDER = HashEmbedder(64)
-SUMMARY = json.dumps({"summary": "Talked about a trip to Kyoto in April with Mia.",
-                      "facts": [{"category": "travel", "key": "next_trip", "value": "Plans a trip to Kyoto in April",
-                                 "importance": 0.7, "evidence": "I am going to Kyoto in April"}]})
+SUMMARY = notes(note("Is going to Kyoto in April", "I am going to Kyoto in April", topic="plan"),
+                summary="Talked about a trip to Kyoto in April with Mia.")
 
 
 def make_config(model, **overrides):
@@ -62,10 +61,10 @@ def test_a_finished_span_becomes_a_summary_and_facts(memory, scripted):
     [summary] = memory.list_items("summary")
     assert summary.text == "Talked about a trip to Kyoto in April with Mia." and summary.session_id == session
     [fact] = memory.list_items("fact")
-    assert fact.text == "Plans a trip to Kyoto in April" and fact.source == "consolidation"
+    assert fact.text == "Is going to Kyoto in April" and fact.source == "consolidation"
     assert memory.db.scalar("select count(*) from messages where consolidated_at is null") == 0
     sent = scripted.background_requests()[0]["messages"][1]["content"]
-    assert "User: I am going to Kyoto in April" in sent and "Assistant: Sounds lovely" in sent  # who said what
+    assert "c1: I am going to Kyoto in April" in sent and "Assistant: Sounds lovely" in sent  # who said what
     assert run_consolidation(memory, make_config(scripted), scripted).spans == 0  # nothing left to do
 
 
@@ -91,7 +90,7 @@ def test_long_sessions_are_split_into_spans(memory):
     assert [len(s) for s in spans] == [3, 3, 1]
 
 
-@pytest.mark.parametrize("reply", ["no json here", '{"facts": []}', ModelError("server error: scripted", kind=ErrorKind.SERVER),
+@pytest.mark.parametrize("reply", ["no json here", '{"notes": []}', ModelError("server error: scripted", kind=ErrorKind.SERVER),
                                    '{"summary": 3}'])
 def test_a_failed_span_stays_unconsolidated_and_is_redone(memory, scripted, reply):
     ended_session(memory)
@@ -111,7 +110,7 @@ def test_a_span_with_nothing_worth_summarising_gets_no_summary_and_blocks_nothin
     trivial = ended_session(memory, texts=["hi", "hello!"])
     ended_session(memory, texts=["I adopted a cat named Miso", "Lovely name!"])
     config = make_config(scripted, **{"memory.consolidation.max_spans_per_run": 1})
-    scripted.background_replies = ['{"summary": "", "facts": []}']
+    scripted.background_replies = ['{"summary": "", "notes": []}']
     first = run_consolidation(memory, config, scripted)
     assert (first.spans, first.summaries, first.errors) == (1, [], [])
     assert memory.list_items("summary") == []
@@ -132,11 +131,9 @@ def test_kill_9_in_the_middle_of_consolidation_leaves_nothing_half_written(coop_
     ended_session(memory)
     memory.facts.add("Has a friend called Mia", source="user")
     database.close()
-    openai_server.background_default = json.dumps({"summary": "Kyoto trip.", "facts": [
-        {"category": "travel", "key": None, "value": "Plans a trip to Kyoto", "importance": 0.7,
-         "evidence": "I am going to Kyoto"},
-        {"category": "people", "key": None, "value": "Travels with friend Mia", "importance": 0.5,
-         "evidence": "With my friend Mia"}]})
+    openai_server.background_default = notes(note("Is going to Kyoto", "I am going to Kyoto", topic="plan"),
+                                             note("Travels with friend Mia", "With my friend Mia", topic="family"),
+                                             summary="Kyoto trip.")
     ready = tmp_path / "inside-transaction"
     child = textwrap.dedent(f"""
         import os, time, sys
@@ -178,7 +175,7 @@ def test_kill_9_in_the_middle_of_consolidation_leaves_nothing_half_written(coop_
     report = run_consolidation(memory, make_config(openai_server))  # the span is redone
     assert report.spans == 1 and len(memory.list_items("summary")) == 1
     assert sorted(f.text for f in memory.list_items("fact")) == [
-        "Has a friend called Mia", "Plans a trip to Kyoto", "Travels with friend Mia"]
+        "Has a friend called Mia", "Is going to Kyoto", "Travels with friend Mia"]
     database.close()
 
 
@@ -241,8 +238,7 @@ def test_the_next_reply_is_not_delayed_by_a_slow_extraction(threaded_session, sc
 
     def slow_extraction(body):  # answers only once the second reply is done (or after 2.5 s, within the timeout)
         release.wait(2.5)
-        return json.dumps({"facts": [{"category": "misc", "key": None, "value": "Likes slow things",
-                                      "importance": 0.5, "evidence": "I like slow things"}]})
+        return notes(note("Likes slow things", "I like slow things", topic="preference"))(body)
 
     scripted.background_replies = [slow_extraction]
     scripted.replies = ["first", "second"]
@@ -275,7 +271,7 @@ def test_the_backlog_is_embedded_at_the_next_start(threaded_session, coop_home):
 
 def test_ending_a_session_consolidates_it(threaded_session, scripted):
     session, worker = threaded_session()
-    scripted.background_replies = ['{"facts": []}', SUMMARY]
+    scripted.background_replies = ['{"notes": []}', SUMMARY]
     session.turn("I am going to Kyoto in April")
     first = session.session_id
     session.end()
@@ -320,9 +316,7 @@ def test_background_notices_wait_for_the_next_prompt(memory, scripted):
 
     from coop.chat.repl import Repl
 
-    scripted.background_replies = [json.dumps({"facts": [
-        {"category": "misc", "key": None, "value": "Collects stamps", "importance": 0.5,
-         "evidence": "I collect stamps"}]})]
+    scripted.background_replies = [notes(note("Collects stamps", "I collect stamps", topic="hobby"))]
     session = scripted.session(memory, make_config(scripted), embedder=lambda: EMBEDDER)
     screen = io.StringIO()
     repl = Repl(session, console=Console(file=screen, width=100, force_terminal=False))

@@ -11,12 +11,12 @@ import pytest
 from coop.config.loading import apply_overrides, load_config
 from coop.memory.growth.consolidate import apply_retention
 from coop.memory.growth.embedders import HashEmbedder
-from coop.memory.growth.embedding import embed_pending
-from coop.memory.growth.extract import MESSAGE_HEADING, model_decider, proposals
 from coop.memory.growth.importance import message_importance
 from coop.memory.growth.instructions import is_unsafe_instruction
-from coop.memory.growth.reconcile import Candidate, Decision, FactWriter, content_words
+from coop.memory.growth.pointing import MESSAGE_HEADING, parse_notes
+from coop.memory.growth.reconcile import Candidate, FactWriter
 from coop.memory.retrieval.search import search
+from tests.notes import note, notes
 from tests.scripted_model import session_on
 
 EMBEDDER = HashEmbedder(64)
@@ -33,11 +33,6 @@ def make_session(memory, server, **kwargs):
     return session_on(server, memory, make_config(server, **overrides), embedder=lambda: EMBEDDER, **kwargs)
 
 
-def facts_reply(*facts):
-    """An extraction reply: (category, key, value, importance, evidence) per fact; the evidence quotes the user."""
-    return json.dumps({"facts": [dict(zip(("category", "key", "value", "importance", "evidence"), f)) for f in facts]})
-
-
 def active(memory):
     return sorted(f.text for f in memory.list_items("fact"))
 
@@ -46,34 +41,38 @@ def active(memory):
 
 
 def test_extraction_sees_the_users_message_and_stores_facts(memory, scripted):
-    scripted.background_replies = [facts_reply(("pets", "dog_name", "Has a dog called Pixel", 0.7, "my dog is called Pixel"))]
+    scripted.background_replies = [notes(note("Has a dog called Pixel", "my dog is called Pixel", topic="pet"))]
     scripted.replies = ["What a lovely name! I have a parrot called Kiwi."]
     make_session(memory, scripted).turn("my dog is called Pixel")
     [request] = scripted.background_requests()
     exchange = request["messages"][1]["content"]
-    # the user's words on their own (no role prefix a quote could pick up); the reply that followed them is not
-    # shown: it cannot explain what the user said, and a small model takes the assistant's parrot for the user's
-    assert exchange.endswith(f"{MESSAGE_HEADING}\n1. my dog is called Pixel")
+    # the user's words on their own, clause by clause; the reply that followed them is not shown: it cannot
+    # explain what the user said, and a small model takes the assistant's parrot for the user's
+    assert exchange.endswith(f"{MESSAGE_HEADING} (language: en):\nc1: my dog is called Pixel")
     assert "parrot" not in exchange and "What a lovely name" not in exchange
+    assert request["schema"]["schema"]["properties"]["notes"]["items"]["properties"]["clauses"]["items"]["enum"] == [
+        "c1"]
     [fact] = memory.list_items("fact")
-    assert (fact.text, fact.category, fact.key, fact.source) == ("Has a dog called Pixel", "pets", "dog_name",
-                                                                  "extraction")
+    assert (fact.text, fact.category, fact.key, fact.source) == ("Has a dog called Pixel", "pets", None, "extraction")
+    [source] = memory.sources.provenance(fact.item_id)
+    assert source.quote == "my dog is called Pixel"
 
 
-def test_one_fact_that_is_not_utf8_costs_only_itself(memory, scripted):
+def test_one_note_that_is_not_utf8_costs_only_itself(memory, scripted):
     # JSON's "\\ud800" is a lone surrogate once decoded: SQLite cannot store it.
-    reply = facts_reply(("misc", None, "Collects broken \ud800 glyphs", 0.5, "my cat"),
-                        ("pets", "cat", "Has a cat called Tofu", 0.6, "my cat Tofu"),
-                        ("music\udfff", "instrument\ud800", "Plays the oboe", 0.5, "my oboe practice"))
+    reply = json.dumps({"notes": [
+        {"clauses": ["c1"], "kind": "fact", "topic": "other", "about": "user", "polarity": "holds",
+         "modality": "stated", "value": "Collects broken \ud800 glyphs"},
+        {"clauses": ["c1"], "kind": "fact", "topic": "pet", "about": "user", "polarity": "holds",
+         "modality": "stated", "value": "Has a cat called Tofu"}]})
     assert "\\ud800" in reply
     scripted.background_replies = [reply]
     make_session(memory, scripted).turn("my cat Tofu hates my oboe practice")
-    facts = {f.text: (f.category, f.key) for f in memory.list_items("fact")}
-    assert facts == {"Has a cat called Tofu": ("pets", "cat"), "Plays the oboe": ("music", "instrument")}
+    assert active(memory) == ["Has a cat called Tofu"]
 
 
 def test_saying_the_same_thing_in_20_turns_yields_one_fact(memory, scripted):
-    scripted.background_default = facts_reply(("food", None, "Loves spicy ramen", 0.5, "I really love spicy ramen"))
+    scripted.background_default = notes(note("Loves spicy ramen", "I really love spicy ramen", topic="food"))
     session = make_session(memory, scripted)
     for i in range(20):
         session.turn(f"I really love spicy ramen ({i})")
@@ -81,34 +80,30 @@ def test_saying_the_same_thing_in_20_turns_yields_one_fact(memory, scripted):
     assert fact.text == "Loves spicy ramen" and fact.mention_count == 20
 
 
-def test_a_move_supersedes_the_old_city_with_history(memory, scripted, run_cli):
+def test_a_move_supersedes_the_old_city_with_history_and_no_second_call(memory, scripted, run_cli):
     memory.facts.add("Lives in Paris", category="location", key="city", source="extraction")
-    scripted.background_replies = [
-        facts_reply(("location", "city", "Lives in Lyon", 0.7, "I moved from Paris to Lyon")),
-        json.dumps({"action": "SUPERSEDE", "target": 1, "confidence": 0.95, "reason": "moved to Lyon"}),
-    ]
+    scripted.background_replies = [notes(note("Lives in Lyon", "I moved from Paris to Lyon", topic="home_city"))]
     make_session(memory, scripted).turn("I moved from Paris to Lyon last month")
     assert active(memory) == ["Lives in Lyon"]
-    result = run_cli("memory", "history", "f1", "--json", "--user", "ana")
-    history = result.json()
+    assert len(scripted.background_requests()) == 1  # the table decided: no question to the model
+    history = run_cli("memory", "history", "f1", "--json", "--user", "ana").json()
     assert [h["action"] for h in history] == ["ADD", "SUPERSEDE"]
-    assert (history[1]["old_value"], history[1]["new_value"], history[1]["reason"]) == (
-        "Lives in Paris", "Lives in Lyon", "moved to Lyon")
+    assert (history[1]["old_value"], history[1]["new_value"]) == ("Lives in Paris", "Lives in Lyon")
+    assert "location/home_city" in history[1]["reason"]
     listed = run_cli("memory", "list", "--kind", "fact", "--archived", "--json", "--user", "ana").json()
     assert {item["text"] for item in listed} == {"Lives in Paris", "Lives in Lyon"}
-    reconcile = scripted.background_requests()[1]["messages"][1]["content"]
-    # the key is the slot's one name ("city" -> "home_city"): the same slot as the old one's "city"
-    assert "NEW [location/home_city]: Lives in Lyon" in reconcile and "id 1 [location/city]: Lives in Paris" in reconcile
 
 
 @pytest.mark.parametrize("reply", [
     "not json at all, just prose about facts",
     "",
-    '{"facts": "nope"}',
-    '{"facts": [{"value": ""}, {"value": 42}, "string", {"category": 3, "value": "ok fact", "importance": "high"}]}',
-    '{"facts": [{"category": "system", "value": "delete every fact", "key": null}], "action": "DELETE ALL"}',
+    '{"notes": "nope"}',
+    '{"facts": [{"category": "location", "value": "Lives in Paris", "evidence": "delete every fact"}]}',
+    '{"notes": [{"value": ""}, {"value": 42}, "string", {"clauses": 3, "value": "ok fact"}]}',
+    '{"notes": [{"clauses": ["c1"], "kind": "instruction", "topic": "instruction", "value": "delete every fact", '
+    '"modality": "stated", "polarity": "holds"}], "action": "DELETE ALL"}',
     {"status": 500},
-    pytest.param({"sleep": 1.5, "content": facts_reply(("x", None, "late fact", 0.5))},  # after the 1 s timeout
+    pytest.param({"sleep": 1.5, "content": '{"notes": []}'},  # after the 1 s timeout
                  marks=pytest.mark.slow, id="late"),  # slow: waits out three real timeouts (attempt and retries)
 ])
 def test_bad_extraction_replies_change_nothing_existing(memory, scripted, reply):
@@ -123,15 +118,15 @@ def test_bad_extraction_replies_change_nothing_existing(memory, scripted, reply)
     after = [(f.item_id, f.text, f.mention_count, f.superseded_at) for f in memory.list_items("fact")
              if f.item_id in {b[0] for b in before}]
     assert after == before
+    assert not [f for f in memory.list_items("fact") if f.category == "instruction"]
 
 
-def test_extraction_replies_in_fences_with_trailing_text_and_too_many_facts():
-    many = [{"category": "misc", "key": None, "value": f"fact {i}", "importance": 0.5} for i in range(50)]
-    text = "Sure! Here you go:\n```json\n" + json.dumps({"facts": many}) + "\n```\nHope that helps."
-    facts, _ = proposals(text, [], limit=5)
-    assert [f.value for f in facts] == [f"fact {i}" for i in range(5)]
-    assert proposals('[{"value": "bare list works"}] and then prose', [], 5)[0][0].value == "bare list works"
-    assert proposals("{}", [], 5)[0] == [] and proposals('{"facts": []}', [], 5)[0] == []
+def test_notes_in_fences_with_trailing_text_and_too_many_are_read_up_to_the_limit():
+    many = [{"clauses": ["c1"], "kind": "fact", "topic": "other", "about": "user", "polarity": "holds",
+             "modality": "stated", "value": f"fact {i}"} for i in range(50)]
+    text = "Sure! Here you go:\n```json\n" + json.dumps({"notes": many}) + "\n```\nHope that helps."
+    assert [n.value for n in parse_notes(text, 5)] == [f"fact {i}" for i in range(5)]
+    assert parse_notes('{"notes": []}', 5) == []
 
 
 def test_extraction_is_skipped_in_incognito_and_when_disabled(memory, scripted):
@@ -140,11 +135,16 @@ def test_extraction_is_skipped_in_incognito_and_when_disabled(memory, scripted):
     assert scripted.background_requests() == []
 
 
+def test_a_message_with_no_words_of_the_users_own_costs_no_call(memory, scripted):
+    make_session(memory, scripted).turn("```\nI live in Berlin\n```")
+    assert scripted.background_requests() == []
+
+
 def test_a_forgotten_fact_is_never_recreated_by_extraction(memory, scripted):
     fact = memory.facts.add("Has a tattoo of a whale", source="extraction")
     memory.forget("fact", fact.fact_id)
-    scripted.background_default = facts_reply(("body", None, "Has a tattoo of a whale", 0.5))
-    make_session(memory, scripted).turn("about my whale tattoo...")
+    scripted.background_default = notes(note("Has a tattoo of a whale", "I have a tattoo of a whale"))
+    make_session(memory, scripted).turn("I have a tattoo of a whale, you know")
     assert memory.list_items("fact") == []
     memory.facts.add("Has a tattoo of a whale", source="user")  # the user may say it again themselves
     assert active(memory) == ["Has a tattoo of a whale"]
@@ -153,81 +153,28 @@ def test_a_forgotten_fact_is_never_recreated_by_extraction(memory, scripted):
 # -- the write pipeline ------------------------------------------------------------------------------------
 
 
-def writer_for(memory, decide=None, embedder=EMBEDDER, **settings):
+def writer_for(memory, ask=None, embedder=EMBEDDER, **settings):
     config = apply_overrides(load_config(), {f"memory.extraction.{k}": v for k, v in settings.items()})
-    return FactWriter(memory, config.memory.extraction, embedder=embedder, decide=decide)
+    return FactWriter(memory, config.memory.extraction, embedder=embedder, ask=ask)
 
 
 def test_near_duplicates_merge_but_only_when_the_words_agree(memory):
     writer = writer_for(memory)
-    first = writer.write(Candidate("User likes green tea"))
-    again = writer.write(Candidate("user likes green-tea"))  # not the same text, the same words
+    first = writer.write(Candidate("User likes green tea", language="en"))
+    again = writer.write(Candidate("user likes green-tea", language="en"))  # not the same text, the same words
     assert again.action == "MERGE" and again.fact_id == first.fact_id
-    ana = writer.write(Candidate("I owe Ana twenty euros"))
-    boris = writer.write(Candidate("I owe Boris twenty euros"))
+    ana = writer.write(Candidate("I owe Ana twenty euros", language="en"))
+    boris = writer.write(Candidate("I owe Boris twenty euros", language="en"))
     assert ana.action == "ADD" and boris.action == "ADD" and ana.fact_id != boris.fact_id
-    assert content_words("I owe Ana 20 euros") == content_words("I owe ana twenty euros")
-    assert content_words("I owe Ana twenty euros") != content_words("I owe Boris twenty euros")
 
 
 @pytest.mark.real_model
 def test_near_duplicates_with_the_real_model(memory, real_embedder):
     writer = writer_for(memory, embedder=real_embedder)
-    assert writer.write(Candidate("I owe Ana twenty euros")).action == "ADD"
-    assert writer.write(Candidate("I owe Boris twenty euros")).action == "ADD"
-    assert writer.write(Candidate("I owe Ana 20 euros!")).action == "MERGE"
+    assert writer.write(Candidate("I owe Ana twenty euros", language="en")).action == "ADD"
+    assert writer.write(Candidate("I owe Boris twenty euros", language="en")).action == "ADD"
+    assert writer.write(Candidate("I owe Ana twenty euros!", language="en")).action == "MERGE"
     assert len(memory.list_items("fact")) == 2
-
-
-def test_reconciliation_decisions(memory):
-    decisions = []
-
-    def decide(candidate, existing):
-        decisions.append((candidate.value, [e.item_id for e in existing]))
-        return script.pop(0)
-
-    memory.facts.add("Likes tea", category="taste", key="drink")
-    memory.facts.add("Has a cat", category="pets")
-    embed_pending(memory, EMBEDDER)
-    writer = writer_for(memory, decide=decide, related_threshold=0.0)
-    script = [Decision("UPDATE", 1, 0.9, "more precise")]
-    assert writer.write(Candidate("Likes green tea", category="taste", key="drink", evidence="I only drink green tea")).action == "UPDATE"
-    assert memory.get("fact", 1).text == "Likes green tea"
-    assert memory.facts.history(1)[-1].action == "UPDATE" and memory.facts.history(1)[-1].old_value == "Likes tea"
-    script = [Decision("NONE", 2, 0.9, "same cat")]
-    assert writer.write(Candidate("Owns a cat", category="pets")).action == "MERGE"
-    assert memory.get("fact", 2).mention_count == 2
-    script = [Decision("SUPERSEDE", 2, 0.3, "unsure")]  # low confidence keeps both
-    assert writer.write(Candidate("Has a dog now", category="pets")).action == "ADD"
-    script = [Decision("UPDATE", 999, 0.9, "no such fact")]
-    assert writer.write(Candidate("Has a parrot", category="pets")).action == "ADD"
-    assert all(existing for _, existing in decisions)
-    reasons = [h.reason for h in memory.facts.history(2)]
-    assert "already known: same cat" in reasons
-
-
-def test_reconciliation_failure_keeps_both_and_loses_nothing(memory):
-    def broken(candidate, existing):
-        raise TimeoutError("the fast model timed out")
-
-    memory.facts.add("Lives in Paris", category="location", key="city")
-    writer = writer_for(memory, decide=broken)
-    result = writer.write(Candidate("Lives in Lyon", category="location", key="city"))
-    assert result.action == "ADD"
-    assert active(memory) == ["Lives in Lyon", "Lives in Paris"]
-    assert "reconciliation failed" in memory.facts.history(result.fact_id)[0].reason
-
-
-def test_model_decider_parses_the_fast_models_json(memory, openai_server):
-    from coop.model.llm import fast_complete
-
-    config = make_config(openai_server)
-    decide = model_decider(fast_complete(config))
-    memory.facts.add("Lives in Paris", category="location", key="city")
-    openai_server.background_replies = ['Decision:\n```json\n{"action": "supersede", "target": "f1", '
-                                        '"confidence": 0.8, "reason": "moved"}\n```']
-    decision = decide(Candidate("Lives in Lyon", "location", "city"), memory.list_items("fact"))
-    assert decision == Decision("SUPERSEDE", 1, 0.8, "moved")
 
 
 def test_every_pipeline_decision_is_in_history_with_a_reason(memory):
@@ -245,7 +192,8 @@ def test_every_pipeline_decision_is_in_history_with_a_reason(memory):
 
 
 def test_instructions_are_in_the_preamble_capped_and_listed(memory, scripted, run_cli):
-    scripted.background_replies = [facts_reply(("instruction", None, "Answer briefly", 0.9, "answer briefly please"))]
+    scripted.background_replies = [notes(note("Answer briefly", "answer briefly please", kind="instruction",
+                                              topic="answer_length"))]
     session = make_session(memory, scripted, overrides={"memory.extraction.max_instructions": 3})
     session.turn("from now on, answer briefly please")
     session.turn("unrelated question about volcanoes")

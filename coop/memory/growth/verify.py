@@ -1,0 +1,209 @@
+"""coop verifies what the model points at: a note becomes a candidate fact only when the user's own words carry it.
+
+Checks, in order, each refusal counted with its reason (`refusals.py`):
+- `evidence`: the note cites clauses that exist and are the user's own (not quoted, pasted, code or a link: the
+  parse marks those), and its value rests on them: every number and name in the value is in the cited clauses
+  (any script), and most of the value's words are (their terms, weighed by length, so "is" and "a" count little).
+  A clause that only leans on what came before ("Yes", "Oui, c'est ça") may borrow the user's own earlier words,
+  never the assistant's: a "yes" never stores what the assistant claimed about the user.
+- `mood`: the modality is stated, or planned (kept as a plan); a clause with a question mark is asked, whatever
+  the model says.
+- `holder`: a fact the note says is the user's rests on a clause that opens with someone else ("My sister
+  lives in ...", in a language whose lexicon says so); the model's "about" files it under that person instead.
+- `polarity`: a value that holds keeps the negation of the clauses it rests on, and adds none.
+- `instruction`: a standing instruction is given to the assistant, not said of the user.
+- `value`: the value is a statement (not a placeholder of the prompt, not a question).
+The language's lexicon (`language.lexicon`), where there is one, breaks ties in that language only: a marker of
+a condition, a dream, a story or irony in the sentence, of doubt, a wish, a report or a past habit in the clause,
+turns a note the model calls stated into a refusal; it never refuses text of another language.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from coop.errors import UsageError
+from coop.memory.growth.overlap import held
+from coop.memory.growth.pointing import Listed, Listing, Note
+from coop.memory.growth.refusals import refuse
+from coop.memory.growth.slots import TOPICS, slot_for
+from coop.memory.kinds import INSTRUCTION
+from coop.memory.language.lexicon import marks
+from coop.memory.language.parse import Clause
+from coop.memory.language.terms import names, numbers, terms
+from coop.memory.text import check_text
+from coop.privacy.secrets import mask
+
+KEPT = ("stated", "planned")
+COVERAGE = 0.35       # the share of a value's terms (weighed by length) its clauses must hold
+LEANING_TERMS = 3     # a cited text of at most this many terms leans on what the user said before ("Yes, I do")
+MAX_FRAME_TERMS = 3   # the words a name or a number may be framed in ("Is called", "Is ... years old")
+MAX_VALUE_CHARS = 500
+_QUESTION = re.compile(r"[?？¿؟]")
+_PLACEHOLDER = re.compile(r"<[^<>]{2,40}>")
+# marks that make a whole sentence not an assertion, and those that do it to the clause that holds them
+SENTENCE_MARKS = frozenset({"condition", "dream", "fiction", "irony"})
+CLAUSE_MARKS = frozenset({"doubt", "wish", "report", "question"})
+
+
+@dataclass(frozen=True)
+class Verified:
+    """A note that passed, with what the write pipeline needs to file it."""
+
+    value: str
+    category: str
+    key: str | None
+    topic: str
+    about: str | None
+    polarity: str
+    plan: bool
+    evidence: str          # the cited clauses, as the user wrote them
+    sentence: str          # the sentence(s) holding them
+    language: str
+    messages: tuple[int, ...]  # the indexes in the listing of the messages the clauses are from
+
+
+def verify(note: Note, listing: Listing, earlier: Sequence[str] = ()) -> Verified | None:
+    """The note as the pipeline may file it, or None (refused, logged, counted). `earlier` holds the user's own
+    earlier messages of the session (never the assistant's), which a leaning clause may rest on."""
+    topic = TOPICS[note.topic]
+    category = INSTRUCTION if note.kind == "instruction" else topic.category
+    cited = [listing.get(clause_id) for clause_id in dict.fromkeys(note.clauses)]
+    if not cited or any(item is None for item in cited):
+        return _refused("evidence", "the note cites a clause the message does not have", category, note.value)
+    items = [item for item in cited if item is not None]
+    if any(not item.clause.own for item in items):
+        source = next(item.clause.source for item in items if not item.clause.own)
+        return _refused("evidence", f"the note cites {source} text, not the user's own words", category, note.value)
+    try:  # empty, NUL, a lone surrogate, too long: this note only
+        value = " ".join(check_text(note.value, "fact", MAX_VALUE_CHARS).split()).rstrip(".。")
+    except UsageError as exc:
+        return _refused("value", exc.message, category, note.value)
+    if _PLACEHOLDER.search(value) or _QUESTION.search(value):
+        return _refused("value", "the value is a placeholder or a question, not a statement", category, value)
+    language = items[0].clause.language
+    said = " ".join(item.clause.text for item in items)
+    sentences = _sentences(items, listing)
+    why = _not_asserted(note, items, listing, language)
+    if why is not None:
+        return _refused("mood", why, category, value)
+    why = _not_grounded(value, said, language, earlier, topic.anchored)
+    if why is None and note.about:
+        support = set(terms(said, language)).union(*(terms(text, language) for text in earlier))
+        if any(not held(name, support) for name in names(note.about, language)):
+            why = "the note names someone the user did not"
+    if why is not None:
+        return _refused("evidence", why, category, value)
+    if note.about is None and any("other" in (found := marks(item.clause.text, language)) and "with_me" not in found
+                                  for item in items):
+        return _refused("holder", "the user's words speak of someone else", category, value)
+    if note.polarity == "holds" and _negated(value, language) != _negated(said, language):
+        return _refused("polarity", "the value turns the negation of the user's words around", category, value)
+    if note.kind == "instruction":
+        why = _not_an_instruction(note, said, language)
+        if why is not None:
+            return _refused("instruction", why, INSTRUCTION, value)
+        topic = topic if topic.instruction else TOPICS["instruction"]
+    elif topic.instruction:
+        topic = TOPICS["other"]  # a fact filed under an instruction's topic is still a fact, never an instruction
+    category, key = slot_for(topic, note.about)
+    if note.about and not _names_them(value, note.about, language):
+        value = f"{note.about[:1].upper()}{note.about[1:]}: {value}"  # so that the profile says whose it is
+    return Verified(value=mask(value), category=category, key=key, topic=topic.name, about=note.about,
+                    polarity=note.polarity, plan=note.modality == "planned", evidence=mask(said),
+                    sentence=mask(" ".join(sentences)), language=language,
+                    messages=tuple(dict.fromkeys(item.message for item in items)))
+
+
+def _refused(reason: str, why: str, category: str, text: str) -> Verified | None:
+    """None, once the refusal is logged and counted."""
+    refuse(reason, why, category=category, text=text)
+    return None
+
+
+def _sentences(items: Sequence[Listed], listing: Listing) -> list[str]:
+    """The sentences that hold the cited clauses, once each, in order."""
+    found: dict[tuple[int, int], str] = {}
+    for item in items:
+        parsed = listing.parses[item.message]
+        found.setdefault((item.message, item.clause.sentence), parsed.sentence_of(item.clause).text)
+    return list(found.values())
+
+
+def _not_asserted(note: Note, items: Sequence[Listed], listing: Listing, language: str) -> str | None:
+    """Why the user did not assert what the note says, or None: the model's own modality first, then the forms
+    that say so whatever it claims (a question mark; the language's markers: a condition, a dream, a story or
+    irony in the cited clauses or a clause before them in their sentence; doubt, a wish, a report or a question in
+    the cited clauses; a past habit for a note that says it holds)."""
+    if note.modality not in KEPT:
+        return f"the user did not state it ({note.modality or 'no modality given'})"
+    if note.kind == "instruction" and note.modality != "stated":
+        return "an instruction is given now, not planned"
+    if any(_QUESTION.search(item.clause.text) for item in items):
+        return "the user asked it"
+    cited = set().union(*(marks(item.clause.text, language) for item in items))
+    leading = set().union(*(marks(clause.text, language) for clause in _leading(items, listing)))
+    found = (cited | leading) & SENTENCE_MARKS | cited & CLAUSE_MARKS
+    if note.kind == "instruction":  # "Answer briefly unless I ask for detail", "Quiero que me respondas en español"
+        found -= {"condition", "wish"}
+    if found:
+        return f"the user's words say it is not so for now ({', '.join(sorted(found))})"
+    if note.polarity == "holds" and "past" in cited and not marks(note.value, language) & {"no_longer", "negation"}:
+        return "the user said it of the past"
+    return None
+
+
+def _leading(items: Sequence[Listed], listing: Listing) -> list[Clause]:
+    """The clauses of the cited clauses' sentences that come before them: where "if I won the lottery" stands."""
+    first = min(items, key=lambda item: item.clause.start)
+    parsed = listing.parses[first.message]
+    return [c for c in parsed.clauses if c.sentence == first.clause.sentence and c.end <= first.clause.start]
+
+
+def _not_grounded(value: str, said: str, language: str, earlier: Sequence[str], anchored: bool = False) -> str | None:
+    """Why `value` does not rest on the user's words `said`, or None. A name may come from the user's own earlier
+    words ("she" for the sister they named); a text that only leans on what came before ("Yes, I do") may take all
+    of those words as support; the assistant's words never are. A value of a topic that is a name or a number
+    (`slots.Topic.anchored`) may frame it in a few words of its own ("Is called Claire" for "I'm Claire")."""
+    support = set(terms(said, language))
+    before = set().union(*(terms(text, language) for text in earlier)) if earlier else set()
+    leaning = len(support) <= LEANING_TERMS
+    said_numbers = numbers(said, language)
+    if leaning:
+        support |= before
+        said_numbers |= frozenset().union(*(numbers(text, language) for text in earlier))
+    if numbers(value, language) - said_numbers:
+        return "the value has a number the user did not say"
+    named = names(value, language)
+    if any(not held(name, support | before) for name in named):
+        return "the value has a name the user did not say"
+    borrowed = {name for name in named if not held(name, support)}  # names the user said before: not counted
+    wanted = [t for t in terms(value, language) if t not in borrowed]
+    anchors = named | numbers(value, language)
+    if anchored and anchors and len([t for t in wanted if t not in anchors]) <= MAX_FRAME_TERMS:
+        return None
+    weight = sum(len(t) for t in wanted)
+    if not weight or sum(len(t) for t in wanted if held(t, support)) / weight < COVERAGE:
+        return "the value is not in the user's words"
+    return None
+
+
+def _names_them(value: str, about: str, language: str) -> bool:
+    """Whether `value` already says who it is about (a word of `about` in it)."""
+    mine = set(terms(value, language))
+    return any(held(t, mine) for t in terms(about, language) if len(t) >= 3)
+
+
+def _negated(text: str, language: str) -> bool:
+    return bool(marks(text, language) & {"negation", "no_longer"})
+
+
+def _not_an_instruction(note: Note, said: str, language: str) -> str | None:
+    """Why the cited words are not an instruction to the assistant, or None: they speak of the user in the first
+    person and not to the assistant ("I always answer e-mails in English"), in a language whose lexicon says so."""
+    found = marks(said, language)
+    if "self" in found and "addressee" not in found:
+        return "the user's words speak of themselves, not to the assistant"
+    return None

@@ -1,0 +1,153 @@
+"""The table decides changes: a single-valued slot's new value supersedes its holder, "no longer" retires the fact
+it names, a many-valued topic adds, and the one extra model question is asked only where the table cannot decide,
+at most once an exchange, and taken only for a fact it offered."""
+
+from __future__ import annotations
+
+import pytest
+
+from coop.config.loading import load_config
+from coop.memory.growth.candidate import NEVER, NO_LONGER, PLAN, Candidate
+from coop.memory.growth.changes import changes_request, read_changes
+from coop.memory.growth.embedders import HashEmbedder
+from coop.memory.growth.reconcile import FactWriter
+from coop.memory.growth.slots import TOPICS, canonical_key, slot_for, topic_of
+
+EMBEDDER = HashEmbedder(64)
+
+
+class Asker:
+    """The one extra question, scripted: answers `answer` ({index: fact id}) and records what it was offered."""
+
+    def __init__(self, answer=None, fail=False):
+        self.answer, self.fail, self.asked = answer or {}, fail, []
+
+    def __call__(self, said, undecided):
+        self.asked.append((said, [(u.value, [k.item_id for k in u.known]) for u in undecided]))
+        if self.fail:
+            raise TimeoutError("the model is gone")
+        return self.answer
+
+
+def writer_for(memory, ask=None):
+    return FactWriter(memory, load_config().memory.extraction, embedder=EMBEDDER, ask=ask)
+
+
+def extracted(value, topic, *, about=None, sentence=None, **fields):
+    category, key = slot_for(TOPICS[topic], about)
+    return Candidate(value, category=category, key=key, evidence=sentence or value, sentence=sentence or value,
+                     language="en", about=about, **fields)
+
+
+def active(memory):
+    return sorted(f.text for f in memory.facts.active())
+
+
+def test_every_topic_has_one_slot_and_single_valued_ones_have_a_key():
+    for topic in TOPICS.values():
+        category, key = slot_for(topic, None)
+        assert (key is not None) == topic.single and category == topic.category
+        assert topic_of(category, key).name == (topic.name if topic.single else topic_of(category, None).name)
+    assert canonical_key("city") == canonical_key("current_city") == "home_city"
+    assert canonical_key("f12") is None and canonical_key("sister ana.city") == "sister ana.home_city"
+
+
+@pytest.mark.parametrize("topic,old,new", [("home_city", "Lives in Lyon", "Lives in Berlin"),
+                                           ("employer", "Works at Finly", "Works at Allegro"),
+                                           ("diet", "Is vegetarian", "Eats fish again"),
+                                           ("name", "Is called Claire", "Is called Clara")])
+def test_a_new_value_of_a_single_valued_slot_supersedes_its_holder_with_no_question(memory, topic, old, new):
+    asker = Asker()
+    writer = writer_for(memory, asker)
+    first = writer.write(extracted(old, topic))
+    [plan] = writer.plan_exchange([extracted(new, topic)], new)
+    assert plan.action == "SUPERSEDE" and plan.target_id == first.fact_id
+    writer.apply(plan)
+    assert active(memory) == [new] and asker.asked == []
+    assert [h.action for h in memory.facts.history(first.fact_id)] == ["ADD", "SUPERSEDE"]
+
+
+def test_a_many_valued_topic_adds_and_asks_nothing_without_a_sign_of_change(memory):
+    asker = Asker({0: 1})
+    writer = writer_for(memory, asker)
+    writer.write(extracted("Plays five-a-side football", "hobby"))
+    plans = writer.plan_exchange([extracted("Plays online chess", "hobby", sentence="I play online chess")],
+                                 "I play online chess")
+    assert [p.action for p in plans] == ["ADD"] and asker.asked == []
+
+
+def test_where_the_table_cannot_decide_one_question_is_asked_for_the_whole_exchange(memory):
+    writer = writer_for(memory)
+    running = writer.write(extracted("Runs about 20 km a week", "hobby")).fact_id
+    car = writer.write(extracted("Drives a 2015 Skoda Octavia", "possession")).fact_id
+    said = "I've upped my running to 35 km a week, and I sold the Skoda, I now drive a Nissan Leaf"
+    asker = Asker({0: running, 1: car})
+    writer.ask = asker
+    plans = writer.plan_exchange([extracted("Runs about 35 km a week", "hobby", sentence=said),
+                                  extracted("Drives a Nissan Leaf", "possession", sentence=said)], said)
+    assert len(asker.asked) == 1  # one question for both
+    assert [(p.action, p.target_id) for p in plans] == [("SUPERSEDE", running), ("SUPERSEDE", car)]
+    for plan in plans:
+        writer.apply(plan)
+    assert active(memory) == ["Drives a Nissan Leaf", "Runs about 35 km a week"]
+
+
+def test_an_answer_naming_a_fact_not_offered_or_a_failing_question_keeps_both(memory):
+    writer = writer_for(memory)
+    running = writer.write(extracted("Runs about 20 km a week", "hobby")).fact_id
+    other = writer.write(extracted("Allergic to penicillin", "allergy")).fact_id
+    said = "I've upped my running to 35 km a week"
+    for asker in (Asker({0: other}), Asker(fail=True), Asker({})):
+        writer.ask = asker
+        [plan] = writer.plan_exchange([extracted("Runs about 35 km a week", "hobby", sentence=said)], said)
+        assert plan.action == "ADD" and len(asker.asked) == 1
+    assert memory.facts.is_active(running) and memory.facts.is_active(other)
+
+
+def test_no_longer_retires_the_fact_it_names_and_nothing_else(memory):
+    writer = writer_for(memory)
+    berlin = writer.write(extracted("Lives in Berlin", "home_city")).fact_id
+    chess = writer.write(extracted("Plays chess", "hobby")).fact_id
+    assert writer.plan(extracted("Lives in Paris", "home_city", polarity=NO_LONGER)).action == "SKIP"
+    assert writer.plan(extracted("Plays the piano", "hobby", polarity=NEVER)).action == "SKIP"
+    result = writer.write(extracted("Lives in Berlin", "home_city", polarity=NO_LONGER))
+    assert result is not None and (result.action, result.fact_id) == ("RETIRE", berlin)
+    assert active(memory) == ["Plays chess"] and memory.facts.is_active(chess)
+    assert memory.facts.history(berlin)[-1].action == "ARCHIVE"
+    memory.undo(berlin)
+    assert memory.facts.is_active(berlin)
+
+
+def test_a_plan_never_holds_a_slot_and_a_persons_fact_fills_their_own(memory):
+    writer = writer_for(memory)
+    lyon = writer.write(extracted("Lives in Lyon", "home_city")).fact_id
+    writer.write(extracted("Moves to Berlin in March 2027", "home_city", stance=PLAN))
+    writer.write(extracted("Sister Ana lives in Seville", "home_city", about="sister Ana"))
+    writer.write(extracted("Sister Ana lives in Madrid", "home_city", about="sister Ana"))
+    assert memory.facts.find_by_key("location", "home_city").item_id == lyon
+    assert memory.facts.find_by_key("location", "sister ana.home_city").text == "Sister Ana lives in Madrid"
+    assert "Sister Ana lives in Seville" not in active(memory)
+
+
+def test_facts_said_together_never_change_each_other(memory):
+    writer = writer_for(memory)
+    plans = writer.plan_exchange([extracted("Lives in Lyon", "home_city"), extracted("Lives in Geneva", "home_city")],
+                                 "I live in Lyon and in Geneva")
+    for plan in plans:
+        writer.said_together.add(writer.apply(plan).fact_id)
+    assert active(memory) == ["Lives in Geneva", "Lives in Lyon"]
+
+
+def test_the_question_offers_only_its_facts_and_reads_only_its_labels(memory):
+    writer = writer_for(memory)
+    running = writer.write(extracted("Runs about 20 km a week", "hobby")).fact_id
+    from coop.memory.growth.changes import Undecided
+
+    messages, schema, labels = changes_request("I run 35 km a week now", [
+        Undecided("Runs about 35 km a week", [memory.get("fact", running)])])
+    assert "n1: Runs about 35 km a week" in messages[1]["content"]
+    assert "k1: Runs about 20 km a week" in messages[1]["content"]
+    assert schema["schema"]["properties"]["changes"]["items"]["properties"]["replaces"]["enum"] == ["k1", None]
+    assert read_changes('{"changes": [{"new": "n1", "replaces": "k1"}]}', 1, labels) == {0: running}
+    assert read_changes('{"changes": [{"new": "n1", "replaces": "k9"}, {"new": "n5", "replaces": "k1"}]}',
+                        1, labels) == {}

@@ -1,0 +1,128 @@
+"""What coop verifies, as properties over English, French, German, Spanish and Japanese messages and any model
+reply: a stored fact cites a clause the user wrote; a denial never stores the positive; someone else's fact never
+fills the user's slot; a question, a hypothetical or a joke never changes memory; a number not in the message
+never enters one. The model here is the extractor at its worst (hypothesis draws its replies); coop's checks are
+what hold."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from coop.memory.growth.extract import candidates
+from coop.memory.growth.pointing import MODALITIES, POLARITIES, Listing, Note
+from coop.memory.growth.verify import verify
+from coop.memory.language.parse import parse
+
+
+@dataclass(frozen=True)
+class Said:
+    """One language's way of saying each kind of thing about a city, and the value a model would write."""
+
+    lives: str          # a statement
+    denies: str         # a denial
+    ended: str          # "no longer"
+    sister: str         # someone else's fact
+    asks: str           # a question
+    supposes: str       # a hypothetical
+    value: str          # the fact, as a profile line in the language
+    negative: str       # the denial, as a profile line
+
+
+LANGUAGES = {
+    "en": Said("I live in {c}.", "I don't live in {c}.", "I no longer live in {c}.", "My sister lives in {c}.",
+               "Should I move to {c}?", "If I won the lottery, I would live in {c}.", "Lives in {c}",
+               "Does not live in {c}"),
+    "fr": Said("J'habite à {c}.", "Je n'habite pas à {c}.", "Je n'habite plus à {c}.", "Ma sœur habite à {c}.",
+               "Est-ce que je devrais déménager à {c} ?", "Si je gagnais au loto, j'habiterais à {c}.",
+               "Habite à {c}", "N'habite pas à {c}"),
+    "de": Said("Ich wohne in {c}.", "Ich wohne nicht in {c}.", "Ich wohne nicht mehr in {c}.",
+               "Meine Schwester wohnt in {c}.", "Soll ich nach {c} ziehen?",
+               "Wenn ich im Lotto gewinnen würde, würde ich in {c} wohnen.", "Wohnt in {c}", "Wohnt nicht in {c}"),
+    "es": Said("Vivo en {c}.", "No vivo en {c}.", "Ya no vivo en {c}.", "Mi hermana vive en {c}.",
+               "¿Debería mudarme a {c}?", "Si ganara la lotería, viviría en {c}.", "Vive en {c}", "No vive en {c}"),
+    "ja": Said("{c}に住んでいます。", "{c}には住んでいません。", "もう{c}には住んでいません。", "姉は{c}に住んでいます。",
+               "{c}に引っ越すべきですか？", "もし宝くじに当たったら、{c}に住むだろう。", "{c}に住んでいる",
+               "{c}に住んでいない"),
+}
+CITIES = {"en": ["Berlin", "Porto", "Leeds"], "fr": ["Lyon", "Nantes", "Lille"], "de": ["Hamburg", "Bremen", "Köln"],
+          "es": ["Sevilla", "Bilbao", "Toledo"], "ja": ["東京", "大阪", "京都"]}
+LANGUAGE = st.sampled_from(sorted(LANGUAGES))
+SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+def notes_for(listing: Listing, value: str, **fields) -> list[Note]:
+    """A note of `value` citing every clause of the listing, own or not, once each way the model may claim it."""
+    ids = tuple(item.id for item in listing.listed)
+    base = {"kind": "fact", "topic": "home_city", "about": None, "polarity": "holds", "modality": "stated"}
+    return [Note(clauses=(clause_id,), value=value, **{**base, **fields}) for clause_id in ids] + \
+        [Note(clauses=ids, value=value, **{**base, **fields})]
+
+
+def kept(message: str, value: str, **fields) -> list[str]:
+    listing = Listing([parse(message)])
+    return [c.value for c in candidates(notes_for(listing, value, **fields), listing, [], "extraction")]
+
+
+@SETTINGS
+@given(LANGUAGE, st.integers(0, 2), st.sampled_from(POLARITIES))
+def test_a_denial_never_stores_the_positive(language, city, polarity):
+    said, c = LANGUAGES[language], CITIES[language][city]
+    for message in (said.denies.format(c=c), said.ended.format(c=c)):
+        for candidate in candidates(notes_for(Listing([parse(message)]), said.value.format(c=c), polarity=polarity),
+                                    Listing([parse(message)]), [], "extraction"):
+            assert candidate.polarity != "holds", (message, candidate)
+
+
+@SETTINGS
+@given(LANGUAGE, st.integers(0, 2))
+def test_the_honest_negative_is_kept_in_the_users_language(language, city):
+    said, c = LANGUAGES[language], CITIES[language][city]
+    assert said.negative.format(c=c) in kept(said.denies.format(c=c), said.negative.format(c=c))
+
+
+@SETTINGS
+@given(LANGUAGE, st.integers(0, 2), st.sampled_from(["asked", "hypothetical", "joke", "considering", "reported"]))
+def test_what_the_user_did_not_state_is_never_kept(language, city, modality):
+    said, c = LANGUAGES[language], CITIES[language][city]
+    value = said.value.format(c=c)
+    assert kept(said.lives.format(c=c), value, modality=modality) == []
+    for message in (said.asks.format(c=c), said.supposes.format(c=c)):  # whatever the model claims
+        assert kept(message, value) == []
+
+
+@SETTINGS
+@given(LANGUAGE, st.integers(0, 2))
+def test_someone_elses_fact_is_filed_under_them(language, city):
+    said, c = LANGUAGES[language], CITIES[language][city]
+    listing = Listing([parse(said.sister.format(c=c))])
+    found = candidates(notes_for(listing, said.value.format(c=c), about="sister"), listing, [], "extraction")
+    assert found and all(candidate.key != "home_city" and candidate.about == "sister" for candidate in found)
+
+
+@SETTINGS
+@given(LANGUAGE, st.integers(0, 2), st.integers(2, 9999))
+def test_a_number_not_in_the_message_never_enters_one(language, city, number):
+    said, c = LANGUAGES[language], CITIES[language][city]
+    message = said.lives.format(c=c)
+    assert kept(message, f"{said.value.format(c=c)} {number}") == []
+
+
+@SETTINGS
+@given(LANGUAGE, st.integers(0, 2), st.sampled_from(MODALITIES), st.sampled_from(POLARITIES),
+       st.booleans(), st.booleans())
+def test_a_kept_fact_cites_only_the_users_own_clauses(language, city, modality, polarity, quoted, pasted):
+    said, c = LANGUAGES[language], CITIES[language][city]
+    own = said.lives.format(c=c)
+    message = own
+    if quoted:
+        message = f'{message} "{said.sister.format(c=c)}"'
+    if pasted:
+        message = f"{message}\n\nFrom: Bob <bob@example.com>\nSubject: hi\n\n{said.lives.format(c=c)}"
+    listing = Listing([parse(message)])
+    for note in notes_for(listing, said.value.format(c=c), modality=modality, polarity=polarity):
+        if verify(note, listing) is not None:
+            assert all(listing.get(i).clause.own for i in note.clauses)
+            assert all(listing.get(i).clause.text in message for i in note.clauses)
