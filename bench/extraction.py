@@ -720,9 +720,13 @@ def judged_against(candidates: list[GoldFact], trap_ids: set[str], category: str
     return [g for g in candidates if category == "instruction" or g.id not in trap_ids or g.category != "instruction"]
 
 
-def someones(key: str | None) -> bool:
-    """Whether a stored key is another person's slot (`slots.slot_for`: `<person>.<slot>`)."""
-    return key is not None and "." in key
+def someones(key: str | None, value: str = "") -> bool:
+    """Whether a stored fact is filed under another person: their slot (`slots.slot_for`: `<person>.<slot>`), or a
+    value that verify wrote with the person first ("Colleague Mark: has the flu")."""
+    return (key is not None and "." in key) or bool(_FILED_UNDER.match(value))
+
+
+_FILED_UNDER = re.compile(r"^[^\s:]+(?: [^\s:]+){0,5}: ")
 
 
 def _score(ex: Exchange, turn: Turn, memory: Any, stated: list[GoldFact], traps: list[GoldFact],
@@ -752,7 +756,7 @@ def _score(ex: Exchange, turn: Turn, memory: Any, stated: list[GoldFact], traps:
         write["verdict"], match = verdict(write["value"], write["category"])
         write["match"] = match.id if match else None
         write["trap_kind"] = match.kind if match is not None and match.id in trap_ids else None
-        if someones(write["key"]):  # filed under another person: not a fact about the user
+        if someones(write["key"], write["value"]):  # filed under another person: not a fact about the user
             write["verdict"] = "about_someone"
         # the gold subject the value belongs to (a fact and its changes share one category and key in the gold)
         write["subject"] = f"{ex.dialogue}:{match.category}/{match.key}" \
@@ -771,7 +775,7 @@ def _score(ex: Exchange, turn: Turn, memory: Any, stated: list[GoldFact], traps:
     ended = {w["match"] if w["action"] == "RETIRE" else getattr(best_match(w["replaced"], stated, language), "id", None)
              for w in ex.writes if w["replaced"] is not None}  # the gold facts the exchange retired or replaced
     assigned = {m.id for m in (best_match(f.text, candidates, language)
-                               for f in memory.facts.active(limit=100_000) if not someones(f.key)) if m}
+                               for f in memory.facts.active(limit=100_000) if not someones(f.key, f.text)) if m}
     for f in turn.facts:
         # a change to "no longer ...": right when the old fact was retired (or superseded) here and is active no more
         retired = bool(f.changes) and negated(f.value, f.language) and f.changes not in assigned and \

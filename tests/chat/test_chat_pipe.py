@@ -10,6 +10,8 @@ import sys
 
 import pytest
 
+from tests.notes import note, notes
+
 
 def run_chat(args, stdin: bytes | str, env_extra: dict[str, str], timeout: float = 60) -> subprocess.CompletedProcess:
     env = {**os.environ, **env_extra}
@@ -108,18 +110,13 @@ def test_an_empty_user_id_is_refused_before_anything_is_sent(openai_server, chat
 @pytest.mark.slow  # runs `coop chat` as a process, which imports litellm: seconds each
 def test_a_reversed_instruction_and_each_change_are_shown_on_stderr_with_their_undo(openai_server, chat_env,
                                                                                     run_cli):
-    added = run_cli("memory", "add", "Always answer in French", "--category", "instruction", "--user", "sam",
-                    "--json")
+    added = run_cli("memory", "add", "Always answer in French", "--category", "instruction", "--key",
+                    "answer_language", "--user", "sam", "--json")
     assert added.exit_code == 0, added.stderr
-    old = added.json()["id"]
-    extraction = {"facts": [
-        {"category": "instruction", "key": None, "value": "Answer in English", "importance": 0.9,
-         "evidence": "answer in English", "stance": "asserted"},
-        {"category": "pets", "key": "cat", "value": "Has a cat named Mochi", "importance": 0.6,
-         "evidence": "my cat Mochi", "stance": "asserted"}]}
-    openai_server.background_replies = [json.dumps(extraction), json.dumps(
-        {"action": "SUPERSEDE", "target": int(old[1:]), "confidence": 0.95, "reason": "the user asked"}),
-        json.dumps({"action": "ADD", "target": None, "confidence": 0.9, "reason": "new"})]
+    # the language to answer in is one slot: the new instruction supersedes the old by the table, with no question
+    openai_server.background_replies = [notes(
+        note("Answer in English", "answer in English please", kind="instruction", topic="answer_language"),
+        note("Has a cat named Mochi", "say hi to my cat Mochi", topic="pet"))]
     openai_server.replies = ["Sure."]
     result = run_chat(["--user", "sam"], "From now on, answer in English please, and say hi to my cat Mochi.\n",
                       chat_env)

@@ -4,20 +4,23 @@ it left the extraction for the next start. The fast model is the scripted server
 
 from __future__ import annotations
 
-import json
-
 import pytest
 
 from tests.chat.test_chat_pipe import chat_env, run_chat  # noqa: F401  (a fixture)
+from tests.notes import note, notes
 
-FACT = json.dumps({"facts": [{"category": "diet", "key": "diet", "value": "Is vegetarian", "importance": 0.7,
-                              "evidence": "I am vegetarian", "stance": "asserted"}]})
+FACT = notes(note("Is vegetarian", "I am vegetarian", topic="diet"))
+
+
+def slowly(seconds: float):
+    """The notes of "I am vegetarian", given after `seconds`."""
+    return lambda body: {"content": FACT(body), "sleep": seconds}
 
 
 @pytest.mark.slow  # runs `coop chat` as a process
 def test_pipe_mode_waits_for_the_last_extraction_and_shows_it(openai_server, chat_env, run_cli):  # noqa: F811
     openai_server.replies = ["Noted."]
-    openai_server.background_replies = [{"content": FACT, "sleep": 3.0}]  # longer than the old 2 s at exit
+    openai_server.background_replies = [slowly(3.0)]  # longer than the old 2 s at exit
     result = run_chat(["--user", "sam"], "I am vegetarian\n", {**chat_env, "COOP_MEMORY_CONSOLIDATION_ENABLED": "0"})
     assert result.returncode == 0, result.stderr.decode()
     assert "“Is vegetarian”" in result.stderr.decode()  # the change, with its undo, on stderr
@@ -30,7 +33,7 @@ def test_pipe_mode_waits_for_the_last_extraction_and_shows_it(openai_server, cha
 @pytest.mark.slow
 def test_pipe_mode_says_when_the_extraction_was_left_for_the_next_start(openai_server, chat_env):  # noqa: F811
     openai_server.replies = ["Noted."]
-    openai_server.background_replies = [{"content": FACT, "sleep": 6.0}]
+    openai_server.background_replies = [slowly(6.0)]
     env = {**chat_env, "COOP_MODEL_FAST_TIMEOUT_SECONDS": "2", "COOP_MEMORY_CONSOLIDATION_ENABLED": "0"}
     result = run_chat(["--user", "sam"], "I am vegetarian\n", env)
     err = result.stderr.decode()

@@ -14,6 +14,7 @@ from coop.chat.textcalls import TOOLS_FILE, TextGate, parse_calls
 from coop.chat.tools import TOOL_NAMES
 from coop.config.loading import apply_overrides, load_config
 from coop.memory.growth.embedders import HashEmbedder
+from tests.notes import note, notes
 from tests.scripted_model import session_on
 
 EMBEDDER = HashEmbedder(64)
@@ -101,9 +102,7 @@ def test_a_turn_with_a_llama_cpp_like_server_learns_and_answers_cleanly(memory, 
     openai_server.refuses_json_schema = True
     openai_server.streams_nothing_with_tools = True  # measured: role delta, [DONE]; whole, the reply
     openai_server.replies = ["<tool_call>" + json.dumps(SEARCH) + "</tool_call>", "Noted: vegetarian."]
-    openai_server.background_default = json.dumps({"facts": [
-        {"category": "diet", "key": "diet", "value": "Is vegetarian", "importance": 0.7,
-         "evidence": "I am vegetarian", "stance": "asserted"}]})
+    openai_server.background_default = notes(note("Is vegetarian", "I am vegetarian", topic="diet"))
     config = apply_overrides(load_config(), {"model.name": "openai/small-local", "model.api_base":
                                              openai_server.api_base, "model.timeout_seconds": 5.0})
     session = ChatSession(memory, config, embedder=lambda: EMBEDDER)

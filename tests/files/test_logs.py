@@ -111,5 +111,5 @@ def test_coop_chat_keeps_background_warnings_off_stderr(openai_server, coop_home
     assert "the fast model returned no usable JSON" in result.stderr.decode() and SECRET not in result.stderr.decode()
     logged = (coop_home / LOG_FILE).read_text()
     # said by its length: the reply may quote the user's words, so its text is for DEBUG only
-    assert "gave no usable sheet JSON in json_schema mode (" in logged and SECRET not in logged
+    assert "gave no usable notes JSON in json_schema mode (" in logged and SECRET not in logged
     assert "no JSON here" not in logged

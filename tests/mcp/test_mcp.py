@@ -17,6 +17,7 @@ from coop.memory.growth.embedders import HashEmbedder
 from coop.memory.growth.jobs import MemoryJobs
 from coop.memory.retrieval.settings import RetrievalSettings
 from coop.memory.tools.registry import MAX_RESULT_CHARS
+from tests.notes import note, notes
 from tests.scripted_model import said_in
 
 EMBEDDER = HashEmbedder(64)
@@ -181,9 +182,8 @@ def test_record_stores_the_exchange_and_extraction_learns_from_it(db, memory):
     def fast_model(messages: list[dict[str, Any]]) -> str:
         exchange = said_in(messages[-1]["content"]) or ""
         if "allergic to peanuts" in exchange:
-            return json.dumps({"facts": [{"category": "health", "key": "allergy", "value": "Is allergic to peanuts",
-                                          "importance": 0.9, "evidence": "I am allergic to peanuts"}]})
-        return '{"facts": []}'
+            return notes(note("Is allergic to peanuts", "I am allergic to peanuts", topic="allergy"))(messages)
+        return '{"notes": []}'
 
     class InlineWorker:  # runs each job at once on the same database, as the real worker would on its own
         def submit(self, name, job):
@@ -201,7 +201,7 @@ def test_record_stores_the_exchange_and_extraction_learns_from_it(db, memory):
     # the host's account of its conversation, not words typed into coop: the fact carries that source
     assert learned.source == "host"
     [source] = memory.sources.provenance(learned.item_id)
-    assert source.origin == "host" and source.quote == "I am allergic to peanuts"
+    assert source.origin == "host" and source.quote == "I am allergic to peanuts."  # the clause it cites
     assert memory.jobs.pending() == []
     empty = call(server, "memory_record", {"user_message": " ", "assistant_reply": "x"})
     assert empty.is_error and "user_message" in text(empty)

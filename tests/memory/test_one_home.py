@@ -13,8 +13,8 @@ import pytest
 from coop.config.sections import ExtractionConfig, MemoryConfig
 from coop.memory.embedder import DEFAULT_PROFILE, GENERIC, MINILM, EmbedderProfile, chosen, model_of, profile_of
 from coop.memory.growth.embedders import HashEmbedder
-from coop.memory.growth.extract import facts_from
-from coop.memory.growth.reconcile import FactWriter
+from coop.memory.growth.reconcile import Candidate, FactWriter
+from coop.memory.growth.slots import TOPICS, slot_for
 from coop.memory.kinds import MAX_CATEGORY_CHARS, MAX_KEY_CHARS, decayed, fact_slot
 from coop.memory.retrieval.settings import CONFIG, PROFILED, RetrievalSettings, prompt_word_floor
 
@@ -36,17 +36,24 @@ def _stored(memory, text: str) -> tuple[str | None, str | None]:
     return fact.category, fact.key
 
 
-def test_a_long_category_and_key_are_cut_alike_by_storage_and_extraction(memory):
+def test_a_long_category_and_key_are_cut_alike_by_storage_and_the_write_pipeline(memory):
     memory.facts.add("Plays the theremin", category=LONG_CATEGORY, key=LONG_KEY)
     assert _stored(memory, "Plays the theremin") == CUT
-    [candidate] = facts_from([{"category": LONG_CATEGORY, "key": LONG_KEY, "value": "Plays the cello on Sundays",
-                               "importance": 0.5}], 5, source="user")
-    assert (candidate.category, candidate.key) == CUT
-    FactWriter(memory, ExtractionConfig()).write(candidate)
+    FactWriter(memory, ExtractionConfig()).write(Candidate("Plays the cello on Sundays", category=LONG_CATEGORY,
+                                                           key=LONG_KEY, source="user"))
     assert _stored(memory, "Plays the cello on Sundays") == CUT
 
 
-def test_coop_memory_add_cuts_where_extraction_does(run_cli):
+def test_extraction_files_by_the_table_within_the_stored_limits():
+    """Extraction takes no category or key from the model: the topic's slot (`slots.slot_for`), for the user or for
+    a person however long their name, is always within what storage keeps, so it needs no cut of its own."""
+    for topic in TOPICS.values():
+        for about in (None, "sister Ana", "x" * 500):
+            category, key = slot_for(topic, about)
+            assert fact_slot(category, key) == (category, key)
+
+
+def test_coop_memory_add_cuts_where_the_write_pipeline_does(run_cli):
     result = run_cli("memory", "add", "Plays the oboe", "--user", "ana", "--category", LONG_CATEGORY,
                      "--key", LONG_KEY, "--json")
     assert result.exit_code == 0, result.stderr
@@ -160,9 +167,9 @@ def test_retrieval_and_growth_read_the_embedders_profile_unless_the_user_set_the
     assert prompt_word_floor(MemoryConfig(), strict) == 0.6
     assert prompt_word_floor(replace(MemoryConfig(), prompt_word_similarity_floor=0.3), strict) == 0.3
     writer = FactWriter(memory, ExtractionConfig(), embedder=strict)
-    assert (writer.dedup_threshold, writer.related_threshold) == (0.97, 0.85)
+    assert writer.dedup_threshold == 0.97
     writer = FactWriter(memory, replace(ExtractionConfig(), dedup_threshold=0.95), embedder=strict)
-    assert (writer.dedup_threshold, writer.related_threshold) == (0.95, 0.85)
+    assert writer.dedup_threshold == 0.95  # the user's setting wins
     assert chosen(CONFIG.similarity_floor, CONFIG.similarity_floor, 0.1) == 0.1
 
 

@@ -131,7 +131,8 @@ def test_edit_supersedes_the_fact_with_the_users_words_and_keeps_the_old_one(run
                    "0.4", "--user", "ana").exit_code == 0
     new = ok_json(run_cli("memory", "edit", "f1", "Lives in Paris", "--user", "ana", "--json"))
     assert (new["id"], new["action"], new["supersedes"], new["text"]) == ("f2", "SUPERSEDE", "f1", "Lives in Paris")
-    assert (new["category"], new["key"], new["source"], new["importance"]) == ("location", "city", "user", 0.4)
+    # "city" names the home_city slot (`slots.canonical_key`): the edit keeps the slot it was filed in
+    assert (new["category"], new["key"], new["source"], new["importance"]) == ("location", "home_city", "user", 0.4)
     assert new["embedder"] == "hash/tokens/384", "embedded at once, as add does"
     old = fact(run_cli, "f1")
     assert (old["superseded_by"], old["text"]) == ("f2", "Lives in Lyon")

@@ -126,8 +126,8 @@ def test_a_timeout_and_a_refused_connection(openai_server, monkeypatch):
 
 
 def test_a_whole_reply_and_json_mode(openai_server, monkeypatch):
-    lean_outcome, litellm_outcome = _both(openai_server, monkeypatch, ['{"facts": []}'], whole=True, json_mode=True)
-    assert lean_outcome == litellm_outcome == ("whole", '{"facts": []}')
+    lean_outcome, litellm_outcome = _both(openai_server, monkeypatch, ['{"notes": []}'], whole=True, json_mode=True)
+    assert lean_outcome == litellm_outcome == ("whole", '{"notes": []}')
     lean_body, litellm_body = [r["body"] for r in openai_server.requests]
     assert lean_body["response_format"] == litellm_body["response_format"] == {"type": "json_object"}
 

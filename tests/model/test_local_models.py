@@ -11,15 +11,17 @@ import logging
 from coop.chat.session import ChatSession
 from coop.config.loading import Config, apply_overrides
 from coop.memory.growth.embedders import HashEmbedder
-from coop.memory.growth.extract import extract_facts
+from coop.memory.growth.extract import extract_facts, extraction_request
 from coop.memory.growth.jobs import MemoryJobs
-from coop.memory.growth.sheet import schema
 from coop.model import llm
 from coop.model.json_modes import MODES_FILE, ModeMemory, StructuredCompleter
 
-SHEET = schema(1)  # the extractor's sheet for a message of one sentence
-GOOD = json.dumps({"sentences": [{"n": 1, "kind": "statement", "facts": [{"fact": "Is vegetarian", "topic": "diet"}]}]})
-ECHO = json.dumps(SHEET["schema"])  # what some small models return: the schema, not data
+_REQUEST = extraction_request("I am vegetarian", limit=5)
+assert _REQUEST is not None
+NOTES = _REQUEST[1]  # the schema of the notes of "I am vegetarian" (one clause, c1), at most five of them
+GOOD = json.dumps({"notes": [{"clauses": ["c1"], "kind": "fact", "topic": "diet", "about": "user",
+                              "polarity": "holds", "modality": "stated", "value": "Is vegetarian"}]})
+ECHO = json.dumps(NOTES["schema"])  # what some small models return: the schema, not data
 PROSE = "Sure! The user is vegetarian, which is a durable fact worth remembering."
 
 
@@ -42,7 +44,7 @@ def test_a_json_schema_is_asked_for_first_and_remembered(openai_server, tmp_path
     complete = completer(openai_server, tmp_path)
     assert extract(complete) == ["Is vegetarian"]
     sent = openai_server.requests[0]["body"]["response_format"]
-    assert sent["type"] == "json_schema" and sent["json_schema"]["schema"]["required"] == ["sentences"]
+    assert sent["type"] == "json_schema" and sent["json_schema"]["schema"]["required"] == ["notes"]
     assert json.loads((tmp_path / MODES_FILE).read_text()) == {"openai/small-local": "json_schema"}
 
 
@@ -64,7 +66,7 @@ def test_prose_in_json_mode_and_an_echoed_schema_move_on_to_asking_in_the_prompt
     assert extract(complete) == ["Is vegetarian"]
     assert modes_sent(openai_server) == ["json_schema", "json_object_schema", "json_object", "prompt"]
     system = openai_server.requests[-1]["body"]["messages"][0]["content"]
-    assert "It must match this JSON Schema" in system and '"sentences"' in system
+    assert "It must match this JSON Schema" in system and '"notes"' in system
     assert ModeMemory(tmp_path / MODES_FILE).get("openai/small-local") == "prompt"
 
 
@@ -74,7 +76,7 @@ def test_a_model_that_never_gives_json_is_counted_logged_and_told_once(openai_se
     with caplog.at_level(logging.WARNING, logger="coop"):
         assert extract(complete) == [] and extract(complete) == []
     assert complete.unusable == 2
-    assert any("returned no usable sheet JSON" in r.getMessage() and "openai/small-local" in r.getMessage()
+    assert any("returned no usable notes JSON" in r.getMessage() and "openai/small-local" in r.getMessage()
                for r in caplog.records)
     session = ChatSession(memory, Config(), embedder=lambda: HashEmbedder(16),
                           jobs=MemoryJobs(Config(), complete, lambda: HashEmbedder(16)))
@@ -153,7 +155,7 @@ def test_llama_cpp_refusing_json_schema_with_a_500_falls_through_at_once_and_is_
     assert modes_sent(openai_server) == ["json_schema", "json_object_schema"]
     assert seen == ["json_object_schema"]
     sent = openai_server.requests[1]["body"]["response_format"]
-    assert sent == {"type": "json_object", "schema": SHEET["schema"]}  # the schema the server enforces
+    assert sent == {"type": "json_object", "schema": NOTES["schema"]}  # the schema the server enforces
     assert extract(completer(openai_server, tmp_path)) == ["Is vegetarian"]  # a new process starts there
     assert modes_sent(openai_server)[-1] == "json_object_schema"
 
@@ -178,8 +180,9 @@ def test_json_calls_are_made_at_temperature_zero_with_a_token_cap(openai_server,
 
 
 def test_comments_and_trailing_commas_in_the_reply_are_tolerated(openai_server, tmp_path):
-    reply = """{"facts": [{"category": "diet", "key": "diet", "value": "Is vegetarian", // high conf
-        "importance": 0.7, /* the user's words */ "evidence": "I am vegetarian", "stance": "asserted",},],}"""
+    reply = """{"notes": [{"clauses": ["c1",], "kind": "fact", "topic": "diet", // high conf
+        "about": "user", /* the user's own words */ "polarity": "holds", "modality": "stated",
+        "value": "Is vegetarian",},],}"""
     openai_server.background_replies = [reply]
     complete = completer(openai_server, tmp_path)
     assert extract(complete) == ["Is vegetarian"]

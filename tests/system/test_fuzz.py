@@ -9,6 +9,7 @@ go through the CLI, several times costlier per case, get a share of that.
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 import zipfile
@@ -393,15 +394,32 @@ def test_fuzzed_import_files(memory, tmp_path):
 
 # --- the model's replies -------------------------------------------------------------------------------------
 
-FACT_OBJECTS = st.fixed_dictionaries({"category": MAYBE(st.text(max_size=10)), "key": MAYBE(st.text(max_size=10)),
-                                      "value": MAYBE(TEXT), "importance": MAYBE(st.floats())})
+# The notes of the pointing call (`growth/pointing.py`), mostly of the right shape with any field wrong: clause ids
+# that exist, do not or are not ids; enums and garbage; values that rest on the message, do not, or are not text.
+CLAUSE_IDS = st.one_of(st.lists(st.sampled_from(["c1", "c2", "c99", "c0", "", "1", "C1", " c1 "]), max_size=5),
+                       st.sampled_from(["c1", "c2"]), st.lists(st.text(max_size=4), max_size=3))
+VALUES = st.one_of(TEXT, st.sampled_from(["Lives in Paris", "Moved to Paris", "Paris", "Lives in Lyon",
+                                          "Lives in Paris since 2019", "Does not live in Paris", "<value>",
+                                          "Vit à Paris", "パリに住んでいる", "Lives in Paris?", ""]))
+NOTE_OBJECTS = st.fixed_dictionaries({
+    "clauses": MAYBE(CLAUSE_IDS),
+    "kind": MAYBE(st.one_of(st.sampled_from(["fact", "instruction", "FACT", "rule"]), TEXT)),
+    "topic": MAYBE(st.one_of(st.sampled_from(["home_city", "pet", "hobby", "answer_language", "instruction", "other",
+                                               "city", ""]), TEXT)),
+    "about": MAYBE(st.one_of(st.sampled_from(["user", "sister Ana", "me", "", "Ana"]), TEXT)),
+    "polarity": MAYBE(st.sampled_from(["holds", "no_longer", "never", "NO_LONGER", "maybe", ""])),
+    "modality": MAYBE(st.sampled_from(["stated", "planned", "considering", "asked", "hypothetical", "reported",
+                                       "joke", "Stated", "sure", ""])),
+    "value": MAYBE(VALUES)})
+CHANGE_OBJECTS = st.fixed_dictionaries({"new": MAYBE(st.one_of(st.sampled_from(["n1", "n2", "n0", "n-1", "n²", "x"]),
+                                                                st.text(max_size=4).map(lambda t: "n" + t))),
+                                        "replaces": MAYBE(st.one_of(st.none(), st.sampled_from(["k1", "k2", "k9"]),
+                                                                    st.integers(-5, 50), st.text(max_size=4)))})
 REPLIES = st.one_of(
-    st.fixed_dictionaries({"facts": MAYBE(st.lists(MAYBE(FACT_OBJECTS), max_size=12))}).map(json.dumps),
-    st.lists(FACT_OBJECTS, max_size=8).map(json.dumps),
-    st.fixed_dictionaries({"action": MAYBE(st.sampled_from(["ADD", "UPDATE", "SUPERSEDE", "NONE", "add", "DELETE"])),
-                           "target": MAYBE(st.one_of(st.integers(-5, 50), st.text("f0123456789", max_size=4))),
-                           "confidence": MAYBE(st.floats()), "reason": MAYBE(st.text(max_size=20))}).map(json.dumps),
-    st.fixed_dictionaries({"summary": MAYBE(TEXT), "facts": MAYBE(st.lists(MAYBE(FACT_OBJECTS), max_size=4))})
+    st.fixed_dictionaries({"notes": MAYBE(st.lists(MAYBE(NOTE_OBJECTS), max_size=12))}).map(json.dumps),
+    st.lists(NOTE_OBJECTS, max_size=8).map(json.dumps),
+    st.fixed_dictionaries({"changes": MAYBE(st.lists(MAYBE(CHANGE_OBJECTS), max_size=4))}).map(json.dumps),
+    st.fixed_dictionaries({"summary": MAYBE(TEXT), "notes": MAYBE(st.lists(MAYBE(NOTE_OBJECTS), max_size=4))})
     .map(json.dumps),
     JSONISH.map(json.dumps),
     TEXT,
@@ -409,25 +427,49 @@ REPLIES = st.one_of(
 )
 
 
-def test_fuzzed_extraction_and_reconciliation_replies(memory):
-    from coop.memory.growth.extract import ModelReplyError, extract_facts, model_decider, parse_decision
+def test_fuzzed_notes_and_changes_replies(memory):
+    """Any reply to the pointing call and to the one question about changes: nothing raises; what is kept rests on
+    the message (its words, no number it does not say); a fact of a category no topic files into never changes."""
+    from coop.memory.growth.changes import model_asker, read_changes
+    from coop.memory.growth.extract import ModelReplyError, extract_facts
+    from coop.memory.growth.pointing import parse_notes
     from coop.memory.growth.reconcile import Candidate, FactWriter
+    from coop.memory.language.terms import numbers
 
+    said = "I moved to Paris, and I love it."
     memory.facts.add("Lives in Lyon", category="location", key="city")
+    kept = memory.facts.add("Keeps three beehives", category="garden").fact_id
+    labels = {"k1": kept, "k2": kept + 100}
+    rounds = itertools.count()
+
+    moved = {"clauses": ["c1"], "kind": "fact", "topic": "home_city", "about": "user", "polarity": "holds",
+             "modality": "stated", "value": "Moved to Paris"}
 
     @MANY
-    @given(reply=REPLIES, decision=REPLIES, limit=st.integers(0, 6))
-    def run(reply, decision, limit):
-        candidates = extract_facts(lambda messages: reply, "I moved to Paris", limit)
+    @given(reply=REPLIES, changes=REPLIES, limit=st.integers(0, 6))
+    @example(reply=json.dumps({"notes": [moved, {**moved, "topic": "hobby", "value": "Moved to Paris, loves it"}]}),
+             changes=json.dumps({"changes": [{"new": "n1", "replaces": "k1"}]}), limit=3)  # both kept
+    @example(reply="{}", changes=json.dumps({"changes": [{"new": "n²", "replaces": "k1"}]}), limit=1)  # "²".isdigit()
+    def run(reply, changes, limit):
+        for parse in (lambda: parse_notes(reply, limit), lambda: read_changes(changes, 2, labels)):
+            try:
+                parse()
+            except ModelReplyError:
+                pass
+        candidates = extract_facts(lambda messages: reply, said, limit)
         assert len(candidates) <= limit
-        try:
-            parse_decision(decision)
-        except ModelReplyError:
-            pass
-        writer = FactWriter(memory, ExtractionConfig(), embedder=EMBEDDER,
-                            decide=model_decider(lambda messages: decision))
-        for candidate in candidates + [Candidate("Lives in Paris", category="location", key="city")]:
-            expect_coop_error(writer.write, candidate)
+        for candidate in candidates:
+            assert candidate.evidence and set(candidate.evidence.split()) <= set(said.split())
+            assert numbers(candidate.value, "en") <= numbers(said, "en")
+        # a new amount of a known hobby: the table cannot decide, so the fuzzed answer to the question is read
+        times = 10 + 2 * next(rounds)
+        memory.facts.add(f"Visits Paris {times} times a year", category="hobbies")
+        writer = FactWriter(memory, ExtractionConfig(), embedder=EMBEDDER, ask=model_asker(lambda messages: changes))
+        for plan in writer.plan_exchange(candidates + [
+                Candidate("Lives in Paris", category="location", key="city", language="en"),
+                Candidate(f"Visits Paris {times + 1} times a year", category="hobbies", language="en")], said):
+            expect_coop_error(writer.apply, plan)
+        assert memory.facts.is_active(kept)
 
     run()
     assert intact(memory)

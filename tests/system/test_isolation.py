@@ -1,7 +1,8 @@
 """Isolation: over random users and random data (with words in common, so a missing user filter would show), no
 library or CLI path returns another user's rows: search (both legs, any floor), list, get and get_many, show by
-another user's id, history, timeline, sessions, salience, stats, export, forgetting, the fact write pipeline (a
-model that names another user's fact), consolidation, resuming a session, and the model's memory tools."""
+another user's id, history, timeline, sessions, salience, stats, export, forgetting, the fact write pipeline (the
+fast model, asked what a new fact changes, naming another user's fact), consolidation, resuming a session, and the
+model's memory tools."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from hypothesis import strategies as st
 from coop.config.loading import ExtractionConfig, load_config
 from coop.errors import NotFoundError
 from coop.memory.growth.embedders import HashEmbedder
-from coop.memory.growth.reconcile import Candidate, Decision, FactWriter
+from coop.memory.growth.reconcile import Candidate, FactWriter
 from coop.memory.retrieval.settings import RetrievalSettings
 
 EMBEDDER = HashEmbedder(384)  # the id the CLI's configured hash embedder has, so its vector leg is live too
@@ -174,13 +175,22 @@ def test_no_library_path_returns_another_users_rows(store, scripted):
                         assert "error" in json.loads(tools.run(name, json.dumps(args)))
                     with pytest.raises(NotFoundError):
                         memory.forget(kind, item_id)
-            # a fast model that names another user's fact changes nothing of theirs
-            for fact_id in list(foreign["fact"])[:2]:
-                writer = FactWriter(memory, ExtractionConfig(), embedder=EMBEDDER,
-                                    decide=lambda c, existing, target=fact_id: Decision("SUPERSEDE", target, 1.0))
-                writer.write(Candidate("lyon bees tea", source="extraction"))
+            # a fast model asked what a new fact changes, that names another user's fact, changes nothing of theirs
+            for i, fact_id in enumerate(list(foreign["fact"])[:2]):
+                asked: list[int] = []
+
+                def ask(said, undecided, target=fact_id):
+                    asked.append(len(undecided))
+                    return {0: target}
+
+                memory.facts.add(f"Keeps {10 + 2 * i} beehives", category="hobbies")
+                writer = FactWriter(memory, ExtractionConfig(), embedder=EMBEDDER, ask=ask)
+                new = Candidate(f"Keeps {11 + 2 * i} beehives", category="hobbies", language="en")
+                for plan in writer.plan_exchange([new], f"I keep {11 + 2 * i} beehives now"):
+                    writer.apply(plan)
+                assert asked == [1]  # the table could not decide; the one question was asked
             # consolidation of this user marks only this user's messages
-            consolidate(memory, config, lambda messages: json.dumps({"summary": "a span", "facts": []}),
+            consolidate(memory, config, lambda messages: json.dumps({"summary": "a span", "notes": []}),
                         FactWriter(memory, config.memory.extraction), ended=True)
         # after all of that, every user still has exactly their own rows, untouched by the others
         for user_id, data in owned.items():

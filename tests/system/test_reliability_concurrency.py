@@ -20,23 +20,24 @@ from coop.memory.growth.worker import BackgroundWorker
 from coop.memory.storage.database import open_database
 from coop.memory.storage.store import MemoryStore
 from tests._integrity import consistency_problems
+from tests.notes import note, notes
+from tests.scripted_model import said_in
 
 EMBEDDER = HashEmbedder(64)
 
 
 def background_model(body):
-    """The fast model for every background job: summaries for consolidation, facts for extraction."""
+    """The fast model for every background job: summaries for consolidation, the notes of each chat message."""
     system = body["messages"][0]["content"]
     text = body["messages"][-1]["content"]
     if "consolidate a user's conversation history" in system:
-        return json.dumps({"summary": "The user chatted about numbered things.",
-                           "facts": [{"category": "general", "key": None, "value": "Chats in numbered messages",
-                                      "evidence": "chat message"}]})
-    if "extract durable facts" in system:
-        number = text.split("chat message ")[-1].split()[0] if "chat message " in text else "x"
-        return json.dumps({"facts": [{"category": "general", "key": None, "value": f"Mentioned item {number}",
-                                      "evidence": f"chat message {number}"}]})
-    return json.dumps({"action": "ADD", "target": None, "confidence": 0.9, "reason": "different"})
+        return notes(note("Chats about the weather", "about the weather"),
+                     summary="The user chatted about numbered things.")(body)
+    said = said_in(text)
+    if said is not None and "chat message " in said:
+        number = said.split("chat message ")[-1].split()[0]
+        return notes(note(f"Sent chat message {number} about the weather", said))(body)
+    return json.dumps({"notes": []})
 
 
 def claude_export(conversations: int, per: int) -> list[dict]:
@@ -126,8 +127,7 @@ def test_threads_with_their_own_connections_and_the_consolidation_worker(coop_ho
     path = str(coop_home / "coop.db")
     setup = open_database(path)
     config = apply_overrides(load_config(), {"memory.consolidation.span_messages": 10})
-    summary = json.dumps({"summary": "A span of numbered notes.", "facts": [{"value": "Writes numbered notes",
-                                                                    "evidence": "note"}]})
+    summary = notes(note("Writes notes", "note"), summary="A span of numbered notes.")
     worker = BackgroundWorker(lambda: MemoryStore.open(path))
     writers, per_writer = 3, 120
     errors: list[BaseException] = []
@@ -156,7 +156,7 @@ def test_threads_with_their_own_connections_and_the_consolidation_worker(coop_ho
 
     def consolidation_job(store) -> None:
         memory = store.user("ana")
-        report = consolidate(memory, config, lambda messages: summary,
+        report = consolidate(memory, config, summary,
                              FactWriter(memory, config.memory.extraction, embedder=EMBEDDER), ended=True)
         assert not report.errors, report.errors
 

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.notes import note, notes
 from tests.scripted_model import said_in
 
 KEY = "sk-test-SECRET-1234567890"
@@ -105,20 +106,21 @@ def test_an_api_key_never_reaches_the_database_trace_history_logs_or_output(coop
     ]
 
     def background(body: dict) -> object:
-        """The fast model: the first extraction fails with the key echoed; the exchange with the key gives a fact
-        that quotes the user's words (key and all), so it passes the evidence check and reaches the store; the
-        summary of the session repeats the key."""
+        """The fast model: the first extraction fails with the key echoed; the exchange with the key gives a note
+        that quotes the user's (masked) words, so it passes verification and reaches the store, and one that puts
+        the key itself into the value, which verification refuses (and logs, masked); the summary of the session
+        repeats the key."""
         system, exchange = body["messages"][0]["content"], body["messages"][-1]["content"]
-        exchange = said_in(exchange) or exchange  # not the earlier turns shown as context
         if system.startswith("You consolidate"):
-            return json.dumps({"summary": f"The user shared their API key {KEY} and said hello.", "facts": []})
+            return json.dumps({"summary": f"The user shared their API key {KEY} and said hello.", "notes": []})
+        exchange = said_in(exchange) or ""  # not the earlier turns shown as context
         if "hello there" in exchange:
             return {"status": 401, "message": echo}
         if "my API key is [secret]" in exchange:  # extraction reads the stored (masked) message, never the key;
-            # a model that knew the key anyway and put it into the fact still gets it masked at the store
-            return json.dumps({"facts": [{"category": "work", "key": "api_key", "value": f"Has the API key {KEY}",
-                                          "importance": 0.7, "evidence": "my API key is [secret]"}]})
-        return '{"facts": []}'
+            # a model that knew the key anyway and put it into a value is refused: a number the user did not say
+            return notes(note("Has the API key [secret]", "my API key is [secret]"),
+                         note(f"Has the API key {KEY}", "my API key is [secret]"))(body)
+        return '{"notes": []}'
 
     openai_server.background_default = background
     lines = (f"hello there\nmy API key is {KEY}\nsecond try\nthird try\nfourth try\nsearch my memory\n"

@@ -70,7 +70,7 @@ def read_changes(text: str, count: int, labels: dict[str, int]) -> dict[int, int
         if not isinstance(row, dict):
             continue
         new, old = str(row.get("new") or ""), row.get("replaces")
-        index = int(new[1:]) - 1 if new[:1] == "n" and new[1:].isdigit() else -1
+        index = int(new[1:]) - 1 if new[:1] == "n" and new[1:].isascii() and new[1:].isdigit() else -1
         if not 0 <= index < count or not isinstance(old, str):
             continue
         if old not in labels:

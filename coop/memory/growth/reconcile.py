@@ -120,7 +120,7 @@ class FactWriter:
         if candidate.polarity in (NO_LONGER, NEVER):
             return self._retiring(candidate)
         exact = self.memory.facts.find_exact(candidate.value, candidate.category)
-        if exact is not None and (candidate.key is None or exact.key in (None, candidate.key)):
+        if exact is not None and (candidate.key is None or canonical_key(exact.key) in (None, candidate.key)):
             return Plan("MERGE", candidate, "exact duplicate: mention counted", exact.item_id)
         vector, neighbours = self._neighbours(candidate)
         mine = set(terms(candidate.value, candidate.language))
@@ -235,7 +235,8 @@ class FactWriter:
     def _refused(self, candidate: Candidate) -> Plan | None:
         """A SKIP for what is never written: an unsafe instruction; a widening one from a machine; what the user
         forgot, proposed again by a machine."""
-        said = marks(candidate.value, candidate.language) if candidate.category == INSTRUCTION else frozenset()
+        said = marks(candidate.value, candidate.language) | marks(candidate.evidence or "", candidate.language) \
+            if candidate.category == INSTRUCTION else frozenset()
         if candidate.category == INSTRUCTION and (is_unsafe_instruction(candidate.value) or "unsafe" in said):
             refuse("unsafe", "a request to drop a safety behaviour", category=INSTRUCTION, text=candidate.value)
             return Plan("SKIP", candidate, "a request to drop a safety behaviour is not kept as an instruction")

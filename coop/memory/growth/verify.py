@@ -30,8 +30,9 @@ from coop.memory.growth.pointing import Listed, Listing, Note
 from coop.memory.growth.refusals import refuse
 from coop.memory.growth.slots import TOPICS, slot_for
 from coop.memory.kinds import INSTRUCTION
-from coop.memory.language.lexicon import marks
+from coop.memory.language.lexicon import has_lexicon, marked, marks
 from coop.memory.language.parse import Clause
+from coop.memory.language.scripts import han_or_katakana_runs, has_unspaced
 from coop.memory.language.terms import names, numbers, terms
 from coop.memory.text import check_text
 from coop.privacy.secrets import mask
@@ -96,8 +97,7 @@ def verify(note: Note, listing: Listing, earlier: Sequence[str] = ()) -> Verifie
             why = "the note names someone the user did not"
     if why is not None:
         return _refused("evidence", why, category, value)
-    if note.about is None and any("other" in (found := marks(item.clause.text, language)) and "with_me" not in found
-                                  for item in items):
+    if note.about is None and _someone_elses(value, items, language):
         return _refused("holder", "the user's words speak of someone else", category, value)
     if note.polarity == "holds" and _negated(value, language) != _negated(said, language):
         return _refused("polarity", "the value turns the negation of the user's words around", category, value)
@@ -145,7 +145,10 @@ def _not_asserted(note: Note, items: Sequence[Listed], listing: Listing, languag
         return "the user asked it"
     cited = set().union(*(marks(item.clause.text, language) for item in items))
     leading = set().union(*(marks(clause.text, language) for clause in _leading(items, listing)))
-    found = (cited | leading) & SENTENCE_MARKS | cited & CLAUSE_MARKS
+    found = (cited | leading) & SENTENCE_MARKS | cited & CLAUSE_MARKS - {"question"}
+    # a clause opens a question only at the start of its sentence: "où j'habite", ", who lives in ..." do not
+    if any("question" in marks(item.clause.text, language) and not _leading([item], listing) for item in items):
+        found.add("question")
     if note.kind == "instruction":  # "Answer briefly unless I ask for detail", "Quiero que me respondas en español"
         found -= {"condition", "wish"}
     if found:
@@ -182,6 +185,8 @@ def _not_grounded(value: str, said: str, language: str, earlier: Sequence[str], 
     borrowed = {name for name in named if not held(name, support)}  # names the user said before: not counted
     wanted = [t for t in terms(value, language) if t not in borrowed]
     anchors = named | numbers(value, language)
+    if anchored and has_unspaced(value):  # a name in Han or Kana the user wrote: "遥香" in "遥香です"
+        anchors |= {t for run in han_or_katakana_runs(value) for t in terms(run, language) if run in said}
     if anchored and anchors and len([t for t in wanted if t not in anchors]) <= MAX_FRAME_TERMS:
         return None
     weight = sum(len(t) for t in wanted)
@@ -190,10 +195,32 @@ def _not_grounded(value: str, said: str, language: str, earlier: Sequence[str], 
     return None
 
 
-def _names_them(value: str, about: str, language: str) -> bool:
-    """Whether `value` already says who it is about (a word of `about` in it)."""
+def _someone_elses(value: str, items: Sequence[Listed], language: str) -> bool:
+    """Whether a value said of the user rests on a clause that opens with someone else as its subject ("My brother
+    lives in Madrid", and not "My brother and I ...") and does not name them ("Has a brother who lives in
+    Madrid" does)."""
+    for item in items:
+        found = marks(item.clause.text, language)
+        if "other" in found and "with_me" not in found:
+            person = marked(item.clause.text, language, "other") or ""
+            if not _names_them(value, person, language, item.clause.text):
+                return True
+    return False
+
+
+def _names_them(value: str, about: str, language: str, said: str = "") -> bool:
+    """Whether `value` already says who it is about: a word of `about` in it ("Sister Ana ..." for "my sister"),
+    its characters in a language written without spaces ("兄が..." for "兄"), or a name it shares with the user's
+    words `said` ("Ehemann Tobias ..." for "Mein Mann Tobias ...")."""
+    if has_unspaced(about) and about.strip() and about.strip() in value:
+        return True
     mine = set(terms(value, language))
-    return any(held(t, mine) for t in terms(about, language) if len(t) >= 3)
+    if any(held(t, mine) for t in terms(about, language) if len(t) >= 3):
+        return True
+    # the names right after the words that say who ("Mein Mann Tobias ist ..."), not any name of the clause
+    at = said.casefold().find(about.casefold()) if about else -1
+    after = said[at + len(about):] if at >= 0 else ""
+    return bool(names(value, language) & names(" ".join(["x", *after.split()[:2]]), language))
 
 
 def _negated(text: str, language: str) -> bool:
@@ -202,8 +229,12 @@ def _negated(text: str, language: str) -> bool:
 
 def _not_an_instruction(note: Note, said: str, language: str) -> str | None:
     """Why the cited words are not an instruction to the assistant, or None: they speak of the user in the first
-    person and not to the assistant ("I always answer e-mails in English"), in a language whose lexicon says so."""
+    person and not to the assistant ("I always answer e-mails in English"), or say nothing to it at all (no "you",
+    no imperative of the assistant's work, no "please" or "from now on": "Siempre llevo un libro"), in a language
+    whose lexicon says so."""
     found = marks(said, language)
     if "self" in found and "addressee" not in found:
         return "the user's words speak of themselves, not to the assistant"
+    if has_lexicon(language) and not found & {"addressee", "directive"}:
+        return "the user's words do not address the assistant"
     return None

@@ -10,10 +10,11 @@ import numpy as np
 from typer.testing import CliRunner
 
 from coop.cli.app import app
-from coop.memory.growth.evidence import adds_to, states
 from coop.memory.growth.forgetting import forget_with_traces, traces
 from coop.memory.retrieval.context import Recalled, build_prompt, fact_line
 from coop.memory.retrieval.recall import is_conversation, newer_first, without_repeats
+from coop.memory.words import adds_to, states
+from tests.notes import note, notes
 
 
 class FixedEmbedder:
@@ -155,9 +156,7 @@ def test_an_extracted_fact_is_linked_to_its_message_and_shown_once_in_a_later_pr
     config = apply_overrides(load_config(), {"model.name": "openai/test-model",
                                              "model.timeout_seconds": 5.0})
     embedder = HashEmbedder(64)
-    scripted.background_replies = [json.dumps({"facts": [
-        {"category": "pets", "key": "cat_name", "value": "Has a cat named Miso", "importance": 0.7,
-         "evidence": "I have a cat named Miso"}]})]
+    scripted.background_replies = [notes(note("Has a cat named Miso", "I have a cat named Miso", topic="pet"))]
     first = scripted.session(memory, config, embedder=lambda: embedder)
     result = first.turn("I have a cat named Miso")
     [fact] = memory.list_items("fact")

@@ -21,7 +21,7 @@ from coop.config.sections import ExtractionConfig
 from coop.mcp.server import MemoryServer, build_server
 from coop.memory.growth.embedders import HashEmbedder
 from coop.memory.growth.jobs import MemoryJobs
-from coop.memory.growth.reconcile import Decision, FactWriter
+from coop.memory.growth.reconcile import FactWriter
 from coop.memory.tools import registry
 from coop.memory.tools.exchange import ExchangeRecorder
 from coop.memory.tools.guard import Guard
@@ -180,27 +180,20 @@ def test_another_mcp_call_runs_while_remember_embeds(memory):
     assert memory.get("fact", int(answers["remember"]["id"][1:])).embedder == EMBEDDER.id
 
 
-def test_a_reconciling_model_call_runs_outside_the_lock(memory):
+def test_a_tools_write_is_decided_by_the_table_with_no_model_call_under_the_lock(memory):
+    """The reconciler's model call that once ran inside a tool's write is gone: the table of slots decides (the
+    city is one slot: a move supersedes it), and the one question about changes is never asked of a tool's write,
+    so nothing but the database work holds the lock."""
     known = memory.facts.add("Lives in Lyon", category="location", key="home_city").fact_id
-    inside, release = threading.Event(), threading.Event()
 
-    def slow_model(candidate, existing):
-        inside.set()
-        assert release.wait(WAIT)
-        return Decision("ADD")
+    def no_question(said, undecided):
+        raise AssertionError("a tool's write asked the fast model")
 
     lock = threading.Lock()
     box = MemoryToolbox(memory, lambda: EMBEDDER,
-                        lambda: FactWriter(memory, ExtractionConfig(), embedder=EMBEDDER, decide=slow_model),
+                        lambda: FactWriter(memory, ExtractionConfig(), embedder=EMBEDDER, ask=no_question),
                         guard=Guard(lock), write_source="model")
-    answers: dict[str, Any] = {}
-    writer = threading.Thread(target=lambda: answers.update(
-        written=box.remember("Moved to Berlin", category="location", key="city")))
-    writer.start()
-    assert inside.wait(WAIT)  # the model is deciding ...
-    assert lock.acquire(timeout=WAIT)  # ... and the database is free meanwhile
-    lock.release()
-    assert box.get(f"f{known}")["text"] == "Lives in Lyon"
-    release.set()
-    writer.join(WAIT)
-    assert answers["written"]["action"] == "ADD"
+    written = box.remember("Lives in Berlin", category="location", key="city")
+    assert written["action"] == "SUPERSEDE"
+    assert box.get(written["id"])["text"] == "Lives in Berlin"
+    assert not memory.facts.is_active(known) and lock.acquire(blocking=False)

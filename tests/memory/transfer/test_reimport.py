@@ -19,8 +19,8 @@ def test_a_used_memory_exported_and_imported_back_is_unchanged(run_cli, openai_s
 
     def background(body: dict) -> object:
         if body["messages"][0]["content"].startswith("You consolidate"):
-            return json.dumps({"summary": "Ana introduced herself and talked about Lyon.", "facts": []})
-        return '{"facts": []}'
+            return json.dumps({"summary": "Ana introduced herself and talked about Lyon.", "notes": []})
+        return '{"notes": []}'
 
     openai_server.background_default = background
     lines = "hi, I am Ana\nwhat do you know about my sister?\n/remember my sister Lea lives in Lyon\n/end\n" \

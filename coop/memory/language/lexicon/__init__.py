@@ -24,12 +24,13 @@ from coop.memory.language.detect import MIN_DETECTED_WORDS, likeliest, ranked
 from coop.memory.language.scripts import has_unspaced, script_language, spaced_words
 
 MARKS = ("negation", "no_longer", "doubt", "condition", "wish", "past", "dream", "irony", "fiction", "report",
-         "change", "self", "addressee", "with_me", "other", "question", "unsafe", "widening")
+         "change", "self", "addressee", "directive", "with_me", "other", "question", "unsafe", "widening")
 # What each mark says, for the one module that reads them (`growth/verify.py`, `growth/reconcile.py`):
 # - the mood of what is said: negation, no_longer (it ended), doubt, condition, wish, past (a past habit), dream,
 #   irony, fiction, report (what someone else says), question (a clause that opens as one);
 # - who speaks of whom: self (the clause opens with the speaker as subject: "I always ..."), addressee (it speaks
-#   to the assistant: "you"), other (it opens with someone else as subject: "my sister ..."), with_me ("... and I");
+#   to the assistant: "you"), directive (it tells the assistant what to do: "please", "from now on", an imperative
+#   of the assistant's work), other (it opens with someone else as subject: "my sister ..."), with_me ("... and I");
 # - change: the words that say something changed ("now", "switched", "again");
 # - instructions no machine may store: unsafe (drop a safety behaviour), widening (reveal or give to anyone).
 # A phrase that starts with "^" matches only at the start of the text (a clause), after punctuation.
@@ -61,9 +62,11 @@ def conjunctions(language: str) -> tuple[str, ...]:
     return tuple(normalise(c) for c in found.CONJUNCTIONS) if found is not None else ()
 
 
-def _phrase_pattern(phrase: str, spaced: bool) -> str:
-    if phrase.startswith("^"):
-        return r"^[\W_]*(?:" + _phrase_pattern(phrase[1:], spaced) + ")"
+def _phrase_pattern(phrase: str, spaced: bool, lead_ins: tuple[str, ...] = ()) -> str:
+    if phrase.startswith("^"):  # at the start, after punctuation and at most one lead-in word ("and", "just")
+        lead = "|".join(re.escape(normalise(w)) for w in lead_ins)
+        optional = rf"(?:(?:{lead})(?!\w)[\W_]*)?" if lead and spaced else ""
+        return r"^[\W_]*" + optional + "(?:" + _phrase_pattern(phrase[1:], spaced) + ")"
     pieces = []
     for part in (normalise(part).strip() for part in phrase.split(GAP)):
         joined = part.endswith("'")  # "n'" runs into the word it elides before
@@ -82,7 +85,8 @@ def _patterns(language: str) -> dict[str, re.Pattern[str]]:
         return {}
     spaced = language not in UNSPACED_LANGUAGES
     markers: dict[str, tuple[str, ...]] = found.MARKERS
-    return {mark: re.compile("|".join(_phrase_pattern(p, spaced) for p in phrases))
+    lead_ins: tuple[str, ...] = getattr(found, "LEAD_INS", ())
+    return {mark: re.compile("|".join(_phrase_pattern(p, spaced, lead_ins) for p in phrases))
             for mark, phrases in markers.items() if phrases}
 
 
@@ -114,3 +118,12 @@ def marks(text: str, language: str) -> frozenset[str]:
     if found and _in_another_language(text, language):
         return frozenset()
     return found
+
+
+def marked(text: str, language: str, mark: str) -> str | None:
+    """The words of `text` that give it `mark` in the language's lexicon ("my sister" for "other"), or None."""
+    if not text or mark not in marks(text, language):
+        return None
+    pattern = _patterns(language).get(mark)
+    found = pattern.search(normalise(text)) if pattern is not None else None
+    return found.group(0) if found else None

@@ -20,19 +20,30 @@ MARKERS: dict[str, tuple[str, ...]] = {
     "fiction": ("meine figur", "mein charakter", "meine rolle", "in meinem roman", "im roman", "in meiner geschichte",
                 "in der geschichte", "im spiel", "rollenspiel", "fiktiv"),
     "report": ("sagt", "sagte", "gesagt", "meint", "meinte", "zufolge", "erzählt", "behauptet"),
-    "change": ("geworden", "gewechselt", "angefangen", "verlassen", "endlich",
-               "jetzt", "nun", "inzwischen", "mittlerweile", "seit kurzem", "gewechselt", "umgezogen", "verkauft",
-               "angefangen", "wieder", "neu", "neue", "neuen", "neuer", "stattdessen", "nicht mehr"),
+    "change": ("geworden", "gewechselt", "angefangen", "verlassen", "endlich", "jetzt", "nun", "inzwischen",
+               "mittlerweile", "seit kurzem", "gewechselt", "umgezogen", "verkauft", "angefangen", "wieder", "neu",
+               "neue", "neuen", "neuer", "stattdessen", "nicht mehr"),
     "self": ("^ich", "^wir", "^mein", "^meine"),
     "addressee": ("du", "dich", "dir", "dein", "deine", "deinen", "deinem", "euch", "ihnen"),
+    "directive": ("bitte", "ab sofort", "ab jetzt", "von nun an", "in zukunft", "künftig", "nächstes mal",
+                  "^antworte", "^antworten sie", "^schreib", "^schreibe", "^nenn mich", "^nenne mich", "^sprich",
+                  "^benutze", "^verwende", "^sei", "^vermeide", "^gib", "^erkläre", "^halte", "^duz mich",
+                  "^sieze mich"),
     "with_me": ("und ich", "ich und", "mit mir"),
-    "other": tuple(f"^{det} {kin}" for det in ("mein", "meine", "meinem", "unser", "unsere") for kin in _KIN),
+    "other": (("^er", "^sie")
+              + tuple(f"^{det} {kin}" for det in ("mein", "meine", "meinem", "unser", "unsere") for kin in _KIN)),
     "question": ("^soll ich", "^sollte ich", "^kann ich", "^darf ich", "^muss ich", "^was", "^wo", "^wann",
                  "^warum", "^wie", "^welche", "^welcher", "^welches"),
-    "unsafe": ("lösche", "löschen", "vergiss alles", "sicherheitsregeln", "ohne einschränkungen", "ohne grenzen",
-               "ohne filter", "entwicklermodus", "ignoriere deine regeln", "vergiss deine regeln"),
-    "widening": ("jedem", "jeden", "jedermann", "allen", "irgendwem", "irgendjemandem", "der danach fragt",
-                 "die danach fragen", "fremden", "öffentlich"),
+    "unsafe": ("vergiss … regeln", "ignoriere … regeln", "lösche", "löschen", "vergiss alles", "sicherheitsregeln",
+               "ohne einschränkungen", "ohne grenzen", "ohne filter", "entwicklermodus", "ignoriere deine regeln",
+               "vergiss deine regeln"),
+    "widening": ("weitergeben", "gib … weiter", "teile", "teilen", "verrate", "verraten", "preisgeben",
+                 "gib … preis", "leite … weiter", "weiterleiten", "schicke", "schick", "erzähle", "erzähl",
+                 "veröffentliche", "jedem", "jeden", "jedermann", "allen", "irgendwem", "irgendjemandem",
+                 "der danach fragt", "die danach fragen", "fremden", "öffentlich"),
 }
+
+# words that may come before a phrase said to open a clause ("^..."): "And always answer ...", "Just never ..."
+LEAD_INS: tuple[str, ...] = ("und", "aber", "also", "auch", "dann", "ach", "na")
 
 CONJUNCTIONS: tuple[str, ...] = ("und", "aber", "oder", "denn", "sondern", "doch", "weil", "obwohl")

@@ -20,21 +20,31 @@ MARKERS: dict[str, tuple[str, ...]] = {
                 "in the game", "in my game", "roleplay", "role-play", "role play", "pretend", "let's say",
                 "fictional"),
     "report": ("says", "said", "told me", "tells me", "according to", "asked me", "thinks that", "reckons"),
-    "change": ("went", "became", "become", "turned", "joined", "left", "finally",
-               "now", "nowadays", "these days", "switched", "switch", "moved", "started", "changed", "sold",
-               "upped", "again", "instead", "new", "anymore", "no longer"),
+    "change": ("went", "became", "become", "turned", "joined", "left", "finally", "now", "nowadays", "these days",
+               "switched", "switch", "moved", "started", "changed", "sold", "upped", "again", "instead", "new",
+               "anymore", "no longer"),
     "self": ("^i", "^i'm", "^i've", "^i'd", "^i'll", "^we", "^we're", "^we've", "^my"),
     "addressee": ("you", "your", "yourself", "you're", "you'll"),
+    "directive": ("please", "from now on", "going forward", "in future", "in the future", "next time", "^always",
+                  "^never", "^don't", "^do not", "^stop", "^answer", "^reply", "^respond", "^write", "^use",
+                  "^call me", "^keep", "^be", "^avoid", "^give", "^show", "^tell me", "^explain", "^include",
+                  "^format", "^speak", "^talk", "^remember", "^address me", "^switch", "^stick", "^cite", "^list",
+                  "^skip", "^limit", "^refer to me"),
     "with_me": ("and i", "and me", "me and", "with me"),
-    "other": tuple(f"^my {kin}" for kin in _KIN) + tuple(f"^our {kin}" for kin in _KIN),
+    "other": (("^he", "^she", "^they", "^his", "^her", "^their")
+              + tuple(f"^my {kin}" for kin in _KIN)
+              + tuple(f"^our {kin}" for kin in _KIN)),
     "question": ("^should i", "^shall i", "^do i", "^am i", "^can i", "^could i", "^would i", "^is it", "^what",
                  "^where", "^when", "^why", "^how", "^which", "^who", "^do you", "^does", "^did", "^is there",
                  "^are there", "^will i"),
-    "unsafe": ("delete every", "delete all", "delete my", "forget everything", "forget all", "erase", "wipe",
-               "safety rules", "safety guidelines", "no restrictions", "no limits", "no filters", "developer mode",
-               "jailbreak", "ignore your rules", "ignore your instructions"),
+    "unsafe": ("ignore … rules", "forget … rules", "delete every", "delete all", "delete my", "forget everything",
+               "forget all", "erase", "wipe", "safety rules", "safety guidelines", "no restrictions", "no limits",
+               "no filters", "developer mode", "jailbreak", "ignore your rules", "ignore your instructions"),
     "widening": ("to anyone", "with anyone", "to everyone", "with everyone", "to anybody", "with anybody",
                  "to everybody", "with everybody", "anyone who asks", "to strangers", "in public"),
 }
+
+# words that may come before a phrase said to open a clause ("^..."): "And always answer ...", "Just never ..."
+LEAD_INS: tuple[str, ...] = ("and", "but", "so", "also", "just", "ok", "okay", "oh", "well", "now", "then", "actually")
 
 CONJUNCTIONS: tuple[str, ...] = ("and", "but", "or", "so", "yet", "because", "although", "though", "whereas")

@@ -17,19 +17,28 @@ MARKERS: dict[str, tuple[str, ...]] = {
     "fiction": ("mi personaje", "en mi novela", "en la novela", "en mi historia", "en la historia", "en el juego",
                 "juego de rol", "ficticio", "ficticia"),
     "report": ("dice", "dijo", "me dijo", "decía", "según", "afirma", "cree que"),
-    "change": ("me hice", "me volví", "dejé", "por fin", "empecé a",
-               "ahora", "ya", "últimamente", "cambié", "he cambiado", "me mudé", "nos mudamos", "vendí", "empecé",
-               "he empezado", "de nuevo", "otra vez", "nuevo", "nueva", "en cambio", "ya no"),
+    "change": ("me hice", "me volví", "dejé", "por fin", "empecé a", "ahora", "ya", "últimamente", "cambié",
+               "he cambiado", "me mudé", "nos mudamos", "vendí", "empecé", "he empezado", "de nuevo", "otra vez",
+               "nuevo", "nueva", "en cambio", "ya no"),
     "self": ("^yo", "^nosotros", "^nosotras", "^mi", "^mis"),
     "addressee": ("tú", "te", "ti", "usted", "ustedes", "contigo", "tu", "tus", "vosotros"),
+    "directive": ("por favor", "a partir de ahora", "de ahora en adelante", "en adelante", "la próxima vez",
+                  "respóndeme", "contéstame", "escríbeme", "llámame", "háblame", "dime", "^responde", "^contesta",
+                  "^escribe", "^usa", "^utiliza", "^habla", "^no uses", "^no me", "^evita", "^sé", "^dame",
+                  "^explica", "^tutéame"),
     "with_me": ("y yo", "yo y", "conmigo"),
-    "other": tuple(f"^{det} {kin}" for det in ("mi", "mis", "nuestro", "nuestra") for kin in _KIN),
+    "other": (("^él", "^ella", "^ellos", "^ellas")
+              + tuple(f"^{det} {kin}" for det in ("mi", "mis", "nuestro", "nuestra") for kin in _KIN)),
     "question": ("^debería", "^puedo", "^qué", "^dónde", "^cuándo", "^por qué", "^cómo", "^cuál"),
-    "unsafe": ("borra", "borrar", "elimina", "eliminar", "olvida todo", "reglas de seguridad",
-               "normas de seguridad", "sin restricciones", "sin límites", "sin filtros", "modo desarrollador",
-               "ignora tus reglas", "olvida tus reglas"),
-    "widening": ("a cualquiera", "con cualquiera", "a todo el mundo", "con todo el mundo", "a todos",
-                 "quien lo pida", "a desconocidos", "en público"),
+    "unsafe": ("olvida … reglas", "ignora … reglas", "borra", "borrar", "elimina", "eliminar", "olvida todo",
+               "reglas de seguridad", "normas de seguridad", "sin restricciones", "sin límites", "sin filtros",
+               "modo desarrollador", "ignora tus reglas", "olvida tus reglas"),
+    "widening": ("comparte", "compartir", "revela", "revelar", "divulga", "envía", "enviar", "reenvía", "cuenta",
+                 "contar", "publica", "a cualquiera", "con cualquiera", "a todo el mundo", "con todo el mundo",
+                 "a todos", "quien lo pida", "a desconocidos", "en público"),
 }
+
+# words that may come before a phrase said to open a clause ("^..."): "And always answer ...", "Just never ..."
+LEAD_INS: tuple[str, ...] = ("y", "pero", "entonces", "también", "bueno", "ah", "pues")
 
 CONJUNCTIONS: tuple[str, ...] = ("y", "e", "pero", "o", "u", "sino", "porque", "aunque", "pues")

@@ -19,20 +19,33 @@ MARKERS: dict[str, tuple[str, ...]] = {
     "fiction": ("mon personnage", "dans mon roman", "dans le roman", "dans mon histoire", "dans l'histoire",
                 "dans le jeu", "jeu de rôle", "imaginons", "fictif", "fictive"),
     "report": ("dit", "a dit", "m'a dit", "disait", "selon", "raconte", "prétend", "pense que"),
-    "change": ("devenu", "devenue", "suis passé", "suis passée", "rejoint", "quitté", "enfin",
-               "maintenant", "désormais", "dorénavant", "depuis peu", "changé", "déménagé", "vendu", "commencé",
-               "à nouveau", "de nouveau", "nouveau", "nouvelle", "plutôt", "ne … plus", "n' … plus"),
+    "change": ("devenu", "devenue", "suis passé", "suis passée", "rejoint", "quitté", "enfin", "maintenant",
+               "désormais", "dorénavant", "depuis peu", "changé", "déménagé", "vendu", "commencé", "à nouveau",
+               "de nouveau", "nouveau", "nouvelle", "plutôt", "ne … plus", "n' … plus"),
     "self": ("^je", "^j'", "^moi", "^nous", "^mon", "^ma", "^mes"),
     "addressee": ("tu", "te", "t'", "toi", "vous", "ton", "ta", "tes", "votre", "vos"),
+    "directive": ("^fais", "^faites", "^mets", "^dis-moi", "^reste",
+                  "s'il te plaît", "s'il vous plaît", "stp", "svp", "à partir de maintenant", "dorénavant",
+                  "désormais", "à l'avenir", "la prochaine fois", "^réponds", "^répondez", "^écris", "^écrivez",
+                  "^utilise", "^utilisez", "^appelle-moi", "^appelez-moi", "^parle", "^parlez", "^tutoie",
+                  "^vouvoie", "^ne me", "^n'utilise", "^évite", "^évitez", "^donne", "^explique", "^sois",
+                  "^soyez", "^garde"),
     "with_me": ("et moi", "moi et", "avec moi"),
-    "other": tuple(f"^{det} {kin}" for det in ("mon", "ma", "mes", "notre", "nos") for kin in _KIN),
+    "other": (("^il", "^elle", "^ils", "^elles")
+              + tuple(f"^{det} {kin}" for det in ("mon", "ma", "mes", "notre", "nos") for kin in _KIN)),
     "question": ("^est-ce que", "^est-ce qu'", "^dois-je", "^devrais-je", "^puis-je", "^qu'est-ce", "^pourquoi",
                  "^comment", "^où", "^quand", "^quel", "^quelle"),
-    "unsafe": ("supprime", "supprimer", "efface", "effacer", "oublie tout", "règles de sécurité",
-               "consignes de sécurité", "sans restriction", "sans restrictions", "sans limite", "sans limites",
-               "sans filtre", "mode développeur", "ignore tes règles", "oublie tes règles"),
-    "widening": ("à tout le monde", "avec tout le monde", "à n'importe qui", "avec n'importe qui", "à quiconque",
-                 "qui le demande", "à des inconnus", "en public"),
+    "unsafe": ("oublie … règles", "ignore … règles", "supprime", "supprimer", "efface", "effacer", "oublie tout",
+               "règles de sécurité", "consignes de sécurité", "sans restriction", "sans restrictions",
+               "sans limite", "sans limites", "sans filtre", "mode développeur", "ignore tes règles",
+               "oublie tes règles"),
+    "widening": ("partage", "partager", "révèle", "révéler", "divulgue", "divulguer", "transmets", "transmettre",
+                 "envoie", "envoyer", "raconte", "raconter", "publie", "publier", "à tout le monde",
+                 "avec tout le monde", "à n'importe qui", "avec n'importe qui", "à quiconque", "qui le demande",
+                 "à des inconnus", "en public"),
 }
+
+# words that may come before a phrase said to open a clause ("^..."): "And always answer ...", "Just never ..."
+LEAD_INS: tuple[str, ...] = ("et", "mais", "alors", "donc", "aussi", "bon", "ah", "puis")
 
 CONJUNCTIONS: tuple[str, ...] = ("et", "mais", "ou", "donc", "car", "parce que", "bien que", "alors que", "puis")

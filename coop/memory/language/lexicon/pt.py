@@ -17,18 +17,27 @@ MARKERS: dict[str, tuple[str, ...]] = {
     "fiction": ("meu personagem", "minha personagem", "no meu romance", "no romance", "na minha história",
                 "na história", "no jogo", "fictício", "fictícia"),
     "report": ("diz", "disse", "me disse", "dizia", "segundo ele", "segundo ela", "afirma"),
-    "change": ("virei", "tornei-me", "passei a", "finalmente",
-               "agora", "ultimamente", "mudei", "mudamos", "vendi", "comecei", "de novo", "novamente", "novo", "nova",
-               "em vez", "já não"),
+    "change": ("virei", "tornei-me", "passei a", "finalmente", "agora", "ultimamente", "mudei", "mudamos", "vendi",
+               "comecei", "de novo", "novamente", "novo", "nova", "em vez", "já não"),
     "self": ("^eu", "^nós", "^meu", "^minha", "^meus", "^minhas"),
     "addressee": ("você", "vocês", "tu", "te", "ti", "contigo", "teu", "tua"),
+    "directive": ("por favor", "a partir de agora", "daqui para a frente", "de agora em diante", "^responde",
+                  "^responda", "^escreve", "^escreva", "^usa", "^use", "^chama-me", "^me chame", "^fala", "^fale",
+                  "^não uses", "^não use", "^evita", "^evite", "^sê", "^seja", "^explica", "^explique"),
     "with_me": ("e eu", "eu e", "comigo"),
-    "other": tuple(f"^{det} {kin}" for det in ("meu", "minha", "meus", "minhas", "o meu", "a minha") for kin in _KIN),
+    "other": (("^ele", "^ela", "^eles", "^elas")
+              + tuple(f"^{det} {kin}" for det in ("meu", "minha", "meus", "minhas", "o meu", "a minha")
+                      for kin in _KIN)),
     "question": ("^devo", "^posso", "^o que", "^onde", "^quando", "^por que", "^porque", "^como", "^qual"),
-    "unsafe": ("apaga", "apagar", "esquece tudo", "regras de segurança", "sem restrições", "sem limites",
-               "sem filtros", "modo desenvolvedor", "ignora as tuas regras", "ignore suas regras"),
-    "widening": ("a qualquer um", "com qualquer um", "a todos", "com todos", "a toda a gente", "a qualquer pessoa",
-                 "quem pedir", "a desconhecidos", "em público"),
+    "unsafe": ("esquece … regras", "ignora … regras", "ignore … regras", "apaga", "apagar", "esquece tudo",
+               "regras de segurança", "sem restrições", "sem limites", "sem filtros", "modo desenvolvedor",
+               "ignora as tuas regras", "ignore suas regras"),
+    "widening": ("partilha", "partilhar", "compartilha", "compartilhe", "revela", "revelar", "divulga", "envia",
+                 "enviar", "conta", "contar", "publica", "a qualquer um", "com qualquer um", "a todos",
+                 "com todos", "a toda a gente", "a qualquer pessoa", "quem pedir", "a desconhecidos", "em público"),
 }
+
+# words that may come before a phrase said to open a clause ("^..."): "And always answer ...", "Just never ..."
+LEAD_INS: tuple[str, ...] = ("e", "mas", "então", "também", "bom", "ah")
 
 CONJUNCTIONS: tuple[str, ...] = ("e", "mas", "ou", "porque", "pois", "embora", "porém")
