@@ -27,24 +27,30 @@ class Said:
     sister: str         # someone else's fact
     asks: str           # a question
     supposes: str       # a hypothetical
+    weighs: str         # a plan not decided
     value: str          # the fact, as a profile line in the language
     negative: str       # the denial, as a profile line
 
 
 LANGUAGES = {
     "en": Said("I live in {c}.", "I don't live in {c}.", "I no longer live in {c}.", "My sister lives in {c}.",
-               "Should I move to {c}?", "If I won the lottery, I would live in {c}.", "Lives in {c}",
+               "Should I move to {c}?", "If I won the lottery, I would live in {c}.", "Maybe I'll move to {c}.",
+               "Lives in {c}",
                "Does not live in {c}"),
     "fr": Said("J'habite à {c}.", "Je n'habite pas à {c}.", "Je n'habite plus à {c}.", "Ma sœur habite à {c}.",
                "Est-ce que je devrais déménager à {c} ?", "Si je gagnais au loto, j'habiterais à {c}.",
+               "Peut-être que je vais déménager à {c}.",
                "Habite à {c}", "N'habite pas à {c}"),
     "de": Said("Ich wohne in {c}.", "Ich wohne nicht in {c}.", "Ich wohne nicht mehr in {c}.",
                "Meine Schwester wohnt in {c}.", "Soll ich nach {c} ziehen?",
-               "Wenn ich im Lotto gewinnen würde, würde ich in {c} wohnen.", "Wohnt in {c}", "Wohnt nicht in {c}"),
+               "Wenn ich im Lotto gewinnen würde, würde ich in {c} wohnen.", "Vielleicht ziehe ich nach {c}.",
+               "Wohnt in {c}", "Wohnt nicht in {c}"),
     "es": Said("Vivo en {c}.", "No vivo en {c}.", "Ya no vivo en {c}.", "Mi hermana vive en {c}.",
-               "¿Debería mudarme a {c}?", "Si ganara la lotería, viviría en {c}.", "Vive en {c}", "No vive en {c}"),
+               "¿Debería mudarme a {c}?", "Si ganara la lotería, viviría en {c}.", "Quizás me mude a {c}.",
+               "Vive en {c}", "No vive en {c}"),
     "ja": Said("{c}に住んでいます。", "{c}には住んでいません。", "もう{c}には住んでいません。", "姉は{c}に住んでいます。",
-               "{c}に引っ越すべきですか？", "もし宝くじに当たったら、{c}に住むだろう。", "{c}に住んでいる",
+               "{c}に引っ越すべきですか？", "もし宝くじに当たったら、{c}に住むだろう。", "{c}に引っ越すかもしれません。",
+               "{c}に住んでいる",
                "{c}に住んでいない"),
 }
 CITIES = {"en": ["Berlin", "Porto", "Leeds"], "fr": ["Lyon", "Nantes", "Lille"], "de": ["Hamburg", "Bremen", "Köln"],
@@ -78,6 +84,16 @@ def test_a_denial_never_stores_the_positive(language, city, polarity):
 
 @SETTINGS
 @given(LANGUAGE, st.integers(0, 2))
+def test_the_honest_statement_is_kept_in_the_users_language(language, city):
+    said, c = LANGUAGES[language], CITIES[language][city]
+    listing = Listing([parse(said.lives.format(c=c))])
+    [kept_fact] = candidates([Note(("c1",), "fact", "home_city", None, "holds", "stated", said.value.format(c=c))],
+                             listing, [], "extraction")
+    assert (kept_fact.value, kept_fact.key, kept_fact.language) == (said.value.format(c=c), "home_city", language)
+
+
+@SETTINGS
+@given(LANGUAGE, st.integers(0, 2))
 def test_the_honest_negative_is_kept_in_the_users_language(language, city):
     said, c = LANGUAGES[language], CITIES[language][city]
     assert said.negative.format(c=c) in kept(said.denies.format(c=c), said.negative.format(c=c))
@@ -89,7 +105,7 @@ def test_what_the_user_did_not_state_is_never_kept(language, city, modality):
     said, c = LANGUAGES[language], CITIES[language][city]
     value = said.value.format(c=c)
     assert kept(said.lives.format(c=c), value, modality=modality) == []
-    for message in (said.asks.format(c=c), said.supposes.format(c=c)):  # whatever the model claims
+    for message in (said.asks.format(c=c), said.supposes.format(c=c), said.weighs.format(c=c)):  # whatever it says
         assert kept(message, value) == []
 
 
