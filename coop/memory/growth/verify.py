@@ -196,16 +196,17 @@ def _not_grounded(value: str, said: str, language: str, earlier: Sequence[str], 
 
 
 def _someone_elses(value: str, items: Sequence[Listed], language: str) -> bool:
-    """Whether a value said of the user rests on a clause that opens with someone else as its subject ("My brother
-    lives in Madrid", and not "My brother and I ...") and does not name them ("Has a brother who lives in
-    Madrid" does)."""
+    """Whether a value said of the user rests only on clauses that open with someone else as their subject ("My
+    brother lives in Madrid", not "My brother and I ...", not "I have a cat, Moritz, he is 12") and names none of
+    them ("Has a brother who lives in Madrid" names him)."""
+    others = []
     for item in items:
         found = marks(item.clause.text, language)
-        if "other" in found and "with_me" not in found:
-            person = marked(item.clause.text, language, "other") or ""
-            if not _names_them(value, person, language, item.clause.text):
-                return True
-    return False
+        if "other" not in found or "with_me" in found:
+            return False  # the user's own clause is among those it rests on
+        others.append(item.clause.text)
+    return bool(others) and not any(
+        _names_them(value, marked(text, language, "other") or "", language, text) for text in others)
 
 
 def _names_them(value: str, about: str, language: str, said: str = "") -> bool:
