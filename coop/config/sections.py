@@ -74,9 +74,10 @@ class ExtractionConfig:
                                       "with how to undo it)", min=0, max=50)
     dedup_threshold: float = _f(0.9, "cosine at or above which a new fact with the same content words is a duplicate",
                                 min=0.5, max=1.0)
-    related_threshold: float = _f(0.75, "cosine at or above which an existing fact is a candidate for "
-                                        "reconciliation (update or supersede) by the fast model", min=0.0, max=1.0)
-    min_confidence: float = _f(0.6, "below this confidence a reconciliation decision keeps both facts", min=0, max=1)
+    related_threshold: float = _f(0.75, "unused: the table of slots decides changes (kept so that older configs "
+                                        "still load)", min=0.0, max=1.0)
+    min_confidence: float = _f(0.6, "unused: the table of slots decides changes (kept so that older configs still "
+                                    "load)", min=0, max=1)
     max_instructions: int = _f(20, "standing instructions kept active; the oldest beyond are archived",
                                min=1, max=500)
 

@@ -61,7 +61,7 @@ class EmbedderProfile:
     facts_disagree_cosine: float        # recall: two facts of one category this close are about one thing
     past_disagree_cosine: float         # the same for two past items (longer texts share more meaning by chance)
     dedup_threshold: float              # extraction: a new fact this near one with the same words is a duplicate
-    related_threshold: float            # extraction: an existing fact this near is shown to the reconciler
+    related_threshold: float            # unused since the table of slots decides changes (config compatibility)
 
 
 # all-MiniLM-L6-v2 (384 dimensions), coop's default: every figure tuned on bench/locomo.py, bench/prompt.py and
