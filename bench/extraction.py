@@ -722,8 +722,18 @@ def judged_against(candidates: list[GoldFact], trap_ids: set[str], category: str
 
 def someones(key: str | None, value: str = "") -> bool:
     """Whether a stored fact is filed under another person: their slot (`slots.slot_for`: `<person>.<slot>`), or a
-    value that verify wrote with the person first ("Colleague Mark: has the flu")."""
-    return (key is not None and "." in key) or bool(_FILED_UNDER.match(value))
+    value that verify wrote with the person first ("Colleague Mark: has the flu"; "home city: Lyon" is a bare value
+    under its topic's name, `labelled`)."""
+    return (key is not None and "." in key) or (bool(_FILED_UNDER.match(value)) and labelled(value) == value)
+
+
+def labelled(value: str) -> str:
+    """The value a bare word was stored with under its topic's name ("home city: Lyon" -> "Lyon"): the judge reads
+    the user's word, not coop's label."""
+    from coop.memory.growth.slots import TOPICS
+
+    head, colon, rest = value.partition(": ")
+    return rest if colon and head in {name.replace("_", " ") for name in TOPICS} else value
 
 
 _FILED_UNDER = re.compile(r"^[^\s:]+(?: [^\s:]+){0,5}: ")
@@ -739,7 +749,7 @@ def _score(ex: Exchange, turn: Turn, memory: Any, stated: list[GoldFact], traps:
     language = turn.language
 
     def verdict(text: str, category: str) -> tuple[str, GoldFact | None]:
-        match = best_match(text, judged_against(candidates, trap_ids, category), language)
+        match = best_match(labelled(text), judged_against(candidates, trap_ids, category), language)
         if match is None:
             return "unmatched", None
         if match.id in trap_ids:
@@ -774,7 +784,7 @@ def _score(ex: Exchange, turn: Turn, memory: Any, stated: list[GoldFact], traps:
                                  "gold": match.id if match else None})
     ended = {w["match"] if w["action"] == "RETIRE" else getattr(best_match(w["replaced"], stated, language), "id", None)
              for w in ex.writes if w["replaced"] is not None}  # the gold facts the exchange retired or replaced
-    assigned = {m.id for m in (best_match(f.text, candidates, language)
+    assigned = {m.id for m in (best_match(labelled(f.text), candidates, language)
                                for f in memory.facts.active(limit=100_000) if not someones(f.key, f.text)) if m}
     for f in turn.facts:
         # a change to "no longer ...": right when the old fact was retired (or superseded) here and is active no more

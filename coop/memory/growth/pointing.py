@@ -45,9 +45,10 @@ instruction are for instructions only).
 - "modality": "stated" (the user says it is so), "planned" (decided, for a later date), "considering" (not \
 decided yet), "asked" (a question), "hypothetical" (if, would, a wish, a dream, a story), "reported" (what \
 someone else says or thinks), or "joke".
-- "value": one short statement without a subject, like a line of a profile, in the language of its clauses, \
-keeping the user's own names, numbers and dates as they wrote them; about someone else, it names them first \
-("Sister Ana lives in ..."); an instruction as the imperative.
+- "value": one short statement with its verb and without a subject, like a line of a profile ("Lives in ...", \
+"Works as ... at ...", "Has a dog called ...", "Does not eat ..."), never a bare name or word, written in the \
+language of its clauses with the user's own names, numbers and dates as they wrote them; about someone else, it \
+names them first ("Sister ... lives in ..."); an instruction as the imperative ("Answer in ...").
 
 Greetings, thanks and small talk get no note. Clauses marked "not the user's own words" (quoted, pasted, code, \
 links) are context only. EARLIER TURNS only help to understand "she", "it" or "yes": what the assistant said is \

@@ -41,6 +41,7 @@ KEPT = ("stated", "planned")
 COVERAGE = 0.35       # the share of a value's terms (weighed by length) its clauses must hold
 LEANING_TERMS = 3     # a cited text of at most this many terms leans on what the user said before ("Yes, I do")
 MAX_FRAME_TERMS = 3   # the words a name or a number may be framed in ("Is called", "Is ... years old")
+BARE_WORDS, BARE_CHARACTERS = 3, 6  # a value this short, copied from the user's words, is a bare word or name
 MAX_VALUE_CHARS = 500
 _QUESTION = re.compile(r"[?？¿؟]")
 _PLACEHOLDER = re.compile(r"<[^<>]{2,40}>")
@@ -109,6 +110,8 @@ def verify(note: Note, listing: Listing, earlier: Sequence[str] = ()) -> Verifie
     elif topic.instruction:
         topic = TOPICS["other"]  # a fact filed under an instruction's topic is still a fact, never an instruction
     category, key = slot_for(topic, note.about)
+    if _bare(value, said, language) and topic.name != "other":  # "Lyon" for home_city: "home city: Lyon"
+        value = f"{topic.name.replace('_', ' ')}: {value}"
     if note.about and not _names_them(value, note.about, language):
         value = f"{note.about[:1].upper()}{note.about[1:]}: {value}"  # so that the profile says whose it is
     return Verified(value=mask(value), category=category, key=key, topic=topic.name, about=note.about,
@@ -193,6 +196,13 @@ def _not_grounded(value: str, said: str, language: str, earlier: Sequence[str], 
     if not weight or sum(len(t) for t in wanted if held(t, support)) / weight < COVERAGE:
         return "the value is not in the user's words"
     return None
+
+
+def _bare(value: str, said: str, language: str) -> bool:
+    """Whether `value` is a bare word or name copied from the user's words ("Lyon", "nurse", "Croix-Rousse
+    hospital"), not a statement: a profile line says what the value is, so it is stored under its topic's name."""
+    short = len(value.split()) <= BARE_WORDS if not has_unspaced(value) else len(value) <= BARE_CHARACTERS
+    return short and " ".join(value.casefold().split()) in " ".join(said.casefold().split())
 
 
 def _someone_elses(value: str, items: Sequence[Listed], language: str) -> bool:
