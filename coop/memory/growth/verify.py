@@ -144,8 +144,10 @@ def _not_asserted(note: Note, items: Sequence[Listed], listing: Listing, languag
         return f"the user did not state it ({note.modality or 'no modality given'})"
     if note.kind == "instruction" and note.modality != "stated":
         return "an instruction is given now, not planned"
-    if any(_QUESTION.search(item.clause.text) for item in items):
-        return "the user asked it"
+    asked = any(_QUESTION.search(item.clause.text) for item in items)
+    if asked and not (note.kind == "instruction" and "standing" in marks(" ".join(i.clause.text for i in items),
+                                                                           language)):
+        return "the user asked it"  # "Could you always answer in French?" sets how to answer: an instruction
     cited = set().union(*(marks(item.clause.text, language) for item in items))
     leading = set().union(*(marks(clause.text, language) for clause in _leading(items, listing)))
     found = (cited | leading) & SENTENCE_MARKS | cited & CLAUSE_MARKS - {"question"}

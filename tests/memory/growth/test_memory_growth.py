@@ -270,3 +270,15 @@ def test_recalled_facts_are_marked_used(memory, scripted):
     fact = memory.facts.add("Speaks Portuguese", importance=0.9)
     make_session(memory, scripted).turn("hi")
     assert memory.get("fact", fact.fact_id).last_recalled_at is not None
+
+
+@pytest.mark.parametrize(("said", "kept"), [("Could you always answer in French?", True),
+                                            ("Can you suggest a recipe for tonight?", False)])
+def test_a_question_sets_a_standing_instruction_only_when_it_asks_for_good(memory, scripted, said, kept):
+    """"Could you always ...?" asks for a way of answering from now on; "Can you suggest ...?" asks for something
+    now, whatever the extractor claims."""
+    value = "Always answer in French" if kept else "Suggest a recipe for tonight"
+    scripted.background_replies = [notes(note(value, said.rstrip("?"), kind="instruction",
+                                              topic="answer_language" if kept else "instruction"))]
+    make_session(memory, scripted).turn(said)
+    assert [f.text for f in memory.facts.active("instruction")] == ([value] if kept else [])

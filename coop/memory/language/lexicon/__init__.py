@@ -24,13 +24,14 @@ from coop.memory.language.detect import MIN_DETECTED_WORDS, likeliest, ranked
 from coop.memory.language.scripts import has_unspaced, script_language, spaced_words
 
 MARKS = ("negation", "no_longer", "doubt", "condition", "wish", "past", "dream", "irony", "fiction", "report",
-         "change", "self", "addressee", "directive", "with_me", "other", "question", "unsafe", "widening")
+         "change", "self", "addressee", "directive", "standing", "with_me", "other", "question", "unsafe", "widening")
 # What each mark says, for the one module that reads them (`growth/verify.py`, `growth/reconcile.py`):
 # - the mood of what is said: negation, no_longer (it ended), doubt, condition, wish, past (a past habit), dream,
 #   irony, fiction, report (what someone else says), question (a clause that opens as one);
 # - who speaks of whom: self (the clause opens with the speaker as subject: "I always ..."), addressee (it speaks
 #   to the assistant: "you"), directive (it tells the assistant what to do: "please", "from now on", an imperative
-#   of the assistant's work), other (it opens with someone else as subject: "my sister ..."), with_me ("... and I");
+#   of the assistant's work), standing (for good: "always", "from now on"), other (it opens with someone else as
+#   subject: "my sister ..."), with_me ("... and I");
 # - change: the words that say something changed ("now", "switched", "again");
 # - instructions no machine may store: unsafe (drop a safety behaviour), widening (reveal or give to anyone).
 # A phrase that starts with "^" matches only at the start of the text (a clause), after punctuation.

@@ -29,6 +29,8 @@ MARKERS: dict[str, tuple[str, ...]] = {
                   "^antworte", "^antworten sie", "^schreib", "^schreibe", "^nenn mich", "^nenne mich", "^sprich",
                   "^benutze", "^verwende", "^sei", "^vermeide", "^gib", "^erkläre", "^halte", "^duz mich",
                   "^sieze mich"),
+    "standing": ("immer", "nie", "niemals", "ab sofort",
+                 "ab jetzt", "von nun an", "in zukunft", "künftig", "jedes mal"),
     "with_me": ("und ich", "ich und", "mit mir"),
     "other": (("^er", "^sie")
               + tuple(f"^{det} {kin}" for det in ("mein", "meine", "meinem", "unser", "unsere") for kin in _KIN)),

@@ -30,6 +30,8 @@ MARKERS: dict[str, tuple[str, ...]] = {
                   "^call me", "^keep", "^be", "^avoid", "^give", "^show", "^tell me", "^explain", "^include",
                   "^format", "^speak", "^talk", "^remember", "^address me", "^switch", "^stick", "^cite", "^list",
                   "^skip", "^limit", "^refer to me"),
+    "standing": ("always", "never", "from now on", "going forward", "in future", "in the future",
+                 "every time", "whenever", "anymore", "any more", "next time", "from today"),
     "with_me": ("and i", "and me", "me and", "with me"),
     "other": (("^he", "^she", "^they", "^his", "^her", "^their")
               + tuple(f"^my {kin}" for kin in _KIN)

@@ -26,6 +26,7 @@ MARKERS: dict[str, tuple[str, ...]] = {
                   "respóndeme", "contéstame", "escríbeme", "llámame", "háblame", "dime", "^responde", "^contesta",
                   "^escribe", "^usa", "^utiliza", "^habla", "^no uses", "^no me", "^evita", "^sé", "^dame",
                   "^explica", "^tutéame"),
+    "standing": ("siempre", "nunca", "a partir de ahora", "de ahora en adelante", "en adelante", "cada vez"),
     "with_me": ("y yo", "yo y", "conmigo"),
     "other": (("^él", "^ella", "^ellos", "^ellas")
               + tuple(f"^{det} {kin}" for det in ("mi", "mis", "nuestro", "nuestra") for kin in _KIN)),

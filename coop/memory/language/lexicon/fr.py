@@ -30,6 +30,8 @@ MARKERS: dict[str, tuple[str, ...]] = {
                   "^utilise", "^utilisez", "^appelle-moi", "^appelez-moi", "^parle", "^parlez", "^tutoie",
                   "^vouvoie", "^ne me", "^n'utilise", "^évite", "^évitez", "^donne", "^explique", "^sois",
                   "^soyez", "^garde"),
+    "standing": ("toujours", "jamais", "à partir de maintenant", "dorénavant",
+                 "désormais", "à l'avenir", "chaque fois", "à chaque fois"),
     "with_me": ("et moi", "moi et", "avec moi"),
     "other": (("^il", "^elle", "^ils", "^elles")
               + tuple(f"^{det} {kin}" for det in ("mon", "ma", "mes", "notre", "nos") for kin in _KIN)),

@@ -24,6 +24,7 @@ MARKERS: dict[str, tuple[str, ...]] = {
     "directive": ("por favor", "a partir de agora", "daqui para a frente", "de agora em diante", "^responde",
                   "^responda", "^escreve", "^escreva", "^usa", "^use", "^chama-me", "^me chame", "^fala", "^fale",
                   "^não uses", "^não use", "^evita", "^evite", "^sê", "^seja", "^explica", "^explique"),
+    "standing": ("sempre", "nunca", "a partir de agora", "de agora em diante", "daqui para a frente", "cada vez"),
     "with_me": ("e eu", "eu e", "comigo"),
     "other": (("^ele", "^ela", "^eles", "^elas")
               + tuple(f"^{det} {kin}" for det in ("meu", "minha", "meus", "minhas", "o meu", "a minha")
