@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from coop.errors import UsageError
 from coop.memory.growth.overlap import held
@@ -41,7 +41,7 @@ KEPT = ("stated", "planned")
 COVERAGE = 0.35       # the share of a value's terms (weighed by length) its clauses must hold
 LEANING_TERMS = 3     # a cited text of at most this many terms leans on what the user said before ("Yes, I do")
 MAX_FRAME_TERMS = 3   # the words a name or a number may be framed in ("Is called", "Is ... years old")
-BARE_WORDS, BARE_CHARACTERS = 3, 6  # a value this short, copied from the user's words, is a bare word or name
+BARE_WORDS, BARE_CHARACTERS = 2, 6  # a value this short, copied from the user's words, is a bare word or name
 MAX_VALUE_CHARS = 500
 _QUESTION = re.compile(r"[?？¿؟]")
 _PLACEHOLDER = re.compile(r"<[^<>]{2,40}>")
@@ -71,6 +71,8 @@ def verify(note: Note, listing: Listing, earlier: Sequence[str] = ()) -> Verifie
     """The note as the pipeline may file it, or None (refused, logged, counted). `earlier` holds the user's own
     earlier messages of the session (never the assistant's), which a leaning clause may rest on."""
     topic = TOPICS[note.topic]
+    if note.kind == "instruction" and not topic.instruction and topic.name != "other":
+        note = replace(note, kind="fact")  # "instruction" about a diet: the topic says what it is, and a fact is safer
     category = INSTRUCTION if note.kind == "instruction" else topic.category
     cited = [listing.get(clause_id) for clause_id in dict.fromkeys(note.clauses)]
     if not cited or any(item is None for item in cited):
@@ -115,7 +117,8 @@ def verify(note: Note, listing: Listing, earlier: Sequence[str] = ()) -> Verifie
     if note.about and not _names_them(value, note.about, language):
         value = f"{note.about[:1].upper()}{note.about[1:]}: {value}"  # so that the profile says whose it is
     return Verified(value=mask(value), category=category, key=key, topic=topic.name, about=note.about,
-                    polarity=note.polarity, plan=note.modality == "planned", evidence=mask(said),
+                    polarity=note.polarity, plan=note.modality == "planned" and note.kind == "fact",
+                    evidence=mask(said),
                     sentence=mask(" ".join(sentences)), language=language,
                     messages=tuple(dict.fromkeys(item.message for item in items)))
 
@@ -142,8 +145,6 @@ def _not_asserted(note: Note, items: Sequence[Listed], listing: Listing, languag
     the cited clauses; a past habit for a note that says it holds)."""
     if note.modality not in KEPT:
         return f"the user did not state it ({note.modality or 'no modality given'})"
-    if note.kind == "instruction" and note.modality != "stated":
-        return "an instruction is given now, not planned"
     asked = any(_QUESTION.search(item.clause.text) for item in items)
     if asked and not (note.kind == "instruction" and "standing" in marks(" ".join(i.clause.text for i in items),
                                                                            language)):

@@ -142,3 +142,12 @@ def test_a_kept_fact_cites_only_the_users_own_clauses(language, city, modality, 
         if verify(note, listing) is not None:
             assert all(listing.get(i).clause.own for i in note.clauses)
             assert all(listing.get(i).clause.text in message for i in note.clauses)
+
+
+def test_an_instruction_the_topic_says_is_a_fact_is_kept_as_a_fact_and_a_planned_instruction_as_one():
+    listing = Listing([parse("I've started eating fish again. From now on, answer in English.")])
+    fish = Note(("c1",), "instruction", "diet", None, "holds", "stated", "Eats fish again")
+    english = Note(("c2", "c3"), "instruction", "answer_language", None, "holds", "planned", "Answer in English")
+    found = {c.value: c for c in candidates([fish, english], listing, [], "extraction")}
+    assert (found["Eats fish again"].category, found["Eats fish again"].key) == ("diet", "diet")
+    assert (found["Answer in English"].category, found["Answer in English"].stance) == ("instruction", "asserted")
