@@ -112,7 +112,7 @@ def verify(note: Note, listing: Listing, earlier: Sequence[str] = ()) -> Verifie
     elif topic.instruction:
         topic = TOPICS["other"]  # a fact filed under an instruction's topic is still a fact, never an instruction
     category, key = slot_for(topic, note.about)
-    if _bare(value, said, language) and topic.name != "other":  # "Lyon" for home_city: "home city: Lyon"
+    if note.kind == "fact" and topic.name != "other" and _bare(value, said, language):  # "home city: Lyon"
         value = f"{topic.name.replace('_', ' ')}: {value}"
     if note.about and not _names_them(value, note.about, language):
         value = f"{note.about[:1].upper()}{note.about[1:]}: {value}"  # so that the profile says whose it is
