@@ -34,12 +34,13 @@ listed clause by clause, each with an id (c1, c2, ...). Note what the user's own
 about the people in their life, that will still be true and useful in later conversations, and any standing \
 instruction the user gives the assistant about how to answer from now on.
 
+One note for each fact: a message often states two or three ("I live in ... and work as ..." is two notes).
 For each note give:
 - "clauses": the ids of the user's own clauses it rests on.
 - "kind": "fact", or "instruction" when the user tells the assistant how to answer from now on.
 - "topic": what it is about, from the list (answer_language, answer_length, answer_format, call_me and \
 instruction are for instructions only).
-- "about": "user" when it is about the user; else who it is about, as the user names them ("sister Ana").
+- "about": "user" when it is about the user; else who it is about, as the user names them ("sister ...").
 - "polarity": "holds" (true now; a negative fact that is true now, such as not eating meat, holds), \
 "no_longer" (it was true and has ended: moved away, quit, stopped), or "never" (the user denies it).
 - "modality": "stated" (the user says it is so), "planned" (decided, for a later date), "considering" (not \
@@ -47,8 +48,9 @@ decided yet), "asked" (a question), "hypothetical" (if, would, a wish, a dream, 
 someone else says or thinks), or "joke".
 - "value": one short statement with its verb and without a subject, like a line of a profile ("Lives in ...", \
 "Works as ... at ...", "Has a dog called ...", "Does not eat ..."), never a bare name or word, written in the \
-language of its clauses with the user's own names, numbers and dates as they wrote them; about someone else, it \
-names them first ("Sister ... lives in ..."); an instruction as the imperative ("Answer in ...").
+language of its clauses (never translated), with the user's own names, numbers and dates as they wrote them; \
+about someone else, it names them first ("Sister ... lives in ..."); an instruction as the imperative ("Answer \
+in ...").
 
 Greetings, thanks and small talk get no note. Clauses marked "not the user's own words" (quoted, pasted, code, \
 links) are context only. EARLIER TURNS only help to understand "she", "it" or "yes": what the assistant said is \

@@ -25,7 +25,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from coop.errors import UsageError
-from coop.memory.growth.overlap import held
+from coop.memory.growth.overlap import coverage, held
 from coop.memory.growth.pointing import Listed, Listing, Note
 from coop.memory.growth.refusals import refuse
 from coop.memory.growth.slots import TOPICS, slot_for
@@ -102,7 +102,7 @@ def verify(note: Note, listing: Listing, earlier: Sequence[str] = ()) -> Verifie
         return _refused("evidence", why, category, value)
     if note.about is None and _someone_elses(value, items, language):
         return _refused("holder", "the user's words speak of someone else", category, value)
-    if note.polarity == "holds" and _negated(value, language) != _negated(said, language):
+    if note.polarity == "holds" and _negated(value, language) != _negated(_closest(value, items, language), language):
         return _refused("polarity", "the value turns the negation of the user's words around", category, value)
     if note.kind == "instruction":
         why = _not_an_instruction(note, said, language)
@@ -235,6 +235,13 @@ def _names_them(value: str, about: str, language: str, said: str = "") -> bool:
     at = said.casefold().find(about.casefold()) if about else -1
     after = said[at + len(about):] if at >= 0 else ""
     return bool(names(value, language) & names(" ".join(["x", *after.split()[:2]]), language))
+
+
+def _closest(value: str, items: Sequence[Listed], language: str) -> str:
+    """The cited clause that holds most of `value` ("j'habite à Montréal maintenant" for "Montréal", not "je
+    n'habite plus à Nantes" beside it): the one whose negation the value must keep."""
+    return max((item.clause.text for item in items),
+               key=lambda text: coverage(value, terms(text, language), language))
 
 
 def _negated(text: str, language: str) -> bool:
