@@ -146,9 +146,10 @@ def _not_asserted(note: Note, items: Sequence[Listed], listing: Listing, languag
     if note.modality not in KEPT:
         return f"the user did not state it ({note.modality or 'no modality given'})"
     asked = any(_QUESTION.search(item.clause.text) for item in items)
-    if asked and not (note.kind == "instruction" and "standing" in marks(" ".join(i.clause.text for i in items),
-                                                                           language)):
-        return "the user asked it"  # "Could you always answer in French?" sets how to answer: an instruction
+    said = marks(" ".join(item.clause.text for item in items), language)
+    if asked and not (note.kind == "instruction" and "standing" in said and "condition" not in said):
+        # "Could you always answer in French?" sets how to answer; "Would you always ..., if I asked?" supposes
+        return "the user asked it"
     cited = set().union(*(marks(item.clause.text, language) for item in items))
     leading = set().union(*(marks(clause.text, language) for clause in _leading(items, listing)))
     found = (cited | leading) & SENTENCE_MARKS | cited & CLAUSE_MARKS - {"question"}

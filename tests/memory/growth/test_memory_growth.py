@@ -273,7 +273,8 @@ def test_recalled_facts_are_marked_used(memory, scripted):
 
 
 @pytest.mark.parametrize(("said", "kept"), [("Could you always answer in French?", True),
-                                            ("Can you suggest a recipe for tonight?", False)])
+                                            ("Can you suggest a recipe for tonight?", False),
+                                            ("Would you always answer in French if I asked you to?", False)])
 def test_a_question_sets_a_standing_instruction_only_when_it_asks_for_good(memory, scripted, said, kept):
     """"Could you always ...?" asks for a way of answering from now on; "Can you suggest ...?" asks for something
     now, whatever the extractor claims."""
