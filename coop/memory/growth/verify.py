@@ -6,11 +6,12 @@ Checks, in order, each refusal counted with its reason (`refusals.py`):
   (any script), and most of the value's words are (their terms, weighed by length, so "is" and "a" count little).
   A clause that only leans on what came before ("Yes", "Oui, c'est ça") may borrow the user's own earlier words,
   never the assistant's: a "yes" never stores what the assistant claimed about the user.
-- `mood`: the modality is stated, or planned (kept as a plan); a clause with a question mark is asked, whatever
-  the model says.
+- `mood`: the modality is stated, or planned (kept as a plan; an instruction is kept as one); a clause with a
+  question mark is asked, whatever the model says, unless it asks for an answer for good and supposes nothing
+  ("Could you always answer in French?").
 - `holder`: a fact the note says is the user's rests on a clause that opens with someone else ("My sister
   lives in ...", in a language whose lexicon says so); the model's "about" files it under that person instead.
-- `polarity`: a value that holds keeps the negation of the clauses it rests on, and adds none.
+- `polarity`: a value that holds keeps the negation of the cited clause that holds it, and adds none.
 - `instruction`: a standing instruction is given to the assistant, not said of the user.
 - `value`: the value is a statement (not a placeholder of the prompt, not a question).
 The language's lexicon (`language.lexicon`), where there is one, breaks ties in that language only: a marker of
