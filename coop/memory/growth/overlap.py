@@ -53,7 +53,7 @@ def shared_terms(text: str, other: str, language: str) -> set[str]:
 
 def a_new_amount(text: str, other: str, language: str) -> bool:
     """Whether `text` gives other numbers than `other` for what both are about (they share a term besides the
-    numbers): "Runs about 35 km a week" after "Runs about 20 km a week"."""
+    numbers): "Swims 3 km a session" after "Swims 2 km a session"."""
     mine, theirs = numbers(text, language), numbers(other, language)
     return bool(mine) and bool(theirs) and mine != theirs and any(
         not t.isdigit() for t in shared_terms(text, other, language))

@@ -70,9 +70,9 @@ class Plan:
 
 
 def _carries_a_change(candidate: Candidate) -> bool:
-    """Whether the user's words carry a new value of a slot: they hold most of it (`CARRIED`: "I live in Berlin"),
-    or say that something changed ("moved", "now", in the language's lexicon: `CHANGE_MARKS`). "I visited Paris"
-    does neither, so "Lives in Paris" never replaces "Lives in Lyon" on a model's word. A language without a
+    """Whether the user's words carry a new value of a slot: they hold most of it (`CARRIED`: "I live in Oslo"),
+    or say that something changed ("moved", "now", in the language's lexicon: `CHANGE_MARKS`). "I visited Rome"
+    does neither, so "Lives in Rome" never replaces "Lives in Oslo" on a model's word. A language without a
     lexicon cannot say the second; its facts are held to the first."""
     said = candidate.sentence or candidate.evidence or ""
     if marks(said, candidate.language) & CHANGE_MARKS:
@@ -96,7 +96,7 @@ class FactWriter:
         self.embedder = embedder
         self.ask = ask
         # The facts written from the message being read: none of them changes another, since the user said them
-        # together ("I sold the Skoda and I now drive a Nissan Leaf").
+        # together ("I sold my bike and I now ride a scooter").
         self.said_together: set[int] = set()
         profile, default = profile_of(embedder), ExtractionConfig()
         self.dedup_threshold = chosen(settings.dedup_threshold, default.dedup_threshold, profile.dedup_threshold)

@@ -13,7 +13,7 @@ Reasons:
 - `widening`: an instruction that widens what the assistant may reveal or do (share, reveal, ignore, send).
 - `unsafe`: an instruction to drop a safety behaviour.
 - `change`: a new value of a slot that the user's words do not say changed (neither most of the value's words nor
-  a word of change: "I visited Paris" is no move from Lyon).
+  a word of change: "I visited Rome" is no move from Oslo).
 - `target`: the model named a fact it was not offered as one the new fact may replace.
 - `forgotten`: a machine source proposed again what the user forgot.
 - `value`: the value cannot be a fact: empty, too long, a placeholder of the prompt, a question.

@@ -53,7 +53,6 @@ _TABLE = (
 TOPICS: dict[str, Topic] = {topic.name: topic for topic in _TABLE}
 FACT_TOPICS = tuple(t.name for t in _TABLE if not t.instruction)
 INSTRUCTION_TOPICS = tuple(t.name for t in _TABLE if t.instruction)
-CATEGORIES = tuple(dict.fromkeys(t.category for t in _TABLE))
 
 # Keys people and other assistants give a slot under another name (`coop memory add --key city`, an import, an
 # MCP host): each names the slot it is an alias of. Keys are code identifiers, not the user's language.
@@ -100,8 +99,3 @@ def slot_for(topic: Topic, about: str | None) -> tuple[str, str | None]:
         person = " ".join(about.casefold().replace(".", " ").split())[:60]
         return topic.category, f"{person}.{topic.key}"
     return topic.category, topic.key
-
-
-def is_single(category: str, key: str | None) -> bool:
-    """Whether (category, key) is a single-valued slot (the user's or another person's)."""
-    return key is not None and topic_of(category, key).single

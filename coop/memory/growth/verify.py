@@ -113,7 +113,7 @@ def verify(note: Note, listing: Listing, earlier: Sequence[str] = ()) -> Verifie
     elif topic.instruction:
         topic = TOPICS["other"]  # a fact filed under an instruction's topic is still a fact, never an instruction
     category, key = slot_for(topic, note.about)
-    if note.kind == "fact" and topic.name != "other" and _bare(value, said, language):  # "home city: Lyon"
+    if note.kind == "fact" and topic.name != "other" and _bare(value, said, language):  # "home city: Oslo"
         value = f"{topic.name.replace('_', ' ')}: {value}"
     if note.about and not _names_them(value, note.about, language):
         value = f"{note.about[:1].upper()}{note.about[1:]}: {value}"  # so that the profile says whose it is
@@ -204,7 +204,7 @@ def _not_grounded(value: str, said: str, language: str, earlier: Sequence[str], 
 
 
 def _bare(value: str, said: str, language: str) -> bool:
-    """Whether `value` is a bare word or name copied from the user's words ("Lyon", "nurse", "Croix-Rousse
+    """Whether `value` is a bare word or name copied from the user's words ("Oslo", "baker", "Kingston
     hospital"), not a statement: a profile line says what the value is, so it is stored under its topic's name."""
     short = len(value.split()) <= BARE_WORDS if not has_unspaced(value) else len(value) <= BARE_CHARACTERS
     return short and " ".join(value.casefold().split()) in " ".join(said.casefold().split())
@@ -227,21 +227,21 @@ def _someone_elses(value: str, items: Sequence[Listed], language: str) -> bool:
 def _names_them(value: str, about: str, language: str, said: str = "") -> bool:
     """Whether `value` already says who it is about: a word of `about` in it ("Sister Ana ..." for "my sister"),
     its characters in a language written without spaces ("兄が..." for "兄"), or a name it shares with the user's
-    words `said` ("Ehemann Tobias ..." for "Mein Mann Tobias ...")."""
+    words `said` ("Bruder Jonas ..." for "Mein Bruder Jonas ...")."""
     if has_unspaced(about) and about.strip() and about.strip() in value:
         return True
     mine = set(terms(value, language))
     if any(held(t, mine) for t in terms(about, language) if len(t) >= 3):
         return True
-    # the names right after the words that say who ("Mein Mann Tobias ist ..."), not any name of the clause
+    # the names right after the words that say who ("Mein Bruder Jonas ist ..."), not any name of the clause
     at = said.casefold().find(about.casefold()) if about else -1
     after = said[at + len(about):] if at >= 0 else ""
     return bool(names(value, language) & names(" ".join(["x", *after.split()[:2]]), language))
 
 
 def _closest(value: str, items: Sequence[Listed], language: str) -> str:
-    """The cited clause that holds most of `value` ("j'habite à Montréal maintenant" for "Montréal", not "je
-    n'habite plus à Nantes" beside it): the one whose negation the value must keep."""
+    """The cited clause that holds most of `value` ("j'habite à Rennes maintenant" for "Rennes", not "je
+    n'habite plus à Brest" beside it): the one whose negation the value must keep."""
     return max((item.clause.text for item in items),
                key=lambda text: coverage(value, terms(text, language), language))
 
@@ -253,7 +253,7 @@ def _negated(text: str, language: str) -> bool:
 def _not_an_instruction(note: Note, said: str, language: str) -> str | None:
     """Why the cited words are not an instruction to the assistant, or None: they speak of the user in the first
     person and not to the assistant ("I always answer e-mails in English"), or say nothing to it at all (no "you",
-    no imperative of the assistant's work, no "please" or "from now on": "Siempre llevo un libro"), in a language
+    no imperative of the assistant's work, no "please" or "from now on": "Siempre tomo el tren"), in a language
     whose lexicon says so."""
     found = marks(said, language)
     if "self" in found and "addressee" not in found:

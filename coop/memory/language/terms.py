@@ -3,7 +3,7 @@ stemmer (PyStemmer), character bigrams for scripts written without spaces, the n
 script or words it writes them in, and the names it mentions.
 
 One tokenisation for every comparison: a value and the clause it rests on are read the same way, so "Je n'habite
-plus à Lyon" and "N'habite plus à Lyon" share their terms, and "東京に住んでいます" and "東京在住" share "東京".
+plus à Rennes" and "N'habite plus à Rennes" share their terms, and "東京に住んでいます" and "東京在住" share "東京".
 """
 
 from __future__ import annotations
