@@ -14,6 +14,9 @@ Checks, in order, each refusal counted with its reason (`refusals.py`):
 - `polarity`: a value that holds keeps the negation of the cited clause that holds it, and adds none.
 - `instruction`: a standing instruction is given to the assistant, not said of the user.
 - `value`: the value is a statement (not a placeholder of the prompt, not a question).
+A value the model wrote in another language than its clauses is replaced by the clause(s) as the user wrote them,
+since it cannot be checked against them. The topic is the model's, but a topic of a name or an age holds only a
+name or a number in a short frame, and a slot only a short value: a sentence under such a topic adds beside it.
 The language's lexicon (`language.lexicon`), where there is one, breaks ties in that language only: a marker of
 a condition, a dream, a story or irony in the sentence, of doubt, a wish, a report or a past habit in the clause,
 turns a note the model calls stated into a refusal; it never refuses text of another language.
@@ -31,9 +34,9 @@ from coop.memory.growth.pointing import Listed, Listing, Note
 from coop.memory.growth.refusals import refuse
 from coop.memory.growth.slots import TOPICS, slot_for
 from coop.memory.kinds import INSTRUCTION
-from coop.memory.language.lexicon import has_lexicon, marked, marks
+from coop.memory.language.lexicon import has_lexicon, in_another_language, marked, marks, normalise
 from coop.memory.language.parse import Clause
-from coop.memory.language.scripts import han_or_katakana_runs, has_unspaced
+from coop.memory.language.scripts import han_or_katakana_runs, has_unspaced, spaced_words, word_count
 from coop.memory.language.terms import names, numbers, terms
 from coop.memory.text import check_text
 from coop.privacy.secrets import mask
@@ -43,12 +46,15 @@ COVERAGE = 0.35       # the share of a value's terms (weighed by length) its cla
 LEANING_TERMS = 3     # a cited text of at most this many terms leans on what the user said before ("Yes, I do")
 MAX_FRAME_TERMS = 3   # the words a name or a number may be framed in ("Is called", "Is ... years old")
 BARE_WORDS, BARE_CHARACTERS = 2, 6  # a value this short, copied from the user's words, is a bare word or name
+FOREIGN_WORDS = 3     # spaced words that make a value for clauses of a script without spaces another language's
+SLOT_WORDS = 8        # a longer value is a story, not the one thing a slot holds (`word_count`: any script)
 MAX_VALUE_CHARS = 500
 _QUESTION = re.compile(r"[?？¿؟]")
 _PLACEHOLDER = re.compile(r"<[^<>]{2,40}>")
 # marks that make a whole sentence not an assertion, and those that do it to the clause that holds them
 SENTENCE_MARKS = frozenset({"condition", "dream", "fiction", "irony"})
 CLAUSE_MARKS = frozenset({"doubt", "wish", "report", "question"})
+_SEGMENT = re.compile(r"[,;:，、；：]")
 
 
 @dataclass(frozen=True)
@@ -91,7 +97,8 @@ def verify(note: Note, listing: Listing, earlier: Sequence[str] = ()) -> Verifie
     language = items[0].clause.language
     said = " ".join(item.clause.text for item in items)
     sentences = _sentences(items, listing)
-    why = _not_asserted(note, items, listing, language)
+    value = _untranslated(value, items, language)
+    why = _not_asserted(note, items, _holding(value, items, language), listing, language)
     if why is not None:
         return _refused("mood", why, category, value)
     why = _not_grounded(value, said, language, earlier, topic.anchored)
@@ -112,7 +119,11 @@ def verify(note: Note, listing: Listing, earlier: Sequence[str] = ()) -> Verifie
         topic = topic if topic.instruction else TOPICS["instruction"]
     elif topic.instruction:
         topic = TOPICS["other"]  # a fact filed under an instruction's topic is still a fact, never an instruction
+    elif topic.anchored and not _a_name_or_number(value, said, language):
+        topic = TOPICS["other"]  # "name" for a sentence with no name in it: the model's topic is wrong
     category, key = slot_for(topic, note.about)
+    if note.kind == "fact" and key is not None and word_count(value) > SLOT_WORDS:
+        key = None  # a story under a slot's topic adds beside it; only a value of that one thing may change it
     if note.kind == "fact" and topic.name != "other" and _bare(value, said, language):  # "home city: Oslo"
         value = f"{topic.name.replace('_', ' ')}: {value}"
     if note.about and not _names_them(value, note.about, language):
@@ -139,14 +150,17 @@ def _sentences(items: Sequence[Listed], listing: Listing) -> list[str]:
     return list(found.values())
 
 
-def _not_asserted(note: Note, items: Sequence[Listed], listing: Listing, language: str) -> str | None:
+def _not_asserted(note: Note, items: Sequence[Listed], holding: Sequence[Listed], listing: Listing,
+                  language: str) -> str | None:
     """Why the user did not assert what the note says, or None: the model's own modality first, then the forms
-    that say so whatever it claims (a question mark; the language's markers: a condition, a dream, a story or
-    irony in the cited clauses or a clause before them in their sentence; doubt, a wish, a report or a question in
-    the cited clauses; a past habit for a note that says it holds)."""
-    if note.modality not in KEPT:
+    that say so whatever it claims (a question mark in a clause that holds the value; the language's markers: a
+    condition, a dream, a story or irony in the cited clauses or a clause before them in their sentence; doubt, a
+    wish, a report or a question in the cited clauses; a past habit for a note that says it holds). A "reported"
+    the language's lexicon does not bear out (no one else speaks or is the subject) is the user's own statement:
+    small models call what the user reports of themselves "reported"."""
+    if note.modality not in KEPT and not (note.modality == "reported" and _the_users_report(items, listing, language)):
         return f"the user did not state it ({note.modality or 'no modality given'})"
-    asked = any(_QUESTION.search(item.clause.text) for item in items)
+    asked = any(_QUESTION.search(item.clause.text) for item in holding)
     said = marks(" ".join(item.clause.text for item in items), language)
     if asked and not (note.kind == "instruction" and "standing" in said and "condition" not in said):
         # "Could you always answer in French?" sets how to answer; "Would you always ..., if I asked?" supposes
@@ -154,8 +168,11 @@ def _not_asserted(note: Note, items: Sequence[Listed], listing: Listing, languag
     cited = set().union(*(marks(item.clause.text, language) for item in items))
     leading = set().union(*(marks(clause.text, language) for clause in _leading(items, listing)))
     found = (cited | leading) & SENTENCE_MARKS | cited & CLAUSE_MARKS - {"question"}
+    before = _leading(items, listing)
+    if before and _introduces_a_report(before[-1].text, language):  # "Meine Mutter sagt, | ich soll ..."
+        found.add("report")
     # a clause opens a question only at the start of its sentence: "où j'habite", ", who lives in ..." do not
-    if any("question" in marks(item.clause.text, language) and not _leading([item], listing) for item in items):
+    if any("question" in marks(item.clause.text, language) and not _leading([item], listing) for item in holding):
         found.add("question")
     if note.kind == "instruction":  # "Answer briefly unless I ask for detail", "Quiero que me respondas en español"
         found -= {"condition", "wish"}
@@ -171,6 +188,66 @@ def _leading(items: Sequence[Listed], listing: Listing) -> list[Clause]:
     first = min(items, key=lambda item: item.clause.start)
     parsed = listing.parses[first.message]
     return [c for c in parsed.clauses if c.sentence == first.clause.sentence and c.end <= first.clause.start]
+
+
+def _introduces_a_report(text: str, language: str) -> bool:
+    """Whether a clause ends with the words that report someone's speech ("My doctor says,"): the clause after
+    it is what they said. "My doctor told me to eat more, so I ..." goes on past them, and its next clause is the
+    user's own."""
+    words = marked(text, language, "report")
+    if words is None:
+        return False
+    flat = normalise(text)
+    after = flat[flat.find(words) + len(words):]
+    return len(spaced_words(after)) <= 1 and not has_unspaced(after)
+
+
+def _the_users_report(items: Sequence[Listed], listing: Listing, language: str) -> bool:
+    """Whether clauses the model calls "reported" are the user's own telling, in a language with a lexicon: no
+    report marker in them or before them in their sentence, and none opens with someone else as its subject."""
+    if not has_lexicon(language):
+        return False
+    found = set().union(*(marks(item.clause.text, language) for item in items))
+    leading = set().union(*(marks(clause.text, language) for clause in _leading(items, listing)))
+    return not (found & {"report", "other"} or "report" in leading)
+
+
+def _holding(value: str, items: Sequence[Listed], language: str) -> list[Listed]:
+    """The cited clauses that hold part of `value` (a term, a name or a number): a question cited beside the
+    clause that states the fact ("I'm Ana. How are you?") does not make the fact asked. All of them when none
+    does."""
+    wanted = set(terms(value, language)) | numbers(value, language)
+    found = [item for item in items
+             if any(held(t, set(terms(item.clause.text, language)) | numbers(item.clause.text, language))
+                    for t in wanted if len(t) >= 3 or t.isdigit() or has_unspaced(t))]
+    return found or list(items)
+
+
+def _untranslated(value: str, items: Sequence[Listed], language: str) -> str:
+    """The value in the user's own words: a value the model wrote in another language than its clauses (a small
+    model translates) cannot be checked against them, so the cited clause that holds its numbers and names (or
+    the cited clauses, as the user wrote them) stands for it. Any other value is kept as written."""
+    foreign = in_another_language(value, language) or (  # "Lives in 東京" for "東京に住んでいます"
+        has_unspaced(" ".join(item.clause.text for item in items)) and len(spaced_words(value)) >= FOREIGN_WORDS)
+    if not foreign:
+        return value
+    anchors = names(value, language) | numbers(value, language)
+
+    def shared(item: Listed) -> int:
+        return len(anchors & (names(item.clause.text, language) | numbers(item.clause.text, language)))
+
+    best = max(items, key=shared)
+    chosen = [best] if shared(best) and sum(shared(i) == shared(best) for i in items) == 1 else list(items)
+    return " ".join(" ".join(item.clause.text for item in chosen).split()).strip(" ,;:").rstrip(".。!！")
+
+
+def _a_name_or_number(value: str, said: str, language: str) -> bool:
+    """Whether `value` is a name or a number the user said in a short frame ("Is called Claire", "Is 47"): what
+    a topic of a name or an age holds (`slots.Topic.anchored`)."""
+    anchors = names(value, language) | numbers(value, language)
+    if has_unspaced(value):
+        anchors |= {t for run in han_or_katakana_runs(value) if run in said for t in terms(run, language)}
+    return bool(anchors) and len([t for t in terms(value, language) if t not in anchors]) <= MAX_FRAME_TERMS + 1
 
 
 def _not_grounded(value: str, said: str, language: str, earlier: Sequence[str], anchored: bool = False) -> str | None:
@@ -240,10 +317,12 @@ def _names_them(value: str, about: str, language: str, said: str = "") -> bool:
 
 
 def _closest(value: str, items: Sequence[Listed], language: str) -> str:
-    """The cited clause that holds most of `value` ("j'habite à Rennes maintenant" for "Rennes", not "je
-    n'habite plus à Brest" beside it): the one whose negation the value must keep."""
-    return max((item.clause.text for item in items),
-               key=lambda text: coverage(value, terms(text, language), language))
+    """The cited words that hold most of `value` ("j'habite à Rennes maintenant" for "Rennes", not "je n'habite
+    plus à Brest" beside it): the one whose negation the value must keep. A clause's parts between commas count
+    too, since a clause may hold both ("I quit smoking, I run now"); of two that hold as much, the shorter."""
+    texts = [item.clause.text for item in items]
+    texts += [part for text in texts for part in _SEGMENT.split(text) if part.strip() and part != text]
+    return max(texts, key=lambda text: (coverage(value, terms(text, language), language), -len(text)))
 
 
 def _negated(text: str, language: str) -> bool:

@@ -28,6 +28,8 @@ class Said:
     asks: str           # a question
     supposes: str       # a hypothetical
     weighs: str         # a plan not decided
+    reports: str        # what someone else says of the user
+    greets: str         # a question of small talk
     value: str          # the fact, as a profile line in the language
     negative: str       # the denial, as a profile line
 
@@ -35,21 +37,26 @@ class Said:
 LANGUAGES = {
     "en": Said("I live in {c}.", "I don't live in {c}.", "I no longer live in {c}.", "My sister lives in {c}.",
                "Should I move to {c}?", "If I won the lottery, I would live in {c}.", "Maybe I'll move to {c}.",
+               "My mother says I should move to {c}.", "How are you?",
                "Lives in {c}",
                "Does not live in {c}"),
     "fr": Said("J'habite à {c}.", "Je n'habite pas à {c}.", "Je n'habite plus à {c}.", "Ma sœur habite à {c}.",
                "Est-ce que je devrais déménager à {c} ?", "Si je gagnais au loto, j'habiterais à {c}.",
                "Peut-être que je vais déménager à {c}.",
+               "Ma mère dit que je devrais déménager à {c}.", "Comment ça va ?",
                "Habite à {c}", "N'habite pas à {c}"),
     "de": Said("Ich wohne in {c}.", "Ich wohne nicht in {c}.", "Ich wohne nicht mehr in {c}.",
                "Meine Schwester wohnt in {c}.", "Soll ich nach {c} ziehen?",
                "Wenn ich im Lotto gewinnen würde, würde ich in {c} wohnen.", "Vielleicht ziehe ich nach {c}.",
+               "Meine Mutter sagt, ich soll nach {c} ziehen.", "Wie geht es dir?",
                "Wohnt in {c}", "Wohnt nicht in {c}"),
     "es": Said("Vivo en {c}.", "No vivo en {c}.", "Ya no vivo en {c}.", "Mi hermana vive en {c}.",
                "¿Debería mudarme a {c}?", "Si ganara la lotería, viviría en {c}.", "Quizás me mude a {c}.",
+               "Mi madre dice que debería mudarme a {c}.", "¿Qué tal estás?",
                "Vive en {c}", "No vive en {c}"),
     "ja": Said("{c}に住んでいます。", "{c}には住んでいません。", "もう{c}には住んでいません。", "姉は{c}に住んでいます。",
                "{c}に引っ越すべきですか？", "もし宝くじに当たったら、{c}に住むだろう。", "{c}に引っ越すかもしれません。",
+               "母は{c}に引っ越すべきだと言っています。", "お元気ですか？",
                "{c}に住んでいる",
                "{c}に住んでいない"),
 }
@@ -100,13 +107,71 @@ def test_the_honest_negative_is_kept_in_the_users_language(language, city):
 
 
 @SETTINGS
-@given(LANGUAGE, st.integers(0, 2), st.sampled_from(["asked", "hypothetical", "joke", "considering", "reported"]))
-def test_what_the_user_did_not_state_is_never_kept(language, city, modality):
+@given(LANGUAGE, st.integers(0, 2), st.sampled_from(["asked", "hypothetical", "joke", "considering"]),
+       st.sampled_from(MODALITIES))
+def test_what_the_user_did_not_state_is_never_kept(language, city, modality, claimed):
     said, c = LANGUAGES[language], CITIES[language][city]
     value = said.value.format(c=c)
     assert kept(said.lives.format(c=c), value, modality=modality) == []
-    for message in (said.asks.format(c=c), said.supposes.format(c=c), said.weighs.format(c=c)):  # whatever it says
-        assert kept(message, value) == []
+    for message in (said.asks.format(c=c), said.supposes.format(c=c), said.weighs.format(c=c),
+                    said.reports.format(c=c)):  # whatever the model says
+        assert kept(message, value, modality=claimed) == []
+
+
+@SETTINGS
+@given(LANGUAGE, st.integers(0, 2))
+def test_the_users_own_statement_the_model_calls_reported_is_kept(language, city):
+    """The lexicon finds no one else speaking: "reported" is the model's word for the user telling their news."""
+    said, c = LANGUAGES[language], CITIES[language][city]
+    assert said.value.format(c=c) in kept(said.lives.format(c=c), said.value.format(c=c), modality="reported")
+
+
+@SETTINGS
+@given(LANGUAGE, st.integers(0, 2))
+def test_a_question_cited_beside_the_statement_does_not_make_it_asked(language, city):
+    said, c = LANGUAGES[language], CITIES[language][city]
+    message = f"{said.lives.format(c=c)} {said.greets}"
+    listing = Listing([parse(message)])
+    every = tuple(item.id for item in listing.listed)
+    note = Note(every, "fact", "home_city", None, "holds", "stated", said.value.format(c=c))
+    assert [v.value for v in [verify(note, listing)] if v] == [said.value.format(c=c)]
+    assert kept(said.greets, said.value.format(c=c)) == []
+
+
+@SETTINGS
+@given(st.sampled_from(["fr", "de", "es", "ja"]), st.integers(0, 2))
+def test_a_translated_value_is_stored_in_the_users_own_words(language, city):
+    said, c = LANGUAGES[language], CITIES[language][city]
+    message = said.lives.format(c=c)
+    for value in (f"The user lives in {c}", f"Lives in the city of {c}"):
+        found = kept(message, value)
+        assert found and all(text in message and c in text for text in found), (message, found)
+        assert kept(said.reports.format(c=c), value) == kept(said.supposes.format(c=c), value) == []
+
+
+@SETTINGS
+@given(st.sampled_from(["en", "fr", "de", "es"]), st.sampled_from(["name", "age"]))
+def test_a_sentence_with_no_name_or_number_never_takes_a_name_or_an_age(language, topic):
+    """(Japanese is left out: a run of kanji counts as a name there, as a capitalised word does here.)"""
+    message = {"en": "I sleep badly.", "fr": "Je dors mal.", "de": "Ich schlafe schlecht.", "es": "Duermo mal."}
+    listing = Listing([parse(message[language])])
+    note = Note(("c1",), "fact", topic, None, "holds", "stated", message[language].rstrip("."))
+    verified = verify(note, listing)
+    assert verified is not None and verified.key is None and verified.topic == "other"
+
+
+@SETTINGS
+@given(LANGUAGE, st.integers(0, 2))
+def test_a_long_story_under_a_slot_adds_beside_it(language, city):
+    said, c = LANGUAGES[language], CITIES[language][city]
+    story = f"{said.lives.format(c=c)} {said.lives.format(c=c)} {said.lives.format(c=c)}"
+    listing = Listing([parse(story)])
+    note = Note(tuple(item.id for item in listing.listed), "fact", "home_city", None, "holds", "stated",
+                " ".join(story.split()))
+    verified = verify(note, listing)
+    assert verified is not None and verified.key is None
+    short = verify(Note(("c1",), "fact", "home_city", None, "holds", "stated", said.value.format(c=c)), listing)
+    assert short is not None and short.key == "home_city"
 
 
 @SETTINGS

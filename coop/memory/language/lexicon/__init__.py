@@ -91,7 +91,7 @@ def _patterns(language: str) -> dict[str, re.Pattern[str]]:
             for mark, phrases in markers.items() if phrases}
 
 
-def _in_another_language(text: str, language: str) -> bool:
+def in_another_language(text: str, language: str) -> bool:
     """Whether `text` is plainly written in another language that has a lexicon of its own: told as the parse tells
     a sentence's language (a text of a few words is a guess, so it stays in the language asked for)."""
     by_script = script_language(text)
@@ -116,7 +116,7 @@ def marks(text: str, language: str) -> frozenset[str]:
         return frozenset()
     flat = normalise(text)
     found = frozenset(mark for mark, pattern in _patterns(language).items() if pattern.search(flat))
-    if found and _in_another_language(text, language):
+    if found and in_another_language(text, language):
         return frozenset()
     return found
 
