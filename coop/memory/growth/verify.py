@@ -25,6 +25,7 @@ turns a note the model calls stated into a refusal; it never refuses text of ano
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
@@ -34,6 +35,7 @@ from coop.memory.growth.pointing import Listed, Listing, Note
 from coop.memory.growth.refusals import refuse
 from coop.memory.growth.slots import TOPICS, slot_for
 from coop.memory.kinds import INSTRUCTION
+from coop.memory.language.detect import detect
 from coop.memory.language.lexicon import has_lexicon, in_another_language, marked, marks, normalise
 from coop.memory.language.parse import Clause
 from coop.memory.language.scripts import han_or_katakana_runs, has_unspaced, spaced_words, word_count
@@ -97,7 +99,7 @@ def verify(note: Note, listing: Listing, earlier: Sequence[str] = ()) -> Verifie
     language = items[0].clause.language
     said = " ".join(item.clause.text for item in items)
     sentences = _sentences(items, listing)
-    value = _untranslated(value, items, language)
+    value = _untranslated(value, items, language, note.kind)
     why = _not_asserted(note, items, _holding(value, items, language), listing, language)
     if why is not None:
         return _refused("mood", why, category, value)
@@ -223,22 +225,32 @@ def _holding(value: str, items: Sequence[Listed], language: str) -> list[Listed]
     return found or list(items)
 
 
-def _untranslated(value: str, items: Sequence[Listed], language: str) -> str:
-    """The value in the user's own words: a value the model wrote in another language than its clauses (a small
-    model translates) cannot be checked against them, so the cited clause that holds its numbers and names (or
-    the cited clauses, as the user wrote them) stands for it. Any other value is kept as written."""
+def _untranslated(value: str, items: Sequence[Listed], language: str, kind: str) -> str:
+    """The value in the user's own words: a fact the model wrote in another language than its clauses (a small
+    model translates) cannot be checked against them, so the cited clauses that hold its names and numbers stand
+    for it, as the user wrote them. Only where coop knows the clauses' language (it has a lexicon for it), only for
+    a fact (an instruction is never put in words the model did not write), and only when a name or a number ties
+    the value to a clause: a value that shares none is checked as written, and refused."""
     foreign = in_another_language(value, language) or (  # "Lives in 東京" for "東京に住んでいます"
         has_unspaced(" ".join(item.clause.text for item in items)) and len(spaced_words(value)) >= FOREIGN_WORDS)
-    if not foreign:
+    if not foreign or kind != "fact" or not has_lexicon(language):
         return value
-    anchors = names(value, language) | numbers(value, language)
-
-    def shared(item: Listed) -> int:
-        return len(anchors & (names(item.clause.text, language) | numbers(item.clause.text, language)))
-
-    best = max(items, key=shared)
-    chosen = [best] if shared(best) and sum(shared(i) == shared(best) for i in items) == 1 else list(items)
+    written_in = detect(value)
+    digits = numbers(value, written_in) | numbers(value, language)
+    capitalised = {_plain(word) for word in spaced_words(value)[1:] if word[:1].isupper()}
+    capitalised |= {_plain(run) for run in han_or_katakana_runs(value)}
+    chosen = [item for item in items
+              if digits & numbers(item.clause.text, language)
+              or any(word and word in _plain(item.clause.text) for word in capitalised)]
+    if not chosen:
+        return value
     return " ".join(" ".join(item.clause.text for item in chosen).split()).strip(" ,;:").rstrip(".。!！")
+
+
+def _plain(text: str) -> str:
+    """Case-folded, without accents: "Fürth" and "Furth", "Montréal" and "Montreal" are one name."""
+    decomposed = unicodedata.normalize("NFKD", normalise(text))
+    return "".join(ch for ch in decomposed if not unicodedata.combining(ch))
 
 
 def _a_name_or_number(value: str, said: str, language: str) -> bool:
