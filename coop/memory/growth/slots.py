@@ -26,6 +26,7 @@ class Topic:
     category: str
     single: bool = False      # one value at a time: the topic's name is the slot's key
     anchored: bool = False    # its value is a name or a number in a short frame ("Is called Claire", "Is 47")
+    kin: bool = False         # the user's own people: said in a clause about them ("My husband Karim is ...")
 
     @property
     def key(self) -> str | None:
@@ -41,7 +42,8 @@ _TABLE = (
     Topic("home_city", "location", True), Topic("hometown", "location", True), Topic("home", "location"),
     Topic("employer", "work", True), Topic("occupation", "work", True), Topic("work", "work"),
     Topic("school", "education", True), Topic("education", "education"),
-    Topic("partner", "family", True), Topic("children", "family"), Topic("family", "family"),
+    Topic("partner", "family", True, kin=True), Topic("children", "family", kin=True),
+    Topic("family", "family", kin=True),
     Topic("pet", "pets"), Topic("diet", "diet", True), Topic("food", "diet"),
     Topic("allergy", "health"), Topic("health", "health"), Topic("medication", "health"),
     Topic("language", "languages"), Topic("hobby", "hobbies"), Topic("preference", "preferences"),

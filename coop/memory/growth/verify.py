@@ -97,9 +97,10 @@ def verify(note: Note, listing: Listing, earlier: Sequence[str] = ()) -> Verifie
     if _PLACEHOLDER.search(value) or _QUESTION.search(value):
         return _refused("value", "the value is a placeholder or a question, not a statement", category, value)
     language = items[0].clause.language
+    value = _untranslated(value, items, language, note.kind)
+    items = _widened(value, items, listing, language, earlier, topic.anchored)
     said = " ".join(item.clause.text for item in items)
     sentences = _sentences(items, listing)
-    value = _untranslated(value, items, language, note.kind)
     why = _not_asserted(note, items, _holding(value, items, language), listing, language)
     if why is not None:
         return _refused("mood", why, category, value)
@@ -112,6 +113,10 @@ def verify(note: Note, listing: Listing, earlier: Sequence[str] = ()) -> Verifie
         return _refused("evidence", why, category, value)
     if note.about is None and _someone_elses(value, items, language):
         return _refused("holder", "the user's words speak of someone else", category, value)
+    if note.about is None and topic.single and not topic.kin and _all_someone_elses(items, language):
+        # "My colleague Mark has the flu" under the user's name: their clause never fills the user's slot
+        return _refused("holder", "the user's words speak of someone else, not of the user's "
+                                  f"{topic.name.replace('_', ' ')}", category, value)
     if note.polarity == "holds" and _negated(value, language) != _negated(_closest(value, items, language), language):
         return _refused("polarity", "the value turns the negation of the user's words around", category, value)
     if note.kind == "instruction":
@@ -168,13 +173,15 @@ def _not_asserted(note: Note, items: Sequence[Listed], holding: Sequence[Listed]
         # "Could you always answer in French?" sets how to answer; "Would you always ..., if I asked?" supposes
         return "the user asked it"
     cited = set().union(*(marks(item.clause.text, language) for item in items))
-    leading = set().union(*(marks(clause.text, language) for clause in _leading(items, listing)))
-    found = (cited | leading) & SENTENCE_MARKS | cited & CLAUSE_MARKS - {"question"}
-    before = _leading(items, listing)
-    if before and _introduces_a_report(before[-1].text, language):  # "Meine Mutter sagt, | ich soll ..."
+    leading = set().union(*(marks(clause.text, language) for item in items for clause in _leading(item, listing)))
+    found = (cited | leading) & SENTENCE_MARKS | cited & CLAUSE_MARKS - {"question", "report"}
+    # a report covers what its own clause says ("my doctor told me to eat more, | so I started ..." is the user's)
+    found |= set().union(*(marks(item.clause.text, language) for item in holding)) & {"report"}
+    if any((before := _leading(item, listing)) and _introduces_a_report(before[-1].text, language)
+           for item in holding):  # "Meine Mutter sagt, | ich soll ..."
         found.add("report")
     # a clause opens a question only at the start of its sentence: "où j'habite", ", who lives in ..." do not
-    if any("question" in marks(item.clause.text, language) and not _leading([item], listing) for item in holding):
+    if any("question" in marks(item.clause.text, language) and not _leading(item, listing) for item in holding):
         found.add("question")
     if note.kind == "instruction":  # "Answer briefly unless I ask for detail", "Quiero que me respondas en español"
         found -= {"condition", "wish"}
@@ -185,11 +192,25 @@ def _not_asserted(note: Note, items: Sequence[Listed], holding: Sequence[Listed]
     return None
 
 
-def _leading(items: Sequence[Listed], listing: Listing) -> list[Clause]:
-    """The clauses of the cited clauses' sentences that come before them: where "if I won the lottery" stands."""
-    first = min(items, key=lambda item: item.clause.start)
-    parsed = listing.parses[first.message]
-    return [c for c in parsed.clauses if c.sentence == first.clause.sentence and c.end <= first.clause.start]
+def _leading(item: Listed, listing: Listing) -> list[Clause]:
+    """The clauses of the clause's sentence that come before it: where "if I won the lottery" stands."""
+    parsed = listing.parses[item.message]
+    return [c for c in parsed.clauses if c.sentence == item.clause.sentence and c.end <= item.clause.start]
+
+
+def _widened(value: str, items: list[Listed], listing: Listing, language: str, earlier: Sequence[str],
+             anchored: bool) -> list[Listed]:
+    """The cited clauses, with the user's own clauses of the same message that hold the rest of the value when the
+    cited ones do not (a small model cites the clause before the one with the date): every check after this one
+    reads all of them, so a question or a condition among them still refuses the note."""
+    if _not_grounded(value, " ".join(item.clause.text for item in items), language, earlier, anchored) is None:
+        return items
+    messages = {item.message for item in items}
+    holding = [item for item in _holding(value, [i for i in listing.listed if i.message in messages and i.clause.own],
+                                         language, fallback=False) if item not in items]
+    widened = sorted([*items, *holding], key=lambda item: (item.message, item.clause.start))
+    said = " ".join(item.clause.text for item in widened)
+    return widened if holding and _not_grounded(value, said, language, earlier, anchored) is None else items
 
 
 def _introduces_a_report(text: str, language: str) -> bool:
@@ -210,19 +231,19 @@ def _the_users_report(items: Sequence[Listed], listing: Listing, language: str) 
     if not has_lexicon(language):
         return False
     found = set().union(*(marks(item.clause.text, language) for item in items))
-    leading = set().union(*(marks(clause.text, language) for clause in _leading(items, listing)))
+    leading = set().union(*(marks(clause.text, language) for item in items for clause in _leading(item, listing)))
     return not (found & {"report", "other"} or "report" in leading)
 
 
-def _holding(value: str, items: Sequence[Listed], language: str) -> list[Listed]:
-    """The cited clauses that hold part of `value` (a term, a name or a number): a question cited beside the
-    clause that states the fact ("I'm Ana. How are you?") does not make the fact asked. All of them when none
-    does."""
+def _holding(value: str, items: Sequence[Listed], language: str, fallback: bool = True) -> list[Listed]:
+    """The clauses that hold part of `value` (a term, a name or a number): a question cited beside the clause that
+    states the fact ("I'm Ana. How are you?") does not make the fact asked. All of them when none does (unless
+    `fallback` is off)."""
     wanted = set(terms(value, language)) | numbers(value, language)
     found = [item for item in items
              if any(held(t, set(terms(item.clause.text, language)) | numbers(item.clause.text, language))
                     for t in wanted if len(t) >= 3 or t.isdigit() or has_unspaced(t))]
-    return found or list(items)
+    return found or (list(items) if fallback else [])
 
 
 def _untranslated(value: str, items: Sequence[Listed], language: str, kind: str) -> str:
@@ -297,6 +318,11 @@ def _bare(value: str, said: str, language: str) -> bool:
     hospital"), not a statement: a profile line says what the value is, so it is stored under its topic's name."""
     short = len(value.split()) <= BARE_WORDS if not has_unspaced(value) else len(value) <= BARE_CHARACTERS
     return short and " ".join(value.casefold().split()) in " ".join(said.casefold().split())
+
+
+def _all_someone_elses(items: Sequence[Listed], language: str) -> bool:
+    """Whether every clause opens with someone else as its subject, the user not with them."""
+    return all("other" in (found := marks(item.clause.text, language)) and "with_me" not in found for item in items)
 
 
 def _someone_elses(value: str, items: Sequence[Listed], language: str) -> bool:

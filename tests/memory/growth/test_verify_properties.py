@@ -219,3 +219,29 @@ def test_an_instruction_the_topic_says_is_a_fact_is_kept_as_a_fact_and_a_planned
     found = {c.value: c for c in candidates([fish, english], listing, [], "extraction")}
     assert (found["Eats fish again"].category, found["Eats fish again"].key) == ("diet", "diet")
     assert (found["Answer in English"].category, found["Answer in English"].stance) == ("instruction", "asserted")
+
+
+@SETTINGS
+@given(LANGUAGE, st.integers(0, 2))
+def test_a_note_citing_the_wrong_clause_rests_on_the_one_that_holds_it(language, city):
+    """A small model cites the clause before the one with the fact: coop reads the user's own clauses of the
+    message that hold it, and every check reads them too."""
+    said, c = LANGUAGES[language], CITIES[language][city]
+    value = said.value.format(c=c)
+    assert value in kept(f"{said.greets} {said.lives.format(c=c)}", value)
+    for message in (said.supposes.format(c=c), said.asks.format(c=c), said.reports.format(c=c)):
+        assert kept(f"{said.greets} {message}", value) == []
+
+
+@SETTINGS
+@given(LANGUAGE, st.integers(0, 2), st.sampled_from(["name", "age", "home_city", "employer", "diet"]))
+def test_someone_elses_clause_never_fills_the_users_own_slot(language, city, topic):
+    """Even when the value names them ("Sister lives in ..."), a clause about someone else is no value of the
+    user's own slot; a topic of the user's people (their family) may rest on it."""
+    said, c = LANGUAGES[language], CITIES[language][city]
+    message = said.sister.format(c=c)
+    value = message.rstrip(".。")
+    assert all(candidate.key != topic for candidate in
+               candidates(notes_for(Listing([parse(message)]), value, topic=topic), Listing([parse(message)]), [],
+                          "extraction"))
+    assert value in kept(message, value, topic="family")
