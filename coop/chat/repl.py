@@ -8,7 +8,8 @@ or as one JSON object per turn with `--json`.
 
 Slash commands come from `cmd_<name>` methods whose docstring is the help line; a unique prefix is enough
 (`/rem` is /remember). An unknown or ambiguous command is an error and is never sent to the model. A line that
-starts with `//` is sent as a message starting with `/`.
+starts with `//` is sent as a message starting with `/`. A pipe carries text, not the commands a document quotes,
+unless asked (`--commands-from-pipe`); lines read one by one are masked with those before them (`LineMasker`).
 
 This object owns the terminal: the session and the memory engine never print. Nothing it writes carries an API
 key (`privacy.secrets.mask`): not the history file (`MaskedFileHistory`), not a notice, an error or a JSON line, nor
@@ -33,7 +34,7 @@ from coop.chat.terminal import after_first_render, prompt_session, yes_no
 from coop.errors import CoopError, ExitCode, StoreError, UsageError
 from coop.memory.text import iso_time, plural
 from coop.model import reply_limit
-from coop.privacy.secrets import mask, mask_data
+from coop.privacy.secrets import LineMasker, mask, mask_data
 
 _C1_ESCAPES = {code: f"\\u{code:04x}" for code in range(0x7F, 0xA0)}
 
@@ -61,6 +62,7 @@ class Repl:
         self.store_errors = 0  # the database refused a write (full disk, read-only, locked): pipe mode exits 5
         self._stream: Any = None  # the reply being streamed, so a confirmation can pause it
         self.ask: Callable[[str], str] | None = None  # a question to the person at the terminal; None in pipe mode
+        self._told_slash_text = False  # a piped "/..." line was sent as text, and the user told so
 
     # -- commands -----------------------------------------------------------------------------------------
 
@@ -218,18 +220,20 @@ class Repl:
 
     # -- one line -----------------------------------------------------------------------------------------
 
-    def handle(self, line: str, *, interactive: bool) -> None:
-        """Run one line: a /command, or a turn. Errors are shown and the loop goes on."""
+    def handle(self, line: str, *, interactive: bool, commands: bool = True) -> None:
+        """Run one line: a /command (only with `commands`), or a turn. Errors are shown and the loop goes on."""
         stripped = line.strip()
         if not stripped:
             return
         try:
-            if stripped.startswith("/") and not stripped.startswith("//"):
-                word, _, rest = stripped[1:].partition(" ")
-                self.resolve(word.lower())(rest)
-                return
-            if stripped.startswith("//"):
+            if commands and stripped.startswith("//"):
                 line = line.lstrip()[1:]
+            elif commands and stripped.startswith("/"):
+                word, _, rest = stripped[1:].partition(" ")
+                return self.resolve(word.lower())(rest)
+            elif stripped.startswith("/") and not self._told_slash_text:
+                self._told_slash_text = True
+                self.say("a piped line that starts with / is sent as text (--commands-from-pipe runs it)")
             self.turn(line, interactive=interactive)
         except CoopError as exc:
             if isinstance(exc, StoreError):
@@ -285,10 +289,11 @@ class Repl:
 
     # -- loops --------------------------------------------------------------------------------------------
 
-    def run_lines(self, stream: Any) -> int:
-        """Pipe mode: each line of a binary stream is a turn. Non-UTF-8 lines are reported and skipped. The exit
-        code says what went wrong on the way, if anything did: 4 for a model error, 5 for a store error."""
+    def run_lines(self, stream: Any, *, commands: bool = False) -> int:
+        """Pipe mode: each line of a binary stream (masked with those before it) is a turn, or a command with
+        `commands`. Non-UTF-8 lines are reported and skipped. Exit code: 4 for a model error, 5 for a store error."""
         self._started()
+        masker = LineMasker(self.session.tell_masked)
         for number, raw in enumerate(stream, start=1):
             if not self.running:
                 break
@@ -302,7 +307,7 @@ class Repl:
                 self.show_error(UsageError(f"input line {number} contains binary data; skipped",
                                            hint="send text"))
                 continue
-            self.handle(line.rstrip("\r\n"), interactive=False)
+            self.handle(masker.feed(line.rstrip("\r\n")), interactive=False, commands=commands)
             self.show_notices()
         self.close()  # waits a little for the last exchange's extraction
         self.show_notices()
@@ -332,8 +337,9 @@ class Repl:
 
     def _loop(self, read: Callable[[str], str], *, interactive: bool) -> None:
         """Read and handle lines at a `› ` prompt until /exit, Ctrl-D, or Ctrl-C twice within 2 s; background
-        notices are shown before each prompt."""
+        notices are shown before each prompt. A plain terminal's lines are masked as a pipe's are."""
         dim = (lambda text: f"[dim]{text}[/]") if interactive else (lambda text: text)
+        masker = None if interactive else LineMasker(self.session.tell_masked)
         last_interrupt = 0.0
         while self.running:
             self.show_notices(dim=interactive)
@@ -348,7 +354,7 @@ class Repl:
                 continue
             except EOFError:
                 break
-            self.handle(line, interactive=interactive)
+            self.handle(line if masker is None else masker.feed(line), interactive=interactive)
         self.close()
 
     def confirmer(self, prompt_session: Any) -> Callable[[str], bool]:

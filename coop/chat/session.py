@@ -1,9 +1,10 @@
 """One conversation: the turn of DESIGN.md, from the user's line to the committed reply.
 
-A turn: (1) the line joins working memory (a deque capped at `chat.working_memory_cap`, with the session's first
-user message kept as an anchor), (2) retrieval runs over all of this user's sessions (salience: items with
-importance >= the threshold; relevance: the fused vector and full-text search, nothing below the floor), de-
-duplicated by id and against what working memory already shows, (3) the prompt is built within the budget,
+A turn: (1) the line, its secrets masked (`masked`: not even the model gets them), joins working memory (a deque
+capped at `chat.working_memory_cap`, with the session's first user message kept as an anchor), (2) retrieval
+runs over all of this user's sessions (salience: items with importance >= the threshold; relevance: the fused
+vector and full-text search, nothing below the floor), de-duplicated by id and against what working memory
+already shows, (3) the prompt is built within the budget,
 (4) the user's message is committed *before* the model is called, so nothing typed is lost if the model fails,
 (5) the reply streams out and is committed when complete, or with `[interrupted]` when the user stops it,
 (6) new messages are handed to the background worker to be embedded, so the next prompt never waits.
@@ -40,6 +41,7 @@ from coop.memory.storage.items import MAX_MESSAGE_CHARS
 from coop.memory.text import check_text
 from coop.memory.tools.exchange import ExchangeRecorder
 from coop.model import llm
+from coop.privacy.secrets import mask
 
 if TYPE_CHECKING:
     from coop.config.loading import Config
@@ -55,6 +57,8 @@ when it helps, without reciting it; if it conflicts with what the user says now,
 Today is {today}."""
 
 MAX_RECALLS_KEPT = 500  # replies whose recall `/memory N` can show
+MASKED_NOTICE = ("privacy: what you typed held a secret (a key, a card number, an IBAN); it was replaced with [secret] "
+                 "before it was stored or sent to the model (said once a session)")
 
 
 class ChatSession:
@@ -100,6 +104,7 @@ class ChatSession:
         self._in_turn = False
         self._state = threading.Lock()  # session state shared with the idle timer's thread
         self._embedder_failed = False
+        self._told_masked = False
         if session_id is not None:
             self.resume(session_id)
 
@@ -128,6 +133,7 @@ class ChatSession:
         """The next message starts a new session (created then: `/new` twice, or a start without a word, leaves
         no empty session behind)."""
         self._idle_ended = False
+        self._told_masked = False
         self.working.clear()
         self.recalls.clear()
         self.session_id = None
@@ -198,10 +204,26 @@ class ChatSession:
         if not self.incognito:
             self.recorder.learn(message_id, reply_id)
 
+    def masked(self, text: str) -> str:
+        """What the user typed, with its secrets masked (privacy/secrets.py) before anything else sees it: the
+        turn's own request too, not only what is stored and the working memory later requests are made of, so
+        nothing secret leaves the machine, even in the turn that held it (the model sees `[secret]`). The user is
+        told once a session."""
+        masked = mask(text)
+        if masked != text:
+            self.tell_masked()
+        return masked
+
+    def tell_masked(self) -> None:
+        """One notice a session that something typed was masked (the REPL masks a pipe's lines before this)."""
+        if not self._told_masked:
+            self._told_masked = True
+            self.background.note(MASKED_NOTICE)
+
     def turn(self, text: str, on_text: Callable[[str], None] = lambda _: None) -> TurnResult:
-        """Answer one user message (turn.py). Model failures come back in `TurnResult.error`; Ctrl-C keeps the
-        partial reply (marked) and returns with `interrupted`."""
-        text = check_text(text, "message", MAX_MESSAGE_CHARS)
+        """Answer one user message (turn.py), masked first (`masked`). Model failures come back in
+        `TurnResult.error`; Ctrl-C keeps the partial reply (marked) and returns with `interrupted`."""
+        text = self.masked(check_text(text, "message", MAX_MESSAGE_CHARS))
         model = self.chat_model()
         with self._state:  # the idle timer must not end the session between this check and the commit below
             if self._idle_ended:  # the previous session ended while the user was away
@@ -270,4 +292,4 @@ class ChatSession:
     def remember(self, text: str) -> Any:
         if self.incognito:
             raise UsageError("incognito: nothing is written to memory", hint="start coop chat without --incognito")
-        return self.writer().write(Candidate(text, importance=0.9, source="user"))
+        return self.writer().write(Candidate(self.masked(text), importance=0.9, source="user"))

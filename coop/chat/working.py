@@ -4,8 +4,10 @@ database) and what a message is searched by."""
 from __future__ import annotations
 
 from collections import deque
+from dataclasses import replace
 
 from coop.memory.retrieval.context import HistoryMessage
+from coop.privacy.secrets import mask
 
 
 def retrieval_query(text: str, limit: int = 2000) -> str:
@@ -18,13 +20,18 @@ def retrieval_query(text: str, limit: int = 2000) -> str:
 
 
 class WorkingMemory:
-    """The session's recent messages, held in memory so a turn needs no database read for them."""
+    """The session's recent messages, held in memory so a turn needs no database read for them. Every later
+    request of the session is made of them, so they are kept masked (`privacy.secrets.mask`), as the database
+    keeps them: a secret said once (by the user, a tool result, the model) is not sent again."""
 
     def __init__(self, cap: int) -> None:
         self.messages: deque[HistoryMessage] = deque(maxlen=cap)
         self.anchor: HistoryMessage | None = None
 
     def add(self, message: HistoryMessage) -> None:
+        content = mask(message.content)
+        if content != message.content:
+            message = replace(message, content=content)
         if self.anchor is None and message.role == "user":
             self.anchor = message
         self.messages.append(message)

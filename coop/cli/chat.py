@@ -134,6 +134,9 @@ def chat(
     model: Annotated[str | None, typer.Option("--model", help="litellm model string for this chat")] = None,
     json_: Annotated[bool, typer.Option("--json", help="pipe mode: one JSON object per turn on stdout")] = False,
     no_tools: Annotated[bool, typer.Option("--no-tools", help="do not offer memory tools to the model")] = False,
+    commands_from_pipe: Annotated[bool, typer.Option(
+        "--commands-from-pipe", help="run piped lines that start with / as commands (by default they are sent as "
+                                     "text: a document piped in must not run the commands it quotes)")] = False,
 ) -> None:
     """Chat with your configured model, with your memory in every turn."""
     from rich.console import Console
@@ -250,7 +253,9 @@ def chat(
         elif dumb:
             code = repl.run_plain()
         else:
-            code = repl.run_lines(sys.stdin.buffer if sys.stdin is not None else [])
+            typed = sys.stdin is not None and sys.stdin.isatty()  # --json at a terminal: commands are typed
+            code = repl.run_lines(sys.stdin.buffer if sys.stdin is not None else [],
+                                  commands=commands_from_pipe or typed)
     # A session that ends while litellm is still being imported (a short script) waits for the import: a daemon
     # thread stopped halfway through an import holds its module's lock, and litellm's HTTP clients, collected at
     # the interpreter's shutdown, import a module of their own to close: the process hung there for good.

@@ -1,4 +1,4 @@
-"""What a secret looks like, for `coop.privacy.secrets.mask`: three sources, each a list of `Shape`s.
+"""What a secret looks like, for `coop.privacy.secrets.mask`: three sources of `Shape`s, and numbers with a check.
 
 - **detect-secrets' detectors** (Yelp's detect-secrets, pinned): its regexes for GitLab, JWT, Stripe, Slack,
   Twilio, SendGrid, Discord, Telegram, npm, PyPI, Mailchimp, Square, Azure storage, AWS, basic-auth URLs and more.
@@ -13,6 +13,8 @@
   random (Shannon entropy of at least 3.2 bits a character) within a few words after key, token, secret,
   password, credential (a 32-character Azure or Mistral key, an AWS secret access key); a password of 8+ characters
   with three kinds of character after "password is" / "password:".
+- **Numbers with a check digit** (`number_spans`): payment card numbers whose Luhn digit is right and IBANs whose
+  ISO 13616 check digits are, whole or in groups; a phone number or an order id that fails the check is kept.
 A `Shape` masks its whole match, or only its `secret` group (a URL keeps its host, `Bearer` its word).
 """
 
@@ -22,7 +24,7 @@ import math
 import re
 import threading
 from collections import Counter
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 
 _KEY = "[A-Za-z0-9_-]"
@@ -220,3 +222,103 @@ def _finds(lowered: str, word: str) -> Iterator[int]:
     while at >= 0:
         yield at
         at = lowered.find(word, at + len(word))
+
+
+# -- numbers with a check digit: payment cards and IBANs --------------------------------------------------------
+
+# A card number: 13 to 19 digits, whole or in groups (the first of four or more) split by a space or a dash,
+# beginning as the card networks' numbers do (22-27, 3, 4, 5 or 6: a year or a timestamp in milliseconds does not).
+# Each pattern begins with a digit, and its edge is looked at after it, so the scan is fast.
+_CARD = re.compile(r"[2-6](?<![\w+][2-6])(?<![0-9][.,-][2-6])(?:(?<=2)[2-7]|(?<=[3-6])[0-9])(?=(?:[ -]?[0-9]){11})"
+                   r"[0-9]{2,}(?:[ -][0-9]+)*")
+# An IBAN: a country's two letters, two check digits and up to 30 capitals and digits (as IBANs are written: a
+# word after one is not taken for its last group), whole or in groups of four.
+_IBAN = re.compile(r"[0-9]{2}(?<=[A-Za-z]{2}[0-9]{2})(?<!\w[A-Za-z]{2}[0-9]{2})"
+                   r"(?:[ ]?[A-Z0-9]{4}){2,}(?:[ ]?[A-Z0-9]{1,3})?")
+_CARD_GROUP = re.compile(r"[0-9]+")
+_IBAN_GROUP = re.compile(r"[A-Za-z0-9]{1,4}")
+_RUN_READ = 512  # characters of a run of groups looked at: a longer run is a table of numbers
+
+
+def luhn_valid(digits: str) -> bool:
+    """The Luhn check that every payment card's last digit makes right (one number in ten passes by chance):
+    every second digit from the right doubled (its digits summed), the total a multiple of ten."""
+    doubled = digits[-2::-2].translate(_DOUBLED)
+    return (sum(map(int, digits[-1::-2])) + sum(map(int, doubled))) % 10 == 0
+
+
+_DOUBLED = str.maketrans("0123456789", "0246813579")  # a digit doubled, the digits of that summed
+
+
+def is_card(text: str) -> bool:
+    """13 to 19 digits (spaces and dashes aside) that begin as a card network's do, their Luhn digit right."""
+    digits = text.replace(" ", "").replace("-", "")
+    return (13 <= len(digits) <= 19 and digits.isdigit() and ("22" <= digits[:2] <= "27" or digits[0] in "3456")
+            and luhn_valid(digits))
+
+
+def is_iban(text: str) -> bool:
+    """ISO 13616: moved to the end, the country and check digits make the number (letters as 10 to 35) leave 1
+    when divided by 97."""
+    code = text.replace(" ", "").upper()
+    if not (15 <= len(code) <= 34 and code.isascii() and code.isalnum() and code[:2].isalpha()
+            and code[2:4].isdigit()):
+        return False
+    return int("".join(str(int(ch, 36)) for ch in code[4:] + code[:4])) % 97 == 1
+
+
+@dataclass(frozen=True)
+class _Numbered:
+    """A kind of number with a check: `pattern` finds a run of its groups (`back` characters after the run begins),
+    `group` is one group, `first` the group a number begins with, `sizes` its length in letters and digits."""
+
+    pattern: re.Pattern[str]
+    back: int
+    group: re.Pattern[str]
+    first: re.Pattern[str]
+    sizes: range
+    valid: Callable[[str], bool]
+
+
+_NUMBERED = (_Numbered(_CARD, 0, _CARD_GROUP, re.compile(r"(?:2[2-7]|[3-6][0-9])[0-9]{2}"), range(13, 20), is_card),
+             _Numbered(_IBAN, 2, _IBAN_GROUP, re.compile(r"[A-Za-z]{2}[0-9]{2}"), range(15, 35), is_iban))
+
+
+def number_spans(text: str) -> Iterator[tuple[int, int]]:
+    """Card numbers and IBANs whose check digits are right: a phone number or an order id that fails them is
+    kept. A run of groups may hold more than the number ("4539 1488 0343 6467 123 items"), so the longest run of
+    whole groups that passes is taken, from each group a number can begin with (in a run's first `_RUN_READ`
+    characters: deeper in a table of numbers, none is looked for)."""
+    for kind in _NUMBERED:
+        for match in kind.pattern.finditer(text):
+            start = match.start() - kind.back
+            near = text[start:min(match.end(), start + _RUN_READ)]  # (a group cut at its end is not whole)
+            groups = [(start + g.start(), start + g.end()) for g in kind.group.finditer(near)]
+            yield from _longest_valid(text, groups, kind)
+
+
+def _longest_valid(text: str, groups: list[tuple[int, int]], kind: _Numbered) -> Iterator[tuple[int, int]]:
+    """From each group a number may begin with, the longest whole run of groups that passes its check; the next
+    is looked for after it."""
+    first = 0
+    while first < len(groups):
+        start = groups[first][0]
+        if kind.first.match(text, start) and (not start or not text[start - 1].isalnum()):
+            last, size, ends = first, 0, []
+            while last < len(groups) and size < kind.sizes.stop:
+                size += groups[last][1] - groups[last][0]
+                if size in kind.sizes:
+                    ends.append(last)
+                last += 1
+            found = next((i for i in reversed(ends)
+                          if _ends_number(text, groups[i][1]) and kind.valid(text[start:groups[i][1]])), None)
+            if found is not None:
+                yield start, groups[found][1]
+                first = found
+        first += 1
+
+
+def _ends_number(text: str, end: int) -> bool:
+    """No letter or digit goes on after `end`, nor a decimal point with digits."""
+    after = text[end:end + 2]
+    return not (after[:1].isalnum() or (after[:1] in (".", ",") and after[1:].isdigit()))

@@ -13,7 +13,10 @@ Two kinds of secret are masked:
   JWTs, private key blocks, passwords in URLs and connection strings, key-named URL parameters, the token after
   `Bearer` (which keeps its word), and a random-looking token just after a key word ("my Mistral key is ...").
   Each shape needs a realistic length and charset and, where keys are random, a digit, so words ("sketch",
-  "ask-me", "Bearer of bad news", "sk-learn") are left alone.
+  "ask-me", "Bearer of bad news", "sk-learn") are left alone. A key that runs to the end of its line goes on over
+  the next lines when they look like the rest of it (`_wrapped`: a key wrapped at a column).
+- **Numbers with a check digit** (`secret_shapes.number_spans`): card numbers and IBANs, only when their check
+  digits are right, so a phone number or an order id is kept.
 
 The marker is always `[secret]`: nothing of the key is kept (not even a prefix), it cannot itself match a shape,
 so masking twice changes nothing, and it contains no quote or backslash, so a masked JSON string is still JSON.
@@ -28,10 +31,10 @@ from __future__ import annotations
 import os
 import re
 import threading
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
-from coop.privacy.secret_shapes import OWN_SHAPES, detector_shapes, keyword_spans
+from coop.privacy.secret_shapes import OWN_SHAPES, detector_shapes, keyword_spans, number_spans
 
 MARKER = "[secret]"
 MIN_KNOWN_CHARS = 8
@@ -67,8 +70,9 @@ def known() -> tuple[str, ...]:
     return _known
 
 
-# Every secret but those marked `whole_text` holds a run of this many characters without a space: a long text is
-# scanned line by line, only the lines that have such a run (most prose has none), so 2 MB take milliseconds.
+# Every secret but those marked `whole_text` (and numbers, found in the whole text) holds a run of this many
+# characters without a space: a long text is scanned line by line, only the lines that have such a run (most prose
+# has none), so 2 MB take milliseconds.
 LONG_RUN = 12
 _LONG_RUN = re.compile(rf"\S{{{LONG_RUN},}}")
 _WINDOWED_FROM = 4096
@@ -99,6 +103,9 @@ def _secret_spans(text: str) -> list[tuple[int, int]]:
         window_lowered = lowered[offset:offset + len(window)]
         spans += [(offset + start, offset + end) for shape in shapes if not shape.whole_text
                   for start, end in shape.spans(window, window_lowered)]
+    starts = {start for start, _ in spans}
+    spans = [(start, _wrapped(text, end, starts)) for start, end in spans]
+    spans += number_spans(text)
     merged: list[tuple[int, int]] = []
     for start, end in sorted(spans):
         if merged and start <= merged[-1][1]:
@@ -108,24 +115,91 @@ def _secret_spans(text: str) -> list[tuple[int, int]]:
     return merged
 
 
+_NEXT_ROW = re.compile(r"[ \t]*\r?\n([A-Za-z0-9+/_-]+={0,2})[ \t]*(?=\r?\n|\Z)")
+
+
+def _wrapped(text: str, end: int, starts: set[int]) -> int:
+    """Where a secret that ends at `end` really ends: a key that runs to the end of its line may go on in the next
+    lines (wrapped at a column, as a key copied from an email or a narrow window is). A next line goes on with it
+    when it holds key characters only, is no longer than the line before, has a digit or is as long (a full row),
+    and is not a secret of its own (`starts`: a key on each line is two keys): a word alone ("thanks") is kept."""
+    while (row := _NEXT_ROW.match(text, end)) is not None:
+        before = end - text.rfind("\n", 0, end) - 1
+        piece = row.group(1)
+        if row.start(1) in starts or len(piece) > before or not (
+                len(piece) == before or any(ch.isdigit() for ch in piece)):
+            break
+        end = row.end(1)
+    return end
+
+
 def mask(text: str, extra: Iterable[str | None] = ()) -> str:
     """`text` with every known secret and every key-shaped string replaced by `[secret]`; anything else is left
     exactly as it was. `extra`: values to mask in this text only (the key of the request that failed), from
     `MIN_EXTRA_CHARS` characters, shorter than the registry takes."""
     if not text:
         return text
-    for value in extra:
-        if value and len(value) >= MIN_EXTRA_CHARS and value in text:
-            text = text.replace(value, MARKER)
-    for value in _known:
-        if value in text:
-            text = text.replace(value, MARKER)
+    text = _mask_known(text, extra)
     pieces, last = [], 0
     for start, end in _secret_spans(text):
         if text[start:end] != MARKER:
             pieces += [text[last:start], MARKER]
             last = end
     return "".join(pieces) + text[last:] if pieces else text
+
+
+def _mask_known(text: str, extra: Iterable[str | None] = ()) -> str:
+    for value in extra:
+        if value and len(value) >= MIN_EXTRA_CHARS and value in text:
+            text = text.replace(value, MARKER)
+    for value in _known:
+        if value in text:
+            text = text.replace(value, MARKER)
+    return text
+
+
+class LineMasker:
+    """Masks text that arrives a line at a time (a pipe) as if its lines were one text: a secret that runs over
+    lines (a private key block, a key wrapped at a column) is masked whole, its marker on the line where it
+    began, the lines wholly inside it coming back empty. `feed` never waits for a later line, so a script that
+    writes a line and waits for the reply is answered: it reads each line with the lines before it that an
+    unfinished secret began on (or the last line alone: "password:" may be followed by it on the next)."""
+
+    MAX_BEFORE = 65536  # characters kept to read the next line by (a private key block is a few thousand)
+
+    def __init__(self, on_masked: Callable[[], None] | None = None) -> None:
+        self.before = ""
+        self.on_masked = on_masked  # told each time a line comes back changed
+
+    def feed(self, line: str) -> str:
+        masked = self._feed(line)
+        if masked != line and self.on_masked is not None:
+            self.on_masked()
+        return masked
+
+    def _feed(self, line: str) -> str:
+        if not line.strip():  # a blank line ends every secret
+            self.before = ""
+            return line
+        offset = len(self.before) + 1 if self.before else 0
+        text = f"{self.before}\n{line}" if self.before else line
+        pieces, last, open_at = [], offset, None
+        for start, end in _secret_spans(text):
+            if end <= offset:
+                continue
+            if start < offset:  # a secret that began on an earlier line: its marker is there already
+                last = max(last, end)
+            elif text[start:end] != MARKER:
+                pieces += [text[last:start], MARKER]
+                last = end
+            if end == len(text):
+                open_at = start
+        before = text[text.rfind("\n", 0, open_at) + 1:] if open_at is not None else line
+        if len(before) > self.MAX_BEFORE:  # the line the secret began on, and this one
+            head = before.split("\n", 1)[0]
+            before = f"{head}\n{line}" if len(head) + len(line) < self.MAX_BEFORE else line
+        self.before = before
+        return _mask_known("".join(pieces) + text[last:])
 
 
 _URL = re.compile(r"\b[a-z][a-z0-9+.-]{1,15}://[^\s\"'<>]+", re.IGNORECASE)
@@ -165,10 +239,14 @@ def contains_secret(text: str) -> bool:
 
 class StreamMasker:
     """Masks text that arrives in pieces (a streamed reply): `feed` returns what can be shown now, masked, and
-    holds back the last unfinished word (a key may still be arriving); `flush` returns the rest. A secret never
-    contains whitespace, except Bearer's space, so a held-back `Bearer` waits for its token."""
+    holds back the last unfinished word (a key may still be arriving); `flush` returns the rest. A key never
+    contains whitespace, except Bearer's space, so a held-back `Bearer` waits for its token; the groups of a card
+    number or an IBAN are held back together until something else follows them."""
 
     _BEARER_END = re.compile(r"(?i)(?<![A-Za-z0-9])bearer\s*\Z")
+
+    # the start of a card number or an IBAN, whose groups may still be arriving
+    _NUMBER_END = re.compile(r"(?<![\w+])(?:[2-6][0-9]{3}[0-9 -]*|[A-Za-z]{2}[0-9]{2}[A-Z0-9 ]*)\Z")
 
     def __init__(self) -> None:
         self.pending = ""
@@ -181,9 +259,10 @@ class StreamMasker:
             return ""
         cut = len(self.pending) - len(piece) + last + 1
         start = max(0, cut - 64)
-        bearer = self._BEARER_END.search(self.pending[start:cut])
-        if bearer is not None:
-            cut = start + bearer.start()
+        held = [m.start() for m in (self._BEARER_END.search(self.pending[start:cut]),
+                                    self._NUMBER_END.search(self.pending[start:cut])) if m is not None]
+        if held:
+            cut = start + min(held)
         ready, self.pending = self.pending[:cut], self.pending[cut:]
         return mask(ready)
 

@@ -125,11 +125,11 @@ def test_forget_in_pipe_mode_needs_yes(memory, openai_server, coop_home):
     fact = memory.facts.add("old address: 12 Elm Street")
     screen = io.StringIO()
     repl = Repl(session, console=Console(file=screen, width=100), out=io.StringIO())
-    repl.run_lines([f"/forget f{fact.fact_id}\n".encode()])
+    repl.run_lines([f"/forget f{fact.fact_id}\n".encode()], commands=True)
     assert "refusing to forget without confirmation" in screen.getvalue() and "--yes" in screen.getvalue()
     assert len(memory.list_items("fact")) == 1
     repl = Repl(session, console=Console(file=screen, width=100), out=io.StringIO())
-    repl.run_lines([f"/forget f{fact.fact_id} --yes\n".encode()])
+    repl.run_lines([f"/forget f{fact.fact_id} --yes\n".encode()], commands=True)
     assert memory.list_items("fact") == []
 
 

@@ -75,7 +75,7 @@ def test_a_chat_an_import_an_add_loop_and_consolidation_write_at_once(coop_home,
     export.write_text(json.dumps(claude_export(conversations, per)), encoding="utf-8")
     adds = 4
 
-    chat = subprocess.Popen([*coop, "chat", "--user", "sam"], env=env, stdin=subprocess.PIPE,
+    chat = subprocess.Popen([*coop, "chat", "--user", "sam", "--commands-from-pipe"], env=env, stdin=subprocess.PIPE,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     importer = subprocess.Popen([*coop, "memory", "import", str(export), "--user", "sam", "--json"], env=env,
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE)

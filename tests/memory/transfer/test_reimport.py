@@ -25,7 +25,7 @@ def test_a_used_memory_exported_and_imported_back_is_unchanged(run_cli, openai_s
     openai_server.background_default = background
     lines = "hi, I am Ana\nwhat do you know about my sister?\n/remember my sister Lea lives in Lyon\n/end\n" \
             "I am going to Lyon in April\n"
-    assert run_cli("chat", "--user", "ana", input=lines, env=env).exit_code == 0
+    assert run_cli("chat", "--user", "ana", "--commands-from-pipe", input=lines, env=env).exit_code == 0
     assert run_cli("memory", "consolidate", "--user", "ana", env=env).exit_code == 0
     doomed = run_cli("memory", "add", "my old PIN is 1234", "--user", "ana", "--json").json()["id"]
     assert run_cli("memory", "forget", doomed, "--yes", "--user", "ana").exit_code == 0
