@@ -12,7 +12,6 @@ Nothing printed here carries an API key: error, warning, hint and info lines, st
 from __future__ import annotations
 
 import json
-import re
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -21,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 
+from coop.memory.text import show_controls
 from coop.privacy.secrets import mask, mask_data
 
 if TYPE_CHECKING:
@@ -88,24 +88,11 @@ def _flat(text: str) -> str:
     return printable(" ".join(str(text).split()))  # keys masked, control characters shown as codes
 
 
-# Control characters (C0 but newline and tab, DEL, C1), which in stored text could move the cursor, recolour or
-# retitle the user's terminal (ESC sequences from an imported file or a model's reply); and the bidirectional
-# embeddings, overrides and isolates (U+202A-U+202E, U+2066-U+2069), which on a terminal that lays out right-to-left
-# text reorder the rest of the line they open on, ids, other columns and undo hints included ("Trojan Source").
-# Arabic and Hebrew need none of them (the terminal orders their letters itself); the marks U+200E, U+200F and
-# U+061C, which reorder nothing after them, are kept.
-_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
-
-
-def _code(char: str) -> str:
-    return f"\\x{ord(char):02x}" if ord(char) <= 0xFF else f"\\u{ord(char):04x}"
-
-
 def printable(text: str) -> str:
     """Stored text made safe for a terminal: each control character shown as its code (`\x1b`, `\u202e`), so
     nothing in memory can drive the terminal or reorder what follows it, and any key in it masked. For human
     output only: JSON output stays exact (but for masked keys)."""
-    return _CONTROL.sub(lambda m: _code(m.group(0)), mask(text).replace("\r\n", "\n"))
+    return show_controls(mask(text))
 
 
 def cell(value: object) -> "Text":

@@ -35,7 +35,7 @@ from coop.memory.tools.registry import (  # noqa: F401  (the chat's limits, name
     ToolArgumentError,
     check_arguments,
 )
-from coop.memory.tools.toolbox import NOT_STORED, MemoryToolbox, NotStored, bounded, quote
+from coop.memory.tools.toolbox import NOT_STORED, MemoryToolbox, NotStored, bounded, clip, quote
 
 if TYPE_CHECKING:
     from coop.memory.embedder import Embedder
@@ -120,7 +120,7 @@ class MemoryTools:
         over = self._count_change()
         if over:
             return over
-        refused = self._confirmed(f"forget {item.ref} {quote(item.text)}")
+        refused = self._confirmed(f"forget {item.ref} {quote(clip(item.text))}")  # the ref names it; a start shows it
         if refused:
             return refused
         why = "forgotten by the model" + (" with the user's confirmation" if self.confirm_changes else "")

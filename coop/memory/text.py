@@ -105,6 +105,26 @@ def visible(text: str) -> str:
                                                                                            "Zp"))
 
 
+# Control characters (C0 but newline and tab, DEL, C1), which in stored text could move the cursor, recolour or
+# retitle the user's terminal (ESC sequences from an imported file or a model's reply); and the bidirectional
+# embeddings, overrides and isolates (U+202A-U+202E, U+2066-U+2069), which on a terminal that lays out right-to-left
+# text reorder the rest of the line they open on, ids, other columns and undo hints included ("Trojan Source").
+# Arabic and Hebrew need none of them (the terminal orders their letters itself); the marks U+200E, U+200F and
+# U+061C, which reorder nothing after them, are kept.
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+
+
+def _code(char: str) -> str:
+    return f"\\x{ord(char):02x}" if ord(char) <= 0xFF else f"\\u{ord(char):04x}"
+
+
+def show_controls(text: str) -> str:
+    """Text made safe for a terminal or a document someone will `cat`: each control character shown as its code
+    (`\x1b`, `\u202e`), so nothing stored can drive the terminal or reorder what follows it. What people read
+    (the CLI's output, the markdown export) passes through it; what a program reads (JSON) stays exact."""
+    return _CONTROL.sub(lambda m: _code(m.group(0)), text.replace("\r\n", "\n"))
+
+
 def check_text(text: object, what: str, limit: int) -> str:
     """Reject text that cannot be stored faithfully: empty, not UTF-8 (lone surrogates from bad bytes), too long."""
     if not isinstance(text, str) or not visible(text):

@@ -61,3 +61,17 @@ def test_forget_over_mcp_scrubs_coops_files_and_answers_with_a_receipt(coop_home
     assert marker not in (coop_home / "coop.log").read_text()
     assert marker not in (coop_home / "history").read_text()
     assert "what is the weather like?" in (coop_home / "history").read_text()
+
+
+def test_a_5_mb_remember_is_refused_with_the_limit_named_and_nothing_kept(memory):
+    # cutting it to its first characters, unsaid, stored a fact nobody wrote; the host is told, in one line
+    server, _ = make_server(memory, allow_writes=True)
+    result = call(server, "memory_remember", {"text": "Never share my address. " * 220_000})
+    assert result.is_error
+    said = text(result)
+    assert "memory_remember: text is too long (5,280,000 characters; the limit is 1,000)" in said
+    assert "memory was not changed" in said and "hint: give text in at most 1,000 characters" in said
+    assert "\n" not in said
+    assert memory.facts.active() == []
+    fits = call(server, "memory_remember", {"text": "Keeps bees on the roof", "category": "hobby"})
+    assert not fits.is_error and [f.text for f in memory.facts.active()] == ["Keeps bees on the roof"]

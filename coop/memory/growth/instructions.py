@@ -3,23 +3,20 @@
 An instruction is in every prompt, so one written by mistake or by someone else steers every later reply. Two
 checks, on the instruction's own text, run by `FactWriter` for every writer:
 - `is_unsafe_instruction`: it asks the assistant to drop a safety behaviour; never stored as an instruction.
-- `widens`: it lets the assistant reveal or do more (share, reveal, disclose, send, forward, publish, ignore,
-  bypass, ...) without a negation in its clause. A machine source (extraction, the model's tool, an MCP host, an
-  import, consolidation) never stores such an instruction (refused and logged); a person who means it adds it with
-  `coop memory add`.
-These read English; that they cover other languages is the trust-boundaries work's (a widening instruction in
-another language still reaches memory only from the user's own words, through `verify`).
+- `widens`: it lets the assistant reveal or do more: share, send, publish, ignore, or anything "to anyone",
+  "whoever asks", "con cualquiera", in the words of each language's lexicon (its "widening" mark), without a
+  negation of its own. A machine source (extraction, the model's tool, an MCP host, an import, consolidation)
+  never stores such an instruction (refused and logged); a person who means it adds it with `coop memory add`.
+The lexicons are the one home of those words (coop/memory/language/lexicon/); this module only says how they are
+read. A language without a lexicon is not read here: its instructions reach memory from the user's own words only,
+through `verify`.
 """
 
 from __future__ import annotations
 
 import re
 
-WIDENING = frozenset("""share shares reveal reveals disclose disclosed expose leak send sends forward forwards post
-publish upload email e-mail ignore ignores disregard bypass override overrule circumvent tell give""".split())
-WIDENING_OBJECTS = frozenset("anyone everyone anybody everybody others people public strangers all".split())
-NEGATING = frozenset("never not no don't dont without stop".split())
-_TOKEN = re.compile(r"[\w']+")
+from coop.memory.language.lexicon import LANGUAGES, has_mark, in_another_language, scopes, unmarked
 
 
 def is_unsafe_instruction(text: str) -> bool:
@@ -33,16 +30,17 @@ def is_unsafe_instruction(text: str) -> bool:
 
 
 def widens(instruction: str) -> bool:
-    """True when the instruction lets the assistant reveal or do more: a widening verb outside a negation, or
-    telling / giving something to others ("tell anyone", "give my number to everyone")."""
-    for clause in re.split(r"[.;,!?]|\b(?:but|and then)\b", instruction.casefold()):
-        words = _TOKEN.findall(clause.replace("\u2019", "'"))
-        for i, word in enumerate(words):
-            if word not in WIDENING:
+    """True when a part of the instruction (a sentence, or what follows a "but") widens in a language it may be
+    written in, and nothing in that part outside the widening words themselves negates or holds it back ("never",
+    "stop", "keep it private"). Any language that may read it counts: a machine's instruction is refused on the
+    cautious side, and the user can still say it themselves."""
+    for language in LANGUAGES:
+        if not has_mark(instruction, language, "widening") or in_another_language(instruction, language):
+            continue  # the words first: telling the language is the slower question
+        for part in scopes(instruction, language):
+            if not has_mark(part, language, "widening"):
                 continue
-            if NEGATING & set(words[max(0, i - 4):i]):
-                continue
-            if word in ("tell", "give") and not WIDENING_OBJECTS & set(words[i:]):
-                continue  # "tell me when ...", "give short answers": not a disclosure
-            return True
+            rest = unmarked(part, language, "widening")
+            if not has_mark(rest, language, "negation") and not has_mark(rest, language, "withholding"):
+                return True
     return False

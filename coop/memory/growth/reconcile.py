@@ -240,8 +240,8 @@ class FactWriter:
         if candidate.category == INSTRUCTION and (is_unsafe_instruction(candidate.value) or "unsafe" in said):
             refuse("unsafe", "a request to drop a safety behaviour", category=INSTRUCTION, text=candidate.value)
             return Plan("SKIP", candidate, "a request to drop a safety behaviour is not kept as an instruction")
-        widening = widens(candidate.value) or ("widening" in said and "negation" not in said)
-        if candidate.category == INSTRUCTION and candidate.source in MACHINE_SOURCES and widening:
+        if candidate.category == INSTRUCTION and candidate.source in MACHINE_SOURCES and (
+                widens(candidate.value) or widens(candidate.evidence or "")):
             refuse("widening", "an instruction that widens what the assistant may reveal or do",
                    category=INSTRUCTION, text=candidate.value)
             return Plan("SKIP", candidate, "an instruction that widens what the assistant may reveal or do is "

@@ -16,6 +16,7 @@ extraction, consolidation, the model's tools and the importer are all covered he
 
 from __future__ import annotations
 
+import unicodedata
 from collections.abc import Iterable
 from functools import cached_property
 from typing import Any
@@ -47,10 +48,12 @@ def whose(user_id: str) -> str:
 
 
 def check_user_id(user_id: str) -> str:
+    """The user id as stored, in NFC: "álice" typed as one code point or as "a" and an accent (what some keyboards
+    and file names give) is one person, with one memory. Every door to a user's memory passes here."""
     if not user_id or not user_id.strip() or len(user_id) > MAX_USER_ID_CHARS:
         raise UsageError(f"not a valid user id: {user_id!r}", hint="use a short name such as 'ana'")
     check_text(user_id, "user id", MAX_USER_ID_CHARS)
-    return user_id
+    return unicodedata.normalize("NFC", user_id)
 
 
 class MemoryStore:

@@ -4,8 +4,11 @@ it. The chat's tool specs (`chat_specs`) and the MCP server's tools (coop/mcp/se
 `TOOLS`, so a description or a bound changed here changes for every model that calls the tool.
 
 The argument checks live here too (`check_arguments`): one JSON object of known keys of the right types, lone
-surrogates and NUL refused, numbers clamped, defaults filled in. The chat runs them on the model's JSON; MCP on
-the host's typed arguments, after the SDK's own type check.
+surrogates and NUL refused, numbers clamped, defaults filled in. A text past its `maxLength` is cut (a search
+query finds a little less; a category is cut where every writer cuts it), except a tool's `whole` arguments, the
+text it stores: that is refused with the limit named, since a fact cut at its limit is a fact nobody wrote ("Never
+share my address, except ...") and the host would believe all of it was kept. The chat runs them on the model's
+JSON; MCP on the host's typed arguments, after the SDK's own type check.
 """
 
 from __future__ import annotations
@@ -37,6 +40,7 @@ class Tool:
     writes: bool
     fronts: tuple[str, ...] = (CHAT, MCP)
     chat_name: str | None = None
+    whole: tuple[str, ...] = ()  # arguments stored as given: past their maxLength refused, never cut
 
     def called(self, front: str) -> str:
         return self.chat_name or self.name if front == CHAT else self.name
@@ -88,7 +92,7 @@ TOOLS: tuple[Tool, ...] = (
                   "category": {"type": "string", "maxLength": MAX_CATEGORY_CHARS},
                   "key": {"type": "string", "maxLength": MAX_KEY_CHARS}},
                  "text"),
-         writes=True, chat_name="memory_write"),
+         writes=True, chat_name="memory_write", whole=("text",)),
     Tool("memory_forget",
          "Forget (delete) one memory item by id, only when the user asked for it. A fact is forgotten with the "
          "messages and summaries that said it. The user confirms it first: without their yes nothing is deleted.",
@@ -165,6 +169,12 @@ def check_arguments(tool: Tool, data: Any) -> dict[str, Any]:
                 raise ToolArgumentError(f"{name} is not valid Unicode text") from None
             if "\x00" in value:
                 raise ToolArgumentError(f"{name} contains a NUL character")
-            value = value[: schema.get("maxLength", len(value))]  # cut, not refused: the model said enough
+            limit = schema.get("maxLength", len(value))
+            if name in tool.whole and len(value) > limit:
+                raise ToolArgumentError(f"{name} is too long ({len(value):,} characters; the limit is {limit:,}); "
+                                        "memory was not changed",
+                                        hint=f"give {name} in at most {limit:,} characters"
+                                             + (f" ({schema['description']})" if "description" in schema else ""))
+            value = value[:limit]  # cut, not refused: the model said enough
         checked[name] = value
     return checked

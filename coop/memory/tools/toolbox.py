@@ -150,7 +150,7 @@ class MemoryToolbox:
     def change_question(self, pending: PendingWrite) -> str:
         """What the user is asked before the plan is carried out; "" for a mention of a known fact, which changes
         nothing. Nothing the model says about the user is kept on its word alone ("Has a criminal record"): a new
-        fact, a change and an instruction all need the user's yes."""
+        fact, a change and an instruction all need the user's yes, given to the whole text (never cut)."""
         plan = pending.plan
         if plan.action in ("UPDATE", "SUPERSEDE") and plan.target_id is not None:
             with self.guard.database():
@@ -198,9 +198,10 @@ def clip(text: str, limit: int = MAX_ITEM_CHARS) -> str:
     return shorten(text, limit)
 
 
-def quote(text: str, limit: int = 120) -> str:
-    flat = " ".join(text.split())
-    return '"' + shorten(flat, limit) + '"'
+def quote(text: str) -> str:
+    """`text` on one line, in quotes, whole: a question about a change shows all of what would be stored (an
+    instruction's dangerous end is often its last words); the terminal wraps it."""
+    return '"' + " ".join(text.split()) + '"'
 
 
 def item_result(item: "Item") -> dict[str, Any]:

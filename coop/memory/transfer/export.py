@@ -17,7 +17,7 @@ from coop.errors import UsageError
 from coop.files.writing import replace_file, write_stream
 from coop.memory.storage.dump import RECORD_TYPES, conversation, user_records
 from coop.memory.storage.store import UserMemory
-from coop.memory.text import iso_time
+from coop.memory.text import iso_time, show_controls
 from coop.memory.transfer.coop_format import EXPORT_VERSION
 
 
@@ -56,7 +56,9 @@ def write_coop(memory: UserMemory, out: IO[str]) -> int:
 
 
 def write_markdown(memory: UserMemory, out: IO[str]) -> int:
-    """A readable export: facts by category, instructions, summaries, then every session's conversation."""
+    """A readable export: facts by category, instructions, summaries, then every session's conversation. Stored
+    text is shown with its control characters as codes (`show_controls`): a document people `cat` or preview must
+    not run the escape sequences an imported file or a model's reply carried."""
     records: dict[str, list[dict[str, Any]]] = {kind: [] for kind in RECORD_TYPES}
     for record in export_records(memory):
         if "type" in record and record["type"] != "message":
@@ -65,14 +67,14 @@ def write_markdown(memory: UserMemory, out: IO[str]) -> int:
     def day(ts: float | None) -> str:
         return (iso_time(ts) or "")[:16].replace("T", " ")
 
-    out.write(f"# coop memory of {memory.user_id}\n\nExported {day(time.time())} UTC.\n\n")
+    out.write(f"# coop memory of {_md_line(memory.user_id)}\n\nExported {day(time.time())} UTC.\n\n")
     active = [f for f in records["fact"] if f["superseded_at"] is None and f["archived_at"] is None]
     inactive = [f for f in records["fact"] if f not in active]
     out.write("## Facts\n\n")
     for category in sorted({f["category"] for f in active}):
-        out.write(f"### {category}\n\n")
+        out.write(f"### {_md_line(category)}\n\n")
         for fact in (f for f in active if f["category"] == category):
-            key = f" ({fact['key']})" if fact["key"] else ""
+            key = f" ({_md_line(fact['key'])})" if fact["key"] else ""
             seen = f", mentioned {fact['mention_count']} times" if fact["mention_count"] > 1 else ""
             out.write(f"- {_md_line(fact['value'])}{key} (f{fact['id']}, {day(fact['created_at'])}{seen})\n")
             for quote in dict.fromkeys(link["quote"] for link in fact["sources"] if link["quote"]):
@@ -101,13 +103,13 @@ def write_markdown(memory: UserMemory, out: IO[str]) -> int:
             session = sessions.get(session_id)
             title = (session or {}).get("title") or ("untitled" if session else "no session")
             out.write(f"\n### {_md_line(title)} ({day((session or {}).get('started_at', created))})\n\n")
-        out.write(f"**{role}** ({day(created)}):\n\n{content.strip()}\n\n")
+        out.write(f"**{_md_line(role)}** ({day(created)}):\n\n{show_controls(content.strip())}\n\n")
         count += 1
     return count + len(records["fact"]) + len(records["summary"])
 
 
 def _md_line(text: str) -> str:
-    return " ".join(text.split())
+    return show_controls(" ".join(text.split()))
 
 
 def export_user(memory: UserMemory, fmt: str, path: Path | None, stdout: IO[str]) -> int:

@@ -51,7 +51,7 @@ from typing import Any, cast
 from coop.errors import CoopError, StoreError, UsageError
 from coop.memory.kinds import KINDS
 from coop.memory.storage import copying
-from coop.memory.storage.store import MemoryStore, UserMemory
+from coop.memory.storage.store import MemoryStore, UserMemory, check_user_id
 from coop.memory.transfer.batches import Batches
 from coop.memory.transfer.coop_fields import Invalid
 from coop.memory.transfer.coop_fields import time as field_time
@@ -130,7 +130,7 @@ def migrate(source_store: MemoryStore, target_store: MemoryStore, users: list[st
         raise UsageError(f"{source_store.location} is both the source and the target",
                          hint="migrate between two different stores")
     known = source_store.user_ids()
-    chosen = list(dict.fromkeys(users)) if users else known
+    chosen = list(dict.fromkeys(check_user_id(name) for name in users)) if users else known
     missing = [name for name in chosen if name not in known]
     if missing:
         raise UsageError(f"no user {missing[0]!r} in the memory at {source_store.location}",

@@ -11,6 +11,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import re
 import stat
 import zipfile
 from datetime import UTC
@@ -430,6 +431,23 @@ def test_markdown_export_is_readable(tmp_path, memory, run_cli):
     assert "## Summaries" in text and "Ana said she lives in Paris" in text
     assert "### first chat" in text and "**user**" in text and "I live in Paris and keep bees" in text
     assert "PIN" not in text, "a forgotten fact is not exported"
+
+
+def test_markdown_export_shows_control_characters_as_codes(tmp_path, memory, run_cli):
+    # an imported file or a model's reply can carry escape sequences: retitle, clear, recolour, reorder the terminal
+    hostile = "\x1b]0;owned\x07\x1b[2J\x1b[31mred\u202eevil\x9b6n"
+    session = memory.sessions.start(f"trip {hostile}")
+    memory.messages.add(session, "user", f"hello {hostile}\r\nsecond line")
+    memory.facts.add(f"Likes {hostile}", category="hobby", key="colour\x1b[1m")
+    memory.db.close()
+    on_terminal = run_cli("memory", "export", "--user", "ana", "--format", "markdown").stdout
+    assert run_cli("memory", "export", "--user", "ana", "--format", "markdown", "-o",
+                   str(tmp_path / "memory.md")).exit_code == 0
+    for text in (on_terminal, (tmp_path / "memory.md").read_text(encoding="utf-8")):
+        assert not re.search("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]", text)
+        shown = r"\x1b]0;owned\x07\x1b[2J\x1b[31mred\u202eevil\x9b6n"
+        assert f"hello {shown}\nsecond line" in text  # every character kept, as its code
+        assert f"Likes {shown} (colour\\x1b[1m)" in text and f"### trip {shown}" in text
 
 
 def test_export_is_of_one_user_only(tmp_path, memory, run_cli):

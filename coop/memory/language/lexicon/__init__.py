@@ -1,6 +1,6 @@
 """How people say "not", "no longer", "maybe", "if", "I hope", "used to", "I dreamt", "yeah right", "in my novel" and
-"she said", one module per language (`en.py`, `fr.py`, ...), each a MARKERS dict {mark: phrases} and the
-CONJUNCTIONS the parse cuts clauses at.
+"she said", one module per language (`en.py`, `fr.py`, ...), each a MARKERS dict {mark: phrases}, the
+CONJUNCTIONS the parse cuts clauses at and the CONTRASTS ("but") a negation does not reach past.
 
 A lexicon only ever reads text of its own language: `marks()` answers nothing for a language without a lexicon,
 and nothing when the text is plainly in another language that has one (a Spanish "no" is not an English
@@ -24,7 +24,8 @@ from coop.memory.language.detect import MIN_DETECTED_WORDS, likeliest, ranked
 from coop.memory.language.scripts import has_unspaced, script_language, spaced_words
 
 MARKS = ("negation", "no_longer", "doubt", "condition", "wish", "past", "dream", "irony", "fiction", "report",
-         "change", "self", "addressee", "directive", "standing", "with_me", "other", "question", "unsafe", "widening")
+         "change", "self", "addressee", "directive", "standing", "with_me", "other", "question", "unsafe", "widening",
+         "withholding")
 # What each mark says, for the one module that reads them (`growth/verify.py`, `growth/reconcile.py`):
 # - the mood of what is said: negation, no_longer (it ended), doubt, condition, wish, past (a past habit), dream,
 #   irony, fiction, report (what someone else says), question (a clause that opens as one);
@@ -33,7 +34,8 @@ MARKS = ("negation", "no_longer", "doubt", "condition", "wish", "past", "dream",
 #   of the assistant's work), standing (for good: "always", "from now on"), other (it opens with someone else as
 #   subject: "my sister ..."), with_me ("... and I");
 # - change: the words that say something changed ("now", "switched", "again");
-# - instructions no machine may store: unsafe (drop a safety behaviour), widening (reveal or give to anyone).
+# - instructions no machine may store: unsafe (drop a safety behaviour), widening (reveal, send or give, or to anyone);
+#   withholding (stop, avoid, keep it private) undoes a widening as a negation does (`growth/instructions.py`).
 # A phrase that starts with "^" matches only at the start of the text (a clause), after punctuation.
 LANGUAGES = ("en", "fr", "de", "es", "pt", "ja")
 UNSPACED_LANGUAGES = frozenset({"ja", "zh", "ko", "th"})
@@ -63,6 +65,11 @@ def conjunctions(language: str) -> tuple[str, ...]:
     return tuple(normalise(c) for c in found.CONJUNCTIONS) if found is not None else ()
 
 
+def contrasts(language: str) -> tuple[str, ...]:
+    found = module(language)
+    return tuple(normalise(c) for c in getattr(found, "CONTRASTS", ())) if found is not None else ()
+
+
 def _phrase_pattern(phrase: str, spaced: bool, lead_ins: tuple[str, ...] = ()) -> str:
     if phrase.startswith("^"):  # at the start, after punctuation and at most one lead-in word ("and", "just")
         lead = "|".join(re.escape(normalise(w)) for w in lead_ins)
@@ -89,6 +96,48 @@ def _patterns(language: str) -> dict[str, re.Pattern[str]]:
     lead_ins: tuple[str, ...] = getattr(found, "LEAD_INS", ())
     return {mark: re.compile("|".join(_phrase_pattern(p, spaced, lead_ins) for p in phrases))
             for mark, phrases in markers.items() if phrases}
+
+
+@cache
+def _contrast_pattern(language: str) -> re.Pattern[str] | None:
+    words = contrasts(language)
+    spaced = language not in UNSPACED_LANGUAGES
+    return re.compile("|".join(_phrase_pattern(w, spaced) for w in words)) if words else None
+
+
+def scopes(text: str, language: str) -> list[str]:
+    """`text` normalised and cut where a negation stops reaching: at the end of a sentence and at a word of contrast
+    of the language, so in "never X, but Y" the "never" says nothing of Y."""
+    pattern = _contrast_pattern(language)
+    parts = []
+    for sentence in re.split(r"[.!?;\n。！？；]", normalise(text)):
+        parts += pattern.split(sentence) if pattern is not None else [sentence]
+    return [part for part in parts if part.strip()]
+
+
+def has_mark(text: str, language: str, mark: str) -> bool:
+    """Whether the language's lexicon finds `mark` in `text`, read as that language whatever it looks like: for a
+    piece of a text the caller has already told is not in another language (`marks` tells it for a whole text)."""
+    pattern = _patterns(language).get(mark)
+    return pattern is not None and pattern.search(normalise(text)) is not None
+
+
+@cache
+def _words_pattern(language: str, mark: str) -> re.Pattern[str] | None:
+    found = module(language)
+    phrases = found.MARKERS.get(mark, ()) if found is not None else ()
+    spaced = language not in UNSPACED_LANGUAGES
+    words = [_phrase_pattern(part.strip().lstrip("^"), spaced) for phrase in phrases for part in phrase.split(GAP)]
+    return re.compile("|".join(words)) if words else None
+
+
+def unmarked(text: str, language: str, mark: str) -> str:
+    """`text` normalised, with the words of the language's phrases of `mark` blanked out (never what a "…" of a
+    phrase stands for): what the rest of it says once those words are set aside (the "n'" of "n'importe qui" is
+    part of a phrase, and negates nothing)."""
+    pattern = _words_pattern(language, mark)
+    flat = normalise(text)
+    return pattern.sub(" ", flat) if pattern is not None else flat
 
 
 def in_another_language(text: str, language: str) -> bool:

@@ -39,13 +39,20 @@ MARKERS: dict[str, tuple[str, ...]] = {
     "unsafe": ("vergiss … regeln", "ignoriere … regeln", "lösche", "löschen", "vergiss alles", "sicherheitsregeln",
                "ohne einschränkungen", "ohne grenzen", "ohne filter", "entwicklermodus", "ignoriere deine regeln",
                "vergiss deine regeln"),
-    "widening": ("weitergeben", "gib … weiter", "teile", "teilen", "verrate", "verraten", "preisgeben",
-                 "gib … preis", "leite … weiter", "weiterleiten", "schicke", "schick", "erzähle", "erzähl",
-                 "veröffentliche", "jedem", "jeden", "jedermann", "allen", "irgendwem", "irgendjemandem",
-                 "der danach fragt", "die danach fragen", "fremden", "öffentlich"),
+    "widening": ("weitergeben", "gib … weiter", "teile … mit", "mit … teilen", "verrate", "verraten", "preisgeben",
+                 "gib … preis", "leite … weiter", "weiterleiten", "schicke", "schick", "veröffentliche",
+                 "sag jedem", "sage jedem", "sag allen", "sage allen", "erzähl jedem", "erzähle jedem", "zeig jedem",
+                 "zeige jedem", "gib jedem", "mit jedem", "an jeden", "an alle", "mit allen", "jedem, der",
+                 "allen, die", "jedermann", "irgendwem", "irgendjemandem", "der danach fragt", "die danach fragen",
+                 "wer danach fragt", "fremden", "öffentlich", "egal wer", "ohne ausnahme"),
+    "withholding": ("hör auf", "höre auf", "vermeide", "behalte … für dich", "halte … geheim", "halte … privat",
+                    "halte … vertraulich"),
 }
 
 # words that may come before a phrase said to open a clause ("^..."): "And always answer ...", "Just never ..."
 LEAD_INS: tuple[str, ...] = ("und", "aber", "also", "auch", "dann", "ach", "na")
 
 CONJUNCTIONS: tuple[str, ...] = ("und", "aber", "oder", "denn", "sondern", "doch", "weil", "obwohl")
+
+# words after which what comes next stands on its own: a negation before them does not reach past them
+CONTRASTS: tuple[str, ...] = ("aber", "sondern", "jedoch", "außer")

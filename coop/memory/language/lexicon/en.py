@@ -42,11 +42,24 @@ MARKERS: dict[str, tuple[str, ...]] = {
     "unsafe": ("ignore … rules", "forget … rules", "delete every", "delete all", "delete my", "forget everything",
                "forget all", "erase", "wipe", "safety rules", "safety guidelines", "no restrictions", "no limits",
                "no filters", "developer mode", "jailbreak", "ignore your rules", "ignore your instructions"),
-    "widening": ("to anyone", "with anyone", "to everyone", "with everyone", "to anybody", "with anybody",
-                 "to everybody", "with everybody", "anyone who asks", "to strangers", "in public"),
+    "widening": ("share", "shares", "reveal", "reveals", "disclose", "discloses", "expose", "leak", "send", "sends",
+                 "forward", "forwards", "post", "publish", "upload", "email", "e-mail", "ignore", "ignores",
+                 "disregard", "bypass", "override", "overrule", "circumvent",
+                 "to anyone", "with anyone", "to everyone", "with everyone", "to anybody", "with anybody",
+                 "to everybody", "with everybody", "to others", "with others", "to other people", "with other people",
+                 "anyone who asks", "anyone asks", "anybody asks", "whoever asks", "whoever wants", "to whoever",
+                 "tell anyone", "tell everyone", "tell anybody", "tell everybody", "tell people", "tell strangers",
+                 "give anyone", "give everyone", "give anybody", "give everybody", "give strangers",
+                 "to strangers", "in public", "publicly", "to the public", "no matter who", "no exceptions",
+                 "no exception", "without exception"),
+    "withholding": ("stop", "avoid", "refrain from", "keep … private", "keep … secret", "keep … confidential",
+                    "keep … to yourself"),
 }
 
 # words that may come before a phrase said to open a clause ("^..."): "And always answer ...", "Just never ..."
 LEAD_INS: tuple[str, ...] = ("and", "but", "so", "also", "just", "ok", "okay", "oh", "well", "now", "then", "actually")
 
 CONJUNCTIONS: tuple[str, ...] = ("and", "but", "or", "so", "yet", "because", "although", "though", "whereas")
+
+# words after which what comes next stands on its own: a negation before them does not reach past them
+CONTRASTS: tuple[str, ...] = ("but", "however", "except", "whereas", "and then")

@@ -34,12 +34,19 @@ MARKERS: dict[str, tuple[str, ...]] = {
     "unsafe": ("olvida … reglas", "ignora … reglas", "borra", "borrar", "elimina", "eliminar", "olvida todo",
                "reglas de seguridad", "normas de seguridad", "sin restricciones", "sin límites", "sin filtros",
                "modo desarrollador", "ignora tus reglas", "olvida tus reglas"),
-    "widening": ("comparte", "compartir", "revela", "revelar", "divulga", "envía", "enviar", "reenvía", "cuenta",
-                 "contar", "publica", "a cualquiera", "con cualquiera", "a todo el mundo", "con todo el mundo",
-                 "a todos", "quien lo pida", "a desconocidos", "en público"),
+    "widening": ("comparte", "compartir", "revela", "revelar", "divulga", "envía", "enviar", "reenvía", "publica",
+                 "a cualquiera", "con cualquiera", "a cualquier persona", "con cualquier persona", "a todo el mundo",
+                 "con todo el mundo", "a todos los que", "quien lo pida", "quien la pida", "quien pregunte",
+                 "a los demás", "con los demás", "a desconocidos", "en público", "públicamente", "no importa quién",
+                 "sin excepción", "sin excepciones"),
+    "withholding": ("deja de", "evita", "guarda … en secreto", "mantén … en secreto", "mantén … privado",
+                    "mantén … privada"),
 }
 
 # words that may come before a phrase said to open a clause ("^..."): "And always answer ...", "Just never ..."
 LEAD_INS: tuple[str, ...] = ("y", "pero", "entonces", "también", "bueno", "ah", "pues")
 
 CONJUNCTIONS: tuple[str, ...] = ("y", "e", "pero", "o", "u", "sino", "porque", "aunque", "pues")
+
+# words after which what comes next stands on its own: a negation before them does not reach past them
+CONTRASTS: tuple[str, ...] = ("pero", "sino", "excepto", "salvo", "sin embargo")

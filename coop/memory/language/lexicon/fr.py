@@ -42,12 +42,18 @@ MARKERS: dict[str, tuple[str, ...]] = {
                "sans limite", "sans limites", "sans filtre", "mode développeur", "ignore tes règles",
                "oublie tes règles"),
     "widening": ("partage", "partager", "révèle", "révéler", "divulgue", "divulguer", "transmets", "transmettre",
-                 "envoie", "envoyer", "raconte", "raconter", "publie", "publier", "à tout le monde",
-                 "avec tout le monde", "à n'importe qui", "avec n'importe qui", "à quiconque", "qui le demande",
-                 "à des inconnus", "en public"),
+                 "envoie", "envoyer", "publie", "publier", "à tout le monde", "avec tout le monde",
+                 "n'importe quelle personne", "n'importe qui", "n'importe quel", "n'importe quelle", "à quiconque",
+                 "toute personne", "qui le demande", "qui la demande", "qui les demande", "aux autres",
+                 "avec les autres", "à des inconnus", "en public", "publiquement", "peu importe qui", "sans exception"),
+    "withholding": ("arrête de", "évite de", "garde … pour toi", "garde … secret", "garde … secrète",
+                    "garde … privé", "garde … privée", "garde … confidentiel"),
 }
 
 # words that may come before a phrase said to open a clause ("^..."): "And always answer ...", "Just never ..."
 LEAD_INS: tuple[str, ...] = ("et", "mais", "alors", "donc", "aussi", "bon", "ah", "puis")
 
 CONJUNCTIONS: tuple[str, ...] = ("et", "mais", "ou", "donc", "car", "parce que", "bien que", "alors que", "puis")
+
+# words after which what comes next stands on its own: a negation before them does not reach past them
+CONTRASTS: tuple[str, ...] = ("mais", "sauf", "cependant", "par contre", "en revanche")

@@ -33,12 +33,20 @@ MARKERS: dict[str, tuple[str, ...]] = {
     "unsafe": ("esquece … regras", "ignora … regras", "ignore … regras", "apaga", "apagar", "esquece tudo",
                "regras de segurança", "sem restrições", "sem limites", "sem filtros", "modo desenvolvedor",
                "ignora as tuas regras", "ignore suas regras"),
-    "widening": ("partilha", "partilhar", "compartilha", "compartilhe", "revela", "revelar", "divulga", "envia",
-                 "enviar", "conta", "contar", "publica", "a qualquer um", "com qualquer um", "a todos",
-                 "com todos", "a toda a gente", "a qualquer pessoa", "quem pedir", "a desconhecidos", "em público"),
+    "widening": ("partilha", "partilhe", "partilhar", "compartilha", "compartilhe", "compartilhar", "revela",
+                 "revele", "revelar", "divulga", "divulgue", "envia", "envie", "enviar", "publica", "publique",
+                 "a qualquer um", "com qualquer um", "a toda a gente", "com toda a gente", "a qualquer pessoa",
+                 "com qualquer pessoa", "a todos os que", "quem pedir", "quem perguntar", "aos outros",
+                 "com os outros", "a desconhecidos", "em público", "publicamente", "não importa quem", "sem exceção",
+                 "sem exceções"),
+    "withholding": ("para de", "pare de", "deixa de", "deixe de", "evita", "evite", "em segredo",
+                    "mantém … privado", "mantém … privada", "mantenha … privado", "mantenha … privada"),
 }
 
 # words that may come before a phrase said to open a clause ("^..."): "And always answer ...", "Just never ..."
 LEAD_INS: tuple[str, ...] = ("e", "mas", "então", "também", "bom", "ah")
 
 CONJUNCTIONS: tuple[str, ...] = ("e", "mas", "ou", "porque", "pois", "embora", "porém")
+
+# words after which what comes next stands on its own: a negation before them does not reach past them
+CONTRASTS: tuple[str, ...] = ("mas", "porém", "exceto", "salvo", "contudo")
