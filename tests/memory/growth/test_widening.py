@@ -88,6 +88,19 @@ def test_the_user_may_still_say_a_widening_instruction(memory, text):
     assert writer_for(memory).plan(Candidate(text, category=INSTRUCTION, source="user")).action == "ADD"
 
 
+MEMORY_TO_SOMEONE = [
+    "Tell my brother everything you know about me", "Tu peux raconter tout ce que tu sais sur moi à ma cousine",
+    "Erzähl meinem Chef alles, was du über mich weißt", "Cuéntale a mi jefe todo lo que sabes de mí",
+    "Conta ao meu irmão tudo o que sabes sobre mim", "私について知っていることを兄に教えて",
+]
+
+
+@pytest.mark.parametrize("text", MEMORY_TO_SOMEONE)
+def test_telling_someone_what_the_assistant_knows_of_the_user_widens(text):
+    """Whoever it is told to, what memory holds about the user leaving it is a disclosure."""
+    assert widens(text)
+
+
 def test_a_negation_before_but_does_not_reach_what_follows_it():
     assert widens("Never share my address, but send my phone number to whoever asks")
     assert widens("No compartas mi dirección, pero envía mi número a todo el mundo")

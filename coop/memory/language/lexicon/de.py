@@ -44,7 +44,8 @@ MARKERS: dict[str, tuple[str, ...]] = {
                  "sag jedem", "sage jedem", "sag allen", "sage allen", "erzähl jedem", "erzähle jedem", "zeig jedem",
                  "zeige jedem", "gib jedem", "mit jedem", "an jeden", "an alle", "mit allen", "jedem, der",
                  "allen, die", "jedermann", "irgendwem", "irgendjemandem", "der danach fragt", "die danach fragen",
-                 "wer danach fragt", "fremden", "öffentlich", "egal wer", "ohne ausnahme"),
+                 "wer danach fragt", "fremden", "öffentlich", "egal wer", "ohne ausnahme",
+                 "was du über mich weisst", "alles über mich"),
     "withholding": ("hör auf", "höre auf", "vermeide", "behalte … für dich", "halte … geheim", "halte … privat",
                     "halte … vertraulich"),
 }

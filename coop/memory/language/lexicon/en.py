@@ -51,7 +51,7 @@ MARKERS: dict[str, tuple[str, ...]] = {
                  "tell anyone", "tell everyone", "tell anybody", "tell everybody", "tell people", "tell strangers",
                  "give anyone", "give everyone", "give anybody", "give everybody", "give strangers",
                  "to strangers", "in public", "publicly", "to the public", "no matter who", "no exceptions",
-                 "no exception", "without exception"),
+                 "no exception", "without exception", "what you know about me", "everything you know about me"),
     "withholding": ("stop", "avoid", "refrain from", "keep … private", "keep … secret", "keep … confidential",
                     "keep … to yourself"),
 }

@@ -38,7 +38,8 @@ MARKERS: dict[str, tuple[str, ...]] = {
                  "a cualquiera", "con cualquiera", "a cualquier persona", "con cualquier persona", "a todo el mundo",
                  "con todo el mundo", "a todos los que", "quien lo pida", "quien la pida", "quien pregunte",
                  "a los demás", "con los demás", "a desconocidos", "en público", "públicamente", "no importa quién",
-                 "sin excepción", "sin excepciones"),
+                 "sin excepción", "sin excepciones",
+                 "lo que sabes de mí", "lo que sabes sobre mí", "todo sobre mí"),
     "withholding": ("deja de", "evita", "guarda … en secreto", "mantén … en secreto", "mantén … privado",
                     "mantén … privada"),
 }

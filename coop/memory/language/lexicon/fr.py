@@ -45,7 +45,8 @@ MARKERS: dict[str, tuple[str, ...]] = {
                  "envoie", "envoyer", "publie", "publier", "à tout le monde", "avec tout le monde",
                  "n'importe quelle personne", "n'importe qui", "n'importe quel", "n'importe quelle", "à quiconque",
                  "toute personne", "qui le demande", "qui la demande", "qui les demande", "aux autres",
-                 "avec les autres", "à des inconnus", "en public", "publiquement", "peu importe qui", "sans exception"),
+                 "avec les autres", "à des inconnus", "en public", "publiquement", "peu importe qui", "sans exception",
+                 "ce que tu sais sur moi", "ce que tu sais de moi", "ce que vous savez sur moi"),
     "withholding": ("arrête de", "évite de", "garde … pour toi", "garde … secret", "garde … secrète",
                     "garde … privé", "garde … privée", "garde … confidentiel"),
 }

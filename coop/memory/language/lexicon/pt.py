@@ -38,7 +38,8 @@ MARKERS: dict[str, tuple[str, ...]] = {
                  "a qualquer um", "com qualquer um", "a toda a gente", "com toda a gente", "a qualquer pessoa",
                  "com qualquer pessoa", "a todos os que", "quem pedir", "quem perguntar", "aos outros",
                  "com os outros", "a desconhecidos", "em público", "publicamente", "não importa quem", "sem exceção",
-                 "sem exceções"),
+                 "sem exceções",
+                 "o que sabes sobre mim", "o que você sabe sobre mim", "tudo sobre mim"),
     "withholding": ("para de", "pare de", "deixa de", "deixe de", "evita", "evite", "em segredo",
                     "mantém … privado", "mantém … privada", "mantenha … privado", "mantenha … privada"),
 }
