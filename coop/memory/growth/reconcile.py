@@ -35,12 +35,12 @@ from coop.memory.embedder import Embedder, chosen, profile_of
 from coop.memory.growth.candidate import NEVER, NO_LONGER, PLAN, Candidate
 from coop.memory.growth.changes import AskChanges, Undecided
 from coop.memory.growth.instructions import is_unsafe_instruction, widens
-from coop.memory.growth.overlap import a_new_amount, coverage, restates, shared_terms
+from coop.memory.growth.overlap import MIN_SHARED, a_new_amount, coverage, held, restates, shared_terms
 from coop.memory.growth.refusals import refuse
 from coop.memory.growth.slots import canonical_key
 from coop.memory.kinds import INSTRUCTION, fact_slot
 from coop.memory.language.lexicon import marks
-from coop.memory.language.terms import terms
+from coop.memory.language.terms import numbers, terms
 from coop.memory.storage.facts import FactFields
 from coop.memory.storage.items import FactWrite, Item
 from coop.memory.storage.store import UserMemory
@@ -79,6 +79,17 @@ def _carries_a_change(candidate: Candidate) -> bool:
         return True
     return coverage(candidate.value, terms(candidate.evidence or said, candidate.language),
                     candidate.language) >= CARRIED
+
+
+def _part_of(candidate: Candidate, holder: Item) -> bool:
+    """Whether a new value of a slot only repeats part of what holds it: every word of it that could carry a new
+    value (a number, a name, a term of `MIN_SHARED` characters or more, the slot's own label aside) is in the
+    holder's text. A short value a model cut from a longer fact is the same fact, not a change."""
+    label = set(terms((candidate.key or "").replace("_", " "), candidate.language))
+    wanted = {t for t in terms(candidate.value, candidate.language) if (len(t) >= MIN_SHARED or t.isdigit())
+              and t not in label} | numbers(candidate.value, candidate.language)
+    support = set(terms(holder.text, candidate.language)) | numbers(holder.text, candidate.language)
+    return bool(wanted) and all(held(t, support) for t in wanted)
 
 
 def _is_someones(item: Item) -> bool:
@@ -139,6 +150,9 @@ class FactWriter:
         if holder is not None:
             if holder.item_id in self.said_together:  # said together: both stand
                 return Plan("ADD", replace(candidate, key=None), "said with the slot's value", vector=vector)
+            if _part_of(candidate, holder):  # "diet: Diabetes" after "Diagnosed with type 2 diabetes": no change
+                return Plan("MERGE", candidate, f"restates part of {holder.ref}: mention counted", holder.item_id,
+                            vector)
             if candidate.source in QUOTING_SOURCES and not _carries_a_change(candidate):
                 refuse("change", f"a new value of {candidate.category}/{candidate.key} the user's words do not say "
                                  "changed", category=candidate.category, text=candidate.value)

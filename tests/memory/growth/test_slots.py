@@ -67,6 +67,18 @@ def test_a_new_value_of_a_single_valued_slot_supersedes_its_holder_with_no_quest
     assert [h.action for h in memory.facts.history(first.fact_id)] == ["ADD", "SUPERSEDE"]
 
 
+@pytest.mark.parametrize("topic,old,part", [("diet", "Diagnosed with type 2 diabetes last spring", "diet: Diabetes"),
+                                            ("home_city", "Lives in Kinsale, near Cork", "home city: Kinsale"),
+                                            ("employer", "Works at the Charité on day shifts", "Works at the Charité")])
+def test_a_part_of_the_slots_value_is_a_mention_not_a_change(memory, topic, old, part):
+    writer = writer_for(memory)
+    first = writer.write(extracted(old, topic))
+    plan = writer.plan(extracted(part, topic))
+    assert plan.action == "MERGE" and plan.target_id == first.fact_id
+    writer.apply(plan)
+    assert active(memory) == [old]
+
+
 def test_a_many_valued_topic_adds_and_asks_nothing_without_a_sign_of_change(memory):
     asker = Asker({0: 1})
     writer = writer_for(memory, asker)
