@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import atexit
 import logging
 import os
 import sys
@@ -11,7 +12,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from coop.cli.context import state
+from coop.cli.context import own_process, state
 from coop.errors import CoopError, StoreError
 
 if TYPE_CHECKING:
@@ -264,12 +265,16 @@ def chat(
     status = loader.status
     if status is not None and status.embedder is None and not json_ and missing is None:
         console.print(f"[yellow]note:[/] the embedder did not load ({status.error}); search used full text only")
-    if not loader.ready() or (worker is not None and worker.alive) or any(t.is_alive() for t in warming):
+    if own_process() and (not loader.ready() or (worker is not None and worker.alive)
+                          or any(t.is_alive() for t in warming)):
         # A thread still inside onnxruntime (the model loading, a last batch) would abort the interpreter's
         # shutdown with "terminate called without an active exception" (rc 134). Everything written is
-        # committed; leave without the shutdown that would crash. An unfinished job's transaction rolls back.
+        # committed; leave without the shutdown that would crash, after the exit functions (log files flush).
+        # An unfinished job's transaction rolls back. Inside another program's process (`own_process`), its
+        # threads are left to finish: ending the process would end that program.
         sys.stdout.flush()
         sys.stderr.flush()
+        atexit._run_exitfuncs()
         os._exit(code)
     if code:
         raise typer.Exit(code)

@@ -84,3 +84,17 @@ def state(ctx: typer.Context) -> AppContext:
     obj = ctx.find_object(AppContext)
     assert obj is not None, "the root callback sets the context"
     return obj
+
+
+_own_process = False
+
+
+def claim_process() -> None:
+    """Said by the console entry point (`app.main`): coop is the program, and may end its process early. A
+    command run inside another program (the tests' CLI runner, a host embedding coop) never ends that process."""
+    global _own_process
+    _own_process = True
+
+
+def own_process() -> bool:
+    return _own_process

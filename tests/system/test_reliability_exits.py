@@ -99,3 +99,30 @@ def test_chat_exits_cleanly_while_a_large_embedding_backlog_runs(openai_server, 
         assert done.returncode == 0, done.stderr.decode()[-500:]
         assert b"terminate called" not in done.stderr
         assert time.monotonic() - started < 60
+
+
+def test_a_chat_run_inside_another_program_never_ends_its_process(run_cli, openai_server, monkeypatch):
+    """The embedder still loading at exit makes the `coop` program leave without the interpreter's shutdown;
+    a chat run in another program's process (here pytest's) returns instead, whatever is still loading."""
+    from coop.cli import chat
+
+    monkeypatch.setattr(chat.EmbedderLoader, "ready", lambda self: False)
+    openai_server.replies = ["hello"]
+    env = {"COOP_MODEL_NAME": "openai/test-model", "COOP_MODEL_API_BASE": openai_server.api_base,
+           "COOP_MEMORY_EXTRACTION_ENABLED": "false", "COOP_MEMORY_EMBEDDER_PROVIDER": "hash"}
+    result = run_cli("chat", "--user", "ana", input="hi\n", env=env)
+    assert result.exit_code == 0 and "hello" in result.stdout  # and this process is still here to see it
+
+
+def test_the_coop_program_leaving_early_still_runs_its_exit_functions(openai_server, coop_home):
+    """Leaving without the interpreter's shutdown must not skip the exit functions (log files flush there)."""
+    script = ("import atexit, sys; atexit.register(lambda: print('exit functions ran', file=sys.stderr)); "
+              "from coop.cli import chat; chat.EmbedderLoader.ready = lambda self: False; "
+              "from coop.cli.app import main; sys.argv = ['coop', 'chat', '--user', 'ana']; main()")
+    openai_server.replies = ["hello"]
+    env = {**os.environ, "COOP_HOME": str(coop_home), "COOP_MODEL_NAME": "openai/test-model",
+           "COOP_MODEL_API_BASE": openai_server.api_base, "COOP_MEMORY_EXTRACTION_ENABLED": "false",
+           "COOP_MEMORY_EMBEDDER_PROVIDER": "hash"}
+    done = subprocess.run([sys.executable, "-c", script], input=b"hi\n", capture_output=True, env=env, timeout=240)
+    assert done.returncode == 0 and b"hello" in done.stdout
+    assert b"exit functions ran" in done.stderr
