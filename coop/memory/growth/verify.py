@@ -98,7 +98,7 @@ def verify(note: Note, listing: Listing, earlier: Sequence[str] = ()) -> Verifie
         return _refused("value", "the value is a placeholder or a question, not a statement", category, value)
     language = items[0].clause.language
     value = _untranslated(value, items, language, note.kind)
-    items = _widened(value, items, listing, language, earlier, topic.anchored)
+    items = _widened(value, items, listing, language, earlier, topic.anchored, note.about)
     said = " ".join(item.clause.text for item in items)
     sentences = _sentences(items, listing)
     why = _not_asserted(note, items, _holding(value, items, language), listing, language)
@@ -199,15 +199,17 @@ def _leading(item: Listed, listing: Listing) -> list[Clause]:
 
 
 def _widened(value: str, items: list[Listed], listing: Listing, language: str, earlier: Sequence[str],
-             anchored: bool) -> list[Listed]:
+             anchored: bool, about: str | None) -> list[Listed]:
     """The cited clauses, with the user's own clauses of the same message that hold the rest of the value when the
     cited ones do not (a small model cites the clause before the one with the date): every check after this one
-    reads all of them, so a question or a condition among them still refuses the note."""
+    reads all of them, so a question or a condition among them still refuses the note. A clause about someone
+    else is never added to a note about the user ("I live in Lyon. My sister lives in Berlin.")."""
     if _not_grounded(value, " ".join(item.clause.text for item in items), language, earlier, anchored) is None:
         return items
     messages = {item.message for item in items}
-    holding = [item for item in _holding(value, [i for i in listing.listed if i.message in messages and i.clause.own],
-                                         language, fallback=False) if item not in items]
+    own = [i for i in listing.listed if i.message in messages and i.clause.own and i not in items
+           and (about is not None or not _all_someone_elses([i], language))]
+    holding = _holding(value, own, language, fallback=False)
     widened = sorted([*items, *holding], key=lambda item: (item.message, item.clause.start))
     said = " ".join(item.clause.text for item in widened)
     return widened if holding and _not_grounded(value, said, language, earlier, anchored) is None else items
@@ -263,9 +265,8 @@ def _untranslated(value: str, items: Sequence[Listed], language: str, kind: str)
     chosen = [item for item in items
               if digits & numbers(item.clause.text, language)
               or any(word and word in _plain(item.clause.text) for word in capitalised)]
-    if not chosen:
-        return value
-    return " ".join(" ".join(item.clause.text for item in chosen).split()).strip(" ,;:").rstrip(".。!！")
+    words = " ".join(" ".join(item.clause.text for item in chosen).split()).strip(" ,;:").rstrip(".。!！")
+    return words if chosen and len(words) <= MAX_VALUE_CHARS else value
 
 
 def _plain(text: str) -> str:
@@ -300,6 +301,8 @@ def _not_grounded(value: str, said: str, language: str, earlier: Sequence[str], 
     named = names(value, language)
     if any(not held(name, support | before) for name in named):
         return "the value has a name the user did not say"
+    if not anchored and _a_noun_not_written(value, " ".join([said, *earlier])):
+        return "the value has a word the user did not write"
     borrowed = {name for name in named if not held(name, support)}  # names the user said before: not counted
     wanted = [t for t in terms(value, language) if t not in borrowed]
     anchors = named | numbers(value, language)
@@ -311,6 +314,18 @@ def _not_grounded(value: str, said: str, language: str, earlier: Sequence[str], 
     if not weight or sum(len(t) for t in wanted if held(t, support)) / weight < COVERAGE:
         return "the value is not in the user's words"
     return None
+
+
+_KANJI_NUMERALS = str.maketrans({c: " " for c in "〇一二三四五六七八九十百千万"})
+
+
+def _a_noun_not_written(value: str, written: str) -> bool:
+    """Whether a run of two or more kanji or katakana in `value` (a noun: "東京", "薬剤師") is not in the user's
+    text: what a capitalised name is to `names`, where writing has no capitals ("東京に住んでいる" for "大阪に住んで
+    います" holds most of its character pairs). Numerals are read by `numbers`, so they do not join a run; a topic
+    of a name frames it in its own noun ("名前は遥香") and is checked by its anchors instead."""
+    return any(len(run) >= 2 and run not in written
+               for run in han_or_katakana_runs(value.translate(_KANJI_NUMERALS)))
 
 
 def _bare(value: str, said: str, language: str) -> bool:

@@ -231,6 +231,11 @@ def test_a_note_citing_the_wrong_clause_rests_on_the_one_that_holds_it(language,
     assert value in kept(f"{said.greets} {said.lives.format(c=c)}", value)
     for message in (said.supposes.format(c=c), said.asks.format(c=c), said.reports.format(c=c)):
         assert kept(f"{said.greets} {message}", value) == []
+    # never the clause of someone else beside the user's own: "I live in Lyon. My sister lives in Lille."
+    home = CITIES[language][(city + 1) % 3]
+    listing = Listing([parse(f"{said.lives.format(c=home)} {said.sister.format(c=c)}")])
+    mine = Note(("c1",), "fact", "home_city", None, "holds", "stated", value)
+    assert verify(mine, listing) is None
 
 
 @SETTINGS
