@@ -61,13 +61,13 @@ Reply with JSON only: {"notes": [{"clauses": [...], "kind": "...", "topic": "...
 
 EXAMPLE 1, a message listed clause by clause:
 c1: Morning!
-c2: I'm Tomás and I work as a pharmacist,
+c2: I'm Idris and I work as a pharmacist,
 c3: but I don't live in Porto anymore,
 c4: my brother Rui still lives there.
 c5: From now on keep your answers short.
 Reply: {"notes": [\
 {"clauses": ["c2"], "kind": "fact", "topic": "name", "about": "user", "polarity": "holds", "modality": "stated", \
-"value": "Is called Tomás"}, \
+"value": "Is called Idris"}, \
 {"clauses": ["c2"], "kind": "fact", "topic": "occupation", "about": "user", "polarity": "holds", \
 "modality": "stated", "value": "Works as a pharmacist"}, \
 {"clauses": ["c3"], "kind": "fact", "topic": "home_city", "about": "user", "polarity": "no_longer", \

@@ -150,7 +150,7 @@ class FactWriter:
         if holder is not None:
             if holder.item_id in self.said_together:  # said together: both stand
                 return Plan("ADD", replace(candidate, key=None), "said with the slot's value", vector=vector)
-            if _part_of(candidate, holder):  # "diet: Diabetes" after "Diagnosed with type 2 diabetes": no change
+            if _part_of(candidate, holder):  # "diet: Keto" after "Has eaten keto since 2020": no change
                 return Plan("MERGE", candidate, f"restates part of {holder.ref}: mention counted", holder.item_id,
                             vector)
             if candidate.source in QUOTING_SOURCES and not _carries_a_change(candidate):

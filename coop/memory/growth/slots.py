@@ -26,7 +26,7 @@ class Topic:
     category: str
     single: bool = False      # one value at a time: the topic's name is the slot's key
     anchored: bool = False    # its value is a name or a number in a short frame ("Is called Claire", "Is 47")
-    kin: bool = False         # the user's own people: said in a clause about them ("My husband Karim is ...")
+    kin: bool = False         # the user's own people: said in a clause about them ("My wife Noor is ...")
 
     @property
     def key(self) -> str | None:

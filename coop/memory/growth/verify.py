@@ -114,7 +114,7 @@ def verify(note: Note, listing: Listing, earlier: Sequence[str] = ()) -> Verifie
     if note.about is None and _someone_elses(value, items, language):
         return _refused("holder", "the user's words speak of someone else", category, value)
     if note.about is None and topic.single and not topic.kin and _all_someone_elses(items, language):
-        # "My colleague Mark has the flu" under the user's name: their clause never fills the user's slot
+        # "My neighbour Ravi is a pilot" under the user's job: their clause never fills the user's slot
         return _refused("holder", "the user's words speak of someone else, not of the user's "
                                   f"{topic.name.replace('_', ' ')}", category, value)
     if note.polarity == "holds" and _negated(value, language) != _negated(_closest(value, items, language), language):
@@ -175,7 +175,7 @@ def _not_asserted(note: Note, items: Sequence[Listed], holding: Sequence[Listed]
     cited = set().union(*(marks(item.clause.text, language) for item in items))
     leading = set().union(*(marks(clause.text, language) for item in items for clause in _leading(item, listing)))
     found = (cited | leading) & SENTENCE_MARKS | cited & CLAUSE_MARKS - {"question", "report"}
-    # a report covers what its own clause says ("my doctor told me to eat more, | so I started ..." is the user's)
+    # a report covers what its own clause says ("my coach told me to rest, | so I swim now" is the user's)
     found |= set().union(*(marks(item.clause.text, language) for item in holding)) & {"report"}
     if any((before := _leading(item, listing)) and _introduces_a_report(before[-1].text, language)
            for item in holding):  # "Meine Mutter sagt, | ich soll ..."
