@@ -17,7 +17,7 @@ from typer._click import exceptions as _click_exceptions
 from typer.core import TyperGroup
 
 from coop import __version__
-from coop.cli.context import AppContext, claim_process
+from coop.cli.context import AppContext, claiming_process
 from coop.errors import CoopError, ExitCode
 
 if TYPE_CHECKING:
@@ -168,9 +168,9 @@ def main() -> None:
     """The console entry point. A bug (an exception that is not a `CoopError`) becomes one `error:` line and
     exit 1 rather than a traceback; `--debug` or `COOP_DEBUG` shows the traceback. Tests call `app` directly,
     so there such exceptions still propagate."""
-    claim_process()
     try:
-        app(prog_name="coop")
+        with claiming_process():
+            app(prog_name="coop")
     except Exception as exc:  # SystemExit and KeyboardInterrupt are not Exceptions: they pass
         if "--debug" in sys.argv[1:] or os.environ.get("COOP_DEBUG"):
             _print_traceback()

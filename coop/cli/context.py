@@ -5,6 +5,8 @@ Kept apart from `app.py` so command modules can import it without importing the 
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -89,11 +91,17 @@ def state(ctx: typer.Context) -> AppContext:
 _own_process = False
 
 
-def claim_process() -> None:
-    """Said by the console entry point (`app.main`): coop is the program, and may end its process early. A
-    command run inside another program (the tests' CLI runner, a host embedding coop) never ends that process."""
+@contextlib.contextmanager
+def claiming_process() -> Iterator[None]:
+    """Held by the console entry point (`app.main`) while it runs: coop is the program, and may end its process
+    early. A command run inside another program (the tests' CLI runner, a host embedding coop, or that program
+    after it called `main` once) never ends that process."""
     global _own_process
     _own_process = True
+    try:
+        yield
+    finally:
+        _own_process = False
 
 
 def own_process() -> bool:

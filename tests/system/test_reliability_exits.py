@@ -126,3 +126,14 @@ def test_the_coop_program_leaving_early_still_runs_its_exit_functions(openai_ser
     done = subprocess.run([sys.executable, "-c", script], input=b"hi\n", capture_output=True, env=env, timeout=240)
     assert done.returncode == 0 and b"hello" in done.stdout
     assert b"exit functions ran" in done.stderr
+
+
+def test_the_program_owns_its_process_only_while_its_entry_point_runs(monkeypatch):
+    """A program that called `main` once (as the tests' runner does) is not coop's to end afterwards."""
+    from coop.cli import app as cli_app
+    from coop.cli.context import own_process
+
+    seen = []
+    monkeypatch.setattr(cli_app, "app", lambda prog_name: seen.append(own_process()))
+    cli_app.main()
+    assert seen == [True] and not own_process()
