@@ -131,15 +131,11 @@ def test_a_streamed_reply_never_shows_part_of_a_card_or_an_iban(cuts, card, iban
         assert not re.search(r"[0-9]{4}[ -]?[0-9]{4}", digits_of(part).replace("2025", "")), part
 
 
-def test_masking_a_2_mb_message_full_of_numbers_stays_fast():
-    import time
-
+def test_a_card_in_a_2_mb_message_full_of_numbers_is_the_only_thing_masked():
+    """How long it takes is `bench/masking.py`'s to measure; here, what comes out."""
     rows = "order 12345 on 2024-11-23, phone +49 170 1234567, total 1,234.56 EUR, ref 4539 1488 0343 6468\n"
     text = rows * (2_000_000 // len(rows))
-    start = time.perf_counter()
-    masked = mask(text + f"card {CARD}\n")
-    assert masked == text + "card [secret]\n"
-    assert time.perf_counter() - start < 2.0
+    assert mask(text + f"card {CARD}\n") == text + "card [secret]\n"
 
 
 @pytest.mark.parametrize("text", ["sk-proj-abc\n2024", "see the key f12\nv2 of the plan", "2024 2025 2026 2027"])

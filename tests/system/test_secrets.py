@@ -331,9 +331,8 @@ def test_registered_values_are_masked_wherever_they_appear_and_short_ones_are_no
     assert not any("sk-" in part or "acme" in part for part in shown)
 
 
-def test_masking_a_2_mb_message_takes_milliseconds():
-    import time
-
+def test_a_key_in_a_2_mb_message_of_pattern_starting_words_is_masked_and_nothing_else_is():
+    """How long it takes is `bench/masking.py`'s to measure; here, what comes out."""
     from coop.privacy.secrets import mask
 
     # words that start a pattern's scan (ask-, sk-learn, bearer, gh, xox...) on every line, and one real key
@@ -341,13 +340,8 @@ def test_masking_a_2_mb_message_takes_milliseconds():
     text = (line * (2_000_000 // len(line)))
     cut = text.index("\n", 1_000_000) + 1
     text = text[:cut] + f"{KEY}\n" + text[cut:]
-    timings = []
-    for _ in range(3):
-        start = time.perf_counter()
-        masked = mask(text)
-        timings.append(time.perf_counter() - start)
-    assert KEY not in masked and masked.count(MARKER) == 1 and len(masked) == len(text) - len(KEY) + len(MARKER)
-    assert min(timings) < 0.5, timings  # about 90 ms here (50 of them finding the lines worth scanning)
+    masked = mask(text)
+    assert masked == text[:cut] + f"{MARKER}\n" + text[cut + len(KEY) + 1:]
 
 
 # -- keys pasted into the wrong setting, typed at the prompt, or known only from the environment --------------------
