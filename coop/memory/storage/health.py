@@ -1,4 +1,4 @@
-"""What a store says about itself for `coop check`: its engine (SQLite with FTS5, sqlite-vec), its schema, its
+"""What a store says about itself for `coop check`: its engine (SQLite with FTS5, the vector search), its schema, its
 integrity, its full-text indexes, whether it can be written and who else can read it, and its vectors. Each
 finding is ok, a warning or an error with a hint; the CLI prints them. A store that fails while being read (a
 corrupted page, another process's lock) is a finding too, never an exception: the rest of the report still prints.
@@ -11,6 +11,7 @@ import stat
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import apsw
 
@@ -20,6 +21,9 @@ from coop.memory.storage.connection import THROWAWAY, Database
 from coop.memory.storage.fulltext import fulltext_problems
 from coop.memory.storage.migrations import SCHEMA_VERSION, schema_version
 from coop.memory.storage.vectors import index_status
+
+if TYPE_CHECKING:
+    from coop.memory.storage.postgres.connection import PgDatabase
 
 DAMAGED_HINT = "restore a backup, or move the file aside (coop then starts a new one)"
 
@@ -45,20 +49,24 @@ def engine(db: Database) -> list[Finding]:
         findings.append(_ok("sqlite", f"SQLite {version} with FTS5"))
     except Exception as exc:
         findings.append(Finding("sqlite", "error", f"SQLite {version} has no FTS5: {exc}", "reinstall apsw"))
-    # Since m012 nothing at run time needs sqlite-vec: vectors are searched by the in-memory bit scan, which
-    # measured faster than vec0's KNN for the same recall (bench/vectorleg.py). Said, never a warning.
-    unused = "search does not need it: vectors are scanned in memory"
-    findings.append(_ok("sqlite-vec", f"sqlite-vec {db.vec_version} loaded ({unused})" if db.has_vec else
-                        f"sqlite-vec not loaded ({db.vec_error}); {unused}"))
+    # How vectors are searched, said as it is: no extension. The in-memory sign-bit scan (`bit_index.py`) measured
+    # faster than sqlite-vec's vec0 KNN for the same recall (bench/vectorleg.py); m012 dropped the vec0 tables.
+    findings.append(_ok("vectors", "searched in memory: a scan of each user's sign bits, the best re-ranked by "
+                                   "exact cosine"))
     return findings
 
 
-def integrity(db: Database) -> list[Finding]:
-    findings = []
+def schema(db: "Database | PgDatabase") -> list[Finding]:
+    """The schema's version against this coop's, on either engine (one history: `migrations`)."""
     version = schema_version(db)
-    findings.append(_ok("schema", f"schema version {version} is current") if version == SCHEMA_VERSION else
-                    Finding("schema", "error", f"schema version {version}, expected {SCHEMA_VERSION}",
-                            "run any coop command to migrate"))
+    if version == SCHEMA_VERSION:
+        return [_ok("schema", f"schema version {version} is current")]
+    hint = "upgrade coop on this machine" if version > SCHEMA_VERSION else "run any coop command to migrate"
+    return [Finding("schema", "error", f"schema version {version}, expected {SCHEMA_VERSION}", hint)]
+
+
+def integrity(db: Database) -> list[Finding]:
+    findings = schema(db)
     result = db.scalar("pragma integrity_check")
     findings.append(_ok("integrity", "integrity_check: ok") if result == "ok" else
                     Finding("integrity", "error", f"integrity_check: {result}", DAMAGED_HINT))

@@ -1,21 +1,27 @@
-"""The schema's history: numbered migrations, one module each (`mNNN_<name>.py`), each the SQL it ran when it was
-released, frozen as text, and this runner.
+"""The schema's history, one for both engines: numbered migrations, one module each (`mNNN_<name>.py`), each
+what it ran when it was released on SQLite and on Postgres (`migration.py`), frozen as text, and this runner.
 
 A migration is never edited once released (a database made by an older coop ran the old text; editing it would
-make new databases differ from upgraded ones); a change is a new module appended to `MIGRATIONS`. Each runs in one
-transaction with its record in `_migrations` (its number is its place in `MIGRATIONS`, from 1). The SQL calls
-`coop_fts()`, which `connection.py` registers on every connection (`text.fts_text`), `coop_sign_bits()`
-(`sign_bits.sign_bits_blob`) and `coop_sentence_parts()` (the number of `text.sentence_parts`), `coop_mask()`
-(`coop.privacy.secrets.mask`) and `coop_content_hash()` (`text.content_hash`). A migration that SQL cannot express
-(m012 drops tables named in a table) has a Python `step`, run just before its SQL.
+make new databases differ from upgraded ones); a change is a new module appended to `MIGRATIONS`, with its SQL for
+each engine, and `tests/memory/storage/test_schema_history.py` runs it on both. Each runs in one transaction with
+its record in `_migrations` (its number is its place in `MIGRATIONS`, from 1), under a lock that makes two
+clients starting at once migrate once (`engines.py`). Postgres began at m013's schema: m001's Postgres form makes
+it, m002..m013 are recorded without running anything there, and a database made before Postgres had this history
+(`coop_schema` version 1) is recorded as at m013 and keeps every row.
+
+SQLite's SQL calls `coop_fts()`, which `connection.py` registers on every connection (`text.fts_text`),
+`coop_sign_bits()` (`sign_bits.sign_bits_blob`) and `coop_sentence_parts()` (the number of
+`text.sentence_parts`), `coop_mask()` (`coop.privacy.secrets.mask`) and `coop_content_hash()`
+(`text.content_hash`). A migration that SQL cannot express (m012 drops tables named in a table) has a Python
+step for its engine, run just before its SQL.
 """
 
 from __future__ import annotations
 
-import time
+from typing import TYPE_CHECKING, cast
 
 from coop.errors import StoreError
-from coop.memory.storage.connection import Database
+from coop.memory.storage.migrations.engines import PostgresHistory, SQLiteHistory
 from coop.memory.storage.migrations.m001_initial import M001_INITIAL
 from coop.memory.storage.migrations.m002_message_context_fts import M002_MESSAGE_CONTEXT_FTS
 from coop.memory.storage.migrations.m003_embedding_counts import M003_EMBEDDING_COUNTS
@@ -31,6 +37,10 @@ from coop.memory.storage.migrations.m012_drop_vec0_indexes import M012_DROP_VEC0
 from coop.memory.storage.migrations.m013_job_claims import M013_JOB_CLAIMS
 from coop.memory.storage.migrations.migration import Migration
 
+if TYPE_CHECKING:
+    from coop.memory.storage.connection import Database
+    from coop.memory.storage.postgres.connection import PgDatabase
+
 __all__ = ["MIGRATIONS", "SCHEMA_VERSION", "Migration", "apply_migrations", "schema_version"]
 
 MIGRATIONS: tuple[Migration, ...] = (M001_INITIAL, M002_MESSAGE_CONTEXT_FTS, M003_EMBEDDING_COUNTS,
@@ -38,33 +48,41 @@ MIGRATIONS: tuple[Migration, ...] = (M001_INITIAL, M002_MESSAGE_CONTEXT_FTS, M00
                                   M007_PROVENANCE_AND_JOBS, M008_SIGN_BITS, M009_REEMBED_FOR_PARTS,
                                   M010_PROVENANCE, M011_FORGOTTEN_AND_SECRETS, M012_DROP_VEC0_INDEXES,
                                   M013_JOB_CLAIMS)
-SCHEMA_VERSION = len(MIGRATIONS)
+SCHEMA_VERSION = len(MIGRATIONS)  # the version this coop writes, on either engine
 
 
-def schema_version(db: Database) -> int:
-    exists = db.scalar("select count(*) from sqlite_master where type = 'table' and name = '_migrations'")
-    if not exists:
+def _history(db: "Database | PgDatabase") -> SQLiteHistory | PostgresHistory:
+    if db.dialect == "postgres":
+        return PostgresHistory(cast("PgDatabase", db))
+    return SQLiteHistory(cast("Database", db))
+
+
+def schema_version(db: "Database | PgDatabase") -> int:
+    """The number of the last migration recorded in the database: 0 before the first."""
+    return _history(db).recorded()
+
+
+def _refuse_newer(db: "Database | PgDatabase", current: int, known: int) -> None:
+    if current > known:
+        raise StoreError(f"the database at {db.path} was written by a newer coop (schema {current}, this one "
+                         f"knows {known})",
+                         hint="upgrade coop on this machine")
+
+
+def apply_migrations(db: "Database | PgDatabase", migrations: tuple[Migration, ...] = MIGRATIONS) -> int:
+    """Run the migrations of `migrations` not yet recorded, each in the form for the database's engine; returns
+    how many ran. A database already up to date is only read (a read-only one opens); one recorded past
+    `migrations` is refused."""
+    history = _history(db)
+    current = history.recorded()
+    _refuse_newer(db, current, len(migrations))
+    if current >= len(migrations):
         return 0
-    return int(db.scalar("select coalesce(max(id), 0) from _migrations"))
-
-
-def apply_migrations(db: Database, migrations: tuple[Migration, ...] = MIGRATIONS) -> int:
-    """Run the migrations not yet recorded; returns how many ran. A newer schema than we know is an error."""
-    known = len(migrations)
-    current = schema_version(db)
-    if current > SCHEMA_VERSION:
-        raise StoreError(f"{db.path} was written by a newer coop (schema {current}, this one knows {SCHEMA_VERSION})",
-                         hint="upgrade coop")
-    if current >= known:
-        return 0
-    with db.atomic():
-        db.conn.execute("CREATE TABLE IF NOT EXISTS _migrations (id INTEGER PRIMARY KEY, name TEXT NOT NULL, "
-                        "applied_at REAL NOT NULL)")
-        current = schema_version(db)  # another process may have migrated while we waited for the lock
+    with history.locked():
+        history.prepare(MIGRATIONS)  # the whole history: a database made before the runner stands at m013
+        current = history.recorded()  # another client may have migrated while we waited for the lock
+        _refuse_newer(db, current, len(migrations))
         for number, migration in enumerate(migrations[current:], start=current + 1):
-            if migration.step is not None:
-                migration.step(db)
-            db.conn.execute(migration.sql)
-            db.conn.execute("INSERT INTO _migrations (id, name, applied_at) VALUES (?, ?, ?)",
-                            (number, migration.name, time.time()))
-    return known - current
+            history.run(number, migration)
+            history.record(number, migration.name)
+    return len(migrations) - current

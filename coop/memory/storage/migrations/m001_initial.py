@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from coop.memory.storage.migrations.m001_initial_postgres import M001_POSTGRES
 from coop.memory.storage.migrations.migration import Migration
 
 M001_INITIAL = Migration("m001_initial", why="""\
 The tables, their indexes, the external-content full-text indexes over messages, facts and summaries with
-the triggers that keep them in step, and the triggers that drop an item's vectors with it.""", sql="""
+the triggers that keep them in step, and the triggers that drop an item's vectors with it. On Postgres, the
+schema SQLite reached at m013, where Postgres began (`m001_initial_postgres.py`): m002..m013 run nothing there.""",
+    postgres=M001_POSTGRES, sql="""
 CREATE TABLE users (
   id TEXT PRIMARY KEY,
   created_at REAL NOT NULL

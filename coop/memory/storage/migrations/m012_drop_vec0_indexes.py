@@ -21,10 +21,6 @@ def drop_vec0_tables(db: "Database") -> None:
                if conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (name,)).fetchone()]
     if not present:
         return
-    if db.has_vec:
-        for name in present:
-            conn.execute(f'DROP TABLE "{name}"')
-        return
     conn.create_module("vec0", _StandIn())  # type: ignore[arg-type]
     try:
         for name in present:

@@ -1,9 +1,10 @@
 """The Postgres backend (`interface.Backend`): one server holds the memories of many users and devices.
 
-`PgStore.open(url)` connects, makes the schema the first time (`schema.py`, under an advisory lock, so two clients
-starting at once make it once) and hands out `PgUserMemory` handles. A user's memory is SQLite's `UserMemory`
-with its parts unchanged (their statements go through `dialect.py`) and its two indexes replaced: full text by
-`text_index.PgTextIndex`, vectors by `vector_index.PgVectorIndex`. Each handle's connection is bound to its user
+`PgStore.open(url)` connects, migrates (`migrations/`: the history both engines share, under an advisory lock, so
+two clients starting at once migrate once), hands out `PgUserMemory` handles. A user's memory is SQLite's `UserMemory`
+with its parts unchanged (their statements run as written on both engines: `sql.py`) and its two indexes
+replaced: full text by `text_index.PgTextIndex`, vectors by `vector_index.PgVectorIndex`. Each handle's connection
+is bound to its user
 (`connection.PgDatabase.for_user`): row-level security keeps every statement to that user's rows, and the user's
 writes queue behind one another without a file lock.
 """
@@ -15,10 +16,10 @@ from typing import TYPE_CHECKING, Any, cast
 
 from coop.errors import StoreError
 from coop.memory.kinds import REGISTRY
-from coop.memory.storage.health import Finding, guarded
+from coop.memory.storage.health import Finding, guarded, schema
+from coop.memory.storage.migrations import apply_migrations, schema_version
 from coop.memory.storage.postgres import vector_index
 from coop.memory.storage.postgres.connection import ALL_USERS, Link, PgDatabase, connect, redacted, with_vectors
-from coop.memory.storage.postgres.schema import SCHEMA_VERSION, schema_sql
 from coop.memory.storage.postgres.text_index import PgTextIndex
 from coop.memory.storage.postgres.vector_index import PgVectorIndex
 from coop.memory.storage.store import MemoryStore, UserMemory, check_user_id
@@ -34,7 +35,13 @@ def _version(text: str) -> tuple[int, ...]:
 
 
 def ensure_schema(db: PgDatabase) -> None:
-    """pgvector present and recent enough, and coop's tables made (once, whoever starts first)."""
+    """pgvector present and recent enough, then coop's schema brought up to date (once, whoever starts first)."""
+    _ensure_pgvector(db)
+    apply_migrations(db)
+
+
+def _ensure_pgvector(db: PgDatabase) -> None:
+    """pgvector enabled (by this role if it may) and 0.8 or newer: the schema's vectors need it."""
     with db.atomic():
         db.run("SELECT pg_advisory_xact_lock(hashtext('coop:schema'))")
         found = db.run("SELECT extversion FROM pg_extension WHERE extname = 'vector'")
@@ -54,13 +61,6 @@ def ensure_schema(db: PgDatabase) -> None:
         if _version(found[0][0]) < MIN_PGVECTOR:
             raise StoreError(f"pgvector {found[0][0]} is too old (coop needs 0.8 or newer)",
                              hint="ALTER EXTENSION vector UPDATE; after upgrading pgvector on the server")
-        if db.run("SELECT to_regclass('coop_schema')")[0][0] is None:
-            db.run(schema_sql())
-            return
-        version = int(db.run("SELECT max(version) FROM coop_schema")[0][0])
-        if version > SCHEMA_VERSION:
-            raise StoreError(f"the database at {db.path} was made by a newer coop (schema {version})",
-                             hint="upgrade coop on this machine")
 
 
 class PgUserMemory(UserMemory):
@@ -97,9 +97,9 @@ class PgStore(MemoryStore):
             if migrate:
                 ensure_schema(db)
                 with_vectors(db.conn)  # the extension may be new
-            elif db.run("SELECT to_regclass('coop_schema')")[0][0] is None:
+            elif not schema_version(db):
                 raise StoreError(f"the database at {db.path} holds no coop memory",
-                                 hint="run coop once against it to make its tables")
+                                 hint="run coop once against it to make (or upgrade) its tables")
         except BaseException:
             db.close()
             raise
@@ -148,7 +148,7 @@ class PgStore(MemoryStore):
     def check(self) -> list[Finding]:
         """The server, its version, pgvector's, the schema, whether row-level security binds this role, and the
         vectors and full-text backlog, for `coop check`."""
-        return (guarded("postgres", self._server) + guarded("schema", self._schema) +
+        return (guarded("postgres", self._server) + guarded("schema", lambda: schema(self.db)) +
                 guarded("stored vectors", self._vectors))
 
     def _server(self) -> list[Finding]:
@@ -165,13 +165,6 @@ class PgStore(MemoryStore):
         else:
             findings.append(Finding("row-level security", "ok", "each user's rows are reachable only as that user"))
         return findings
-
-    def _schema(self) -> list[Finding]:
-        version = int(self.db.run("SELECT max(version) FROM coop_schema")[0][0])
-        if version != SCHEMA_VERSION:
-            return [Finding("schema", "error", f"schema version {version}, expected {SCHEMA_VERSION}",
-                            "upgrade coop")]
-        return [Finding("schema", "ok", f"schema version {version} is current")]
 
     def _vectors(self) -> list[Finding]:
         rows = self.db.run("SELECT v.embedder, v.dims, (SELECT count(*) FROM embeddings e "

@@ -1,30 +1,6 @@
-"""The Postgres schema: SQLite's tables (same names, columns and meaning, so the shared parts and `migrate` read
-and write both alike), plus what replaces FTS5 and the bit index, the triggers that keep them in step, and
-row-level security.
+-- Frozen: the whole schema coop's Postgres backend made before it had a schema history (postgres/schema.py's
+-- schema_sql(), recorded as version 1 in coop_schema). test_schema_history.py upgrades a database made from it.
 
-- Ids come from each table's sequence, which never hands one out twice (SQLite needs `fresh_id_sql` for that).
-- Full text (`text_index.py`): `fulltext_postings` holds each item's terms as FTS5's porter tokenizer makes them,
-  with counts; `fulltext_docs` each item's length in terms; `fulltext_stats` each user's totals per kind. A write
-  only queues the item (`fulltext_pending`, by trigger); the next search of that user indexes what is queued.
-  Deleting an item deletes its postings at once, and deleting or changing a message queues the two after it,
-  whose context held its words.
-- Vectors (`vector_index.py`): `embeddings` as in SQLite (float32 bytes, the truth the exact re-rank reads) and
-  `embedding_points`, one pgvector row per whole vector and per sentence part, searched exactly while a user has
-  few, then through an HNSW index of the user's own (`user_vector_indexes`).
-- Row-level security on every table that holds a user's rows: a connection sees the rows of the user named by
-  `coop.user_id` (set by `connection.py` for each user's handle; `*` for the store-wide reads: listing users,
-  `coop check`, `migrate`). It holds for any role but a superuser or one with BYPASSRLS, which Postgres exempts.
-"""
-
-from __future__ import annotations
-
-SCHEMA_VERSION = 1
-
-USER_TABLES = ("users", "sessions", "messages", "facts", "fact_history", "fact_sources", "summaries", "forgotten",
-               "memory_jobs", "embeddings", "embedding_points", "embedding_counts", "fulltext_postings",
-               "fulltext_docs", "fulltext_stats", "fulltext_pending", "user_vector_indexes")
-
-_TABLES = """
 CREATE TABLE users (
   id TEXT PRIMARY KEY,
   created_at DOUBLE PRECISION NOT NULL,
@@ -213,9 +189,7 @@ CREATE TABLE fulltext_pending (
   item_id BIGINT NOT NULL,
   PRIMARY KEY (user_id, kind, item_id)
 );
-"""
 
-_TRIGGERS = """
 CREATE FUNCTION coop_item_deleted() RETURNS trigger LANGUAGE plpgsql AS $$
 DECLARE
   item_kind TEXT := TG_ARGV[0];
@@ -285,24 +259,56 @@ BEGIN
 END $$;
 CREATE TRIGGER embeddings_counted AFTER INSERT OR DELETE ON embeddings FOR EACH ROW
   EXECUTE FUNCTION coop_embedding_counted();
-"""
-
-
-def _security() -> str:
-    statements = []
-    for table in USER_TABLES:
-        column = "id" if table == "users" else "user_id"
-        statements += [
-            f"ALTER TABLE {table} ENABLE ROW LEVEL SECURITY;",
-            f"ALTER TABLE {table} FORCE ROW LEVEL SECURITY;",
-            f"CREATE POLICY own_rows ON {table} USING ({column} = current_setting('coop.user_id', true) "
-            f"OR current_setting('coop.user_id', true) = '*');",
-        ]
-    return "\n".join(statements)
-
-
-def schema_sql() -> str:
-    """Everything version 1 creates, in one script (run in one transaction)."""
-    return _TABLES + _TRIGGERS + _security() + (
-        "\nCREATE TABLE coop_schema (version INTEGER NOT NULL, applied_at DOUBLE PRECISION NOT NULL);\n"
-        f"INSERT INTO coop_schema VALUES ({SCHEMA_VERSION}, extract(epoch FROM now()));\n")
+ALTER TABLE users ENABLE ROW LEVEL SECURITY;
+ALTER TABLE users FORCE ROW LEVEL SECURITY;
+CREATE POLICY own_rows ON users USING (id = current_setting('coop.user_id', true) OR current_setting('coop.user_id', true) = '*');
+ALTER TABLE sessions ENABLE ROW LEVEL SECURITY;
+ALTER TABLE sessions FORCE ROW LEVEL SECURITY;
+CREATE POLICY own_rows ON sessions USING (user_id = current_setting('coop.user_id', true) OR current_setting('coop.user_id', true) = '*');
+ALTER TABLE messages ENABLE ROW LEVEL SECURITY;
+ALTER TABLE messages FORCE ROW LEVEL SECURITY;
+CREATE POLICY own_rows ON messages USING (user_id = current_setting('coop.user_id', true) OR current_setting('coop.user_id', true) = '*');
+ALTER TABLE facts ENABLE ROW LEVEL SECURITY;
+ALTER TABLE facts FORCE ROW LEVEL SECURITY;
+CREATE POLICY own_rows ON facts USING (user_id = current_setting('coop.user_id', true) OR current_setting('coop.user_id', true) = '*');
+ALTER TABLE fact_history ENABLE ROW LEVEL SECURITY;
+ALTER TABLE fact_history FORCE ROW LEVEL SECURITY;
+CREATE POLICY own_rows ON fact_history USING (user_id = current_setting('coop.user_id', true) OR current_setting('coop.user_id', true) = '*');
+ALTER TABLE fact_sources ENABLE ROW LEVEL SECURITY;
+ALTER TABLE fact_sources FORCE ROW LEVEL SECURITY;
+CREATE POLICY own_rows ON fact_sources USING (user_id = current_setting('coop.user_id', true) OR current_setting('coop.user_id', true) = '*');
+ALTER TABLE summaries ENABLE ROW LEVEL SECURITY;
+ALTER TABLE summaries FORCE ROW LEVEL SECURITY;
+CREATE POLICY own_rows ON summaries USING (user_id = current_setting('coop.user_id', true) OR current_setting('coop.user_id', true) = '*');
+ALTER TABLE forgotten ENABLE ROW LEVEL SECURITY;
+ALTER TABLE forgotten FORCE ROW LEVEL SECURITY;
+CREATE POLICY own_rows ON forgotten USING (user_id = current_setting('coop.user_id', true) OR current_setting('coop.user_id', true) = '*');
+ALTER TABLE memory_jobs ENABLE ROW LEVEL SECURITY;
+ALTER TABLE memory_jobs FORCE ROW LEVEL SECURITY;
+CREATE POLICY own_rows ON memory_jobs USING (user_id = current_setting('coop.user_id', true) OR current_setting('coop.user_id', true) = '*');
+ALTER TABLE embeddings ENABLE ROW LEVEL SECURITY;
+ALTER TABLE embeddings FORCE ROW LEVEL SECURITY;
+CREATE POLICY own_rows ON embeddings USING (user_id = current_setting('coop.user_id', true) OR current_setting('coop.user_id', true) = '*');
+ALTER TABLE embedding_points ENABLE ROW LEVEL SECURITY;
+ALTER TABLE embedding_points FORCE ROW LEVEL SECURITY;
+CREATE POLICY own_rows ON embedding_points USING (user_id = current_setting('coop.user_id', true) OR current_setting('coop.user_id', true) = '*');
+ALTER TABLE embedding_counts ENABLE ROW LEVEL SECURITY;
+ALTER TABLE embedding_counts FORCE ROW LEVEL SECURITY;
+CREATE POLICY own_rows ON embedding_counts USING (user_id = current_setting('coop.user_id', true) OR current_setting('coop.user_id', true) = '*');
+ALTER TABLE fulltext_postings ENABLE ROW LEVEL SECURITY;
+ALTER TABLE fulltext_postings FORCE ROW LEVEL SECURITY;
+CREATE POLICY own_rows ON fulltext_postings USING (user_id = current_setting('coop.user_id', true) OR current_setting('coop.user_id', true) = '*');
+ALTER TABLE fulltext_docs ENABLE ROW LEVEL SECURITY;
+ALTER TABLE fulltext_docs FORCE ROW LEVEL SECURITY;
+CREATE POLICY own_rows ON fulltext_docs USING (user_id = current_setting('coop.user_id', true) OR current_setting('coop.user_id', true) = '*');
+ALTER TABLE fulltext_stats ENABLE ROW LEVEL SECURITY;
+ALTER TABLE fulltext_stats FORCE ROW LEVEL SECURITY;
+CREATE POLICY own_rows ON fulltext_stats USING (user_id = current_setting('coop.user_id', true) OR current_setting('coop.user_id', true) = '*');
+ALTER TABLE fulltext_pending ENABLE ROW LEVEL SECURITY;
+ALTER TABLE fulltext_pending FORCE ROW LEVEL SECURITY;
+CREATE POLICY own_rows ON fulltext_pending USING (user_id = current_setting('coop.user_id', true) OR current_setting('coop.user_id', true) = '*');
+ALTER TABLE user_vector_indexes ENABLE ROW LEVEL SECURITY;
+ALTER TABLE user_vector_indexes FORCE ROW LEVEL SECURITY;
+CREATE POLICY own_rows ON user_vector_indexes USING (user_id = current_setting('coop.user_id', true) OR current_setting('coop.user_id', true) = '*');
+CREATE TABLE coop_schema (version INTEGER NOT NULL, applied_at DOUBLE PRECISION NOT NULL);
+INSERT INTO coop_schema VALUES (1, extract(epoch FROM now()));
