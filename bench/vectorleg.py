@@ -45,7 +45,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from common import BenchError, load_embedder, machine, peak_rss_mb, percentile
+from common import BenchError, load_embedder, load_sqlite_vec, machine, peak_rss_mb, percentile
 
 MAIN_USER = "me"
 OTHERS, OTHER_SHARE = 4, 0.05
@@ -171,8 +171,7 @@ def build_vec0(path: str) -> dict:
     from coop.memory.storage.database import open_database
 
     db = open_database(path)
-    if not db.has_vec:
-        raise BenchError(f"sqlite-vec is not loaded ({db.vec_error})")
+    load_sqlite_vec(db)
     if db.scalar("SELECT count(*) FROM sqlite_master WHERE name = ?", (VEC0_TABLE,)):
         return {"build_s": "reused"}
     dims = 8 * len(db.scalar("SELECT bits FROM embeddings LIMIT 1"))
@@ -201,6 +200,7 @@ def measure_vec0(path: str, questions_file: str, truth_file: str, k: int, subset
     queries = np.load(questions_file)[:subset]
     truth = np.load(truth_file)[:subset]
     db = open_database(path)
+    load_sqlite_vec(db)
     dims = queries.shape[1]
     active = (f" AND NOT (kind = 'fact' AND item_id IN (SELECT f.id FROM facts f WHERE f.user_id = ?1 "
               f"AND NOT ({active_fact('f')})))")

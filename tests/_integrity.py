@@ -43,12 +43,12 @@ def consistency_problems(path: str) -> list[str]:
                                 f"{sorted(messages - indexed)[:5]}, only in index {sorted(indexed - messages)[:5]}")
         # Every stored vector belongs to a live item of the same user; every item marked embedded has its vector.
         for kind, table in _BASE.items():
-            orphans = db.scalar(f"SELECT count(*) FROM embeddings e WHERE e.kind = ? AND NOT EXISTS "
+            orphans = db.scalar(f"SELECT count(*) FROM embeddings e WHERE e.kind = $1 AND NOT EXISTS "
                                 f"(SELECT 1 FROM {table} t WHERE t.id = e.item_id AND t.user_id = e.user_id)", (kind,))
             if orphans:
                 problems.append(f"{orphans} {kind} vectors without their item")
             missing = db.scalar(f"SELECT count(*) FROM {table} t WHERE t.embedder IS NOT NULL AND NOT EXISTS "
-                                "(SELECT 1 FROM embeddings e WHERE e.kind = ? AND e.item_id = t.id "
+                                "(SELECT 1 FROM embeddings e WHERE e.kind = $1 AND e.item_id = t.id "
                                 "AND e.embedder = t.embedder AND e.user_id = t.user_id)", (kind,))
             if missing:
                 problems.append(f"{missing} {kind}s marked embedded without a vector")
@@ -66,6 +66,6 @@ def row_ids(path: str, table: str, user_id: str | None = None) -> set[int]:
     try:
         if user_id is None:
             return {row[0] for row in db.execute(f"SELECT id FROM {table}")}
-        return {row[0] for row in db.execute(f"SELECT id FROM {table} WHERE user_id = ?", (user_id,))}
+        return {row[0] for row in db.execute(f"SELECT id FROM {table} WHERE user_id = $1", (user_id,))}
     finally:
         db.close()

@@ -1,6 +1,6 @@
 """PostgreSQL fixtures (registered by conftest.py's `pytest_plugins`).
 
-- `postgres_server` (session): one throwaway server per xdist worker (coop.memory.storage.postgres.throwaway),
+- `postgres_server` (session): one throwaway server per xdist worker (`tests/throwaway_postgres.py`),
   or, when COOP_TEST_DATABASE_URL is set, the server at that URL (its user must be allowed to create databases).
   Either has `create_database(name=None) -> url` and `drop_database(name_or_url)`.
 - `postgres_url`: a fresh, empty database on it for one test, owned by an ordinary role (pgvector enabled by the
@@ -18,7 +18,7 @@ from importlib.util import find_spec
 
 import pytest
 
-from coop.memory.storage.postgres.throwaway import INSTALL_HINT, RunningServer, ThrowawayServer, server_binaries
+from tests.throwaway_postgres import INSTALL_HINT, RunningServer, ThrowawayServer, server_binaries
 
 # Read as the run found them: the autouse `coop_home` fixture clears COOP_* variables while a test runs.
 DATABASE_URL = os.environ.get("COOP_TEST_DATABASE_URL", "").strip()

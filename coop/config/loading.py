@@ -235,7 +235,7 @@ def _parse_env(f: dataclasses.Field[Any], raw: str, dotted: str) -> Any:
 
 # Variables coop reads that are not settings: where its files are, and switches for debugging, the engine and the
 # tests. With the settings' own `COOP_<SECTION>_<KEY>` names, these are every `COOP_*` name coop knows.
-OTHER_VARIABLES = ("COOP_HOME", "COOP_CONFIG", "COOP_MODEL_CACHE", "COOP_DEBUG", "COOP_DISABLE_SQLITE_VEC",
+OTHER_VARIABLES = ("COOP_HOME", "COOP_CONFIG", "COOP_MODEL_CACHE", "COOP_DEBUG",
                    "COOP_EMBEDDER_FASTEMBED", "COOP_CRASH_SEED", "COOP_DATABASE_URL")
 FREE_PREFIXES = ("COOP_TEST_",)  # the test suite's own variables (COOP_TEST_MODEL_PATH, ...)
 

@@ -68,7 +68,7 @@ def server_entry(*, user: str, config: str | None, allow_writes: bool, command: 
 # Settings that hold a path: a relative one means another file from the host's working directory.
 PATH_SETTINGS = ("memory.db_path", "memory.embedder.model_path", "trace.file")
 # Variables that are not settings but change which files coop uses or how it reads them.
-CARRIED_VARIABLES = ("COOP_HOME", "COOP_MODEL_CACHE", "COOP_DISABLE_SQLITE_VEC", "COOP_EMBEDDER_FASTEMBED",
+CARRIED_VARIABLES = ("COOP_HOME", "COOP_MODEL_CACHE", "COOP_EMBEDDER_FASTEMBED",
                      "COOP_DATABASE_URL")
 
 

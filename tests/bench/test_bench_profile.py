@@ -121,7 +121,7 @@ def test_recall_per_kind_is_counted_from_the_prompt_text(tmp_path):
     berlin, mochi, employer = (built.current[i] for i in ("ana-01", "ana-02", "ana-03"))
     lyon = next(i for i, (_, text) in built.former.items() if text == "Lives in Lyon")
     school = next(i for i, (_, text) in built.former.items() if text == "Works at a school")
-    assert db.scalar("SELECT superseded_by FROM facts WHERE id = ?", (lyon,)) == berlin
+    assert db.scalar("SELECT superseded_by FROM facts WHERE id = $1", (lyon,)) == berlin
     shows = {  # question -> the fact lines its prompt shows
         "What's the weather like in my city today?": [f"- f{berlin} (since 2026-01-01): Lives in Berlin",
                                                       f"- f{lyon} (former, until 2025): Lives in Lyon"],

@@ -202,7 +202,7 @@ def test_new_and_end_leave_no_empty_sessions_and_counts_read_right(repl_factory,
     drive(repl, "/new\r/end\r/new\rhello\r/new\r/sessions\r\x04")
     sessions = memory.sessions.recent()
     assert [s["messages"] for s in sessions] == [2]  # the one with "hello" and its reply, no empty ones
-    total = memory.db.scalar("SELECT count(*) FROM sessions WHERE user_id = ?", (memory.user_id,))
+    total = memory.db.scalar("SELECT count(*) FROM sessions WHERE user_id = $1", (memory.user_id,))
     assert total == 1
     assert "2 messages" in screen.getvalue() and "msgs" not in screen.getvalue()
 

@@ -40,7 +40,8 @@ def test_check_reports_the_database_machinery(run_cli, coop_home):
     _, report = check(run_cli)
     checks = by_name(report)
     assert checks["sqlite"]["severity"] == "ok" and "FTS5" in checks["sqlite"]["message"]
-    assert checks["sqlite-vec"]["severity"] == "ok" and "loaded" in checks["sqlite-vec"]["message"]
+    assert checks["vectors"]["severity"] == "ok" and "sign bits" in checks["vectors"]["message"]
+    assert "sqlite-vec" not in {c["name"] for c in report["checks"]}  # no extension is loaded (issue 43)
     assert checks["schema"]["severity"] == "ok" and "current" in checks["schema"]["message"]
     assert checks["integrity"]["severity"] == "ok" and "ok" in checks["integrity"]["message"]
     assert checks["full-text index"]["severity"] == "ok"
@@ -52,7 +53,7 @@ def test_check_reports_the_database_machinery(run_cli, coop_home):
 def test_check_prints_a_table_and_a_verdict_for_people(run_cli):
     result = run_cli("check")
     assert result.exit_code == 0
-    assert "sqlite-vec" in result.stdout and "coop check: ready" in result.stdout and "0 errors" in result.stdout
+    assert "vectors" in result.stdout and "coop check: ready" in result.stdout and "0 errors" in result.stdout
 
 
 def test_no_model_is_a_warning_not_a_failure(run_cli):
@@ -169,15 +170,14 @@ def test_an_embedder_that_cannot_load_is_an_error(run_cli, tmp_path):
     assert "model_path" in embedder["hint"]
 
 
-def test_without_sqlite_vec_check_says_search_does_not_need_it_and_search_uses_vectors(run_cli):
-    env = {"COOP_DISABLE_SQLITE_VEC": "1"}
-    code, report = check(run_cli, env=env)
-    vec = by_name(report)["sqlite-vec"]
-    assert code == 0 and vec["severity"] == "ok" and "not loaded" in vec["message"]
-    assert "scanned in memory" in vec["message"]
-    assert run_cli("memory", "add", "My cat is called Miso", "--user", "ana", env=env).exit_code == 0
-    assert run_cli("memory", "add", "I live in Lyon", "--user", "ana", env=env).exit_code == 0
-    hits = run_cli("memory", "search", "My cat is called Miso", "--user", "ana", "--json", env=env).json()
+def test_check_says_how_vectors_are_searched_and_search_uses_them(run_cli):
+    code, report = check(run_cli)
+    vectors = by_name(report)["vectors"]
+    assert code == 0 and vectors["severity"] == "ok"
+    assert "in memory" in vectors["message"] and "exact cosine" in vectors["message"]
+    assert run_cli("memory", "add", "My cat is called Miso", "--user", "ana").exit_code == 0
+    assert run_cli("memory", "add", "I live in Lyon", "--user", "ana").exit_code == 0
+    hits = run_cli("memory", "search", "My cat is called Miso", "--user", "ana", "--json").json()
     assert hits[0]["text"] == "My cat is called Miso" and "vector" in hits[0]["legs"]
     assert hits[0]["legs"]["vector"]["score"] == pytest.approx(1.0, abs=1e-4)
 

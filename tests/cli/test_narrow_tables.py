@@ -49,7 +49,7 @@ def test_every_table_fits_40_columns_keeping_id_and_text(seeded, run_cli, name):
     assert result.exit_code == 0, result.stderr
     assert all(len(line.rstrip()) <= 40 for line in result.stdout.splitlines()), result.stdout
     if name == "check":  # a report of rules: every name and a readable message
-        engine = "sqlite-vec" if "sqlite-vec" in result.stdout else "pgvector"
+        engine = "vectors" if "vectors" in result.stdout else "pgvector"
         assert engine in result.stdout and "coop check: ready" in result.stdout.replace("\n", " ")
         return
     if name not in ("history", "why"):

@@ -115,7 +115,6 @@ def test_fuzzed_search_through_the_cli(seeded, run_cli):
 def test_a_search_limit_the_cli_accepts_works_with_vectors(seeded, limit):
     from coop.memory.retrieval.search import search
 
-    assert getattr(seeded.db, "has_vec", True)  # SQLite: sqlite-vec loaded; Postgres: pgvector
     result = expect_coop_error(search, seeded, "bees", embedder=EMBEDDER, limit=limit)
     assert not isinstance(result, CoopError) and result.hits
 
@@ -494,7 +493,7 @@ def test_fuzzed_consolidation_replies_are_all_or_nothing(memory):
                              FactWriter(memory, config.memory.extraction, embedder=EMBEDDER),
                              session_id=session, ended=True)
         after = memory.db.scalar("SELECT count(*) FROM summaries")
-        pending = memory.db.scalar("SELECT count(*) FROM messages WHERE consolidated_at IS NULL AND session_id = ?",
+        pending = memory.db.scalar("SELECT count(*) FROM messages WHERE consolidated_at IS NULL AND session_id = $1",
                                    (session,))
         if report.errors:  # nothing of the span was written
             assert (report.spans, after, pending) == (0, before, 2)

@@ -57,7 +57,7 @@ def build(store, world) -> dict[str, dict]:
         for text in data["summaries"]:
             refs["summary"].add(memory.summaries.add(text, session_id=next(iter(sessions), None)))
         # superseded rows belong to the user too
-        refs["fact"] |= {row[0] for row in memory.db.execute("SELECT id FROM facts WHERE user_id = ?",
+        refs["fact"] |= {row[0] for row in memory.db.execute("SELECT id FROM facts WHERE user_id = $1",
                                                               (memory.user_id,))}
         if data["forget"] and refs["fact"]:
             gone = min(refs["fact"])
@@ -158,7 +158,7 @@ def test_no_library_path_returns_another_users_rows(store, scripted):
             assert exported == mine
             assert {r["id"] for r in records[1:] if r["type"] == "session"} == data["sessions"]
             forgotten = {row[0] for row in memory.db.execute(
-                "SELECT item_id FROM forgotten WHERE user_id = ? AND kind = 'fact'", (user_id,))}
+                "SELECT item_id FROM forgotten WHERE user_id = $1 AND kind = 'fact'", (user_id,))}
             assert {r["fact_id"] for r in records[1:] if r["type"] == "fact_history"} <= \
                 data["refs"]["fact"] | forgotten
             # the model's tools
@@ -197,10 +197,10 @@ def test_no_library_path_returns_another_users_rows(store, scripted):
             memory = data["memory"]
             for kind, ids in data["refs"].items():
                 assert set(memory.get_many(kind, ids)) == ids
-            assert memory.db.scalar("SELECT count(*) FROM facts WHERE user_id = ? AND superseded_by IN "
-                                    "(SELECT id FROM facts WHERE user_id != ?)", (user_id, user_id)) == 0
+            assert memory.db.scalar("SELECT count(*) FROM facts WHERE user_id = $1 AND superseded_by IN "
+                                    "(SELECT id FROM facts WHERE user_id != $2)", (user_id, user_id)) == 0
             assert memory.db.scalar("SELECT count(*) FROM summaries s JOIN messages m ON m.id = s.span_start_id "
-                                    "WHERE s.user_id = ? AND m.user_id != ?", (user_id, user_id)) == 0
+                                    "WHERE s.user_id = $1 AND m.user_id != $2", (user_id, user_id)) == 0
 
     run()
 

@@ -160,7 +160,7 @@ def test_sigkill_at_random_moments_loses_no_returned_write_and_leaves_a_consiste
     def backlog(user: str) -> int:
         database = open_database(db_path)
         try:
-            return sum(database.scalar(f"SELECT count(*) FROM {t} WHERE user_id = ? AND embedder IS NULL", (user,))
+            return sum(database.scalar(f"SELECT count(*) FROM {t} WHERE user_id = $1 AND embedder IS NULL", (user,))
                        for t in ("messages", "facts", "summaries"))
         finally:
             database.close()

@@ -1,6 +1,6 @@
-"""The SQLite connection: one apsw connection per thread, pragmas, sqlite-vec, `atomic()`, error translation.
+"""The SQLite connection: one apsw connection per thread, pragmas, `atomic()`, error translation.
 
-Why apsw: the system `sqlite3` module here cannot load extensions, and apsw ships a current SQLite with FTS5.
+Why apsw: it ships a current SQLite with FTS5, pinned, so full-text search and the schema behave as tested.
 An apsw connection must not be shared across threads, so every thread (the REPL, the embedding worker, the
 consolidation worker) calls `open_database()` for its own.
 
@@ -29,22 +29,26 @@ from coop.privacy.secrets import mask_optional
 THROWAWAY = ":memory:"
 
 
+def numbered(sql: str, params: Any) -> Any:
+    """The values of a statement the two engines share (`sql.py`): its `$1` .. `$n` are, to SQLite, parameters
+    named "1" .. "n", bound by name, so a number may come twice or out of order. SQLite's own statements (`?`)
+    take their values as given."""
+    if params is None or isinstance(params, dict) or "$" not in sql:
+        return params
+    return {str(number): value for number, value in enumerate(params, start=1)}
+
+
 @dataclass
 class Database:
     """One open connection plus what was learned while opening it."""
 
     conn: apsw.Connection
     path: str
-    vec_version: str | None = None
-    vec_error: str | None = None
     read_only: bool = False  # opened from a place nobody here can write: reads work, writes are StoreErrors
     busy_timeout_ms: int = 5000
+    dialect: str = "sqlite"  # which of a shared statement's forms this engine runs (`sql.py`)
     caches: dict[str, Any] = field(default_factory=dict, repr=False)  # derived, checked copies (bit_index)
     _depth: int = field(default=0, repr=False)
-
-    @property
-    def has_vec(self) -> bool:
-        return self.vec_version is not None
 
     @property
     def key_location(self) -> str:
@@ -65,11 +69,11 @@ class Database:
 
     def stream(self, sql: str, params: Any = None) -> Iterator[tuple[Any, ...]]:
         """The rows of a query one at a time, without reading them all first (inside `snapshot`)."""
-        yield from self.conn.cursor().execute(sql, params)
+        yield from self.conn.cursor().execute(sql, numbered(sql, params))
 
     def execute(self, sql: str, params: Any = None) -> apsw.Cursor:
         try:
-            return self.conn.execute(sql, params)
+            return self.conn.execute(sql, numbered(sql, params))
         except apsw.Error as exc:
             _reraise(exc, self.path)
         except UnicodeEncodeError:
@@ -78,7 +82,7 @@ class Database:
     def executemany(self, sql: str, rows: Any) -> None:
         with self.atomic():
             try:
-                self.conn.executemany(sql, rows)
+                self.conn.executemany(sql, (numbered(sql, row) for row in rows))
             except UnicodeEncodeError:
                 raise _not_utf8() from None
 
@@ -198,34 +202,6 @@ def _make_private_path(path: str) -> None:
                              hint="set COOP_HOME or memory.db_path to a writable place") from None
 
 
-def _sqlite_vec_path() -> str:
-    """The sqlite-vec extension's file, found without importing the `sqlite_vec` package: its `__init__`
-    imports numpy (a fifth of a second), which opening a database does not need."""
-    import importlib.util
-
-    spec = importlib.util.find_spec("sqlite_vec")
-    if spec is None or not spec.submodule_search_locations:
-        raise ImportError("the sqlite-vec package is not installed")
-    return os.path.join(next(iter(spec.submodule_search_locations)), "vec0")
-
-
-def _load_sqlite_vec(conn: apsw.Connection) -> tuple[str | None, str | None]:
-    if os.environ.get("COOP_DISABLE_SQLITE_VEC"):
-        return None, "disabled by COOP_DISABLE_SQLITE_VEC"
-    try:
-        conn.enable_load_extension(True)
-        try:
-            conn.load_extension(_sqlite_vec_path())
-        finally:
-            conn.enable_load_extension(False)
-        row = conn.execute("select vec_version()").fetchone()
-        if row is None:
-            return None, "vec_version() returned no row"
-        return row[0], None
-    except Exception as exc:  # any failure means: run on the numpy path
-        return None, f"{type(exc).__name__}: {exc}"
-
-
 def _unwritable(path: str) -> bool:
     """True for an existing database nobody here can write: on a read-only file system, or with neither the file
     nor its directory writable by this user. Such a file cannot change under us, so it is opened immutable
@@ -246,7 +222,7 @@ def _optional_hash(text: str | None) -> str | None:
 
 
 def connect(path: str, *, busy_timeout_ms: int = 5000) -> Database:
-    """Open (creating if needed) the SQLite file at `path`, with pragmas and sqlite-vec; no schema work.
+    """Open (creating if needed) the SQLite file at `path`, with pragmas and coop's SQL functions; no schema work.
 
     A database in a place nobody here can write (a read-only disk, a backup without write permission) opens
     read-only: everything that reads works, and every write is a `StoreError` that says the database is
@@ -295,7 +271,4 @@ def connect(path: str, *, busy_timeout_ms: int = 5000) -> Database:
     except apsw.Error as exc:
         raise StoreError(f"cannot open the database {path}: {exc}",
                          hint="run `coop check` for details") from None
-    vec_version, vec_error = _load_sqlite_vec(conn)
-    db = Database(conn=conn, path=path, vec_version=vec_version, vec_error=vec_error, read_only=read_only,
-                  busy_timeout_ms=busy_timeout_ms)
-    return db
+    return Database(conn=conn, path=path, read_only=read_only, busy_timeout_ms=busy_timeout_ms)

@@ -3,7 +3,7 @@
 nothing is embedded again), the keyed hashes of forgotten records (an export leaves them out too), and what the
 copy's verification counts on either side.
 
-Plain reads of one user's rows, in SQL both backends take (Postgres through `postgres/dialect.py`), so the copy
+Plain reads of one user's rows, in SQL both backends run as written (`sql.py`), so the copy
 itself stays above storage and writes only through the parts, as an import does."""
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ from collections import Counter
 from collections.abc import Iterable
 
 from coop.memory.storage.scope import UserScope, in_chunks
+from coop.memory.storage.sql import marks
 
 VectorRow = tuple[int, str, int, str, bytes, bytes | None]  # (row id, kind, item id, embedder, float32s, float16s)
 _ID_TABLES = ("sessions", "messages", "facts", "summaries")
@@ -22,25 +23,25 @@ def vector_rows(memory: UserScope, *, after_id: int, limit: int) -> list[VectorR
     bytes and the sentence parts' float16 bytes (None for an item of one sentence)."""
     return [(int(r[0]), r[1], int(r[2]), r[3], bytes(r[4]), None if r[5] is None else bytes(r[5]))
             for r in memory.db.execute(
-                "SELECT id, kind, item_id, embedder, vector, parts FROM embeddings WHERE user_id = ? AND id > ? "
-                "ORDER BY id LIMIT ?", (memory.user_id, after_id, limit))]
+                "SELECT id, kind, item_id, embedder, vector, parts FROM embeddings WHERE user_id = $1 AND id > $2 "
+                "ORDER BY id LIMIT $3", (memory.user_id, after_id, limit))]
 
 
 def vector_count(memory: UserScope) -> int:
     """How many vectors this user has, of every embedder."""
-    return int(memory.db.scalar("SELECT count(*) FROM embeddings WHERE user_id = ?", (memory.user_id,)) or 0)
+    return int(memory.db.scalar("SELECT count(*) FROM embeddings WHERE user_id = $1", (memory.user_id,)) or 0)
 
 
 def vector_items(memory: UserScope) -> set[tuple[str, str, int]]:
     """(embedder, kind, item id) of every vector this user has."""
     return {(r[0], r[1], int(r[2])) for r in memory.db.execute(
-        "SELECT embedder, kind, item_id FROM embeddings WHERE user_id = ?", (memory.user_id,))}
+        "SELECT embedder, kind, item_id FROM embeddings WHERE user_id = $1", (memory.user_id,))}
 
 
 def forgotten_hashes(memory: UserScope) -> dict[tuple[str, float], str]:
     """(kind, forgotten at) -> keyed hash of this user's forgotten records that have one."""
     return {(r[0], float(r[1])): r[2] for r in memory.db.execute(
-        "SELECT kind, forgotten_at, content_hash FROM forgotten WHERE user_id = ? AND content_hash IS NOT NULL",
+        "SELECT kind, forgotten_at, content_hash FROM forgotten WHERE user_id = $1 AND content_hash IS NOT NULL",
         (memory.user_id,))}
 
 
@@ -51,7 +52,7 @@ def existing_ids(memory: UserScope, table: str, ids: Iterable[int]) -> set[int]:
     found: set[int] = set()
     for chunk in in_chunks(sorted(set(ids))):
         found.update(int(r[0]) for r in memory.db.execute(
-            f"SELECT id FROM {table} WHERE user_id = ? AND id IN ({','.join('?' * len(chunk))})",
+            f"SELECT id FROM {table} WHERE user_id = $1 AND id IN ({marks(len(chunk), first=2)})",
             (memory.user_id, *chunk)))
     return found
 
@@ -61,12 +62,12 @@ def history_keys(memory: UserScope, fact_ids: Iterable[int]) -> Counter[tuple[in
     found: Counter[tuple[int, str, float]] = Counter()
     for chunk in in_chunks(sorted(set(fact_ids))):
         found.update((int(r[0]), r[1], float(r[2])) for r in memory.db.execute(
-            f"SELECT fact_id, action, created_at FROM fact_history WHERE user_id = ? "
-            f"AND fact_id IN ({','.join('?' * len(chunk))})", (memory.user_id, *chunk)))
+            f"SELECT fact_id, action, created_at FROM fact_history WHERE user_id = $1 "
+            f"AND fact_id IN ({marks(len(chunk), first=2)})", (memory.user_id, *chunk)))
     return found
 
 
 def summary_ids(memory: UserScope) -> dict[tuple[float, str], int]:
     """(written at, text as stored) -> id of this user's summaries: how a copy finds where each one landed."""
     return {(float(r[1]), r[2]): int(r[0]) for r in memory.db.execute(
-        "SELECT id, created_at, text FROM summaries WHERE user_id = ? ORDER BY id DESC", (memory.user_id,))}
+        "SELECT id, created_at, text FROM summaries WHERE user_id = $1 ORDER BY id DESC", (memory.user_id,))}

@@ -1,4 +1,4 @@
-"""The one way to open coop's database: connect (pragmas, sqlite-vec) and bring the schema up to date.
+"""The one way to open coop's database: connect (pragmas, SQL functions) and bring the schema up to date.
 
 Every thread (the REPL, the embedding worker, the consolidation worker) calls `open_database()` for a
 connection of its own: an apsw connection must not be shared across threads.
@@ -16,7 +16,7 @@ __all__ = ["Database", "open_database"]
 
 
 def open_database(path: str, *, busy_timeout_ms: int = 5000, migrate: bool = True) -> Database:
-    """Open (creating if needed) the database at `path`, with pragmas, sqlite-vec and migrations applied.
+    """Open (creating if needed) the database at `path`, with pragmas and migrations applied.
 
     A database in a place nobody here can write (a read-only disk, a backup without write permission) opens
     read-only: everything that reads works, and every write is a `StoreError` that says the database is

@@ -36,11 +36,11 @@ def user_records(memory: UserScope) -> Generator[int | dict[str, Any], None, Non
     snapshot is held until the iterator is exhausted or closed."""
     db = memory.db
     with db.snapshot():
-        yield sum(int(db.scalar(f"SELECT count(*) FROM {table} WHERE user_id = ?", (memory.user_id,)))
+        yield sum(int(db.scalar(f"SELECT count(*) FROM {table} WHERE user_id = $1", (memory.user_id,)))
                   for _, _, table in RECORDS)
         for kind, columns, table in RECORDS:
             names = tuple("content_hash" if column == "NULL" else column for column in columns)
-            for row in db.stream(f"SELECT {', '.join(columns)} FROM {table} WHERE user_id = ? ORDER BY id",
+            for row in db.stream(f"SELECT {', '.join(columns)} FROM {table} WHERE user_id = $1 ORDER BY id",
                                  (memory.user_id,)):
                 yield {"type": kind, **dict(zip(names, row))}
 
@@ -48,5 +48,5 @@ def user_records(memory: UserScope) -> Generator[int | dict[str, Any], None, Non
 def conversation(memory: UserScope) -> Iterator[tuple[int | None, str, str, float]]:
     """(session id, role, text, written at) of every message, session by session (messages without a session
     first), in the order they were written."""
-    yield from memory.db.execute("SELECT session_id, role, content, created_at FROM messages WHERE user_id = ? "
+    yield from memory.db.execute("SELECT session_id, role, content, created_at FROM messages WHERE user_id = $1 "
                                  "ORDER BY coalesce(session_id, 0), id", (memory.user_id,))

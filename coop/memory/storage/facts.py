@@ -27,7 +27,8 @@ from coop.memory.storage.items import (
     Item,
     fact_item,
 )
-from coop.memory.storage.scope import Part, fresh_id_sql
+from coop.memory.storage.scope import Part
+from coop.memory.storage.sql import marks
 from coop.memory.text import check_text, content_hash
 from coop.privacy.secrets import mask, mask_optional
 
@@ -80,24 +81,24 @@ class Facts(Part):
     and the reads of facts by text, key and state, with their history."""
 
     def is_active(self, fact_id: int) -> bool:
-        return self.db.scalar(f"SELECT 1 FROM facts WHERE id = ? AND user_id = ? AND {ACTIVE_FACT}",
+        return self.db.scalar(f"SELECT 1 FROM facts WHERE id = $1 AND user_id = $2 AND {ACTIVE_FACT}",
                               (fact_id, self.user_id)) is not None
 
     def find_exact(self, value: str, category: str) -> Item | None:
         """The active fact with this category and normalised text, if any."""
-        row = self.db.one(f"SELECT {FACT_COLUMNS} FROM facts WHERE user_id = ? AND category = ? "
-                          f"AND content_hash = ? AND {ACTIVE_FACT} ORDER BY id LIMIT 1",
+        row = self.db.one(f"SELECT {FACT_COLUMNS} FROM facts WHERE user_id = $1 AND category = $2 "
+                          f"AND content_hash = $3 AND {ACTIVE_FACT} ORDER BY id LIMIT 1",
                           (self.user_id, category.strip().lower(), content_hash(mask(value))))  # stored masked
         return fact_item(row) if row else None
 
     def with_hash(self, category: str, digest: str) -> list[Item]:
         """Every fact of this user (active or not) in `category` whose normalised text has this hash."""
-        rows = self.db.execute(f"SELECT {FACT_COLUMNS} FROM facts WHERE user_id = ? AND category = ? "
-                               "AND content_hash = ? ORDER BY id", (self.user_id, category, digest))
+        rows = self.db.execute(f"SELECT {FACT_COLUMNS} FROM facts WHERE user_id = $1 AND category = $2 "
+                               "AND content_hash = $3 ORDER BY id", (self.user_id, category, digest))
         return [fact_item(r) for r in rows]
 
     def find_by_key(self, category: str, key: str) -> Item | None:
-        row = self.db.one(f"SELECT {FACT_COLUMNS} FROM facts WHERE user_id = ? AND category = ? AND key = ? "
+        row = self.db.one(f"SELECT {FACT_COLUMNS} FROM facts WHERE user_id = $1 AND category = $2 AND key = $3 "
                           f"AND {ACTIVE_FACT}", (self.user_id, category.strip().lower(), key.strip().lower()))
         return fact_item(row) if row else None
 
@@ -106,22 +107,22 @@ class Facts(Part):
         standing instructions, newest first: what the profile ranks, without building an Item per fact."""
         return [(int(r[0]), r[1], float(r[2]), float(r[3]), r[4], bool(r[5]), r[6]) for r in self.db.execute(
             f"SELECT id, category, importance, updated_at, last_recalled_at, key IS NOT NULL, value FROM facts "
-            f"WHERE user_id = ? AND {ACTIVE_FACT} AND category != ? ORDER BY updated_at DESC, id DESC "
-            "LIMIT ?", (self.user_id, INSTRUCTION, limit))]
+            f"WHERE user_id = $1 AND {ACTIVE_FACT} AND category != $2 ORDER BY updated_at DESC, id DESC "
+            "LIMIT $3", (self.user_id, INSTRUCTION, limit))]
 
     def active(self, category: str | None = None, *, limit: int = 1000, newest_first: bool = False) -> list[Item]:
         """Active facts (of one category), oldest change first, or newest first."""
-        where = "AND category = ?" if category else ""
-        params: tuple[Any, ...] = (self.user_id, category, limit) if category else (self.user_id, limit)
+        where = "AND category = $3" if category else ""
+        params: tuple[Any, ...] = (self.user_id, limit, category) if category else (self.user_id, limit)
         order = "updated_at DESC, id DESC" if newest_first else "updated_at, id"
-        rows = self.db.execute(f"SELECT {FACT_COLUMNS} FROM facts WHERE user_id = ? AND {ACTIVE_FACT} {where} "
-                               f"ORDER BY {order} LIMIT ?", params)
+        rows = self.db.execute(f"SELECT {FACT_COLUMNS} FROM facts WHERE user_id = $1 AND {ACTIVE_FACT} {where} "
+                               f"ORDER BY {order} LIMIT $2", params)
         return [fact_item(r) for r in rows]
 
     def history(self, fact_id: int) -> list[HistoryEntry]:
         """Every recorded change of one fact, oldest first; a fact that was never this user's is not found."""
         rows = list(self.db.execute("SELECT action, old_value, new_value, reason, created_at, related_fact_id "
-                                    "FROM fact_history WHERE user_id = ? AND fact_id = ? ORDER BY id",
+                                    "FROM fact_history WHERE user_id = $1 AND fact_id = $2 ORDER BY id",
                                     (self.user_id, fact_id)))
         if not rows:
             raise NotFoundError(f"no history for f{fact_id}", hint="list facts with `coop memory list --kind fact`")
@@ -134,8 +135,9 @@ class Facts(Part):
         fields = FactFields.checked(value, category=category, key=key, importance=importance, source=source)
         with self.db.atomic():
             self.ensure_user()
-            same = self.db.scalar(f"SELECT id FROM facts WHERE user_id = ? AND category = ? AND content_hash = ? "
-                                  f"AND {ACTIVE_FACT} AND (key IS ? OR CAST(? AS TEXT) IS NULL) ORDER BY id LIMIT 1",
+            same = self.db.scalar(f"SELECT id FROM facts WHERE user_id = $1 AND category = $2 AND content_hash = $3 "
+                                  f"AND {ACTIVE_FACT} AND (key IS NOT DISTINCT FROM $4 OR CAST($5 AS TEXT) IS NULL) "
+                                  "ORDER BY id LIMIT 1",
                                   (self.user_id, fields.category, content_hash(fields.value), fields.key, fields.key))
             if same is not None:
                 self.bump(int(same), importance=fields.importance,
@@ -159,7 +161,7 @@ class Facts(Part):
         with self.db.atomic():
             self.ensure_user()
             # free the (category, key) slot before the new row takes it
-            self.db.execute("UPDATE facts SET superseded_at = ? WHERE id = ? AND user_id = ?",
+            self.db.execute("UPDATE facts SET superseded_at = $1 WHERE id = $2 AND user_id = $3",
                             (now, target_id, self.user_id))
             same = self.find_exact(fields.value, fields.category)
             if same is not None and same.key in (None, fields.key):  # the new value is known already: count it
@@ -167,7 +169,7 @@ class Facts(Part):
                 self.bump(fact_id, importance=fields.importance, reason=reason)
             else:
                 fact_id = self._insert(fields, reason, now)
-            self.db.execute("UPDATE facts SET superseded_by = ? WHERE id = ? AND user_id = ?",
+            self.db.execute("UPDATE facts SET superseded_by = $1 WHERE id = $2 AND user_id = $3",
                             (fact_id, target_id, self.user_id))
             self.record_history(target_id, "SUPERSEDE", target.text, fields.value, reason, now, related=fact_id)
         return FactWrite(fact_id, "SUPERSEDE", previous_id=target_id)
@@ -176,8 +178,8 @@ class Facts(Part):
         """Count one more mention of an existing fact (MERGE): no new row."""
         now = time.time()
         with self.db.atomic():
-            self.db.execute("UPDATE facts SET mention_count = mention_count + 1, updated_at = ?, "
-                            "importance = max(importance, ?) WHERE id = ? AND user_id = ?",
+            self.db.execute("UPDATE facts SET mention_count = mention_count + 1, updated_at = $1, "
+                            f"importance = {self.sql.greatest}(importance, $2) WHERE id = $3 AND user_id = $4",
                             (now, importance, fact_id, self.user_id))
             self.record_history(fact_id, "MERGE", None, None, reason, now)
 
@@ -189,8 +191,8 @@ class Facts(Part):
         now = time.time()
         with self.db.atomic():
             vectors.delete_item_vectors(self.memory, "fact", fact_id)
-            self.db.execute("UPDATE facts SET value = ?, content_hash = ?, updated_at = ?, embedder = NULL, "
-                            "mention_count = mention_count + 1 WHERE id = ? AND user_id = ?",
+            self.db.execute("UPDATE facts SET value = $1, content_hash = $2, updated_at = $3, embedder = NULL, "
+                            "mention_count = mention_count + 1 WHERE id = $4 AND user_id = $5",
                             (value, content_hash(value), now, fact_id, self.user_id))
             self.record_history(fact_id, "UPDATE", old.text, value, reason, now)
 
@@ -198,7 +200,7 @@ class Facts(Part):
         """Take a fact out of active use without deleting it: it stays searchable with --archived."""
         now = time.time()
         with self.db.atomic():
-            self.db.execute("UPDATE facts SET archived_at = ? WHERE id = ? AND user_id = ? AND archived_at IS NULL",
+            self.db.execute("UPDATE facts SET archived_at = $1 WHERE id = $2 AND user_id = $3 AND archived_at IS NULL",
                             (now, fact_id, self.user_id))
             self.record_history(fact_id, "ARCHIVE", None, None, reason, now)
 
@@ -209,8 +211,8 @@ class Facts(Part):
         item = self.memory.get("fact", fact_id)
         with self.db.atomic():
             if item.key is not None and self.find_by_key(item.category or "general", item.key) is not None:
-                self.db.execute("UPDATE facts SET key = NULL WHERE id = ? AND user_id = ?", (fact_id, self.user_id))
-            self.db.execute("UPDATE facts SET archived_at = NULL WHERE id = ? AND user_id = ?",
+                self.db.execute("UPDATE facts SET key = NULL WHERE id = $1 AND user_id = $2", (fact_id, self.user_id))
+            self.db.execute("UPDATE facts SET archived_at = NULL WHERE id = $1 AND user_id = $2",
                             (fact_id, self.user_id))
             self.record_history(fact_id, "RESTORE", None, None, reason, now)
 
@@ -227,12 +229,12 @@ class Facts(Part):
             if restored_loses:
                 superseded_at = now
             elif holder is not None:
-                self.db.execute("UPDATE facts SET superseded_at = ? WHERE id = ? AND user_id = ?",
+                self.db.execute("UPDATE facts SET superseded_at = $1 WHERE id = $2 AND user_id = $3",
                                 (now, holder.item_id, self.user_id))
             new_id = int(self.db.scalar(
                 "INSERT INTO facts (id, user_id, category, key, value, source, importance, mention_count, "
                 "content_hash, created_at, updated_at, last_recalled_at, superseded_at, archived_at) "
-                f"VALUES ({fresh_id_sql('fact')}, ?,?,?,?,?,?,?,?,?,?,?,?,?) RETURNING id",
+                f"VALUES ({self.sql.fresh_id('fact')}, $1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13) RETURNING id",
                 (self.user_id, fields.category, fields.key, fields.value, fields.source, fields.importance,
                  max(1, fact.mention_count), content_hash(fields.value), fact.created_at, fact.updated_at,
                  fact.last_recalled_at, superseded_at, fact.archived_at)))
@@ -246,19 +248,19 @@ class Facts(Part):
         """Make a superseded fact current again (its successor was taken back): RESTORE in its history."""
         now = time.time()
         with self.db.atomic():
-            self.db.execute("UPDATE facts SET superseded_at = NULL, superseded_by = NULL WHERE id = ? AND user_id = ?",
-                            (fact_id, self.user_id))
+            self.db.execute("UPDATE facts SET superseded_at = NULL, superseded_by = NULL "
+                            "WHERE id = $1 AND user_id = $2", (fact_id, self.user_id))
             self.record_history(fact_id, "RESTORE", None, None, reason, now)
 
     def link_superseded(self, fact_id: int, by_id: int) -> None:
         """Point an (already superseded) fact at the fact that replaced it."""
-        self.db.execute("UPDATE facts SET superseded_by = ? WHERE id = ? AND user_id = ?",
+        self.db.execute("UPDATE facts SET superseded_by = $1 WHERE id = $2 AND user_id = $3",
                         (by_id, fact_id, self.user_id))
 
     def record_history(self, fact_id: int, action: str, old: str | None, new: str | None, reason: str | None,
                        at: float, related: int | None = None) -> None:
         self.db.execute("INSERT INTO fact_history (user_id, fact_id, action, old_value, new_value, related_fact_id, "
-                        "reason, created_at) VALUES (?,?,?,?,?,?,?,?)",
+                        "reason, created_at) VALUES ($1,$2,$3,$4,$5,$6,$7,$8)",
                         (self.user_id, fact_id, action, mask_optional(old), mask_optional(new), related,
                          mask_optional(reason), at))
 
@@ -266,26 +268,27 @@ class Facts(Part):
         """A forgotten fact's history keeps that it changed, never what it said; the FORGET row closes it. Other
         facts' rows lose the text too: the fact it superseded records it as the new value ("Lyon -> Paris"), the
         fact that superseded it as the old one, and a reason may quote it."""
-        self.db.execute("UPDATE fact_history SET old_value = NULL, new_value = NULL WHERE user_id = ? AND fact_id = ?",
-                        (self.user_id, fact_id))
-        self.db.execute("UPDATE fact_history SET old_value = CASE WHEN old_value = ?2 THEN NULL ELSE old_value END, "
-                        "new_value = CASE WHEN new_value = ?2 THEN NULL ELSE new_value END, "
-                        "reason = CASE WHEN instr(reason, ?2) > 0 THEN NULL ELSE reason END "
-                        "WHERE user_id = ?1 AND (old_value = ?2 OR new_value = ?2 OR instr(reason, ?2) > 0)",
+        self.db.execute("UPDATE fact_history SET old_value = NULL, new_value = NULL "
+                        "WHERE user_id = $1 AND fact_id = $2", (self.user_id, fact_id))
+        self.db.execute("UPDATE fact_history SET old_value = CASE WHEN old_value = $2 THEN NULL ELSE old_value END, "
+                        "new_value = CASE WHEN new_value = $2 THEN NULL ELSE new_value END, "
+                        f"reason = CASE WHEN {self.sql.position}(reason, $2) > 0 THEN NULL ELSE reason END "
+                        f"WHERE user_id = $1 AND (old_value = $2 OR new_value = $2 "
+                        f"OR {self.sql.position}(reason, $2) > 0)",
                         (self.user_id, text))
         self.record_history(fact_id, "FORGET", None, None, reason, at)
 
     def touch(self, fact_ids: list[int]) -> None:
         """Record that these facts were just recalled into a prompt (retention goes by last use)."""
         if fact_ids:
-            self.db.execute(f"UPDATE facts SET last_recalled_at = ? WHERE user_id = ? AND id IN "
-                            f"({','.join('?' * len(fact_ids))})", (time.time(), self.user_id, *fact_ids))
+            self.db.execute(f"UPDATE facts SET last_recalled_at = $1 WHERE user_id = $2 AND id IN "
+                            f"({marks(len(fact_ids), first=3)})", (time.time(), self.user_id, *fact_ids))
 
     def _insert(self, fields: FactFields, reason: str, now: float | None = None) -> int:
         now = time.time() if now is None else now
         fact_id = int(self.db.scalar(
             "INSERT INTO facts (id, user_id, category, key, value, source, importance, content_hash, created_at, "
-            f"updated_at) VALUES ({fresh_id_sql('fact')}, ?,?,?,?,?,?,?,?,?) RETURNING id",
+            f"updated_at) VALUES ({self.sql.fresh_id('fact')}, $1,$2,$3,$4,$5,$6,$7,$8,$9) RETURNING id",
             (self.user_id, fields.category, fields.key, fields.value, fields.source, fields.importance,
              content_hash(fields.value), now, now)))
         self.record_history(fact_id, "ADD", None, fields.value, reason, now)
@@ -294,12 +297,12 @@ class Facts(Part):
     def replaced(self, fact_id: int) -> list[Item]:
         """The facts that `fact_id` superseded (kept, marked superseded by it), oldest first."""
         return [fact_item(r) for r in self.db.execute(
-            f"SELECT {FACT_COLUMNS} FROM facts WHERE user_id = ? AND superseded_by = ? AND superseded_at IS NOT NULL "
+            f"SELECT {FACT_COLUMNS} FROM facts WHERE user_id = $1 AND superseded_by = $2 AND superseded_at IS NOT NULL "
             "ORDER BY id", (self.user_id, fact_id))]
 
     def superseded(self, limit: int = 200) -> list[Item]:
         """Facts replaced by a newer one (not archived, not forgotten), the most recently replaced first: what
         the profile's "may be out of date" marks and "former" lines are made from."""
         return [fact_item(r) for r in self.db.execute(
-            f"SELECT {FACT_COLUMNS} FROM facts WHERE user_id = ? AND superseded_at IS NOT NULL "
-            "AND superseded_by IS NOT NULL ORDER BY superseded_at DESC, id DESC LIMIT ?", (self.user_id, limit))]
+            f"SELECT {FACT_COLUMNS} FROM facts WHERE user_id = $1 AND superseded_at IS NOT NULL "
+            "AND superseded_by IS NOT NULL ORDER BY superseded_at DESC, id DESC LIMIT $2", (self.user_id, limit))]

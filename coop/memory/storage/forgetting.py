@@ -28,7 +28,7 @@ class Forgetting(Part):
 
     def was_forgotten(self, text: str) -> bool:
         """True when the user forgot an item with this (normalised) text: extraction must not bring it back."""
-        return self.db.scalar("SELECT 1 FROM forgotten WHERE user_id = ? AND content_hash = ?",
+        return self.db.scalar("SELECT 1 FROM forgotten WHERE user_id = $1 AND content_hash = $2",
                               (self.user_id, self.digest(mask(text)))) is not None  # stored masked
 
     def forget(self, kind: str, item_id: int, *, reason: str = "forgotten by the user") -> dict[str, int]:
@@ -39,12 +39,12 @@ class Forgetting(Part):
         now = time.time()
         with self.db.atomic():
             counts = {"vectors": int(self.db.scalar(
-                "SELECT count(*) FROM embeddings WHERE kind = ? AND item_id = ? AND user_id = ?",
+                "SELECT count(*) FROM embeddings WHERE kind = $1 AND item_id = $2 AND user_id = $3",
                 (kind, item_id, self.user_id)))}
             vectors.delete_item_vectors(self.memory, kind, item_id)
             if kind == "fact":
                 self.memory.facts.scrub_history(item_id, item.text, reason=reason, at=now)
-            self.db.execute(f"DELETE FROM {REGISTRY[kind].table} WHERE id = ? AND user_id = ?",
+            self.db.execute(f"DELETE FROM {REGISTRY[kind].table} WHERE id = $1 AND user_id = $2",
                             (item_id, self.user_id))
             self.record(kind, self.digest(item.text), now, item_id=item_id)
             # a message's words also sit in the context column of the two messages after it
@@ -61,8 +61,8 @@ class Forgetting(Part):
         user (or none); `session_id` limits it to one session. Returns how many changed."""
         if not gone and fact is None:
             return 0
-        where = "" if session_id is None else " AND id = ?"
-        rows = list(self.db.execute(f"SELECT id, title FROM sessions WHERE user_id = ? AND title IS NOT NULL{where}",
+        where = "" if session_id is None else " AND id = $2"
+        rows = list(self.db.execute(f"SELECT id, title FROM sessions WHERE user_id = $1 AND title IS NOT NULL{where}",
                                     (self.user_id, *(() if session_id is None else (session_id,)))))
 
         def holds(title: str) -> bool:
@@ -73,10 +73,10 @@ class Forgetting(Part):
         for session, title in rows:
             if not holds(title):
                 continue
-            first = self.db.scalar("SELECT content FROM messages WHERE user_id = ? AND session_id = ? AND "
+            first = self.db.scalar("SELECT content FROM messages WHERE user_id = $1 AND session_id = $2 AND "
                                    "role = 'user' ORDER BY id LIMIT 1", (self.user_id, session))
             new = " ".join(str(first).split())[:80] if first else None
-            self.db.execute("UPDATE sessions SET title = ? WHERE id = ? AND user_id = ?",
+            self.db.execute("UPDATE sessions SET title = $1 WHERE id = $2 AND user_id = $3",
                             (None if new is None or holds(new) else new, session, self.user_id))
             changed += 1
         return changed
@@ -101,7 +101,7 @@ class Forgetting(Part):
         if last is None or last.action != "ADD":
             raise UsageError(f"f{fact_id} has no change to undo", hint=f"see `coop memory history f{fact_id}`")
         replaced = [int(r[0]) for r in self.db.execute(
-            "SELECT id FROM facts WHERE user_id = ? AND superseded_by = ? AND superseded_at IS NOT NULL",
+            "SELECT id FROM facts WHERE user_id = $1 AND superseded_by = $2 AND superseded_at IS NOT NULL",
             (self.user_id, fact_id))]
         with self.db.atomic():
             self.forget("fact", fact_id, reason=reason)
@@ -114,9 +114,9 @@ class Forgetting(Part):
         """The content-free trace of a forgotten item: its kind, id, time and keyed hash (`forget_digest`; None
         for one an import carries over: an export holds no hash)."""
         self.db.execute("INSERT INTO forgotten (user_id, kind, item_id, content_hash, forgotten_at) "
-                        "VALUES (?,?,?,?,?)", (self.user_id, kind, item_id, digest, at))
+                        "VALUES ($1,$2,$3,$4,$5)", (self.user_id, kind, item_id, digest, at))
 
     def has_record(self, kind: str, at: float) -> bool:
         """A record of an item of this kind forgotten at this time: an import does not add it twice."""
-        return self.db.scalar("SELECT 1 FROM forgotten WHERE user_id = ? AND kind = ? AND forgotten_at = ?",
+        return self.db.scalar("SELECT 1 FROM forgotten WHERE user_id = $1 AND kind = $2 AND forgotten_at = $3",
                               (self.user_id, kind, at)) is not None

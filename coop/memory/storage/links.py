@@ -26,6 +26,7 @@ from typing import Any
 from coop.memory.kinds import active_fact
 from coop.memory.storage.items import FACT_COLUMNS, Item, fact_item
 from coop.memory.storage.scope import Part, in_chunks
+from coop.memory.storage.sql import marks
 from coop.memory.text import grapheme_start
 from coop.privacy.secrets import mask
 
@@ -93,8 +94,8 @@ class Sources(Part):
         the user's words it quoted as evidence (kept on the first link; a later mention does not replace it)."""
         quote = mask(quote[:grapheme_start(quote, MAX_QUOTE_CHARS)]) if quote else None
         for message_id in set(message_ids):
-            self.db.execute("INSERT INTO fact_sources (user_id, fact_id, message_id, quote) SELECT ?, ?, id, ? "
-                            "FROM messages WHERE id = ? AND user_id = ? ON CONFLICT (fact_id, message_id) DO UPDATE "
+            self.db.execute("INSERT INTO fact_sources (user_id, fact_id, message_id, quote) SELECT $1, $2, id, $3 "
+                            "FROM messages WHERE id = $4 AND user_id = $5 ON CONFLICT (fact_id, message_id) DO UPDATE "
                             "SET quote = coalesce(fact_sources.quote, excluded.quote)",
                             (self.user_id, fact_id, quote, message_id, self.user_id))
 
@@ -103,7 +104,7 @@ class Sources(Part):
         return [Provenance(int(r[0]), r[1], r[2], r[3], float(r[4]), r[5], r[6]) for r in self.db.execute(
             "SELECT m.id, m.session_id, m.role, m.content, m.created_at, m.origin, s.quote FROM fact_sources s "
             "JOIN messages m ON m.id = s.message_id AND m.user_id = s.user_id "
-            "WHERE s.user_id = ? AND s.fact_id = ? ORDER BY m.id", (self.user_id, fact_id))]
+            "WHERE s.user_id = $1 AND s.fact_id = $2 ORDER BY m.id", (self.user_id, fact_id))]
 
     def quotes_of(self, fact_ids: Iterable[int]) -> dict[int, list[tuple[int, str | None]]]:
         """Fact id -> (message id, quote) of each source link: what an export carries."""
@@ -111,8 +112,8 @@ class Sources(Part):
         found: dict[int, list[tuple[int, str | None]]] = {}
         for chunk in in_chunks(ids):
             for fact_id, message_id, quote in self.db.execute(
-                    f"SELECT fact_id, message_id, quote FROM fact_sources WHERE user_id = ? AND fact_id IN "
-                    f"({','.join('?' * len(chunk))}) ORDER BY fact_id, message_id", (self.user_id, *chunk)):
+                    f"SELECT fact_id, message_id, quote FROM fact_sources WHERE user_id = $1 AND fact_id IN "
+                    f"({marks(len(chunk), first=2)}) ORDER BY fact_id, message_id", (self.user_id, *chunk)):
                 found.setdefault(int(fact_id), []).append((int(message_id), quote))
         return found
 
@@ -122,7 +123,8 @@ class Sources(Part):
         if not ids:
             return set()
         return {int(r[0]) for r in self.db.execute(
-            f"SELECT id FROM messages WHERE +user_id = ? AND origin = 'host' AND id IN ({','.join('?' * len(ids))})",
+            f"SELECT id FROM messages WHERE {self.sql.no_index}user_id = $1 AND origin = 'host' "
+            f"AND id IN ({marks(len(ids), first=2)})",
             (self.user_id, *ids))}
 
     def of_facts(self, fact_ids: Iterable[int]) -> dict[int, set[int]]:
@@ -131,9 +133,9 @@ class Sources(Part):
         found: dict[int, set[int]] = {}
         if not ids:
             return found
-        marks = ",".join("?" * len(ids))
         for fact_id, message_id in self.db.execute(
-                f"SELECT fact_id, message_id FROM fact_sources WHERE user_id = ? AND fact_id IN ({marks})",
+                f"SELECT fact_id, message_id FROM fact_sources WHERE user_id = $1 "
+                f"AND fact_id IN ({marks(len(ids), first=2)})",
                 (self.user_id, *ids)):
             found.setdefault(int(fact_id), set()).add(int(message_id))
         return found
@@ -144,8 +146,8 @@ class Sources(Part):
         found: dict[int, list[Item]] = {}
         if not ids:
             return found
-        rows = list(self.db.execute(f"SELECT message_id, fact_id FROM fact_sources WHERE user_id = ? AND message_id IN "
-                                    f"({','.join('?' * len(ids))})", (self.user_id, *ids)))
+        rows = list(self.db.execute(f"SELECT message_id, fact_id FROM fact_sources WHERE user_id = $1 "
+                                    f"AND message_id IN ({marks(len(ids), first=2)})", (self.user_id, *ids)))
         facts = self.memory.get_many("fact", [int(r[1]) for r in rows])
         for message_id, fact_id in rows:
             if int(fact_id) in facts:
@@ -154,7 +156,7 @@ class Sources(Part):
 
     def reviewed_at(self) -> float | None:
         """When the user's last review (`coop memory review`) reached; None before the first."""
-        found = self.db.scalar("SELECT reviewed_at FROM users WHERE id = ?", (self.user_id,))
+        found = self.db.scalar("SELECT reviewed_at FROM users WHERE id = $1", (self.user_id,))
         return None if found is None else float(found)
 
     def mark_reviewed(self, at: float) -> None:
@@ -162,8 +164,8 @@ class Sources(Part):
         reviews at once, or one that stopped early, cannot bring back what another one settled)."""
         with self.db.atomic():
             self.ensure_user()
-            self.db.execute("UPDATE users SET reviewed_at = max(coalesce(reviewed_at, ?1), ?1) WHERE id = ?2",
-                            (at, self.user_id))
+            self.db.execute(f"UPDATE users SET reviewed_at = {self.sql.greatest}(coalesce(reviewed_at, $1), $1) "
+                            "WHERE id = $2", (at, self.user_id))
 
     def learned_since(self, since: float | None, sources: Iterable[str] | None, *,
                       limit: int = 10_000) -> list[Learned]:
@@ -172,18 +174,23 @@ class Sources(Part):
         fact pipeline may refine a fact the user stated). `since` None: every active fact (`sources` None: any
         source), each dated by its latest change, or its creation when it has no history."""
         wanted = tuple(sorted(set(sources))) if sources is not None else None
-        after = "AND created_at > ?" if since is not None else ""
+        params: list[Any] = [self.user_id, limit]
+        after = ""
+        if since is not None:
+            params.append(since)
+            after = f"AND created_at > ${len(params)}"
         join = "JOIN" if since is not None else "LEFT JOIN"
-        of_source = "" if wanted is None else \
-            f"AND (f.source IN ({','.join('?' * len(wanted))}) OR coalesce(h.updated, 0) = 1)"
-        params = (self.user_id, *(() if since is None else (since,)), self.user_id, *(wanted or ()), limit)
+        of_source = ""
+        if wanted is not None:
+            of_source = f"AND (f.source IN ({marks(len(wanted), first=len(params) + 1)}) OR coalesce(h.updated, 0) = 1)"
+            params += wanted
         rows = self.db.execute(
             f"SELECT {FACT_COLUMNS}, coalesce(h.at, f.created_at), coalesce(h.updated, 0), coalesce(h.added, 1) "
             f"FROM facts f {join} (SELECT fact_id, max(created_at) AS at, "
             "max(CASE WHEN action = 'UPDATE' THEN 1 ELSE 0 END) AS updated, "
             "max(CASE WHEN action = 'ADD' THEN 1 ELSE 0 END) AS added FROM fact_history "
-            f"WHERE user_id = ? AND action IN ('ADD', 'UPDATE') {after} GROUP BY fact_id) h ON h.fact_id = f.id "
-            f"WHERE f.user_id = ? AND {active_fact('f')} {of_source} ORDER BY 16, f.id LIMIT ?", params)
+            f"WHERE user_id = $1 AND action IN ('ADD', 'UPDATE') {after} GROUP BY fact_id) h ON h.fact_id = f.id "
+            f"WHERE f.user_id = $1 AND {active_fact('f')} {of_source} ORDER BY 16, f.id LIMIT $2", params)
         return [Learned(fact_item(r[:15]), float(r[15]), "UPDATE" if r[16] and not r[17] else "ADD") for r in rows]
 
 
@@ -196,7 +203,8 @@ class Jobs(Part):
     def record(self, kind: str, *, session_id: int | None, message_id: int, reply_id: int | None) -> int:
         return int(self.db.scalar(
             "INSERT INTO memory_jobs (user_id, kind, session_id, message_id, reply_id, created_at) "
-            "VALUES (?,?,?,?,?,?) RETURNING id", (self.user_id, kind, session_id, message_id, reply_id, time.time())))
+            "VALUES ($1,$2,$3,$4,$5,$6) RETURNING id",
+            (self.user_id, kind, session_id, message_id, reply_id, time.time())))
 
     def pending(self, limit: int = 100, *, unclaimed: bool = False, now: float | None = None) -> list[PendingJob]:
         """Jobs recorded and not finished, oldest first; `unclaimed`: only those no client holds (never claimed,
@@ -204,14 +212,14 @@ class Jobs(Part):
         free = ""
         params: tuple[object, ...] = (self.user_id, limit)
         if unclaimed:
-            free = "AND (claimed_at IS NULL OR claimed_at < ?) "
-            params = (self.user_id, (time.time() if now is None else now) - JOB_LEASE_SECONDS, limit)
+            free = "AND (claimed_at IS NULL OR claimed_at < $3) "
+            params = (self.user_id, limit, (time.time() if now is None else now) - JOB_LEASE_SECONDS)
         return [_job(r) for r in self.db.execute(
-            f"SELECT {self._COLUMNS} FROM memory_jobs WHERE user_id = ? {free}ORDER BY id LIMIT ?", params)]
+            f"SELECT {self._COLUMNS} FROM memory_jobs WHERE user_id = $1 {free}ORDER BY id LIMIT $2", params)]
 
     def get(self, job_id: int) -> PendingJob | None:
         """The job, or None once it is finished (or its message forgotten)."""
-        row = self.db.one(f"SELECT {self._COLUMNS} FROM memory_jobs WHERE id = ? AND user_id = ?",
+        row = self.db.one(f"SELECT {self._COLUMNS} FROM memory_jobs WHERE id = $1 AND user_id = $2",
                           (job_id, self.user_id))
         return None if row is None else _job(row)
 
@@ -225,8 +233,8 @@ class Jobs(Part):
         changes nothing. Either way exactly one claimer gets the row back."""
         now = time.time() if now is None else now
         attempts = self.db.scalar(
-            "UPDATE memory_jobs SET attempts = attempts + 1, claimed_at = ? WHERE id = ? AND user_id = ? "
-            "AND (claimed_at IS NULL OR claimed_at < ?) RETURNING attempts",
+            "UPDATE memory_jobs SET attempts = attempts + 1, claimed_at = $1 WHERE id = $2 AND user_id = $3 "
+            "AND (claimed_at IS NULL OR claimed_at < $4) RETURNING attempts",
             (now, job_id, self.user_id, now - JOB_LEASE_SECONDS))
         return None if attempts is None else JobClaim(job_id, int(attempts), now)
 
@@ -234,11 +242,11 @@ class Jobs(Part):
         """Give a claimed job back unfinished (its run failed, or the process is leaving): the next start, here
         or on another client, may run it at once rather than after the lease. A claim that ran out and was taken
         by another client since is that client's, and stays."""
-        self.db.execute("UPDATE memory_jobs SET claimed_at = NULL WHERE id = ? AND user_id = ? AND claimed_at = ?",
+        self.db.execute("UPDATE memory_jobs SET claimed_at = NULL WHERE id = $1 AND user_id = $2 AND claimed_at = $3",
                         (claim.job_id, self.user_id, claim.claimed_at))
 
     def finish(self, job_id: int) -> None:
-        self.db.execute("DELETE FROM memory_jobs WHERE id = ? AND user_id = ?", (job_id, self.user_id))
+        self.db.execute("DELETE FROM memory_jobs WHERE id = $1 AND user_id = $2", (job_id, self.user_id))
 
 
 def _job(row: Any) -> PendingJob:

@@ -18,7 +18,8 @@ from coop.memory.storage.items import (
     fact_item,
     message_item,
 )
-from coop.memory.storage.scope import Part, fresh_id_sql, in_chunks
+from coop.memory.storage.scope import Part, in_chunks
+from coop.memory.storage.sql import marks
 from coop.memory.text import check_text, estimate_tokens
 from coop.privacy.secrets import mask, mask_optional
 
@@ -37,10 +38,11 @@ class Messages(Part):
         out: dict[int, tuple[int | None, int | None]] = {}
         for chunk in in_chunks(wanted):
             out.update((row[0], (row[1], row[2])) for row in self.db.execute(
-                "SELECT m.id, (SELECT p.id FROM messages p WHERE p.user_id = ?1 AND p.session_id = m.session_id "
-                "AND p.id < m.id ORDER BY p.id DESC LIMIT 1), (SELECT n.id FROM messages n WHERE n.user_id = ?1 "
+                "SELECT m.id, (SELECT p.id FROM messages p WHERE p.user_id = $1 AND p.session_id = m.session_id "
+                "AND p.id < m.id ORDER BY p.id DESC LIMIT 1), (SELECT n.id FROM messages n WHERE n.user_id = $1 "
                 "AND n.session_id = m.session_id AND n.id > m.id ORDER BY n.id LIMIT 1) FROM messages m "
-                f"WHERE +m.user_id = ?1 AND m.id IN ({','.join('?' * len(chunk))})", (self.user_id, *chunk)))
+                f"WHERE {self.sql.no_index}m.user_id = $1 AND m.id IN ({marks(len(chunk), first=2)})",
+                (self.user_id, *chunk)))
         return out
 
     def lengths(self, message_ids: Iterable[int]) -> dict[int, int]:
@@ -54,34 +56,36 @@ class Messages(Part):
         out: dict[int, Any] = {}
         for chunk in in_chunks(wanted):
             out.update((row[0], row[1]) for row in self.db.execute(
-                f"SELECT id, {expression} FROM messages WHERE +user_id = ? AND id IN ({','.join('?' * len(chunk))}) "
+                f"SELECT id, {expression} FROM messages WHERE {self.sql.no_index}user_id = $1 "
+                f"AND id IN ({marks(len(chunk), first=2)}) "
                 f"{condition}", (self.user_id, *chunk)))
         return out
 
     def recent(self, session_id: int, limit: int) -> list[Item]:
         """The last `limit` messages of one session, oldest first (the recency leg)."""
-        rows = self.db.execute(f"SELECT {MESSAGE_COLUMNS} FROM messages WHERE user_id = ? AND session_id = ? "
-                               "ORDER BY id DESC LIMIT ?", (self.user_id, session_id, limit))
+        rows = self.db.execute(f"SELECT {MESSAGE_COLUMNS} FROM messages WHERE user_id = $1 AND session_id = $2 "
+                               "ORDER BY id DESC LIMIT $3", (self.user_id, session_id, limit))
         return [message_item(r) for r in rows][::-1]
 
     def around(self, message_id: int, *, before: int = 3, after: int = 3) -> list[Item]:
         """The messages of the same session just before and after one message, in order (the timeline)."""
         centre = self.memory.get("message", message_id)
-        earlier = self.db.execute(f"SELECT {MESSAGE_COLUMNS} FROM messages WHERE user_id = ? AND session_id IS ? "
-                                  "AND id < ? ORDER BY id DESC LIMIT ?",
+        earlier = self.db.execute(f"SELECT {MESSAGE_COLUMNS} FROM messages WHERE user_id = $1 "
+                                  "AND session_id IS NOT DISTINCT FROM $2 AND id < $3 ORDER BY id DESC LIMIT $4",
                                   (self.user_id, centre.session_id, message_id, before))
-        later = self.db.execute(f"SELECT {MESSAGE_COLUMNS} FROM messages WHERE user_id = ? AND session_id IS ? "
-                                "AND id > ? ORDER BY id LIMIT ?", (self.user_id, centre.session_id, message_id, after))
+        later = self.db.execute(f"SELECT {MESSAGE_COLUMNS} FROM messages WHERE user_id = $1 "
+                                "AND session_id IS NOT DISTINCT FROM $2 AND id > $3 ORDER BY id LIMIT $4",
+                                (self.user_id, centre.session_id, message_id, after))
         return [message_item(r) for r in earlier][::-1] + [centre] + [message_item(r) for r in later]
 
     def salient(self, threshold: float, limit: int) -> list[Item]:
         """Active facts and messages at or above `threshold` importance, most important first (salience leg)."""
         facts = [fact_item(r) for r in self.db.execute(
-            f"SELECT {FACT_COLUMNS} FROM facts WHERE user_id = ? AND importance >= ? AND {ACTIVE_FACT} "
-            "ORDER BY importance DESC, updated_at DESC LIMIT ?", (self.user_id, threshold, limit))]
+            f"SELECT {FACT_COLUMNS} FROM facts WHERE user_id = $1 AND importance >= $2 AND {ACTIVE_FACT} "
+            "ORDER BY importance DESC, updated_at DESC LIMIT $3", (self.user_id, threshold, limit))]
         messages = [message_item(r) for r in self.db.execute(
-            f"SELECT {MESSAGE_COLUMNS} FROM messages WHERE user_id = ? AND importance >= ? "
-            "ORDER BY importance DESC, id DESC LIMIT ?", (self.user_id, threshold, limit))]
+            f"SELECT {MESSAGE_COLUMNS} FROM messages WHERE user_id = $1 AND importance >= $2 "
+            "ORDER BY importance DESC, id DESC LIMIT $3", (self.user_id, threshold, limit))]
         both = facts + messages
         both.sort(key=lambda i: (i.importance or 0, i.created_at), reverse=True)
         return both[:limit]
@@ -89,12 +93,12 @@ class Messages(Part):
     def unconsolidated(self, *, written_before: float, session_id: int | None = None) -> list[tuple[int, int]]:
         """(message id, session id) of conversation messages not yet consolidated whose session has ended or
         that were written before `written_before`, in session and id order."""
-        where = "AND m.session_id = ?" if session_id is not None else ""
+        where = "AND m.session_id = $3" if session_id is not None else ""
         params = (self.user_id, written_before) + ((session_id,) if session_id is not None else ())
         return [(int(r[0]), int(r[1])) for r in self.db.execute(
             "SELECT m.id, m.session_id FROM messages m JOIN sessions s ON s.id = m.session_id "
-            "WHERE m.user_id = ? AND m.consolidated_at IS NULL AND m.role IN ('user', 'assistant') "
-            f"AND (s.ended_at IS NOT NULL OR m.created_at <= ?) {where} ORDER BY m.session_id, m.id", params)]
+            "WHERE m.user_id = $1 AND m.consolidated_at IS NULL AND m.role IN ('user', 'assistant') "
+            f"AND (s.ended_at IS NOT NULL OR m.created_at <= $2) {where} ORDER BY m.session_id, m.id", params)]
 
     def add(self, session_id: int | None, role: str, content: str, *, created_at: float | None = None,
                     importance: float = 0.5, external_id: str | None = None, tool_name: str | None = None,
@@ -119,19 +123,20 @@ class Messages(Part):
             row = self.db.one(
                 "INSERT INTO messages (id, user_id, session_id, role, content, tool_name, tool_call_id, tool_calls, "
                 f"created_at, importance, token_count, consolidated_at, external_id{', origin' if origin else ''}) "
-                f"VALUES ({fresh_id_sql('message')}, ?,?,?,?,?,?,?,?,?,?,?,?{',?' if origin else ''}) "
+                f"VALUES ({self.sql.fresh_id('message')}, $1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12"
+                f"{',$13' if origin else ''}) "
                 "ON CONFLICT (user_id, external_id) DO NOTHING RETURNING id",
                 (self.user_id, session_id, role, content, tool_name, tool_call_id, tool_calls, now,
                  importance, estimate_tokens(content), consolidated_at, external_id, *([origin] if origin else [])))
             if row is None:
                 return None
             if session_id is not None:
-                self.db.execute("UPDATE sessions SET last_activity_at = max(last_activity_at, ?) WHERE id = ?",
-                                (now, session_id))
+                self.db.execute(f"UPDATE sessions SET last_activity_at = {self.sql.greatest}(last_activity_at, $1) "
+                                "WHERE id = $2", (now, session_id))
             return int(row[0])
 
     def by_external_id(self, external_id: str) -> int | None:
-        found = self.db.scalar("SELECT id FROM messages WHERE user_id = ? AND external_id = ?",
+        found = self.db.scalar("SELECT id FROM messages WHERE user_id = $1 AND external_id = $2",
                                (self.user_id, external_id))
         return None if found is None else int(found)
 
@@ -139,17 +144,19 @@ class Messages(Part):
         """(id, role, created_at, content as stored) of this user's messages in one session (None: outside any),
         for an import to recognise messages it already holds when their records carry no source id of them."""
         return [(int(r[0]), r[1], r[2], r[3]) for r in self.db.execute(
-            "SELECT id, role, created_at, content FROM messages WHERE user_id = ? AND session_id IS ?",
+            "SELECT id, role, created_at, content FROM messages WHERE user_id = $1 "
+            "AND session_id IS NOT DISTINCT FROM $2",
             (self.user_id, session_id))]
 
     def mark_consolidated(self, message_ids: list[int]) -> None:
         """These messages are summarised: consolidation does not take them up again."""
-        marks = ",".join("?" * len(message_ids))
-        self.db.execute(f"UPDATE messages SET consolidated_at = ? WHERE +user_id = ? AND id IN ({marks})",
+        self.db.execute(f"UPDATE messages SET consolidated_at = $1 WHERE {self.sql.no_index}user_id = $2 "
+                        f"AND id IN ({marks(len(message_ids), first=3)})",
                         (time.time(), self.user_id, *message_ids))
 
     def unmark_consolidated(self, session_id: int | None, first_id: int, last_id: int) -> None:
         """The messages of a span whose summary was forgotten: consolidation summarises what is left again."""
-        self.db.execute("UPDATE messages SET consolidated_at = NULL WHERE user_id = ? AND session_id IS ? "
-                        "AND id BETWEEN ? AND ? AND role IN ('user', 'assistant')",
+        self.db.execute("UPDATE messages SET consolidated_at = NULL WHERE user_id = $1 "
+                        "AND session_id IS NOT DISTINCT FROM $2 AND id BETWEEN $3 AND $4 "
+                        "AND role IN ('user', 'assistant')",
                         (self.user_id, session_id, first_id, last_id))

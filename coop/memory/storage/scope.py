@@ -10,8 +10,8 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, TypeVar
 
-from coop.memory.kinds import REGISTRY
 from coop.memory.storage.connection import Database
+from coop.memory.storage.sql import Dialect, dialect_of
 
 if TYPE_CHECKING:
     from coop.memory.storage.store import UserMemory
@@ -29,16 +29,6 @@ def in_chunks(ids: Sequence[T], size: int = IN_LIST_CHUNK) -> Iterator[list[T]]:
         yield list(ids[start:start + size])
 
 
-def fresh_id_sql(kind: str) -> str:
-    """SQL for the id a new row of `kind` gets: above every id its table has *and* every id it had before a
-    forget. SQLite reuses the highest rowid once that row is deleted, so without this a new fact could take the
-    id of one just forgotten, inherit its history and answer to references (f12 in an old tool result) that meant
-    the forgotten one. Used inside the write transaction, so two writers cannot pick the same id."""
-    table = REGISTRY[kind].table
-    return (f"(SELECT max(coalesce((SELECT max(id) FROM {table}), 0), "
-            f"coalesce((SELECT max(item_id) FROM forgotten WHERE kind = '{kind}'), 0)) + 1)")
-
-
 @dataclass
 class UserScope:
     """One user's handle on the database. Every statement made through it binds `self.user_id`."""
@@ -49,7 +39,8 @@ class UserScope:
     def ensure_user(self) -> None:
         """Make sure the user's row exists. Not cached: a write that created it and then failed (a full disk, a
         session that was not this user's) rolls the row back, and the next write must create it again."""
-        self.db.execute("INSERT OR IGNORE INTO users (id, created_at) VALUES (?, ?)", (self.user_id, time.time()))
+        self.db.execute("INSERT INTO users (id, created_at) VALUES ($1, $2) ON CONFLICT DO NOTHING",
+                        (self.user_id, time.time()))
 
     def transaction(self) -> AbstractContextManager[None]:
         """A unit of work over this user's memory: all of it is written, or (on any error) none. Nests."""
@@ -80,6 +71,11 @@ class Part:
     @property
     def user_id(self) -> str:
         return self.memory.user_id
+
+    @property
+    def sql(self) -> Dialect:
+        """The pieces of a shared statement that differ on this part's engine (`sql.py`)."""
+        return dialect_of(self.db)
 
     def ensure_user(self) -> None:
         self.memory.ensure_user()

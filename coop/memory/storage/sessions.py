@@ -19,7 +19,7 @@ class Sessions(Part):
     def previous(self, session_id: int | None, *, active_after: float) -> int | None:
         """The most recently active other session with messages, if it was active after `active_after`."""
         found = self.db.scalar(
-            "SELECT s.id FROM sessions s WHERE s.user_id = ? AND s.id IS NOT ? AND s.last_activity_at > ? "
+            "SELECT s.id FROM sessions s WHERE s.user_id = $1 AND s.id IS DISTINCT FROM $2 AND s.last_activity_at > $3 "
             "AND EXISTS (SELECT 1 FROM messages m WHERE m.session_id = s.id AND m.user_id = s.user_id) "
             "ORDER BY s.last_activity_at DESC, s.id DESC LIMIT 1", (self.user_id, session_id, active_after))
         return None if found is None else int(found)
@@ -37,11 +37,11 @@ class Sessions(Part):
                     return existing
             return int(self.db.scalar(
                 "INSERT INTO sessions (user_id, title, started_at, ended_at, last_activity_at, external_id) "
-                "VALUES (?, ?, ?, ?, ?, ?) RETURNING id",
+                "VALUES ($1, $2, $3, $4, $5, $6) RETURNING id",
                 (self.user_id, mask_optional(title), now, ended_at, last_activity_at or now, external_id)))
 
     def by_external_id(self, external_id: str) -> int | None:
-        found = self.db.scalar("SELECT id FROM sessions WHERE user_id = ? AND external_id = ?",
+        found = self.db.scalar("SELECT id FROM sessions WHERE user_id = $1 AND external_id = $2",
                                (self.user_id, external_id))
         return None if found is None else int(found)
 
@@ -49,7 +49,7 @@ class Sessions(Part):
         """This user's sessions by (start, title as stored): how an import recognises a session it already holds
         when the record carries no source id of it (a coop export read back into the database it came from)."""
         return {(row[1], row[2]): int(row[0]) for row in self.db.execute(
-            "SELECT id, started_at, title FROM sessions WHERE user_id = ? ORDER BY id DESC", (self.user_id,))}
+            "SELECT id, started_at, title FROM sessions WHERE user_id = $1 ORDER BY id DESC", (self.user_id,))}
 
     def recent(self, limit: int = 20) -> list[dict[str, Any]]:
         """This user's sessions that hold messages, most recently active first, with their message counts. (Empty
@@ -57,8 +57,8 @@ class Sessions(Part):
         rows = self.db.execute(
             "SELECT * FROM (SELECT s.id, s.title, s.started_at, s.ended_at, s.last_activity_at, "
             "(SELECT count(*) FROM messages m WHERE m.session_id = s.id AND m.user_id = s.user_id) AS n "
-            "FROM sessions s WHERE s.user_id = ?) counted WHERE n > 0 "
-            "ORDER BY last_activity_at DESC, id DESC LIMIT ?", (self.user_id, limit))
+            "FROM sessions s WHERE s.user_id = $1) counted WHERE n > 0 "
+            "ORDER BY last_activity_at DESC, id DESC LIMIT $2", (self.user_id, limit))
         return [{"id": r[0], "title": r[1], "started_at": r[2], "ended_at": r[3], "last_activity_at": r[4],
                  "messages": r[5]} for r in rows]
 
@@ -66,28 +66,28 @@ class Sessions(Part):
         """The session's title, once: the start of `title`, masked before it is cut (a key across the cut is still
         a key) and cut between two characters a reader sees."""
         title = mask(title)
-        self.db.execute("UPDATE sessions SET title = ? WHERE id = ? AND user_id = ? AND title IS NULL",
+        self.db.execute("UPDATE sessions SET title = $1 WHERE id = $2 AND user_id = $3 AND title IS NULL",
                         (title[:grapheme_start(title, 80)], session_id, self.user_id))
 
     def end(self, session_id: int, *, at: float | None = None, last_activity_at: float | None = None) -> None:
         """Mark a session ended (at `at`, default now). An imported session keeps the end it already has."""
         if at is None:
-            self.db.execute("UPDATE sessions SET ended_at = ? WHERE id = ? AND user_id = ?",
+            self.db.execute("UPDATE sessions SET ended_at = $1 WHERE id = $2 AND user_id = $3",
                             (time.time(), session_id, self.user_id))
             return
-        self.db.execute("UPDATE sessions SET ended_at = coalesce(ended_at, ?), last_activity_at = "
-                        "max(last_activity_at, ?) WHERE id = ? AND user_id = ?",
+        self.db.execute("UPDATE sessions SET ended_at = coalesce(ended_at, $1), last_activity_at = "
+                        f"{self.sql.greatest}(last_activity_at, $2) WHERE id = $3 AND user_id = $4",
                         (at, last_activity_at if last_activity_at is not None else at, session_id, self.user_id))
 
     def drop_if_empty(self, session_id: int) -> bool:
         """Remove a session that holds no message and no summary (an import whose every message failed leaves
         none behind); True when it was removed."""
         removed = list(self.db.execute(
-            "DELETE FROM sessions WHERE id = ? AND user_id = ? AND NOT EXISTS (SELECT 1 FROM messages WHERE "
-            "session_id = ? AND user_id = ?) AND NOT EXISTS (SELECT 1 FROM summaries WHERE session_id = ? AND "
-            "user_id = ?) RETURNING id", (session_id, self.user_id) * 3))
+            "DELETE FROM sessions WHERE id = $1 AND user_id = $2 AND NOT EXISTS (SELECT 1 FROM messages WHERE "
+            "session_id = $3 AND user_id = $4) AND NOT EXISTS (SELECT 1 FROM summaries WHERE session_id = $5 AND "
+            "user_id = $6) RETURNING id", (session_id, self.user_id) * 3))
         return bool(removed)
 
     def exists(self, session_id: int) -> bool:
-        return self.db.scalar("SELECT 1 FROM sessions WHERE id = ? AND user_id = ?",
+        return self.db.scalar("SELECT 1 FROM sessions WHERE id = $1 AND user_id = $2",
                               (session_id, self.user_id)) is not None

@@ -36,6 +36,7 @@ from coop.memory.storage.links import Jobs, Sources
 from coop.memory.storage.messages import Messages
 from coop.memory.storage.scope import UserScope
 from coop.memory.storage.sessions import Sessions
+from coop.memory.storage.sql import dialect_of, marks
 from coop.memory.storage.summaries import Summaries
 from coop.memory.storage.text_index import SqliteTextIndex
 from coop.memory.storage.vector_index import SqliteVectorIndex
@@ -169,7 +170,7 @@ class UserMemory(UserScope):
     def get(self, kind: str, item_id: int) -> Item:
         """One item of this user's, or NotFoundError (also when the id belongs to someone else)."""
         spec = lookup_kind(kind)
-        row = self.db.one(f"SELECT {COLUMNS[kind]} FROM {spec.table} WHERE id = ? AND user_id = ?",
+        row = self.db.one(f"SELECT {COLUMNS[kind]} FROM {spec.table} WHERE id = $1 AND user_id = $2",
                           (item_id, self.user_id))
         if row is None:
             raise NotFoundError(f"no {kind} {make_ref(kind, item_id)} in {whose(self.user_id)} memory",
@@ -178,7 +179,7 @@ class UserMemory(UserScope):
 
     def exists(self, kind: str, item_id: int) -> bool:
         spec = lookup_kind(kind)
-        return self.db.scalar(f"SELECT 1 FROM {spec.table} WHERE id = ? AND user_id = ?",
+        return self.db.scalar(f"SELECT 1 FROM {spec.table} WHERE id = $1 AND user_id = $2",
                               (item_id, self.user_id)) is not None
 
     def get_many(self, kind: str, ids: Iterable[int]) -> dict[int, Item]:
@@ -187,9 +188,9 @@ class UserMemory(UserScope):
         wanted = list(dict.fromkeys(ids))
         if not wanted:
             return {}
-        marks = ",".join("?" * len(wanted))
-        rows = self.db.execute(f"SELECT {COLUMNS[kind]} FROM {REGISTRY[kind].table} WHERE +user_id = ? "
-                               f"AND id IN ({marks})", (self.user_id, *wanted))
+        rows = self.db.execute(f"SELECT {COLUMNS[kind]} FROM {REGISTRY[kind].table} "
+                               f"WHERE {dialect_of(self.db).no_index}user_id = $1 "
+                               f"AND id IN ({marks(len(wanted), first=2)})", (self.user_id, *wanted))
         build = BUILDERS[kind]
         return {row[0]: build(row) for row in rows}
 
@@ -197,16 +198,16 @@ class UserMemory(UserScope):
         """The newest items first; facts are the active ones unless `include_inactive`."""
         active = "" if include_inactive else f"AND {ACTIVE_FACT}"
         if kind == INSTRUCTION:  # standing instructions are facts of their own category
-            rows = self.db.execute(f"SELECT {FACT_COLUMNS} FROM facts WHERE user_id = ? AND category = ? "
-                                   f"{active} ORDER BY updated_at DESC, id DESC LIMIT ?",
+            rows = self.db.execute(f"SELECT {FACT_COLUMNS} FROM facts WHERE user_id = $1 AND category = $2 "
+                                   f"{active} ORDER BY updated_at DESC, id DESC LIMIT $3",
                                    (self.user_id, INSTRUCTION, limit))
             return [fact_item(r) for r in rows]
         items: list[Item] = []
         for name in [kind] if kind else list(KINDS):
             spec = lookup_kind(name)
             where, order = (active, "updated_at") if name == "fact" else ("", "created_at")
-            rows = self.db.execute(f"SELECT {COLUMNS[name]} FROM {spec.table} WHERE user_id = ? {where} "
-                                   f"ORDER BY {order} DESC, id DESC LIMIT ?", (self.user_id, limit))
+            rows = self.db.execute(f"SELECT {COLUMNS[name]} FROM {spec.table} WHERE user_id = $1 {where} "
+                                   f"ORDER BY {order} DESC, id DESC LIMIT $2", (self.user_id, limit))
             items += [BUILDERS[name](r) for r in rows]
         items.sort(key=lambda i: (i.updated_at or i.created_at, i.item_id), reverse=True)
         return items[:limit]
@@ -215,20 +216,21 @@ class UserMemory(UserScope):
         """Messages or summaries whose text contains `word` (case-insensitive), newest first: the candidates
         when forgetting a fact reaches what else stated it (a scan; forgetting is rare and deliberate)."""
         spec = lookup_kind(kind)
-        rows = self.db.execute(f"SELECT {COLUMNS[kind]} FROM {spec.table} WHERE user_id = ? "
-                               f"AND instr(lower({spec.text}), ?) > 0 ORDER BY id DESC LIMIT ?",
+        rows = self.db.execute(f"SELECT {COLUMNS[kind]} FROM {spec.table} WHERE user_id = $1 "
+                               f"AND {dialect_of(self.db).position}(lower({spec.text}), $2) > 0 "
+                               "ORDER BY id DESC LIMIT $3",
                                (self.user_id, word.casefold(), limit))
         return [BUILDERS[kind](r) for r in rows]
 
     def unembedded_count(self) -> int:
         """Items of this user with no vector yet (new, or handed back for re-embedding)."""
-        return sum(int(self.db.scalar(f"SELECT count(*) FROM {spec.table} WHERE user_id = ? AND embedder IS NULL",
+        return sum(int(self.db.scalar(f"SELECT count(*) FROM {spec.table} WHERE user_id = $1 AND embedder IS NULL",
                                       (self.user_id,))) for spec in REGISTRY.values())
 
     def stale_count(self, embedder_id: str) -> int:
         """Items of this user without a vector from `embedder_id` (never embedded, or embedded by another model)."""
-        return sum(int(self.db.scalar(f"SELECT count(*) FROM {spec.table} WHERE user_id = ? "
-                                      "AND (embedder IS NULL OR embedder != ?)", (self.user_id, embedder_id)))
+        return sum(int(self.db.scalar(f"SELECT count(*) FROM {spec.table} WHERE user_id = $1 "
+                                      "AND (embedder IS NULL OR embedder != $2)", (self.user_id, embedder_id)))
                    for spec in REGISTRY.values())
 
     def stats(self) -> dict[str, Any]:
@@ -236,20 +238,20 @@ class UserMemory(UserScope):
         tables = [spec.table for spec in REGISTRY.values()]
         return {
             "user": self.user_id,
-            "sessions": self.db.scalar("SELECT count(*) FROM sessions WHERE user_id = ?", uid),
-            "messages": self.db.scalar("SELECT count(*) FROM messages WHERE user_id = ?", uid),
-            "facts_active": self.db.scalar(f"SELECT count(*) FROM facts WHERE user_id = ? AND {ACTIVE_FACT}", uid),
-            "facts_superseded": self.db.scalar("SELECT count(*) FROM facts WHERE user_id = ? "
+            "sessions": self.db.scalar("SELECT count(*) FROM sessions WHERE user_id = $1", uid),
+            "messages": self.db.scalar("SELECT count(*) FROM messages WHERE user_id = $1", uid),
+            "facts_active": self.db.scalar(f"SELECT count(*) FROM facts WHERE user_id = $1 AND {ACTIVE_FACT}", uid),
+            "facts_superseded": self.db.scalar("SELECT count(*) FROM facts WHERE user_id = $1 "
                                                "AND superseded_at IS NOT NULL", uid),
-            "facts_archived": self.db.scalar("SELECT count(*) FROM facts WHERE user_id = ? "
+            "facts_archived": self.db.scalar("SELECT count(*) FROM facts WHERE user_id = $1 "
                                              "AND archived_at IS NOT NULL AND superseded_at IS NULL", uid),
-            "summaries": self.db.scalar("SELECT count(*) FROM summaries WHERE user_id = ?", uid),
-            "forgotten": self.db.scalar("SELECT count(*) FROM forgotten WHERE user_id = ?", uid),
+            "summaries": self.db.scalar("SELECT count(*) FROM summaries WHERE user_id = $1", uid),
+            "forgotten": self.db.scalar("SELECT count(*) FROM forgotten WHERE user_id = $1", uid),
             "unembedded": self.unembedded_count(),
-            "embedding_errors": sum(self.db.scalar(f"SELECT count(*) FROM {t} WHERE user_id = ? "
+            "embedding_errors": sum(self.db.scalar(f"SELECT count(*) FROM {t} WHERE user_id = $1 "
                                                    "AND embedding_error IS NOT NULL", uid) for t in tables),
             "embedders": {row[0]: row[1] for row in self.db.execute(
-                "SELECT embedder, count(*) FROM embeddings WHERE user_id = ? GROUP BY embedder", uid)},
+                "SELECT embedder, count(*) FROM embeddings WHERE user_id = $1 GROUP BY embedder", uid)},
         }
 
     @cached_property

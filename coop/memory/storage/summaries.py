@@ -6,7 +6,7 @@ from __future__ import annotations
 import time
 
 from coop.memory.storage.items import BUILDERS, COLUMNS, MAX_MESSAGE_CHARS, Item
-from coop.memory.storage.scope import Part, fresh_id_sql
+from coop.memory.storage.scope import Part
 from coop.memory.text import check_text
 from coop.privacy.secrets import mask
 
@@ -16,14 +16,14 @@ class Summaries(Part):
 
     def span(self, summary_id: int) -> tuple[int, int] | None:
         """The first and last message ids a summary covers (None for an imported summary without one)."""
-        row = self.db.one("SELECT span_start_id, span_end_id FROM summaries WHERE id = ? AND user_id = ?",
+        row = self.db.one("SELECT span_start_id, span_end_id FROM summaries WHERE id = $1 AND user_id = $2",
                           (summary_id, self.user_id))
         return None if row is None or row[0] is None or row[1] is None else (int(row[0]), int(row[1]))
 
     def of_session(self, session_id: int, *, limit: int) -> list[Item]:
         """A session's summaries, newest first."""
-        rows = self.db.execute(f"SELECT {COLUMNS['summary']} FROM summaries WHERE user_id = ? AND session_id = ? "
-                               "ORDER BY created_at DESC, id DESC LIMIT ?", (self.user_id, session_id, limit))
+        rows = self.db.execute(f"SELECT {COLUMNS['summary']} FROM summaries WHERE user_id = $1 AND session_id = $2 "
+                               "ORDER BY created_at DESC, id DESC LIMIT $3", (self.user_id, session_id, limit))
         return [BUILDERS["summary"](r) for r in rows]
 
     def add(self, text: str, *, session_id: int | None = None,
@@ -33,10 +33,10 @@ class Summaries(Part):
             self.ensure_user()
             return int(self.db.scalar(
                 "INSERT INTO summaries (id, user_id, session_id, span_start_id, span_end_id, text, created_at) "
-                f"VALUES ({fresh_id_sql('summary')}, ?,?,?,?,?,?) RETURNING id",
+                f"VALUES ({self.sql.fresh_id('summary')}, $1,$2,$3,$4,$5,$6) RETURNING id",
                 (self.user_id, session_id, span[0] if span else None, span[1] if span else None, text,
                  created_at if created_at is not None else time.time())))
 
     def has(self, text: str, created_at: float) -> bool:
-        return self.db.scalar("SELECT 1 FROM summaries WHERE user_id = ? AND created_at = ? AND text = ?",
+        return self.db.scalar("SELECT 1 FROM summaries WHERE user_id = $1 AND created_at = $2 AND text = $3",
                               (self.user_id, created_at, mask(text))) is not None  # stored masked

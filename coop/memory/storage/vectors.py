@@ -25,6 +25,7 @@ from coop.memory.storage.bit_index import loaded_bits
 from coop.memory.storage.connection import Database
 from coop.memory.storage.scope import UserScope, in_chunks
 from coop.memory.storage.sign_bits import sign_bits
+from coop.memory.storage.sql import dialect_of, marks
 from coop.privacy.secrets import mask
 
 if TYPE_CHECKING:
@@ -62,21 +63,22 @@ def store_vectors(memory: UserScope, kind: str, item_ids: Sequence[int], embedde
     table = REGISTRY[kind].table
     with db.atomic():
         old = [row[0] for row in db.execute(
-            f"SELECT id FROM embeddings WHERE kind = ? AND embedder = ? AND +user_id = ? "
-            f"AND item_id IN ({','.join('?' * len(item_ids))})", (kind, embedder_id, memory.user_id, *item_ids))]
+            f"SELECT id FROM embeddings WHERE kind = $1 AND embedder = $2 AND {dialect_of(db).no_index}user_id = $3 "
+            f"AND item_id IN ({marks(len(item_ids), first=4)})", (kind, embedder_id, memory.user_id, *item_ids))]
         if old:
-            db.execute(f"DELETE FROM embeddings WHERE id IN ({','.join('?' * len(old))})", old)
+            db.execute(f"DELETE FROM embeddings WHERE id IN ({marks(len(old))})", old)
         for item_id, vector, bits, (part_vectors, part_bits) in zip(item_ids, matrix, sign_bits(matrix), part_blobs):
             db.execute("INSERT INTO embeddings (user_id, kind, item_id, embedder, vector, bits, parts, parts_bits) "
-                       "VALUES (?,?,?,?,?,?,?,?)", (memory.user_id, kind, item_id, embedder_id, vector.tobytes(),
-                                                    bits.tobytes(), part_vectors, part_bits))
-        db.conn.executemany(f"UPDATE {table} SET embedder = ?, embedding_error = NULL WHERE id = ? AND user_id = ?",
+                       "VALUES ($1,$2,$3,$4,$5,$6,$7,$8)",
+                       (memory.user_id, kind, item_id, embedder_id, vector.tobytes(), bits.tobytes(), part_vectors,
+                        part_bits))
+        db.executemany(f"UPDATE {table} SET embedder = $1, embedding_error = NULL WHERE id = $2 AND user_id = $3",
                             [(embedder_id, item_id, memory.user_id) for item_id in item_ids])
 
 
 def delete_item_vectors(memory: UserScope, kind: str, item_id: int) -> None:
     """Remove an item's vectors (every embedder's)."""
-    memory.db.execute("DELETE FROM embeddings WHERE kind = ? AND item_id = ? AND user_id = ?",
+    memory.db.execute("DELETE FROM embeddings WHERE kind = $1 AND item_id = $2 AND user_id = $3",
                       (kind, item_id, memory.user_id))
 
 
@@ -84,13 +86,13 @@ def pending_items(memory: UserScope, kind: str, *, after_id: int, limit: int) ->
     """(id, text) of this user's items of `kind` that have no vector yet, in id order after `after_id`."""
     spec = REGISTRY[kind]
     return [(int(row[0]), row[1]) for row in memory.db.execute(
-        f"SELECT id, {spec.text} FROM {spec.table} WHERE user_id = ? AND embedder IS NULL AND id > ? "
-        f"ORDER BY id LIMIT ?", (memory.user_id, after_id, limit))]
+        f"SELECT id, {spec.text} FROM {spec.table} WHERE user_id = $1 AND embedder IS NULL AND id > $2 "
+        f"ORDER BY id LIMIT $3", (memory.user_id, after_id, limit))]
 
 
 def record_embedding_error(memory: UserScope, kind: str, item_id: int, message: str) -> None:
     """Keep why an item could not be embedded; it is tried again later (the error is overwritten then)."""
-    memory.db.execute(f"UPDATE {REGISTRY[kind].table} SET embedding_error = ? WHERE id = ? AND user_id = ?",
+    memory.db.execute(f"UPDATE {REGISTRY[kind].table} SET embedding_error = $1 WHERE id = $2 AND user_id = $3",
                       (mask(message), item_id, memory.user_id))
 
 
@@ -100,25 +102,25 @@ def hand_back_for_embedding(memory: UserScope, kind: str, keep_embedder: str, li
     `drop_other_embedders`); returns how many are still to hand back after these."""
     table = REGISTRY[kind].table
     with memory.db.atomic():
-        memory.db.execute(f"UPDATE {table} SET embedder = NULL WHERE id IN (SELECT id FROM {table} WHERE user_id = ? "
-                          "AND embedder IS NOT NULL AND embedder != ? ORDER BY id LIMIT ?)",
+        memory.db.execute(f"UPDATE {table} SET embedder = NULL WHERE id IN (SELECT id FROM {table} WHERE user_id = $1 "
+                          "AND embedder IS NOT NULL AND embedder != $2 ORDER BY id LIMIT $3)",
                           (memory.user_id, keep_embedder, limit))
-    return int(memory.db.scalar(f"SELECT count(*) FROM {table} WHERE user_id = ? AND embedder IS NOT NULL "
-                                "AND embedder != ?", (memory.user_id, keep_embedder)))
+    return int(memory.db.scalar(f"SELECT count(*) FROM {table} WHERE user_id = $1 AND embedder IS NOT NULL "
+                                "AND embedder != $2", (memory.user_id, keep_embedder)))
 
 
 def drop_other_embedders(memory: UserScope, keep: str) -> tuple[int, list[str]]:
     """Delete this user's vectors from every embedder but `keep`."""
     db = memory.db
-    others = [row[0] for row in db.execute("SELECT DISTINCT embedder FROM embeddings WHERE user_id = ? "
-                                           "AND embedder != ?", (memory.user_id, keep))]
+    others = [row[0] for row in db.execute("SELECT DISTINCT embedder FROM embeddings WHERE user_id = $1 "
+                                           "AND embedder != $2", (memory.user_id, keep))]
     dropped = 0
     for embedder_id in others:
         with db.atomic():
-            ids = [row[0] for row in db.execute("SELECT id FROM embeddings WHERE user_id = ? AND embedder = ?",
+            ids = [row[0] for row in db.execute("SELECT id FROM embeddings WHERE user_id = $1 AND embedder = $2",
                                                 (memory.user_id, embedder_id))]
             for chunk in in_chunks(ids):
-                db.execute(f"DELETE FROM embeddings WHERE id IN ({','.join('?' * len(chunk))})", chunk)
+                db.execute(f"DELETE FROM embeddings WHERE id IN ({marks(len(chunk))})", chunk)
             dropped += len(ids)
     return dropped, others
 
@@ -141,8 +143,10 @@ def nearest(memory: UserScope, embedder_id: str, dims: int, query: "np.ndarray",
         raise EmbedderError(f"query vector has {query.shape[0]} dimensions, the index {dims}",
                             hint="run `coop memory reembed` after changing the embedder")
     active = "" if include_inactive else (
-        f" AND NOT (kind = 'fact' AND item_id IN (SELECT f.id FROM facts f WHERE f.user_id = ?1 "
+        f" AND NOT (kind = 'fact' AND item_id IN (SELECT f.id FROM facts f WHERE f.user_id = $1 "
         f"AND NOT ({active_fact('f')})))")
+    dialect = dialect_of(memory.db)
+    hint = dialect.no_index
     candidates = None
     if not exact:
         bits = loaded_bits(memory.db, memory.user_id, embedder_id)
@@ -155,15 +159,15 @@ def nearest(memory: UserScope, embedder_id: str, dims: int, query: "np.ndarray",
             # `+`: each row is found by its id alone; through `embeddings_bits` it cost an index step more
             # (1,000 candidates at 100,000 vectors: 9.5 -> 3.4 ms)
             rows += list(memory.db.execute(
-                f"SELECT kind, item_id, vector, parts FROM embeddings WHERE +user_id = ?1 AND +embedder = ?2 "
-                f"AND id IN ({','.join('?' * len(chunk))}){active}", (memory.user_id, embedder_id, *chunk)))
+                f"SELECT kind, item_id, vector, parts FROM embeddings WHERE {hint}user_id = $1 AND {hint}embedder = $2 "
+                f"AND id IN ({marks(len(chunk), first=3)}){active}", (memory.user_id, embedder_id, *chunk)))
     else:
         rows = list(memory.db.execute(
             # INDEXED BY: with ANALYZE's statistics (`pragma optimize` writes them) the planner judged a kind
             # that is rare or absent ("fact" beside 100,000 messages) not worth the index and scanned every
             # vector of the database: 92 ms to find no fact, against an index lookup's microseconds.
-            f"SELECT kind, item_id, vector, parts FROM embeddings INDEXED BY embeddings_user WHERE user_id = ?1 "
-            f"AND embedder = ?2 AND kind IN ({','.join('?' * len(kinds))}){active}",
+            f"SELECT kind, item_id, vector, parts FROM embeddings{dialect.indexed_by('embeddings_user')} "
+            f"WHERE user_id = $1 AND embedder = $2 AND kind IN ({marks(len(kinds), first=3)}){active}",
             (memory.user_id, embedder_id, *kinds)))
     if not rows:
         return []
@@ -201,8 +205,9 @@ def item_rows(memory: UserScope, embedder_id: str, items: Sequence[tuple[str, in
     for kind, ids in by_kind.items():
         for chunk in in_chunks(ids):
             rows += memory.db.execute(
-                f"SELECT kind, item_id, vector, parts FROM embeddings WHERE kind = ? AND embedder = ? AND +user_id = ? "
-                f"AND item_id IN ({','.join('?' * len(chunk))})", (kind, embedder_id, memory.user_id, *chunk))
+                f"SELECT kind, item_id, vector, parts FROM embeddings WHERE kind = $1 AND embedder = $2 "
+                f"AND {dialect_of(memory.db).no_index}user_id = $3 AND item_id IN ({marks(len(chunk), first=4)})",
+                (kind, embedder_id, memory.user_id, *chunk))
     return rows
 
 
@@ -234,14 +239,15 @@ def similarities(memory: UserScope, embedder_id: str, dims: int, query: "np.ndar
 
 def partition_size(memory: UserScope, embedder_id: str) -> int:
     """How many vectors this user has from this embedder (kept by triggers in `embedding_counts`)."""
-    return int(memory.db.scalar("SELECT count FROM embedding_counts WHERE user_id = ? AND embedder = ?",
+    return int(memory.db.scalar("SELECT count FROM embedding_counts WHERE user_id = $1 AND embedder = $2",
                                 (memory.user_id, embedder_id)) or 0)
 
 
 def kind_size(memory: UserScope, embedder_id: str, kind: str) -> int:
     """How many of this user's items of `kind` have a vector from this embedder (a count over `embeddings_user`)."""
-    return int(memory.db.scalar("SELECT count(*) FROM embeddings INDEXED BY embeddings_user WHERE user_id = ? "
-                                "AND embedder = ? AND kind = ?", (memory.user_id, embedder_id, kind)) or 0)
+    index = dialect_of(memory.db).indexed_by("embeddings_user")
+    return int(memory.db.scalar(f"SELECT count(*) FROM embeddings{index} WHERE user_id = $1 AND embedder = $2 "
+                                "AND kind = $3", (memory.user_id, embedder_id, kind)) or 0)
 
 
 def bit_candidates(k: int, rows: int) -> int:

@@ -78,7 +78,7 @@ def test_open_recent_spans_wait_and_runs_are_bounded(memory, scripted):
     assert run_consolidation(memory, config, scripted).spans == 2
     assert run_consolidation(memory, config, scripted).spans == 1
     assert run_consolidation(memory, config, scripted).spans == 0
-    still = memory.db.scalar("select consolidated_at from messages where session_id = ?", (open_session,))
+    still = memory.db.scalar("select consolidated_at from messages where session_id = $1", (open_session,))
     assert still is None
     spans = find_spans(memory, min_age_seconds=0, span_messages=3, limit=10, now=time.time() + 1)
     assert [len(s) for s in spans] == [1]
@@ -114,7 +114,7 @@ def test_a_span_with_nothing_worth_summarising_gets_no_summary_and_blocks_nothin
     first = run_consolidation(memory, config, scripted)
     assert (first.spans, first.summaries, first.errors) == (1, [], [])
     assert memory.list_items("summary") == []
-    assert memory.db.scalar("select count(*) from messages where session_id = ? and consolidated_at is null",
+    assert memory.db.scalar("select count(*) from messages where session_id = $1 and consolidated_at is null",
                             (trivial,)) == 0
     scripted.background_replies = [SUMMARY]
     second = run_consolidation(memory, config, scripted)

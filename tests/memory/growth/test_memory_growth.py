@@ -252,8 +252,8 @@ def test_retention_archives_by_last_use_not_age(memory):
     for _ in range(3):
         memory.facts.add("Plays piano")
     year_ago = now - 400 * 86400
-    memory.db.execute("UPDATE facts SET created_at = ?, updated_at = ?", (year_ago, year_ago))
-    memory.db.execute("UPDATE facts SET last_recalled_at = ? WHERE id = ?", (now - 86400, recalled))
+    memory.db.execute("UPDATE facts SET created_at = $1, updated_at = $2", (year_ago, year_ago))
+    memory.db.execute("UPDATE facts SET last_recalled_at = $1 WHERE id = $2", (now - 86400, recalled))
     assert apply_retention(memory, settings, 0.85, now=now) == 1
     assert memory.get("fact", unused).archived_at is not None
     for kept in (recalled, popular, pinned):

@@ -63,7 +63,7 @@ def test_forgetting_a_message_removes_its_words_from_its_neighbours_entries(memo
 
 def test_changing_a_messages_text_reindexes_it_and_its_followers(memory):
     _, ids = _conversation(memory, ["I love kumquats", "me too", "really"])
-    memory.db.execute("UPDATE messages SET content = 'I love figs' WHERE id = ?", (ids[0],))
+    memory.db.execute("UPDATE messages SET content = 'I love figs' WHERE id = $1", (ids[0],))
     assert search(memory, "kumquats", embedder=None).hits == []
     assert set(_texts(search(memory, "figs", embedder=None))) == {"I love figs", "me too", "really"}
 

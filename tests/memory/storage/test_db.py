@@ -172,7 +172,7 @@ def test_an_index_entry_for_the_wrong_row_is_found_even_when_the_counts_agree(me
 
 
 def test_a_new_id_above_the_forgotten_ones_is_an_index_lookup(db):
-    from coop.memory.storage.scope import fresh_id_sql
+    from coop.memory.storage.sql import SQLITE
 
-    plan = " ".join(row[3] for row in db.execute("EXPLAIN QUERY PLAN SELECT " + fresh_id_sql("message")))
+    plan = " ".join(row[3] for row in db.execute("EXPLAIN QUERY PLAN SELECT " + SQLITE.fresh_id("message")))
     assert "forgotten USING COVERING INDEX forgotten_kind_item" in plan

@@ -1,11 +1,16 @@
 """Migration m012 (issue 28): the vec0 tables an older coop wrote beside `embeddings` (never read by search) and
-`vector_indexes` that named them are dropped, with or without sqlite-vec on the connection that migrates, and the
-vectors themselves, their search and their counts are untouched."""
+`vector_indexes` that named them are dropped by a connection without sqlite-vec (coop no longer loads it: m012
+brings a stand-in vec0 module), and the vectors themselves, their search and their counts are untouched.
+
+The old database is built with the real sqlite-vec (a dev dependency for this test and `bench/vectorleg.py`): its
+vec0 table and shadow tables (`_info`, `_chunks`, `_rowids`, `_vector_chunks00`, ...) are exactly what an older
+coop left, not an imitation of them."""
 
 from __future__ import annotations
 
 import hashlib
 
+import apsw
 import pytest
 
 from coop.memory.growth.embedders import HashEmbedder
@@ -20,10 +25,22 @@ pytestmark = pytest.mark.sqlite_only  # SQLite's own index (the bit scan, FTS5's
 EMBEDDER = HashEmbedder(64)
 
 
+def _load_sqlite_vec(db) -> None:
+    """sqlite-vec on this one connection, as coop loaded it on every connection until issue 43."""
+    import sqlite_vec
+
+    db.conn.enable_load_extension(True)
+    try:
+        db.conn.load_extension(sqlite_vec.loadable_path())
+    finally:
+        db.conn.enable_load_extension(False)
+
+
 def _old_database(path: str) -> str:
     """A database as coop left it at m011: vectors in `embeddings` and the sign bits of each in the embedder's
-    vec0 table, made and filled as `vectors.index_table` did. Returns the vec0 table's name."""
+    vec0 table, made and filled as `vectors.index_table` did (sqlite-vec loaded). Returns the vec0 table's name."""
     db = open_database(path, migrate=False)
+    _load_sqlite_vec(db)
     apply_migrations(db, MIGRATIONS[:11])
     memory = MemoryStore(db).user("ana")
     memory.facts.add("likes green tea")
@@ -38,6 +55,7 @@ def _old_database(path: str) -> str:
         db.execute(f"INSERT INTO {name} (embedding_id, user_id, kind, embedding) SELECT id, user_id, kind, "
                    "vec_quantize_binary(vector) FROM embeddings WHERE embedder = ?", (EMBEDDER.id,))
     assert db.scalar(f"SELECT count(*) FROM {name}") == 2
+    assert len([t for t in _tables(db) if t.startswith(name + "_")]) >= 3  # vec0's shadow tables
     db.close()
     return name
 
@@ -46,14 +64,12 @@ def _tables(db) -> set[str]:
     return {row[0] for row in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
 
 
-@pytest.mark.parametrize("with_sqlite_vec", [True, False])
-def test_an_old_database_loses_its_vec0_tables_and_keeps_its_vectors(coop_home, monkeypatch, with_sqlite_vec):
+def test_an_old_database_loses_its_vec0_tables_and_keeps_its_vectors(coop_home):
     path = str(coop_home / "coop.db")
     name = _old_database(path)
-    if not with_sqlite_vec:  # SQLite drops a virtual table only through its module: m012 brings a stand-in
-        monkeypatch.setenv("COOP_DISABLE_SQLITE_VEC", "1")
-    db = open_database(path)
-    assert db.has_vec is with_sqlite_vec
+    db = open_database(path)  # no sqlite-vec: SQLite drops a virtual table only through its module, m012 brings one
+    with pytest.raises(apsw.SQLError, match="no such function"):
+        db.execute("SELECT vec_version()")
     assert schema_version(db) == SCHEMA_VERSION
     assert not [t for t in _tables(db) if t.startswith(name) or t == "vector_indexes"]
     assert db.scalar("PRAGMA integrity_check") == "ok"
@@ -65,9 +81,10 @@ def test_an_old_database_loses_its_vec0_tables_and_keeps_its_vectors(coop_home, 
     embed_pending(memory, EMBEDDER)
     assert index_status(db)[0]["stored"] == 3
     db.close()
-    monkeypatch.delenv("COOP_DISABLE_SQLITE_VEC", raising=False)
-    again = open_database(path)  # the vec0 module, loaded again, finds nothing of the old tables
+    again = open_database(path)
+    _load_sqlite_vec(again)  # even with the vec0 module loaded again, nothing of the old tables is left
     assert not [t for t in _tables(again) if t.startswith("vec_")]
+    assert again.scalar("PRAGMA integrity_check") == "ok"
     again.close()
 
 

@@ -1,4 +1,4 @@
-"""The Postgres backend's own parts: the statement dialect (each rule), row-level security, the per-user write lock,
+"""The Postgres backend's own parts: row-level security, the per-user write lock,
 the lazy full-text index, the vector index past its exact threshold, `coop check` and the configuration."""
 
 from __future__ import annotations
@@ -10,44 +10,6 @@ import numpy as np
 import pytest
 
 from coop.errors import ConfigError, StoreError
-from coop.memory.storage.postgres.dialect import arguments, translate
-from coop.memory.storage.scope import fresh_id_sql
-
-# -- the dialect: each rule -------------------------------------------------------------------------------------
-
-def test_placeholders_become_psycopg_ones_and_percent_signs_are_escaped():
-    assert translate("SELECT x FROM t WHERE a = ? AND b LIKE '%z'") == (
-        "SELECT x FROM t WHERE a = %s AND b LIKE '%%z'", None)
-
-
-def test_numbered_placeholders_repeat_their_value_and_a_bare_one_follows_the_largest():
-    sql, order = translate("UPDATE u SET r = max(coalesce(r, ?1), ?1) WHERE id = ?2")
-    assert sql == "UPDATE u SET r = greatest(coalesce(r, %s), %s) WHERE id = %s"
-    assert arguments((5.0, "ana"), order) == [5.0, 5.0, "ana"]
-    sql, order = translate("SELECT a FROM m WHERE u = ?1 AND x = ?1 AND id IN (?,?)")
-    assert arguments(("ana", 7, 8), order) == ["ana", "ana", 7, 8]
-
-
-def test_sqlite_hints_go_and_is_comparisons_become_distinct_from():
-    sql, _ = translate("SELECT 1 FROM e INDEXED BY e_user WHERE +user_id = ? AND (session_id IS ? OR s IS NOT ?)")
-    assert sql == "SELECT 1 FROM e WHERE user_id = %s AND (session_id IS NOT DISTINCT FROM %s OR s IS DISTINCT FROM %s)"
-    assert translate("SELECT a + b FROM t WHERE x IS NULL")[0] == "SELECT a + b FROM t WHERE x IS NULL"
-
-
-def test_insert_or_ignore_max_min_instr_and_fresh_ids():
-    assert translate("INSERT OR IGNORE INTO users (id) VALUES (?)")[0] == \
-        "INSERT INTO users (id) VALUES (%s) ON CONFLICT DO NOTHING"
-    assert translate("INSERT OR IGNORE INTO t (a) VALUES (?) RETURNING id")[0] == \
-        "INSERT INTO t (a) VALUES (%s) ON CONFLICT DO NOTHING RETURNING id"
-    assert translate("SELECT max(id), min(a, b), instr(lower(x), ?) FROM t")[0] == \
-        "SELECT max(id), least(a, b), strpos(lower(x), %s) FROM t"
-    assert translate(f"INSERT INTO facts (id) VALUES ({fresh_id_sql('fact')})")[0] == \
-        "INSERT INTO facts (id) VALUES (nextval('facts_id_seq'))"
-
-
-def test_booleans_go_in_as_the_integers_sqlite_stores():
-    assert arguments((True, False, 3), None) == [1, 0, 3]
-
 
 # -- the store ----------------------------------------------------------------------------------------------------
 
@@ -129,7 +91,7 @@ def test_full_text_follows_writes_updates_and_deletes_with_bm25_ranking(pg):
     assert ("fact", fact) in {(k, i) for k, i, _ in ana.text.matches([], ["gus"], kinds=("fact",), limit=5)}
     ana.forget("message", ids[0])
     assert ids[0] not in [h[1] for h in ana.text.matches([], ["heron"], kinds=("message",), limit=5)]
-    assert ana.db.scalar("SELECT count(*) FROM fulltext_postings WHERE kind = 'message' AND item_id = ?",
+    assert ana.db.scalar("SELECT count(*) FROM fulltext_postings WHERE kind = 'message' AND item_id = $1",
                          (ids[0],)) == 0
     # the message after the forgotten one held its words as context: it is indexed again without them
     assert ids[1] not in [h[1] for h in ana.text.matches([], ["stood"], kinds=("message",), limit=5)]

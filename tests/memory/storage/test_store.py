@@ -51,7 +51,7 @@ def test_forget_removes_text_index_and_vectors_but_keeps_a_record(memory, hash_e
         memory.get("fact", fact.fact_id)
     db = memory.db
     assert list(db.execute("select rowid from facts_fts where facts_fts match '\"4417\"'")) == []
-    assert db.scalar("select count(*) from embeddings where kind = 'fact' and item_id = ?", (fact.fact_id,)) == 0
+    assert db.scalar("select count(*) from embeddings where kind = 'fact' and item_id = $1", (fact.fact_id,)) == 0
     history = memory.facts.history(fact.fact_id)
     assert history[-1].action == "FORGET"
     assert all(h.old_value is None and h.new_value is None for h in history)
@@ -66,7 +66,7 @@ def test_forget_a_message(memory):
     mid = memory.messages.add(session, "user", "delete me please")
     memory.forget("message", mid)
     assert memory.list_items("message") == []
-    assert memory.db.scalar("select count(*) from forgotten where kind = 'message' and item_id = ?", (mid,)) == 1
+    assert memory.db.scalar("select count(*) from forgotten where kind = 'message' and item_id = $1", (mid,)) == 1
 
 
 def test_every_read_is_scoped_to_one_user(store, hash_embedder):

@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from coop.memory.storage.postgres import throwaway
-from coop.memory.storage.postgres.throwaway import RunningServer, ServerError, ThrowawayServer
+from tests import throwaway_postgres as throwaway
 from tests.postgres import require_postgres
+from tests.throwaway_postgres import RunningServer, ServerError, ThrowawayServer
 
 
 def connect(url: str) -> Any:

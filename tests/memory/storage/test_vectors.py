@@ -1,5 +1,6 @@
 """Vector storage: one embedder's vectors never meet another's, the user filter is applied before k, search
-needs no sqlite-vec, and a vector write writes `embeddings` alone (no vec0 table since m012)."""
+needs no extension (coop loads no sqlite-vec), and a vector write writes `embeddings` alone (no vec0 table since
+m012)."""
 
 from __future__ import annotations
 
@@ -25,14 +26,12 @@ def test_embed_pending_fills_vectors_with_their_sign_bits(memory, hash_embedder)
     assert memory.stats()["unembedded"] == 0
     [status] = index_status(memory.db)
     assert status["stored"] == status["indexed"] == 6 and not status["dirty"]
-    assert memory.db.scalar("SELECT count(*) FROM embeddings WHERE length(bits) * 8 = ?", (hash_embedder.dims,)) == 6
+    assert memory.db.scalar("SELECT count(*) FROM embeddings WHERE length(bits) * 8 = $1", (hash_embedder.dims,)) == 6
 
 
 @pytest.mark.sqlite_only
 def test_a_vector_write_creates_and_writes_no_vec0_table(memory, hash_embedder):
-    """The vec0 table was written on every vector write and never read by search (issue 28): gone, with or
-    without sqlite-vec on the connection."""
-    assert memory.db.has_vec
+    """The vec0 table was written on every vector write and never read by search (issue 28): gone."""
     tables_before = {row[0] for row in memory.db.execute("SELECT name FROM sqlite_master")}
     memory.facts.add("likes green tea")
     embed_pending(memory, hash_embedder)
@@ -93,10 +92,10 @@ def test_floor_drops_weak_matches(memory, hash_embedder):
     assert all(h.similarity >= 0.5 for h in hits)
 
 
-def test_search_without_sqlite_vec_gives_the_same_answers(coop_home, monkeypatch, hash_embedder):
+def test_the_bit_scan_gives_exact_answers_and_sees_writes_from_any_connection(coop_home, hash_embedder):
     path = str(coop_home / "coop.db")
-    with_vec = open_database(path)
-    memory = MemoryStore(with_vec).user("ana")
+    first = open_database(path)
+    memory = MemoryStore(first).user("ana")
     rng = np.random.default_rng(1)
     words = ["tea", "coffee", "mountain", "river", "piano", "guitar", "paris", "lyon", "bread", "cheese"]
     for _ in range(120):
@@ -106,20 +105,17 @@ def test_search_without_sqlite_vec_gives_the_same_answers(coop_home, monkeypatch
     indexed = memory.vectors.nearest(hash_embedder.id, hash_embedder.dims, query, k=10)
     exact = memory.vectors.nearest(hash_embedder.id, hash_embedder.dims, query, k=10, exact=True)
     assert [h.item_id for h in indexed] == [h.item_id for h in exact]
-    with_vec.close()
+    first.close()
 
-    monkeypatch.setenv("COOP_DISABLE_SQLITE_VEC", "1")
-    without = open_database(path)
-    assert not without.has_vec
-    plain = MemoryStore(without).user("ana")
+    second = open_database(path)
+    plain = MemoryStore(second).user("ana")
     assert [h.item_id for h in plain.vectors.nearest(hash_embedder.id, hash_embedder.dims, query, k=10)] == \
         [h.item_id for h in exact]
-    # A write without sqlite-vec is searchable at once, here and from a connection with it: nothing to rebuild.
+    # A write is searchable at once, here and from another connection: nothing to rebuild.
     lesson = plain.facts.add("tea mountain piano lesson").fact_id
     embed_pending(plain, hash_embedder)
     assert plain.vectors.nearest(hash_embedder.id, hash_embedder.dims, query, k=1)[0].item_id == lesson
-    without.close()
-    monkeypatch.delenv("COOP_DISABLE_SQLITE_VEC")
+    second.close()
     again = open_database(path)
     fresh = MemoryStore(again).user("ana")
     top = fresh.vectors.nearest(hash_embedder.id, hash_embedder.dims, query, k=1)

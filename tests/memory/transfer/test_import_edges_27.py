@@ -17,12 +17,12 @@ def do_import(memory, path: Path):
 
 
 def sessions_of(memory) -> int:
-    return memory.db.scalar("SELECT count(*) FROM sessions WHERE user_id = ?", (memory.user_id,))
+    return memory.db.scalar("SELECT count(*) FROM sessions WHERE user_id = $1", (memory.user_id,))
 
 
 def messages_of(memory) -> list[tuple[str, float]]:
     return [(row[0], row[1]) for row in memory.db.execute(
-        "SELECT content, created_at FROM messages WHERE user_id = ? ORDER BY id", (memory.user_id,))]
+        "SELECT content, created_at FROM messages WHERE user_id = $1 ORDER BY id", (memory.user_id,))]
 
 
 def chatgpt(cid: str, texts: list[str], ts: float = 1_700_000_000.0) -> dict:

@@ -52,7 +52,7 @@ def _local(coop_home: Path) -> MemoryStore:
 
 
 def _counts(memory: UserMemory) -> dict[str, int]:
-    return {table: int(memory.db.scalar(f"SELECT count(*) FROM {table} WHERE user_id = ?", (memory.user_id,)))
+    return {table: int(memory.db.scalar(f"SELECT count(*) FROM {table} WHERE user_id = $1", (memory.user_id,)))
             for table in TABLES}
 
 
@@ -60,7 +60,7 @@ def _by_text(memory: UserMemory, kind: str) -> dict[str, int]:
     table, column = {"message": ("messages", "content"), "fact": ("facts", "value"),
                      "summary": ("summaries", "text")}[kind]
     return {row[1]: int(row[0]) for row in memory.db.execute(
-        f"SELECT id, {column} FROM {table} WHERE user_id = ?", (memory.user_id,))}
+        f"SELECT id, {column} FROM {table} WHERE user_id = $1", (memory.user_id,))}
 
 
 def _vectors(memory: UserMemory) -> dict[tuple[str, str, str], tuple[bytes, bytes | None]]:
@@ -125,12 +125,12 @@ def test_migrating_to_postgres_copies_everything_and_verifies(filled, server, po
     ana = pg.user("ana")
     messages = _by_text(ana, "message")
     row = ana.db.one("SELECT tool_name, tool_call_id, origin, external_id, consolidated_at FROM messages "
-                     "WHERE id = ?", (messages["results: three markets"],))
+                     "WHERE id = $1", (messages["results: three markets"],))
     assert row[:2] == ("search", "c1")
-    assert ana.db.one("SELECT origin, external_id FROM messages WHERE id = ?",
+    assert ana.db.one("SELECT origin, external_id FROM messages WHERE id = $1",
                       (messages["Lyon has fine markets."],)) == ("host", "chatgpt:zucchini-4")
     said = messages["I moved to Lyon last spring. The zucchini market is great."]
-    assert ana.db.scalar("SELECT consolidated_at FROM messages WHERE id = ?", (said,)) == T + 50
+    assert ana.db.scalar("SELECT consolidated_at FROM messages WHERE id = $1", (said,)) == T + 50
     assert ana.summaries.span(_by_text(ana, "summary")["They moved to Lyon and like its zucchini market."]) == \
         (said, messages["Lyon has fine markets."])
     assert ana.db.scalar("SELECT content_hash FROM forgotten WHERE user_id = 'ana'") is None

@@ -90,7 +90,7 @@ def do_import(memory, path: Path, fmt: str = "auto"):
 
 
 def texts_of(memory) -> list[str]:
-    return [row[0] for row in memory.db.execute("SELECT content FROM messages WHERE user_id = ? ORDER BY id",
+    return [row[0] for row in memory.db.execute("SELECT content FROM messages WHERE user_id = $1 ORDER BY id",
                                                 (memory.user_id,))]
 
 

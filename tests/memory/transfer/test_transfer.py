@@ -100,7 +100,7 @@ def write_json(path: Path, data: Any) -> Path:
 
 def messages_of(memory) -> list[tuple[str, str]]:
     return [(row[0], row[1]) for row in memory.db.execute(
-        "SELECT role, content FROM messages WHERE user_id = ? ORDER BY id", (memory.user_id,))]
+        "SELECT role, content FROM messages WHERE user_id = $1 ORDER BY id", (memory.user_id,))]
 
 
 def _open_user(path: Path, user: str):
@@ -131,7 +131,7 @@ def test_chatgpt_import_follows_the_current_branch_and_keeps_times_and_titles(tm
     sessions = {s["title"]: s for s in memory.sessions.recent()}
     assert sessions["Bees"]["started_at"] == 1_700_000_000.0
     assert sessions["Bees"]["ended_at"] == 1_700_000_200.0
-    first = memory.db.one("SELECT created_at, external_id FROM messages WHERE content = ?",
+    first = memory.db.one("SELECT created_at, external_id FROM messages WHERE content = $1",
                           ("I keep bees on my balcony in Lyon",))
     assert first == (1_700_000_000.0, "chatgpt:msg-u1")
     # a message without a time takes the conversation's start
@@ -284,7 +284,7 @@ def _fill(memory) -> None:
     memory.messages.add(s1, "tool", '{"results": []}', created_at=1003.0, tool_name="memory_search",
                        tool_call_id="c1")
     last = memory.messages.add(s1, "assistant", "Noted: Paris, bees.", created_at=1004.0)
-    memory.db.execute("UPDATE messages SET consolidated_at = 2000.0 WHERE id IN (?, ?)", (first, last))
+    memory.db.execute("UPDATE messages SET consolidated_at = 2000.0 WHERE id IN ($1, $2)", (first, last))
     memory.sessions.end(s1)
     s2 = memory.sessions.start(None, started_at=3000.0)
     memory.messages.add(s2, "user", "I moved to Lyon", created_at=3001.0)
@@ -477,7 +477,7 @@ def _embedders(path: Path, user: str) -> dict[str, int]:
     database = open_database(str(path))
     try:
         return {row[0]: row[1] for row in database.execute(
-            "SELECT embedder, count(*) FROM embeddings WHERE user_id = ? GROUP BY embedder", (user,))}
+            "SELECT embedder, count(*) FROM embeddings WHERE user_id = $1 GROUP BY embedder", (user,))}
     finally:
         database.close()
 
@@ -589,5 +589,5 @@ def test_imported_items_never_take_the_id_of_a_forgotten_one(tmp_path, memory):
         ids = [row[0] for row in bob.db.execute(f"SELECT id FROM {table} WHERE user_id = 'bob'")]
         assert ids and min(ids) > forgotten, f"an imported row of {table} took a forgotten id"
     history = list(bob.db.execute("SELECT action, old_value, new_value FROM fact_history "
-                                  "WHERE fact_id = ? AND user_id = 'bob' ORDER BY id", (fact,)))
+                                  "WHERE fact_id = $1 AND user_id = 'bob' ORDER BY id", (fact,)))
     assert history == [("ADD", None, None), ("FORGET", None, None)], "only the forgotten fact's own, content-free"

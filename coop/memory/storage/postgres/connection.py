@@ -1,12 +1,13 @@
 """The Postgres connection: what `connection.Database` is for SQLite (execute, one, scalar, atomic, snapshot,
-stream), over psycopg 3, so the shared parts run on it unchanged (their SQL goes through `dialect.py`).
+stream), over psycopg 3, so the shared parts run on it unchanged: their statements (`sql.py`) are written once,
+with Postgres's own `$1` .. `$n` parameters, and sent as written.
 
 - One psycopg connection per handle, in autocommit mode: a read outside `atomic()` holds no snapshot open. A
   handle is one thread's, like an apsw connection (`Backend.reopen` gives another thread its own).
-- `for_user(user_id)` gives a view of the same connection bound to one user: it sets `coop.user_id`, which
-  row-level security reads (`schema.py`), before its statements, and its outermost `atomic()` takes that user's
-  advisory lock, so two clients writing one user's memory queue (as SQLite's write lock makes them) and a check
-  then insert (a fact's key, a session's external id) cannot race; other users' writes go on beside it.
+- `for_user(user_id)` gives a view of the same connection bound to one user: it sets `coop.user_id`, which row-level
+  security reads (`migrations/m001_initial_postgres.py`), before its statements, and its outermost `atomic()` takes
+  that user's advisory lock, so two clients writing one user's memory queue (as SQLite's write lock makes them) and
+  a check then insert (a fact's key, a session's external id) cannot race; other users' writes go on beside it.
 - The setting is a session setting: a transaction-mode pooler (PgBouncer, Supavisor on 6543) can hand the next
   statement another server connection, so coop needs a direct connection or a session-mode pooler.
 - Errors: a server that cannot be reached, a full disk, a read-only server become `StoreError`s with a hint;
@@ -23,7 +24,6 @@ from typing import TYPE_CHECKING, Any, NoReturn
 from urllib.parse import urlsplit, urlunsplit
 
 from coop.errors import StoreError, UsageError
-from coop.memory.storage.postgres.dialect import arguments, translate
 
 if TYPE_CHECKING:
     import psycopg
@@ -124,6 +124,14 @@ def with_vectors(conn: "psycopg.Connection[Any]") -> bool:
     return True
 
 
+def as_stored(params: Any) -> list[Any] | None:
+    """A shared statement's values as both engines store them: booleans are the integers SQLite keeps (the
+    columns are integers on both)."""
+    if params is None:
+        return None
+    return [int(value) if isinstance(value, bool) else value for value in params]
+
+
 @dataclass
 class PgDatabase:
     """One Postgres connection as the shared parts use a `Database`; `user` is what `coop.user_id` is set to
@@ -183,36 +191,45 @@ class PgDatabase:
         return True
 
     def run(self, sql: str, params: Any = None) -> Rows:
-        """A statement in Postgres's own SQL (`%s` placeholders), its rows read whole. Outside a transaction, a
-        connection the server dropped is made again and the statement sent once more."""
+        """A statement in Postgres's own SQL (`%s` placeholders: the Postgres-only modules), its rows read whole."""
+        return self._rows(sql, params, raw=False)
+
+    def execute(self, sql: str, params: Any = None) -> Rows:
+        """A statement of the parts both engines share (`sql.py`), run as written: its `$1` .. `$n` are
+        Postgres's own parameters (psycopg's raw cursor passes them through)."""
+        return self._rows(sql, as_stored(params), raw=True)
+
+    def _rows(self, sql: str, params: Any, raw: bool) -> Rows:
+        """Outside a transaction, a connection the server dropped is made again and the statement sent once more."""
         import psycopg
+
+        def send() -> Any:
+            self._bind()
+            if raw:
+                return psycopg.RawCursor(self.conn).execute(sql, params)
+            return self.conn.execute(sql, params)
 
         try:
             try:
-                self._bind()
-                cursor = self.conn.execute(sql, params)
+                cursor = send()
             except psycopg.OperationalError:
                 if not self._reconnect():
                     raise
-                self._bind()
-                cursor = self.conn.execute(sql, params)
+                cursor = send()
             return Rows(cursor.fetchall() if cursor.description is not None else [])
         except UnicodeEncodeError:
             raise UsageError("the text is not valid UTF-8", hint="convert the input to UTF-8") from None
         except Exception as exc:
             _reraise(exc, self.path)
 
-    def execute(self, sql: str, params: Any = None) -> Rows:
-        """A statement of the shared parts (SQLite's forms, `dialect.translate`)."""
-        statement, order = translate(sql)
-        return self.run(statement, arguments(params, order))
-
     def executemany(self, sql: str, rows: Any) -> None:
-        statement, order = translate(sql)
+        """Many rows through one shared statement (`$1` .. `$n`), in one transaction."""
+        import psycopg
+
         with self.atomic():
             try:
-                with self.conn.cursor() as cursor:
-                    cursor.executemany(statement, [arguments(row, order) or () for row in rows])
+                with psycopg.RawCursor(self.conn) as cursor:
+                    cursor.executemany(sql, [as_stored(row) or () for row in rows])
             except UnicodeEncodeError:
                 raise UsageError("the text is not valid UTF-8", hint="convert the input to UTF-8") from None
             except Exception as exc:
@@ -279,12 +296,13 @@ class PgDatabase:
                 self.conn.execute("COMMIT")
 
     def stream(self, sql: str, params: Any = None) -> Iterator[tuple[Any, ...]]:
-        """The rows of a query a thousand at a time (a server-side cursor: inside `snapshot`)."""
-        statement, order = translate(sql)
+        """The rows of a shared statement a thousand at a time (a server-side cursor: inside `snapshot`)."""
+        import psycopg
+
         self._bind()
-        with self.conn.cursor(name=f"coop_stream_{id(self)}") as cursor:
+        with psycopg.RawServerCursor(self.conn, name=f"coop_stream_{id(self)}") as cursor:
             cursor.itersize = 1000
-            cursor.execute(statement, arguments(params, order))
+            cursor.execute(sql, as_stored(params))
             yield from cursor
 
     def checkpoint(self) -> None:

@@ -1,15 +1,15 @@
 """The Postgres text index: the same BM25 as SQLite's FTS5, over postings coop keeps itself.
 
-Postgres's own ranking (`ts_rank_cd`) has no inverse document frequency: a word in every message counts as much as
-a name found once, and no BM25 extension can be installed on a plain server. So the index is FTS5's, rebuilt in
-tables (`schema.py`): each item's text goes through the very tokenizer the SQLite index uses (FTS5's porter over
-unicode61 with diacritics removed, run by apsw in memory), and its terms are stored with their counts (a message's
-own words and, apart, its context: the two messages before it and its date, as `fulltext.py` builds them). A query
-is scored in SQL with FTS5's formula (`bm25()`: k1 = 1.2, b = 0.75, IDF ln((N - n + 0.5) / (n + 0.5)) floored at
-1e-6, the context's counts weighted by `context_weight`), over the user's own rows (N, n and the average length
-are the user's), and then goes through the same length re-weighting (`lengths.py`) and cut as SQLite's leg. A
-phrase of several tokens (two characters of an unspaced script) matches a row holding all of its tokens; FTS5
-also wants them adjacent.
+Postgres's own ranking (`ts_rank_cd`) has no inverse document frequency: a word in every message counts as much as a
+name found once, and no BM25 extension can be installed on a plain server. So the index is FTS5's, rebuilt in tables
+(`migrations/m001_initial_postgres.py`): each item's text goes through the very tokenizer the SQLite index uses
+(FTS5's porter over unicode61 with diacritics removed, run by apsw in memory), and its terms are stored with their
+counts (a message's own words and, apart, its context: the two messages before it and its date, as `fulltext.py`
+builds them). A query is scored in SQL with FTS5's formula (`bm25()`: k1 = 1.2, b = 0.75, IDF ln((N - n + 0.5) / (n
++ 0.5)) floored at 1e-6, the context's counts weighted by `context_weight`), over the user's own rows (N, n and the
+average length are the user's), and then goes through the same length re-weighting (`lengths.py`) and cut as
+SQLite's leg. A phrase of several tokens (two characters of an unspaced script) matches a row holding all of its
+tokens; FTS5 also wants them adjacent.
 
 Indexing is lazy: a write queues the item (`fulltext_pending`, by trigger) and a search of that user first
 indexes what is queued (a turn's two messages: about a millisecond), so the write path does not tokenize and
@@ -310,6 +310,6 @@ class PgTextIndex:
     def rare_word_score(self, kind: str) -> float:
         """The relevance one match of a word found in a single row of `kind` gets (as SQLite's: ln(N / 1.5 + 1)
         for N rows, 0 below `text_index.MIN_ROWS_FOR_BM25_FLOOR`); N is the user's indexed rows of that kind."""
-        rows = self.db.scalar("SELECT docs FROM fulltext_stats WHERE user_id = ? AND kind = ?",
+        rows = self.db.scalar("SELECT docs FROM fulltext_stats WHERE user_id = $1 AND kind = $2",
                                     (self.scope.user_id, kind)) or 1
         return math.log(rows / 1.5 + 1.0) if rows >= shared.MIN_ROWS_FOR_BM25_FLOOR else 0.0
