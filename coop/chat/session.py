@@ -31,7 +31,7 @@ from coop.config.loading import coop_home
 from coop.errors import ModelError, NotFoundError, UsageError
 from coop.files.trace import NO_TRACE, Tracer
 from coop.memory.growth.forgetting import Forgotten, forget_with_traces
-from coop.memory.growth.jobs import MemoryJobs
+from coop.memory.growth.jobs import MemoryJobs, host_facts_notice
 from coop.memory.growth.reconcile import Candidate, FactWriter
 from coop.memory.growth.scrub import forget_in_files
 from coop.memory.retrieval.context import HistoryMessage, Prompt, Recalled
@@ -245,7 +245,12 @@ class ChatSession:
 
     def catch_up(self) -> None:
         """At start: embed whatever a crash or an offline embedder left without a vector, and finish the
-        extractions a previous process recorded but did not get to."""
+        extractions a previous process recorded but did not get to; and say what MCP hosts wrote since the user
+        last reviewed memory (the host's words, not the user's)."""
+        if not self.incognito:
+            notice = host_facts_notice(self.memory)
+            if notice:
+                self.background.note(notice)
         self.learn()
         if not self.incognito and self.config.memory.extraction.enabled and self.jobs.complete is not None \
                 and self.memory.jobs.pending(1):

@@ -16,17 +16,30 @@ app = typer.Typer(help="Your memory in other assistants: an MCP server over stdi
                   invoke_without_command=True)
 
 
+def check_instruction_flags(allow_writes: bool, allow_instructions: bool) -> None:
+    if allow_instructions and not allow_writes:
+        from coop.errors import UsageError
+
+        raise UsageError("--allow-instructions lets a host write standing instructions, which needs --allow-writes",
+                         hint="add --allow-writes, or leave --allow-instructions out")
+
+
 @app.callback()
 def serve(
     ctx: typer.Context,
     user: UserOption = None,
     allow_writes: Annotated[bool, typer.Option("--allow-writes", help="let the host's model remember, forget and "
                                                                         "record (default: read-only)")] = False,
+    allow_instructions: Annotated[bool, typer.Option(
+        "--allow-instructions", help="with --allow-writes: let the host give and remove standing instructions "
+                                     "(never ones that widen what is revealed)")] = False,
 ) -> None:
     """Serve your memory over stdio (MCP) to Claude Desktop, Claude Code, Cursor or any MCP host. Read-only
-    unless --allow-writes. Hosts start this command themselves: see `coop mcp install`."""
+    unless --allow-writes. What the host writes is kept as the host's, never as your own words. Hosts start this
+    command themselves: see `coop mcp install`."""
     if ctx.invoked_subcommand is not None:
         return
+    check_instruction_flags(allow_writes, allow_instructions)
     import anyio
 
     from coop.config.loading import coop_home
@@ -43,7 +56,8 @@ def serve(
     memory = services.memory(user)
     worker = services.worker() if allow_writes else None
     jobs = services.jobs()
-    core = MemoryServer(memory, jobs, services.embedder, allow_writes=allow_writes, worker=worker,
+    core = MemoryServer(memory, jobs, services.embedder, allow_writes=allow_writes,
+                        allow_instructions=allow_instructions, worker=worker,
                         settings=RetrievalSettings.from_config(config.memory))
     secrets = [value for name, value in os.environ.items() if name.endswith("_API_KEY")]
     try:
@@ -65,6 +79,8 @@ def install(
     host: Annotated[str, typer.Argument(help="claude-desktop, claude-code or cursor")],
     user: UserOption = None,
     allow_writes: Annotated[bool, typer.Option("--allow-writes", help="let the host's model change memory")] = False,
+    allow_instructions: Annotated[bool, typer.Option(
+        "--allow-instructions", help="with --allow-writes: let the host give standing instructions")] = False,
     print_only: Annotated[bool, typer.Option("--print", help="show the JSON to add instead of writing it")] = False,
 ) -> None:
     """Add coop to an MCP host's config file (a backup of the file is kept; twice changes nothing). The entry
@@ -76,12 +92,13 @@ def install(
     from coop.memory.storage.backends import describe
     from coop.memory.storage.store import THROWAWAY, whose
 
+    check_instruction_flags(allow_writes, allow_instructions)
     app_state = state(ctx)
     path = config_path(host)
     config = app_state.config()
     user_id = app_state.services().user_id(user)
     entry = server_entry(user=user_id, config=config.source or None, allow_writes=allow_writes,
-                         env=host_environment(config, os.environ))
+                         allow_instructions=allow_instructions, env=host_environment(config, os.environ))
     backend, database = resolve_store(config)
     uses = (f"the host will use {whose(user_id)} memory at {describe(backend, database)}" if backend == "postgres" else
             f"the host will use {whose(user_id)} memory in {os.path.abspath(database)}" if database != THROWAWAY else

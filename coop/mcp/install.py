@@ -48,8 +48,8 @@ def config_path(host: str, *, home: Path | None = None, platform: str | None = N
     raise UsageError(f"unknown MCP host {host!r}", hint=f"use one of: {', '.join(HOSTS)}")
 
 
-def server_entry(*, user: str, config: str | None, allow_writes: bool, command: list[str] | None = None,
-                 env: Mapping[str, str] | None = None) -> dict[str, Any]:
+def server_entry(*, user: str, config: str | None, allow_writes: bool, allow_instructions: bool = False,
+                 command: list[str] | None = None, env: Mapping[str, str] | None = None) -> dict[str, Any]:
     """The host's entry for coop: the running coop's own executable (absolute, since hosts start servers without
     the user's shell PATH), `mcp --user USER`, the config file when one was found, and the `COOP_*` settings
     (`host_environment`) when any are in force."""
@@ -59,6 +59,8 @@ def server_entry(*, user: str, config: str | None, allow_writes: bool, command: 
         args += ["--config", str(Path(config).expanduser().resolve())]
     if allow_writes:
         args.append("--allow-writes")
+    if allow_instructions:
+        args.append("--allow-instructions")
     entry: dict[str, Any] = {"command": command[0], "args": args}
     if env:
         entry["env"] = dict(sorted(env.items()))

@@ -25,6 +25,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from coop.memory.kinds import HOST, INSTRUCTION
 from coop.memory.tools import registry
 from coop.memory.tools.exchange import ExchangeRecorder
 from coop.memory.tools.guard import Guard
@@ -67,6 +68,7 @@ class MemoryServer:
     jobs: "MemoryJobs"
     embedder: Callable[[], "Embedder | None"]
     allow_writes: bool = False
+    allow_instructions: bool = False  # the user lets this host give standing instructions (never widening ones)
     worker: "BackgroundWorker | None" = None
     settings: "RetrievalSettings | None" = None  # default: from the config's [memory], as the chat's
     guard: Guard = field(default_factory=lambda: Guard(threading.Lock()))
@@ -75,8 +77,11 @@ class MemoryServer:
         from coop.memory.retrieval.settings import RetrievalSettings
 
         settings = self.settings or RetrievalSettings.from_config(self.jobs.config.memory)
+        self.jobs.host_may_instruct = self.allow_instructions
+        # The host is not the user: what it writes is the host's ("host"), may change only what a host wrote,
+        # and gives no standing instruction unless the user allowed it (`reconcile.py`).
         self.toolbox = MemoryToolbox(self.memory, self.embedder, lambda: self.jobs.writer(self.memory),
-                                     settings=settings, write_source="user", guard=self.guard)
+                                     settings=settings, write_source=HOST, guard=self.guard)
         # The host's account of its conversation, not words typed into coop: marked "host", and so are the facts
         # learned from it (`coop memory why` says so).
         self.recorder = ExchangeRecorder(self.memory, self.jobs, self.worker.submit if self.worker else None,
@@ -128,6 +133,10 @@ class MemoryServer:
         from coop.memory.growth.scrub import forget_in_files
 
         item = self.toolbox.forget_target(id)
+        if item.category == INSTRUCTION and not self.allow_instructions:
+            raise McpToolError(f"memory_forget: {item.ref} is a standing instruction, which a host may not remove; "
+                               "hint: the user removes it with `coop memory forget` (or installs the host with "
+                               "--allow-instructions)")
         gone = self.toolbox.forget(item, "forgotten by the model", reason)
         files = forget_in_files([gone], self.jobs.config.trace.file or None)
         return json.dumps({"forgotten": item.ref, "with_it": [trace.ref for trace in gone.traces],

@@ -38,6 +38,7 @@ _BY_PREFIX = {kind.prefix: kind for kind in REGISTRY.values()}
 ACTIVE_FACT = "superseded_at IS NULL AND archived_at IS NULL"
 INSTRUCTION = "instruction"  # the category of a standing instruction: in every preamble, never recalled as a fact
 GENERAL = "general"  # the category of a fact filed under none
+HOST = "host"  # the source of what an MCP host writes: never the user's own words (growth/reconcile.py)
 MAX_CATEGORY_CHARS = 100  # the stored limits of a fact's category and key: every writer cuts there
 MAX_KEY_CHARS = 200
 

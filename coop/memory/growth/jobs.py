@@ -31,7 +31,7 @@ from coop.memory.kinds import INSTRUCTION
 from coop.memory.storage.items import FactWrite
 from coop.memory.storage.links import JOB_LEASE_SECONDS, MAX_JOB_ATTEMPTS, JobClaim, PendingJob
 from coop.memory.storage.store import MemoryStore, UserMemory
-from coop.memory.text import shorten
+from coop.memory.text import plural, shorten
 
 if TYPE_CHECKING:
     from coop.config.loading import Config
@@ -49,6 +49,7 @@ class MemoryJobs:
     complete: Complete | None                   # the fast model, or None when no model is configured
     embedder: Callable[[], Embedder | None]     # called when a job needs it (it may still be loading)
     stopping: threading.Event = field(default_factory=threading.Event)  # set at exit: jobs stop between batches
+    host_may_instruct: bool = False  # an MCP host installed with --allow-instructions (`coop mcp`)
     _held: dict[tuple[str, int], JobClaim] = field(default_factory=dict, repr=False)  # claims a job is running
     _holding: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
@@ -57,7 +58,8 @@ class MemoryJobs:
         answer, when there is a model."""
         return FactWriter(memory, self.config.memory.extraction,
                           embedder=embedder if embedder is not None else self.embedder(),
-                          ask=model_asker(self.complete) if self.complete else None)
+                          ask=model_asker(self.complete) if self.complete else None,
+                          host_may_instruct=self.host_may_instruct)
 
     def embedding(self, user_id: str) -> Job:
         """Vectors for the user's messages that have none. The embedder is asked for inside the job, on the
@@ -219,6 +221,25 @@ def earlier_turns(memory: UserMemory, message_id: int) -> list[tuple[str, str]]:
     """The conversation just before a message: (role, text) of its session's user and assistant lines."""
     before = memory.messages.around(message_id, before=EARLIER_TURNS, after=0)[:-1]
     return [(m.role or "user", m.text) for m in before if m.role in ("user", "assistant") and m.text.strip()]
+
+
+HOST_FACTS_SHOWN = 3  # a chat's first notice names this many of an MCP host's facts; review lists them all
+
+
+def host_facts_notice(memory: UserMemory) -> str | None:
+    """What MCP hosts wrote since the user last reviewed memory, for the start of a chat: the host's, never the
+    user's own words, each with its undo (shown at every start until `coop memory review` looks at them)."""
+    from coop.memory.kinds import HOST
+
+    learned = [entry for entry in memory.sources.learned_since(memory.sources.reviewed_at(), (HOST,))
+               if entry.item.source == HOST]
+    if not learned:
+        return None
+    shown = "; ".join(f"{e.item.ref} “{shorten(e.item.text, 60)}” (undo: coop memory undo {e.item.ref})"
+                      for e in learned[-HOST_FACTS_SHOWN:])
+    more = f" and {len(learned) - HOST_FACTS_SHOWN} more" if len(learned) > HOST_FACTS_SHOWN else ""
+    return (f"an MCP host wrote {plural(len(learned), 'fact')} since your last review: {shown}{more}; "
+            "look them over with coop memory review")
 
 
 def describe_change(memory: UserMemory, result: FactWrite) -> str:

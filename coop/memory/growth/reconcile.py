@@ -3,7 +3,8 @@ host, import and consolidation all go through `FactWriter`, and the table of slo
 
 For each candidate, cheapest check first:
 1. refused: an unsafe instruction; an instruction that widens what may be revealed, from a machine; what the user
-   forgot, proposed again by a machine.
+   forgot, proposed again by a machine; a standing instruction from an MCP host, unless the user installed the
+   host with `--allow-instructions`.
 2. the user named the fact it replaces (`coop memory add --replaces f12`): that one is superseded.
 3. "no longer" / "never": the matching fact (the slot's holder, or the fact of its category that the value
    restates) is retired (archived, with its history and an undo); nothing new is stored.
@@ -16,6 +17,8 @@ For each candidate, cheapest check first:
 7. a many-valued topic adds. Where the table cannot decide (a fact of the same category and holder shares a term
    with it, and the user's words say something changed, or give a new amount), the exchange's one extra model
    question (`changes.py`) may name the fact it replaces; coop takes the answer only for such a fact.
+8. an MCP host is not the user (`_within_the_hosts_reach`): what it writes changes only what a host wrote. A new
+   value for a slot held by any other fact is added beside it; a "no longer" of one is not carried out.
 
 `plan()` only reads; `plan_exchange()` plans an exchange's candidates and asks at most one question; `apply()` writes
 one plan in one transaction and re-checks for an exact duplicate there, so two writers racing on the same fact
@@ -38,7 +41,7 @@ from coop.memory.growth.instructions import is_unsafe_instruction, widens
 from coop.memory.growth.overlap import MIN_SHARED, a_new_amount, coverage, held, restates, shared_terms
 from coop.memory.growth.refusals import refuse
 from coop.memory.growth.slots import canonical_key
-from coop.memory.kinds import INSTRUCTION, fact_slot
+from coop.memory.kinds import HOST, INSTRUCTION, fact_slot
 from coop.memory.language.lexicon import marks
 from coop.memory.language.terms import numbers, terms
 from coop.memory.storage.facts import FactFields
@@ -52,7 +55,7 @@ log = logging.getLogger(__name__)
 
 __all__ = ["Candidate", "FactWriter", "Plan"]
 
-MACHINE_SOURCES = ("extraction", "consolidation", "model", "import", "host")
+MACHINE_SOURCES = ("extraction", "consolidation", "model", "import", HOST)
 QUOTING_SOURCES = ("extraction", "consolidation", "host")  # their facts rest on the user's clauses
 CARRIED = 0.5  # the share of a new slot value's terms the user's words hold for it to change the slot unannounced
 SAME_CATEGORY_LIMIT = 200   # facts of one category read when looking for what a fact may change
@@ -81,6 +84,13 @@ def _carries_a_change(candidate: Candidate) -> bool:
                     candidate.language) >= CARRIED
 
 
+def _rests_on_clauses(candidate: Candidate) -> bool:
+    """Whether a candidate is read from the user's clauses (extraction, consolidation, a host's recorded exchange),
+    so a change must be in those words; a fact written whole (`/remember`, a host's `memory_remember`) names its
+    slot itself."""
+    return candidate.source in QUOTING_SOURCES and bool(candidate.evidence or candidate.sentence)
+
+
 def _part_of(candidate: Candidate, holder: Item) -> bool:
     """Whether a new value of a slot only repeats part of what holds it: every word of it that could carry a new
     value (a number, a name, a term of `MIN_SHARED` characters or more, the slot's own label aside) is in the
@@ -101,8 +111,9 @@ class FactWriter:
     """Writes facts for one user through the pipeline described above."""
 
     def __init__(self, memory: UserMemory, settings: ExtractionConfig, *, embedder: Embedder | None = None,
-                 ask: AskChanges | None = None) -> None:
+                 ask: AskChanges | None = None, host_may_instruct: bool = False) -> None:
         self.memory = memory
+        self.host_may_instruct = host_may_instruct  # the user installed the MCP host with --allow-instructions
         self.settings = settings
         self.embedder = embedder
         self.ask = ask
@@ -119,6 +130,9 @@ class FactWriter:
     # -- planning (reads) -------------------------------------------------------------------------------------
 
     def plan(self, candidate: Candidate) -> Plan:
+        return self._within_the_hosts_reach(self._plan(candidate))
+
+    def _plan(self, candidate: Candidate) -> Plan:
         category, key = fact_slot(candidate.category, candidate.key)
         candidate = replace(candidate, category=category, key=canonical_key(key),
                             value=" ".join(candidate.value.split()),
@@ -153,7 +167,7 @@ class FactWriter:
             if _part_of(candidate, holder):  # "diet: Keto" after "Has eaten keto since 2020": no change
                 return Plan("MERGE", candidate, f"restates part of {holder.ref}: mention counted", holder.item_id,
                             vector)
-            if candidate.source in QUOTING_SOURCES and not _carries_a_change(candidate):
+            if _rests_on_clauses(candidate) and not _carries_a_change(candidate):
                 refuse("change", f"a new value of {candidate.category}/{candidate.key} the user's words do not say "
                                  "changed", category=candidate.category, text=candidate.value)
                 return Plan("SKIP", candidate, f"{holder.ref} kept: the user's words do not say it changed")
@@ -186,9 +200,28 @@ class FactWriter:
                 continue
             old = offered[target]
             category, key = old.category or plan.candidate.category, old.key
-            plans[index] = Plan("SUPERSEDE", replace(plan.candidate, category=category, key=key),
-                                f"{old.ref} is no longer true after what the user said", target, plan.vector)
+            plans[index] = self._within_the_hosts_reach(
+                Plan("SUPERSEDE", replace(plan.candidate, category=category, key=key),
+                     f"{old.ref} is no longer true after what the user said", target, plan.vector))
         return plans
+
+    def _within_the_hosts_reach(self, plan: Plan) -> Plan:
+        """An MCP host is not the user: its plan may change (supersede, rewrite, retire) only a fact a host wrote.
+        Its new value for a slot another fact holds is added beside that fact, which stays current; its "no
+        longer" of one is not carried out. Both are counted; the user sees the host's facts at the next chat and
+        in `coop memory review`, each with its undo."""
+        if plan.candidate.source != HOST or plan.action not in ("SUPERSEDE", "UPDATE", "RETIRE") \
+                or plan.target_id is None:
+            return plan
+        target = self.memory.get("fact", plan.target_id)
+        if target.source == HOST:
+            return plan
+        refuse("host", f"an MCP host may not change {target.ref}, which it did not write",
+               category=plan.candidate.category, text=plan.candidate.value)
+        if plan.action == "RETIRE":
+            return Plan("SKIP", plan.candidate, f"{target.ref} kept: an MCP host may not retire what it did not write")
+        return Plan("ADD", replace(plan.candidate, key=None),
+                    f"an MCP host's account, beside {target.ref}, which it may not change", vector=plan.vector)
 
     def _may_change(self, candidate: Candidate) -> list[Item]:
         """Active facts of the candidate's category (the same person's) that it may change, when the user's words
@@ -254,6 +287,11 @@ class FactWriter:
         if candidate.category == INSTRUCTION and (is_unsafe_instruction(candidate.value) or "unsafe" in said):
             refuse("unsafe", "a request to drop a safety behaviour", category=INSTRUCTION, text=candidate.value)
             return Plan("SKIP", candidate, "a request to drop a safety behaviour is not kept as an instruction")
+        if candidate.category == INSTRUCTION and candidate.source == HOST and not self.host_may_instruct:
+            refuse("host", "a standing instruction from an MCP host installed without --allow-instructions",
+                   category=INSTRUCTION, text=candidate.value)
+            return Plan("SKIP", candidate, "an MCP host gives standing instructions only when the user installed it "
+                                           "with --allow-instructions")
         if candidate.category == INSTRUCTION and candidate.source in MACHINE_SOURCES and (
                 widens(candidate.value) or widens(candidate.evidence or "")):
             refuse("widening", "an instruction that widens what the assistant may reveal or do",

@@ -17,6 +17,8 @@ Reasons:
 - `target`: the model named a fact it was not offered as one the new fact may replace.
 - `forgotten`: a machine source proposed again what the user forgot.
 - `value`: the value cannot be a fact: empty, too long, a placeholder of the prompt, a question.
+- `host`: an MCP host reached past what it may do: a standing instruction without `--allow-instructions`, or a
+  change to a fact it did not write (`reconcile._within_the_hosts_reach`).
 
 The log line names the reason and the fact's category at INFO; the fact's text only at DEBUG.
 """
@@ -30,7 +32,7 @@ from collections import Counter
 log = logging.getLogger("coop.memory.refused")
 
 REASONS = ("evidence", "mood", "holder", "polarity", "instruction", "widening", "unsafe", "change", "target",
-           "forgotten", "value")
+           "forgotten", "value", "host")
 
 
 class Refusals:

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from coop.memory.kinds import HOST
 from coop.memory.retrieval.search import LegScore
 from coop.memory.storage.items import Item
 from coop.memory.text import estimate_tokens, shorten
@@ -79,11 +80,14 @@ _FIRST_PERSON = re.compile(r"\b(I|I'm|I've|I'd|I'll|me|my|mine|myself)\b|^(I|me|
 def fact_line(entry: Recalled) -> str:
     """A fact as the model reads it: its id (for the memory tools), since when it holds, and the fact in the
     third person. What the user typed in the first person (/remember I am allergic to peanuts) is quoted as
-    theirs, so it is never read as the assistant speaking about itself."""
+    theirs, so it is never read as the assistant speaking about itself; what an MCP host wrote is quoted as the
+    host's, never as the user's."""
     item = entry.item
     when = f"since {_date(item.created_at)}" + (f", {entry.note}" if entry.note else "")
     text = " ".join(item.text.split())
-    if _FIRST_PERSON.search(text):
+    if item.source == HOST:
+        text = f"another assistant (an MCP host) noted “{text}”"
+    elif _FIRST_PERSON.search(text):
         text = f"the user said “{text}”"
     return f"- {item.ref} ({when}): {text}"
 
