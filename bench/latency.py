@@ -207,11 +207,12 @@ def build_postgres(url: str, size: int, others: float, other_users: int, pool: l
 
     Bulk loading goes around the store's per-row writes (measured: see docs/benchmarks.md) with COPY on a
     connection of its own, triggers off (`session_replication_role = replica`, so `embedding_counts` is not
-    upserted once per row) and their work done in SQL afterwards. The main user's full text is indexed by coop's
-    own `catch_up` (FTS5's tokenizer, as any search would); the other users' messages are copies of the main
-    user's first ones (same texts, sessions and dates, so their postings are copied in SQL) with vectors of their
-    own (blends of the pool's real-model vectors: `vectorleg.blends`). Each user's HNSW index is built at the end
-    by `PgVectorIndex.ensure_index`, as the embedding worker makes it once a user has enough vectors."""
+    upserted once per row) and their work done in SQL afterwards. Each user's full text is then indexed by
+    `coop_fulltext_rebuild` (what `coop memory reindex` runs: the terms the write's own triggers make, in bulk);
+    the other users' messages are copies of the main user's first ones (same texts, sessions and dates) with
+    vectors of their own (blends of the pool's real-model vectors: `vectorleg.blends`). Each user's HNSW index is
+    built at the end by `PgVectorIndex.ensure_index`, as the embedding worker makes it once a user has enough
+    vectors."""
     import numpy as np
     import psycopg
 
@@ -270,12 +271,9 @@ def build_postgres(url: str, size: int, others: float, other_users: int, pool: l
     print(file=sys.stderr)
     timings["main_copy_s"] = time.perf_counter() - started
     t = time.perf_counter()
-    conn.execute("INSERT INTO fulltext_pending (user_id, kind, item_id) SELECT user_id, 'message', id FROM messages")
-    memory = store.user(MAIN_USER)
-    memory.text.catch_up()
-    timings["main_fulltext_catch_up_s"] = time.perf_counter() - t
-    print(f"  {MAIN_USER}: full text indexed by catch_up in {timings['main_fulltext_catch_up_s']:.0f} s",
-          file=sys.stderr)
+    conn.execute("SELECT coop_fulltext_rebuild(%s)", (MAIN_USER,))
+    timings["main_fulltext_s"] = time.perf_counter() - t
+    print(f"  {MAIN_USER}: full text indexed in {timings['main_fulltext_s']:.0f} s", file=sys.stderr)
     t = time.perf_counter()
     rng_seed = size
     for number, user_id in enumerate(users[1:]):
@@ -288,16 +286,7 @@ def build_postgres(url: str, size: int, others: float, other_users: int, pool: l
                          "token_count, embedder) SELECT id + %s, %s, session_id + %s, role, content, created_at, "
                          "importance, token_count, embedder FROM messages WHERE user_id = %s AND id <= %s",
                          (offset, user_id, offset, MAIN_USER, per_other))
-            conn.execute("INSERT INTO fulltext_docs (kind, item_id, user_id, terms) SELECT kind, item_id + %s, %s, "
-                         "terms FROM fulltext_docs WHERE user_id = %s AND kind = 'message' AND item_id <= %s",
-                         (offset, user_id, MAIN_USER, per_other))
-            conn.execute("INSERT INTO fulltext_postings (user_id, kind, term, item_id, own, context, terms) "
-                         "SELECT %s, kind, term, item_id + %s, own, context, terms FROM fulltext_postings "
-                         "WHERE user_id = %s AND kind = 'message' AND item_id <= %s",
-                         (user_id, offset, MAIN_USER, per_other))
-            conn.execute("INSERT INTO fulltext_stats (user_id, kind, docs, terms) SELECT %s, 'message', count(*), "
-                         "coalesce(sum(terms), 0) FROM fulltext_docs WHERE user_id = %s AND kind = 'message'",
-                         (user_id, user_id))
+            conn.execute("SELECT coop_fulltext_rebuild(%s)", (user_id,))
         for start in range(0, per_other, chunk):
             n = min(chunk, per_other - start)
             with conn.transaction():
@@ -342,7 +331,7 @@ def _copy_vectors(cursor, user_id: str, embedder_id: str, item_ids, matrix, last
 
 
 def pg_size(url: str) -> dict:
-    """The database's size and its largest tables (with their indexes)."""
+    """The database's size, its largest tables (with their indexes), and all of the full-text tables together."""
     import psycopg
 
     with psycopg.connect(url, autocommit=True) as conn:
@@ -350,7 +339,10 @@ def pg_size(url: str) -> dict:
         parts = conn.execute("SELECT c.relname, pg_total_relation_size(c.oid) FROM pg_class c JOIN pg_namespace n "
                              "ON n.oid = c.relnamespace WHERE c.relkind = 'r' AND n.nspname = 'public' "
                              "ORDER BY 2 DESC LIMIT 6").fetchall()
-    return {"bytes": int(total), "parts": {name: int(size) for name, size in parts}}
+        fulltext = conn.execute("SELECT coalesce(sum(pg_total_relation_size(c.oid)), 0) FROM pg_class c "
+                                "JOIN pg_namespace n ON n.oid = c.relnamespace WHERE c.relkind = 'r' "
+                                "AND n.nspname = 'public' AND c.relname LIKE 'fulltext%'").fetchone()[0]
+    return {"bytes": int(total), "parts": {name: int(size) for name, size in parts}, "fulltext_bytes": int(fulltext)}
 
 
 def db_size(path: str) -> dict:
@@ -417,7 +409,7 @@ def measure(path: str, queries: int, model_path: str | None, seed: int, backend:
     peak_mb = peak_rss_mb()
     load = (load_before, os.getloadavg()[0])  # other programs' work on the machine skews every figure
     overlap, approx_ms, exact_ms = [], [], []
-    rows = int(db.scalar("SELECT count(*) FROM messages WHERE user_id = ?", (MAIN_USER,)))
+    rows = int(db.scalar("SELECT count(*) FROM messages WHERE user_id = $1", (MAIN_USER,)))
     for query in asked[10:10 + min(50 if rows <= 200_000 else 15, queries)]:  # exact search at 1M: seconds each
         vector = embedder.embed_query(query)
         started = time.perf_counter()
@@ -659,7 +651,9 @@ def print_report(report: dict) -> None:
         print(f"  {'':>10} reworded needles found: {needles['vector_leg_top10']}/{needles['planted']} in the vector "
               f"leg's top 10 ({needles['above_floor']} above the floor), {needles['search_top10']}/"
               f"{needles['planted']} in search's top 10")
-        print(f"  {'':>10} db: " + ", ".join(f"{k} {v / 1e6:.0f} MB" for k, v in row["db"]["parts"].items()))
+        print(f"  {'':>10} db: " + ", ".join(f"{k} {v / 1e6:.0f} MB" for k, v in row["db"]["parts"].items())
+              + (f"; full-text tables together {row['db']['fulltext_bytes'] / 1e6:.0f} MB"
+                 if "fulltext_bytes" in row["db"] else ""))
         if "rows_in_server" in row:
             print(f"  {'':>10} {row['rows_in_server']:,} messages in the server; built in {row['build_seconds']} s "
                   f"(" + ", ".join(f"{k} {v}" for k, v in row["build_parts_seconds"].items()) + ")")

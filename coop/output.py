@@ -31,8 +31,7 @@ if TYPE_CHECKING:
     from coop.memory.retrieval.context import Recalled
     from coop.memory.retrieval.search import Hit
     from coop.memory.retrieval.turn import TurnContext
-    from coop.memory.storage.items import HistoryEntry, Item
-    from coop.memory.storage.links import Provenance
+    from coop.memory.storage.items import HistoryEntry, Item, Provenance
 
 _stdout: Console | None = None
 _stderr: Console | None = None

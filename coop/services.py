@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from coop.memory.growth.reconcile import FactWriter
     from coop.memory.growth.worker import BackgroundWorker
     from coop.memory.retrieval.settings import RetrievalSettings
-    from coop.memory.storage.store import MemoryStore, UserMemory
+    from coop.memory.storage.interface import Backend, UserStore
     from coop.model.llm import ChatModel
 
 def load_embedder(config: "Config") -> "EmbedderStatus":
@@ -54,7 +54,7 @@ class Services:
     config: "Config"
     user: str | None = None
     warn: Callable[[str, str | None], None] = lambda message, hint: None  # how a failed embedder load is told
-    _store: "MemoryStore | None" = field(default=None, repr=False)
+    _store: "Backend | None" = field(default=None, repr=False)
     _embedder: "EmbedderStatus | None" = field(default=None, repr=False)
 
     def user_id(self, override: str | None = None) -> str:
@@ -67,7 +67,7 @@ class Services:
         except Exception:
             return "default"
 
-    def store(self) -> "MemoryStore":
+    def store(self) -> "Backend":
         """The configured store (`memory.db_path`, or the Postgres server of `memory.url`), opened once."""
         if self._store is None:
             from coop.config.loading import coop_home, resolve_store
@@ -81,11 +81,11 @@ class Services:
             self._store = open_store(backend, location, busy_timeout_ms=self.config.memory.busy_timeout_ms)
         return self._store
 
-    def use_store(self, store: "MemoryStore") -> None:
+    def use_store(self, store: "Backend") -> None:
         """Serve from this store instead (a throwaway one for `coop chat --incognito`)."""
         self._store = store
 
-    def memory(self, user: str | None = None) -> "UserMemory":
+    def memory(self, user: str | None = None) -> "UserStore":
         return self.store().user(self.user_id(user))
 
     def embedder(self) -> "Embedder | None":
@@ -106,7 +106,7 @@ class Services:
 
         return MemoryJobs(self.config, fast_complete(self.config), embedder or self.embedder)
 
-    def writer(self, memory: "UserMemory") -> "FactWriter":
+    def writer(self, memory: "UserStore") -> "FactWriter":
         return self.jobs().writer(memory)
 
     def worker(self) -> "BackgroundWorker | None":

@@ -13,7 +13,7 @@ from coop.memory.text import plural
 if TYPE_CHECKING:
     from coop.memory.growth.jobs import MemoryJobs
     from coop.memory.growth.worker import BackgroundWorker
-    from coop.memory.storage.store import UserMemory
+    from coop.memory.storage.interface import UserStore
 
 log = logging.getLogger(__name__)
 
@@ -21,7 +21,7 @@ log = logging.getLogger(__name__)
 class Background:
     """The session's jobs and notices."""
 
-    def __init__(self, memory: "UserMemory", jobs: "MemoryJobs", worker: "BackgroundWorker | None") -> None:
+    def __init__(self, memory: "UserStore", jobs: "MemoryJobs", worker: "BackgroundWorker | None") -> None:
         self.memory = memory
         self.jobs = jobs
         self.worker = worker

@@ -47,7 +47,7 @@ if TYPE_CHECKING:
     from coop.config.loading import Config
     from coop.memory.embedder import Embedder
     from coop.memory.growth.worker import BackgroundWorker
-    from coop.memory.storage.store import UserMemory
+    from coop.memory.storage.interface import UserStore
 
 __all__ = ["INCOMPLETE_MARK", "INTERRUPTED_MARK", "PREAMBLE", "ChatSession", "TurnResult"]
 
@@ -69,7 +69,7 @@ class ChatSession:
     jobs (default: from the config, with its fast model). With no model at all, a turn is a ModelError that
     says how to configure one."""
 
-    def __init__(self, memory: "UserMemory", config: "Config", *, embedder: Callable[[], "Embedder | None"],
+    def __init__(self, memory: "UserStore", config: "Config", *, embedder: Callable[[], "Embedder | None"],
                  model: llm.ChatModel | None = None, models: Callable[[str], llm.ChatModel] | None = None,
                  jobs: MemoryJobs | None = None, session_id: int | None = None, incognito: bool = False,
                  tracer: Tracer = NO_TRACE, worker: "BackgroundWorker | None" = None,

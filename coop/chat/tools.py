@@ -41,7 +41,7 @@ if TYPE_CHECKING:
     from coop.memory.embedder import Embedder
     from coop.memory.growth.forgetting import Forgotten
     from coop.memory.growth.reconcile import FactWriter
-    from coop.memory.storage.store import UserMemory
+    from coop.memory.storage.interface import UserStore
 
 log = logging.getLogger(__name__)
 
@@ -54,7 +54,7 @@ READ_ONLY = {"error": "memory is read-only in this session (incognito)"}
 class MemoryTools:
     """Runs the model's tool calls against one user's memory."""
 
-    memory: "UserMemory"
+    memory: "UserStore"
     embedder: Callable[[], "Embedder | None"]
     writer: Callable[[], "FactWriter"]  # the one fact write pipeline
     settings: RetrievalSettings = field(default_factory=RetrievalSettings.defaults)  # as the turn retrieves

@@ -150,8 +150,7 @@ def chat(
     from coop.files.logs import logging_to_file
     from coop.files.trace import NO_TRACE, Tracer
     from coop.memory.growth.embedders import missing_model
-    from coop.memory.storage.backends import open_store
-    from coop.memory.storage.store import THROWAWAY
+    from coop.memory.storage.backends import THROWAWAY, open_store
     from coop.memory.text import plural
     from coop.model import llm
     from coop.services import chat_model

@@ -24,7 +24,7 @@ from coop.privacy.secrets import mask, mask_optional
 
 if TYPE_CHECKING:
     from coop.config.loading import Config
-    from coop.memory.storage.store import MemoryStore
+    from coop.memory.storage.interface import Backend
 
 # The key variable litellm reads for common providers, by the model string's prefix. Local servers need none.
 @dataclass(frozen=True)
@@ -129,7 +129,7 @@ def check_server(model: str, api_base: str, api_key: str | None) -> Check:
                    "fine for a server without a model list; check model.api_base if chat fails")
 
 
-def check_embedder(config: "Config", store: "MemoryStore") -> list[Check]:
+def check_embedder(config: "Config", store: "Backend") -> list[Check]:
     from coop.memory.growth.embedders import resolve_model_path
     from coop.services import load_embedder
 
@@ -157,7 +157,7 @@ def check_embedder(config: "Config", store: "MemoryStore") -> list[Check]:
     return checks
 
 
-def run_checks(load: Callable[[], "Config"], open_store: Callable[["Config"], "MemoryStore"],
+def run_checks(load: Callable[[], "Config"], open_store: Callable[["Config"], "Backend"],
                probe: bool = False) -> list[Check]:
     """Every check, in order; a failure to load the config or open the database ends the list there."""
     from coop.config.loading import resolve_store
@@ -178,7 +178,7 @@ def run_checks(load: Callable[[], "Config"], open_store: Callable[["Config"], "M
         path = describe(*resolve_store(config))
         store = open_store(config)
     except CoopError as exc:
-        from coop.memory.storage.health import DAMAGED_HINT
+        from coop.memory.storage.items import DAMAGED_HINT
 
         hint = exc.hint if exc.hint and "coop check" not in exc.hint else DAMAGED_HINT
         return checks + [failure("database", exc.message, hint)]
@@ -187,7 +187,7 @@ def run_checks(load: Callable[[], "Config"], open_store: Callable[["Config"], "M
         findings = store.check()  # the store's own: engine, schema, integrity, indexes, writable, vectors
         checks += [Check(f.name, f.severity, f.message, f.hint) for f in findings if f.name != "embedding backlog"
                    and f.name != "vector index"]
-        checks += guarded_checks("stored vectors", lambda: check_embedder(config, store))  # reads can raise
+        checks += guarded_checks(store, "stored vectors", lambda: check_embedder(config, store))  # reads can raise
         checks += [Check(f.name, f.severity, f.message, f.hint) for f in findings if f.name in
                    ("embedding backlog", "vector index")]
     finally:
@@ -195,11 +195,11 @@ def run_checks(load: Callable[[], "Config"], open_store: Callable[["Config"], "M
     return checks
 
 
-def guarded_checks(name: str, run: Callable[[], list[Check]]) -> list[Check]:
-    """A group of checks that reads the store: a failure to read is a failed check (`health.guarded`)."""
-    from coop.memory.storage.health import Finding, guarded
+def guarded_checks(store: "Backend", name: str, run: Callable[[], list[Check]]) -> list[Check]:
+    """A group of checks that reads the store: a failure to read is a failed check (`Backend.guarded`)."""
+    from coop.memory.storage.items import Finding
 
-    found = guarded(name, lambda: [Finding(c.name, c.severity, c.message, c.hint) for c in run()])
+    found = store.guarded(name, lambda: [Finding(c.name, c.severity, c.message, c.hint) for c in run()])
     return [Check(f.name, f.severity, f.message, f.hint) for f in found]
 
 

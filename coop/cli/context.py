@@ -15,7 +15,7 @@ import typer
 if TYPE_CHECKING:
     from coop.config.loading import Config
     from coop.memory.embedder import Embedder
-    from coop.memory.storage.store import MemoryStore, UserMemory
+    from coop.memory.storage.interface import Backend, UserStore
     from coop.services import Services
 
 
@@ -68,10 +68,10 @@ class AppContext:
     def user_id(self, override: str | None = None) -> str:
         return self.services().user_id(override)
 
-    def store(self) -> "MemoryStore":
+    def store(self) -> "Backend":
         return self.services().store()
 
-    def memory(self, user: str | None = None) -> "UserMemory":
+    def memory(self, user: str | None = None) -> "UserStore":
         return self.services().memory(user)
 
     def embedder(self) -> "Embedder | None":

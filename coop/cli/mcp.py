@@ -89,8 +89,8 @@ def install(
 
     from coop.config.loading import resolve_store
     from coop.mcp.install import config_path, host_environment, install, server_entry
-    from coop.memory.storage.backends import describe
-    from coop.memory.storage.store import THROWAWAY, whose
+    from coop.memory.storage.backends import THROWAWAY, describe
+    from coop.memory.storage.items import whose
 
     check_instruction_flags(allow_writes, allow_instructions)
     app_state = state(ctx)

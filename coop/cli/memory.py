@@ -15,8 +15,8 @@ from coop.memory.text import plural
 if TYPE_CHECKING:
     from rich.table import Table
 
+    from coop.memory.storage.interface import UserStore
     from coop.memory.storage.items import HistoryEntry, Item
-    from coop.memory.storage.store import UserMemory
 
 app = typer.Typer(no_args_is_help=True,
                   help="Inspect and correct memory: search, list, show, why, add, edit, review, forget.")
@@ -57,7 +57,7 @@ def fact_ref(ref: str, doing: str) -> int:
     return number
 
 
-def current_fact(memory: UserMemory, fact_id: int, doing: str) -> Item:
+def current_fact(memory: UserStore, fact_id: int, doing: str) -> Item:
     """Fact `fact_id` when it is active. Not there: NotFoundError (exit 3). Superseded or archived: a usage
     error (exit 2) naming the fact that is current now, since only that one can be changed."""
     item = memory.get("fact", fact_id)

@@ -20,20 +20,20 @@ from coop.cli.memory import JsonOption, UserOption, app, current_fact, fact_ref
 from coop.errors import UsageError
 
 if TYPE_CHECKING:
+    from coop.memory.storage.interface import UserStore
     from coop.memory.storage.items import FactWrite, Item
-    from coop.memory.storage.store import UserMemory
 
 EDIT_REASON = "edited by the user"
 
 
-def edit_fact(memory: UserMemory, fact_id: int, text: str, *,
+def edit_fact(memory: UserStore, fact_id: int, text: str, *,
               reason: str = EDIT_REASON) -> tuple[Item, FactWrite | None]:
     """Supersede active fact `fact_id` with `text` as the user's own fact; returns the fact as it was and the
     write (None when the text says the same as before: nothing changes). Refused, with nothing written: a fact
     that is not current, empty or unstorable text, a standing instruction to drop a safety behaviour."""
     from coop.memory.growth.instructions import is_unsafe_instruction
     from coop.memory.kinds import INSTRUCTION
-    from coop.memory.storage.facts import FactFields
+    from coop.memory.storage.items import FactFields
     from coop.memory.text import content_hash
 
     with memory.transaction():  # checked and written at once: no other writer changes the fact in between
@@ -48,7 +48,7 @@ def edit_fact(memory: UserMemory, fact_id: int, text: str, *,
         return item, memory.facts.supersede(fact_id, fields, reason=reason)
 
 
-def embed_new_facts(app_state: AppContext, memory: UserMemory) -> None:
+def embed_new_facts(app_state: AppContext, memory: UserStore) -> None:
     """Embed the facts written just now, as `coop memory add` does, so search finds them at once."""
     from coop.memory.growth.embedding import embed_pending
 

@@ -39,8 +39,8 @@ from coop.errors import ExitCode, UsageError
 from coop.memory.text import plural
 
 if TYPE_CHECKING:
-    from coop.memory.storage.links import Learned
-    from coop.memory.storage.store import UserMemory
+    from coop.memory.storage.interface import UserStore
+    from coop.memory.storage.items import Learned
 
 REVIEWED_SOURCES = ("extraction", "consolidation", "model", "host", "import")
 PIN_IMPORTANCE = 0.9
@@ -68,7 +68,7 @@ def on_terminal() -> bool:
     return bool(sys.stdin) and sys.stdin.isatty()
 
 
-def entries_of(memory: UserMemory, learned: list[Learned], pinned_at: float,
+def entries_of(memory: UserStore, learned: list[Learned], pinned_at: float,
                stale: dict[int, str] | None = None) -> list[Entry]:
     """Each fact with its quotes, the facts it replaced and its flags: pinned (always recalled), updated (an
     older fact rewritten in place), replaces (it superseded another), from_host (learned from what an MCP host
@@ -112,7 +112,7 @@ def review(
     started = time.time()  # what changes during the review is for the next one
     since = None if all_ else memory.sources.reviewed_at()
     from coop.memory.retrieval.profile import candidates, out_of_date
-    from coop.memory.storage.links import Learned
+    from coop.memory.storage.items import Learned
 
     learned = memory.sources.learned_since(since, None if all_ else REVIEWED_SOURCES, limit=MAX_REVIEWED)
     stale = out_of_date(memory, candidates(memory))
@@ -180,7 +180,7 @@ def _ask() -> str:
         output.info("answer keep, pin, edit, forget, skip or quit (or the first letter)")
 
 
-def _decide(memory: UserMemory, entry: Entry, action: str) -> bool:
+def _decide(memory: UserStore, entry: Entry, action: str) -> bool:
     """Carry out one decision; False when it did not happen (a refused edit, a forget not confirmed)."""
     from coop.memory.growth.forgetting import forget_with_traces, traces
 
@@ -212,7 +212,7 @@ def _decide(memory: UserMemory, entry: Entry, action: str) -> bool:
     return True
 
 
-def _walk(app_state: AppContext, memory: UserMemory, entries: list[Entry], reached: float) -> None:
+def _walk(app_state: AppContext, memory: UserStore, entries: list[Entry], reached: float) -> None:
     """Ask about each fact in turn; then move the review mark as the module docstring says: to `reached` (the
     review's start) when every fact was decided."""
     tally: Counter[str] = Counter()

@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 
     from coop.config.loading import Config
     from coop.memory.embedder import Embedder
-    from coop.memory.storage.store import UserMemory
+    from coop.memory.storage.interface import UserStore
     from coop.memory.transfer.migrate import MigrationProgress, MigrationReport, UserMigration
     from coop.memory.transfer.report import ImportProgress
 
@@ -43,7 +43,7 @@ def _progress(transient: bool = True) -> Progress:
                     transient=transient, disable=not output.err().is_terminal)
 
 
-def _embed_with_progress(memory: UserMemory, embedder: Embedder | None, batch_size: int) -> int:
+def _embed_with_progress(memory: UserStore, embedder: Embedder | None, batch_size: int) -> int:
     from coop.memory.growth.embedding import embed_backlog
 
     total = memory.unembedded_count()

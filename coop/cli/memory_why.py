@@ -17,8 +17,7 @@ from coop.cli.context import state
 from coop.cli.memory import JsonOption, UserOption, app, fact_ref, history_table
 
 if TYPE_CHECKING:
-    from coop.memory.storage.items import HistoryEntry, Item
-    from coop.memory.storage.links import Provenance
+    from coop.memory.storage.items import HistoryEntry, Item, Provenance
 
 # Who wrote a fact, by its `source`, in words.
 SOURCE_WORDS = {

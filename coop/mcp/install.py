@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from coop.errors import UsageError
-from coop.memory.storage.store import THROWAWAY
+from coop.memory.storage.backends import THROWAWAY
 
 if TYPE_CHECKING:
     from coop.config.loading import Config

@@ -39,7 +39,7 @@ if TYPE_CHECKING:
     from coop.memory.growth.jobs import MemoryJobs
     from coop.memory.growth.worker import BackgroundWorker
     from coop.memory.retrieval.settings import RetrievalSettings
-    from coop.memory.storage.store import UserMemory
+    from coop.memory.storage.interface import UserStore
 
 log = logging.getLogger(__name__)
 
@@ -64,7 +64,7 @@ class MemoryServer:
     background worker that embeds and extracts what `memory_record` stores. Database work is serialised (one
     connection: `guard`); each call is its own turn."""
 
-    memory: "UserMemory"
+    memory: "UserStore"
     jobs: "MemoryJobs"
     embedder: Callable[[], "Embedder | None"]
     allow_writes: bool = False

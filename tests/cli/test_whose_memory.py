@@ -3,7 +3,7 @@ run picks when it knows no other), "ana's memory" for anyone else (issue 30's "y
 
 from __future__ import annotations
 
-from coop.memory.storage.store import whose
+from coop.memory.storage.items import whose
 
 
 def test_whose_reads_as_english():

@@ -36,7 +36,7 @@ from coop.memory.growth.reconcile import FactWriter
 from coop.memory.kinds import INSTRUCTION, decayed
 from coop.memory.language.parse import parse
 from coop.memory.storage.items import Item
-from coop.memory.storage.store import UserMemory
+from coop.memory.storage.interface import UserStore
 from coop.memory.text import plural
 from coop.model.jsonreply import ModelReplyError, ask, parse_json_reply
 
@@ -86,7 +86,7 @@ class ConsolidationReport:
         return "memory consolidated: " + ", ".join(parts)
 
 
-def find_spans(memory: UserMemory, *, min_age_seconds: float, span_messages: int, limit: int,
+def find_spans(memory: UserStore, *, min_age_seconds: float, span_messages: int, limit: int,
                session_id: int | None = None, now: float | None = None) -> list[list[Item]]:
     """Unconsolidated spans that are finished with, oldest first."""
     now = time.time() if now is None else now
@@ -121,7 +121,7 @@ def _span_text(span: list[Item], listing: Listing, users: list[Item]) -> str:
     return "\n".join(lines)
 
 
-def consolidate_span(memory: UserMemory, span: list[Item], complete: Complete, writer: FactWriter,
+def consolidate_span(memory: UserStore, span: list[Item], complete: Complete, writer: FactWriter,
                      max_facts: int) -> tuple[int | None, int]:
     """Summarise one span and write its facts; returns (summary id, facts written). All or nothing. A span with
     nothing worth summarising ("hi" / "hello!") gets no summary and is marked done, so it never blocks the
@@ -170,7 +170,7 @@ def _still_open(memory: UserMemory, span: list[Item]) -> bool:
     return all(item.item_id in open_ids for item in span)
 
 
-def apply_retention(memory: UserMemory, settings: "RetentionConfig", salience_threshold: float,
+def apply_retention(memory: UserStore, settings: "RetentionConfig", salience_threshold: float,
                     now: float | None = None) -> int:
     """Archive facts whose decayed weight fell below the line; returns how many. Never deletes."""
     if not settings.enabled:
@@ -192,7 +192,7 @@ def apply_retention(memory: UserMemory, settings: "RetentionConfig", salience_th
     return archived
 
 
-def consolidate(memory: UserMemory, config: "Config", complete: Complete | None, writer: FactWriter, *,
+def consolidate(memory: UserStore, config: "Config", complete: Complete | None, writer: FactWriter, *,
                 session_id: int | None = None, ended: bool = False, now: float | None = None) -> ConsolidationReport:
     """One bounded run: summarise finished spans (when a model is available), then apply retention."""
     settings = config.memory.consolidation

@@ -12,13 +12,13 @@ from collections.abc import Callable, Sequence
 
 from coop.memory.embedder import Embedder
 from coop.memory.kinds import KINDS
-from coop.memory.storage.store import UserMemory
+from coop.memory.storage.interface import UserStore
 from coop.memory.text import sentence_parts
 
 log = logging.getLogger(__name__)
 
 
-def embed_pending(memory: UserMemory, embedder: Embedder, *, batch_size: int = 64,
+def embed_pending(memory: UserStore, embedder: Embedder, *, batch_size: int = 64,
                   limit: int | None = None, kinds: Sequence[str] = KINDS,
                   should_stop: Callable[[], bool] = lambda: False) -> int:
     """Embed this user's items that have no vector yet, in batches; returns how many were embedded.
@@ -39,7 +39,7 @@ def embed_pending(memory: UserMemory, embedder: Embedder, *, batch_size: int = 6
     return done
 
 
-def _embed_batch(memory: UserMemory, kind: str, rows: list[tuple[int, str]], embedder: Embedder) -> int:
+def _embed_batch(memory: UserStore, kind: str, rows: list[tuple[int, str]], embedder: Embedder) -> int:
     """Each item's whole text and, for a text of several sentences, each sentence, in one call to the model."""
     texts = [text or "" for _, text in rows]
     split = [sentence_parts(text) for text in texts]
@@ -60,7 +60,7 @@ def _embed_batch(memory: UserMemory, kind: str, rows: list[tuple[int, str]], emb
     return len(rows)
 
 
-def embed_backlog(memory: UserMemory, embedder: Embedder, *, batch_size: int = 64,
+def embed_backlog(memory: UserStore, embedder: Embedder, *, batch_size: int = 64,
                   progress: Callable[[int], None] | None = None) -> int:
     """Embed everything of this user that has no vector yet, a few batches at a time; returns how many."""
     total = 0

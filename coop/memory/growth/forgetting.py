@@ -16,8 +16,8 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 
+from coop.memory.storage.interface import UserStore
 from coop.memory.storage.items import Item
-from coop.memory.storage.store import UserMemory
 from coop.memory.text import plural
 from coop.memory.words import content_words, states
 
@@ -57,7 +57,7 @@ def receipt(gone: list[Forgotten], files: dict[str, int]) -> list[str]:
             "delete)"]
 
 
-def traces(memory: UserMemory, fact: Item) -> list[Item]:
+def traces(memory: UserStore, fact: Item) -> list[Item]:
     """The messages and summaries that carry a fact: its sources, and whatever states it. Oldest first."""
     found: dict[tuple[str, int], Item] = {}
     sources = memory.sources.of_facts([fact.item_id]).get(fact.item_id, set())
@@ -72,7 +72,7 @@ def traces(memory: UserMemory, fact: Item) -> list[Item]:
     return sorted(found.values(), key=lambda i: (i.created_at, i.kind, i.item_id))
 
 
-def forget_with_traces(memory: UserMemory, kind: str, item_id: int, *, reason: str,
+def forget_with_traces(memory: UserStore, kind: str, item_id: int, *, reason: str,
                        keep_traces: bool = False) -> Forgotten:
     """Forget one item; a fact takes its traces with it (unless `keep_traces`)."""
     item = memory.get(kind, item_id)

@@ -28,9 +28,8 @@ from coop.memory.growth.embedding import embed_pending
 from coop.memory.growth.extract import Complete, ExtractionContext, extract_facts
 from coop.memory.growth.reconcile import FactWriter
 from coop.memory.kinds import INSTRUCTION
-from coop.memory.storage.items import FactWrite
-from coop.memory.storage.links import JOB_LEASE_SECONDS, MAX_JOB_ATTEMPTS, JobClaim, PendingJob
-from coop.memory.storage.store import MemoryStore, UserMemory
+from coop.memory.storage.interface import Backend, UserStore
+from coop.memory.storage.items import JOB_LEASE_SECONDS, MAX_JOB_ATTEMPTS, FactWrite, JobClaim, PendingJob
 from coop.memory.text import plural, shorten
 
 if TYPE_CHECKING:
@@ -38,7 +37,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-Job = Callable[[MemoryStore], "str | None"]
+Job = Callable[[Backend], "str | None"]
 
 
 @dataclass
@@ -53,7 +52,7 @@ class MemoryJobs:
     _held: dict[tuple[str, int], JobClaim] = field(default_factory=dict, repr=False)  # claims a job is running
     _holding: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
-    def writer(self, memory: UserMemory, embedder: Embedder | None = None) -> FactWriter:
+    def writer(self, memory: UserStore, embedder: Embedder | None = None) -> FactWriter:
         """The one fact write pipeline, with the fast model for the one question the table of slots cannot
         answer, when there is a model."""
         return FactWriter(memory, self.config.memory.extraction,
@@ -66,7 +65,7 @@ class MemoryJobs:
         worker, so that submitting never waits for a model that is still loading."""
         batch_size = self.config.memory.embedder.batch_size
 
-        def run(store: MemoryStore) -> str | None:
+        def run(store: Backend) -> str | None:
             embedder = self.embedder()
             if embedder is not None:
                 embed_pending(store.user(user_id), embedder, batch_size=batch_size, should_stop=self.stopping.is_set)
@@ -79,7 +78,7 @@ class MemoryJobs:
         write pipeline, linked to the user's message. A failure anywhere changes nothing; the row stays for the
         next start (at most `MAX_JOB_ATTEMPTS` tries)."""
 
-        def run(store: MemoryStore) -> str | None:
+        def run(store: Backend) -> str | None:
             memory = store.user(user_id)
             job = memory.jobs.get(job_id)
             return None if job is None or self.complete is None else self._extract(memory, job)
@@ -90,7 +89,7 @@ class MemoryJobs:
         """At start: the extractions a previous process recorded and did not finish (it exited first), except
         those another client is running now."""
 
-        def run(store: MemoryStore) -> str | None:
+        def run(store: Backend) -> str | None:
             memory = store.user(user_id)
             notices = []
             for job in memory.jobs.pending(limit, unclaimed=True) if self.complete is not None else []:
@@ -103,7 +102,7 @@ class MemoryJobs:
 
         return ClaimingJob(run, self)
 
-    def release_claims(self, store: MemoryStore) -> int:
+    def release_claims(self, store: Backend) -> int:
         """Give back the jobs this process's extractions hold (called at exit, on a handle of the caller's own,
         when the worker was left inside one): the next start finishes them at once, not after the lease."""
         with self._holding:
@@ -112,7 +111,7 @@ class MemoryJobs:
             store.user(user_id).jobs.release(claim)
         return len(held)
 
-    def _extract(self, memory: UserMemory, job: PendingJob) -> str | None:
+    def _extract(self, memory: UserStore, job: PendingJob) -> str | None:
         assert self.complete is not None
         claim = memory.jobs.claim(job.job_id)
         if claim is None:  # another client runs it now (or finished it since it was listed)
@@ -138,7 +137,7 @@ class MemoryJobs:
             with self._holding:
                 self._held.pop(held, None)
 
-    def _run_extraction(self, memory: UserMemory, job: PendingJob) -> str | None:
+    def _run_extraction(self, memory: UserStore, job: PendingJob) -> str | None:
         assert self.complete is not None
         texts = memory.get_many("message", [job.message_id])
         if job.message_id not in texts:  # forgotten since: nothing to learn from it
@@ -174,7 +173,7 @@ class MemoryJobs:
         return "memory: " + "; ".join(done) if done else None
 
     def consolidation(self, user_id: str, *, session_id: int | None = None, ended: bool = False) -> Job:
-        def run(store: MemoryStore) -> str | None:
+        def run(store: Backend) -> str | None:
             memory = store.user(user_id)
             embedder = self.embedder()
             report = consolidate(memory, self.config, self.complete, self.writer(memory, embedder),
@@ -189,7 +188,7 @@ class MemoryJobs:
         """End a session (after an idle spell) and consolidate it, on the worker's connection."""
         consolidation = self.consolidation(user_id, session_id=session_id, ended=True)
 
-        def run(store: MemoryStore) -> str | None:
+        def run(store: Backend) -> str | None:
             store.user(user_id).sessions.end(session_id)
             return consolidation(store)
 
@@ -206,10 +205,10 @@ class ClaimingJob:
         self.run = run
         self.jobs = jobs
 
-    def __call__(self, store: MemoryStore) -> str | None:
+    def __call__(self, store: Backend) -> str | None:
         return self.run(store)
 
-    def abandoned(self, store: MemoryStore) -> None:
+    def abandoned(self, store: Backend) -> None:
         self.jobs.release_claims(store)
 
 
@@ -217,7 +216,7 @@ CHANGES = ("UPDATE", "SUPERSEDE", "RETIRE")
 EARLIER_TURNS = 6   # messages of the session before the exchange, shown to the extractor to resolve "she"
 
 
-def earlier_turns(memory: UserMemory, message_id: int) -> list[tuple[str, str]]:
+def earlier_turns(memory: UserStore, message_id: int) -> list[tuple[str, str]]:
     """The conversation just before a message: (role, text) of its session's user and assistant lines."""
     before = memory.messages.around(message_id, before=EARLIER_TURNS, after=0)[:-1]
     return [(m.role or "user", m.text) for m in before if m.role in ("user", "assistant") and m.text.strip()]
@@ -226,7 +225,7 @@ def earlier_turns(memory: UserMemory, message_id: int) -> list[tuple[str, str]]:
 HOST_FACTS_SHOWN = 3  # a chat's first notice names this many of an MCP host's facts; review lists them all
 
 
-def host_facts_notice(memory: UserMemory) -> str | None:
+def host_facts_notice(memory: UserStore) -> str | None:
     """What MCP hosts wrote since the user last reviewed memory, for the start of a chat: the host's, never the
     user's own words, each with its undo (shown at every start until `coop memory review` looks at them)."""
     from coop.memory.kinds import HOST
@@ -242,7 +241,7 @@ def host_facts_notice(memory: UserMemory) -> str | None:
             "look them over with coop memory review")
 
 
-def describe_change(memory: UserMemory, result: FactWrite) -> str:
+def describe_change(memory: UserStore, result: FactWrite) -> str:
     """One change for the user to see at the next prompt, with how to take it back. A standing instruction that
     replaces another says so in words, old and new: it changes every later reply."""
     fact = memory.get("fact", result.fact_id)

@@ -44,9 +44,8 @@ from coop.memory.growth.slots import canonical_key
 from coop.memory.kinds import HOST, INSTRUCTION, fact_slot
 from coop.memory.language.lexicon import marks
 from coop.memory.language.terms import numbers, terms
-from coop.memory.storage.facts import FactFields
-from coop.memory.storage.items import FactWrite, Item
-from coop.memory.storage.store import UserMemory
+from coop.memory.storage.interface import UserStore
+from coop.memory.storage.items import FactFields, FactWrite, Item
 
 if TYPE_CHECKING:
     import numpy as np
@@ -110,7 +109,7 @@ def _is_someones(item: Item) -> bool:
 class FactWriter:
     """Writes facts for one user through the pipeline described above."""
 
-    def __init__(self, memory: UserMemory, settings: ExtractionConfig, *, embedder: Embedder | None = None,
+    def __init__(self, memory: UserStore, settings: ExtractionConfig, *, embedder: Embedder | None = None,
                  ask: AskChanges | None = None, host_may_instruct: bool = False) -> None:
         self.memory = memory
         self.host_may_instruct = host_may_instruct  # the user installed the MCP host with --allow-instructions

@@ -17,11 +17,11 @@ import queue
 import threading
 from collections.abc import Callable
 
-from coop.memory.storage.store import MemoryStore
+from coop.memory.storage.interface import Backend
 
 log = logging.getLogger(__name__)
 
-Job = Callable[[MemoryStore], "str | None"]  # returns a notice for the user, or None
+Job = Callable[[Backend], "str | None"]  # returns a notice for the user, or None
 
 
 def failure_notice(name: str, exc: BaseException) -> str:
@@ -31,7 +31,7 @@ def failure_notice(name: str, exc: BaseException) -> str:
 
 
 class BackgroundWorker:
-    def __init__(self, open_store: Callable[[], MemoryStore], *, name: str = "coop-worker") -> None:
+    def __init__(self, open_store: Callable[[], Backend], *, name: str = "coop-worker") -> None:
         """`open_store` opens a handle of the worker's own on the store (called in the worker's thread)."""
         self._open_store = open_store
         self._jobs: queue.Queue[tuple[str, Job] | None] = queue.Queue()
@@ -92,7 +92,7 @@ class BackgroundWorker:
         return self._thread.is_alive()
 
     def _run(self) -> None:
-        store: MemoryStore | None = None
+        store: Backend | None = None
         try:
             while True:
                 entry = self._jobs.get()

@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TypeVar
 
-from coop.memory.storage.store import UserMemory
+from coop.memory.storage.interface import UserStore
 
 D = TypeVar("D")
 # Candidates after fusion: (kind, id) -> (score, what the search keeps about how it was found).
@@ -26,7 +26,7 @@ Scored = dict[tuple[str, int], tuple[float, D]]
 NEIGHBOUR_CANDIDATES = 100
 
 
-def with_neighbour_evidence(memory: UserMemory, fused: Scored[D], cosines: dict[tuple[str, int], float], weight: float,
+def with_neighbour_evidence(memory: UserStore, fused: Scored[D], cosines: dict[tuple[str, int], float], weight: float,
                             cosines_of: Callable[[list[tuple[str, int]]], dict[tuple[str, int], float]]) -> Scored[D]:
     """Each of the best `NEIGHBOUR_CANDIDATES` message candidates' score plus `weight` times the better cosine (a
     negative one counts 0) of the messages just before and after it in its session, whether or not they are
@@ -53,7 +53,7 @@ def with_neighbour_evidence(memory: UserMemory, fused: Scored[D], cosines: dict[
     return out
 
 
-def with_session_evidence(memory: UserMemory, fused: Scored[D], weight: float) -> Scored[D]:
+def with_session_evidence(memory: UserStore, fused: Scored[D], weight: float) -> Scored[D]:
     """Each message candidate's score plus `weight` times the mean score of the two best other candidates of its
     session (missing ones count 0): a passage whose messages match the query together outranks a lone match. On
     LoCoMo with 20,000 extra messages per user (`bench/scale.py`, replayed offline on the same candidates) it lifts

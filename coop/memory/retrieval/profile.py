@@ -36,7 +36,7 @@ if TYPE_CHECKING:
     import numpy as np
 
     from coop.memory.embedder import Embedder
-    from coop.memory.storage.store import UserMemory
+    from coop.memory.storage.interface import UserStore
 
 CATEGORY_WEIGHTS = {
     "location": 1.0, "home": 1.0, "residence": 1.0, "work": 1.0, "job": 1.0, "career": 1.0, "occupation": 1.0,
@@ -68,12 +68,12 @@ PAST_QUESTION = re.compile(
     r"no longer|any ?more|did i|was i|were we|how long)\b|\b(19|20)\d\d\b", re.IGNORECASE)
 
 
-def candidates(memory: "UserMemory") -> list[Item]:
+def candidates(memory: "UserStore") -> list[Item]:
     """Every active fact that may be shown (standing instructions aside), newest first."""
     return [f for f in memory.facts.active(limit=CANDIDATES, newest_first=True) if f.category != INSTRUCTION]
 
 
-def nearest(memory: "UserMemory", embedder: "Embedder | None", query: "np.ndarray | None") -> dict[int, float]:
+def nearest(memory: "UserStore", embedder: "Embedder | None", query: "np.ndarray | None") -> dict[int, float]:
     """Fact id -> cosine with the turn, for the facts nearest it."""
     if embedder is None or query is None:
         return {}
@@ -105,7 +105,7 @@ def score(fact: Item, cosine: float, now: float) -> float:
                         fact.last_recalled_at, cosine, now, slot=fact.key is not None, trait=not is_event(fact.text))
 
 
-def best(memory: "UserMemory", cosines: dict[int, float], now: float, *, pool: int = POOL,
+def best(memory: "UserStore", cosines: dict[int, float], now: float, *, pool: int = POOL,
          leaving_out: frozenset[int] = frozenset()) -> tuple[list[Recalled], int]:
     """The `pool` best profile entries for this turn, best first, and how many candidates there were. The
     scores are made from each fact's signals alone (one lean read of every active fact); only the best become
@@ -119,7 +119,7 @@ def best(memory: "UserMemory", cosines: dict[int, float], now: float, *, pool: i
     return [Recalled(items[fact_id], "profile", value) for value, fact_id in ranked if fact_id in items], len(signals)
 
 
-def out_of_date(memory: "UserMemory", facts: Sequence[Item]) -> dict[int, str]:
+def out_of_date(memory: "UserStore", facts: Sequence[Item]) -> dict[int, str]:
     """Fact id -> why it may be out of date. When a fact was superseded, the facts about the same subject that
     held beside it may have gone stale with it: an active fact older than the change that names what the old
     value named and the new one does not ("Commutes to the Lisbon office by tram", after "Lives in Lisbon" became
@@ -152,7 +152,7 @@ def asks_about_past(text: str) -> bool:
     return bool(PAST_QUESTION.search(text))
 
 
-def former_values(memory: "UserMemory", shown: Sequence[Recalled], limit: int = 8) -> list[Recalled]:
+def former_values(memory: "UserStore", shown: Sequence[Recalled], limit: int = 8) -> list[Recalled]:
     """The earlier values of the shown facts, newest first, each marked former with the span it held."""
     former: list[Recalled] = []
     for entry in shown:

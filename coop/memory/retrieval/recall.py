@@ -59,7 +59,7 @@ if TYPE_CHECKING:
 
     from coop.config.loading import MemoryConfig
     from coop.memory.embedder import Embedder
-    from coop.memory.storage.store import UserMemory
+    from coop.memory.storage.interface import UserStore
 
 RECENCY_WEIGHT = 0.05        # share of a past item's score that depends on its age: tuned on bench/prompt.py, the
                              # largest that costs nothing there (0.15, seed 004's weight, cost 0.007 of recall)
@@ -121,7 +121,7 @@ def is_conversation(item: Item) -> bool:
     return item.role in ("user", "assistant") and bool(item.text.strip())
 
 
-def recall(memory: "UserMemory", text: str, query: str, *, embedder: "Embedder | None", cfg: "MemoryConfig",
+def recall(memory: "UserStore", text: str, query: str, *, embedder: "Embedder | None", cfg: "MemoryConfig",
            settings: RetrievalSettings, shown: set[int], first_turn: bool, session_id: int | None,
            now: float | None = None) -> Recollection:
     """Facts and past items for this message. `shown`: ids of messages the prompt shows as history already."""
@@ -283,7 +283,7 @@ def _marked(entry: Recalled, marks: dict[int, str]) -> Recalled:
     return replace(entry, note=_join(entry.note, note)) if note else entry
 
 
-def continuing(memory: "UserMemory", previous: list[Recalled], text: str, embedder: "QueryOnce | None",
+def continuing(memory: "UserStore", previous: list[Recalled], text: str, embedder: "QueryOnce | None",
                query: "np.ndarray | None", floor: float) -> list[Recalled]:
     """The previous session's lines, when this turn continues it (see the module's rule), else nothing."""
     if not previous:
@@ -303,7 +303,7 @@ def recency_weighted(score: float, item: Item, now: float) -> float:
     return score * ((1 - RECENCY_WEIGHT) + RECENCY_WEIGHT * decay)
 
 
-def without_repeats(memory: "UserMemory", facts: Sequence[Recalled], past: Iterable[Recalled]) -> list[Recalled]:
+def without_repeats(memory: "UserStore", facts: Sequence[Recalled], past: Iterable[Recalled]) -> list[Recalled]:
     """Past items minus what the recalled facts already say (their sources, and texts that state them), minus
     messages that only said what a superseded fact said, and minus repeated texts (the best-ranked copy stays)."""
     sources: set[int] = set()
@@ -335,7 +335,7 @@ def without_repeats(memory: "UserMemory", facts: Sequence[Recalled], past: Itera
     return kept
 
 
-def newer_first(memory: "UserMemory", embedder: "Embedder | None", entries: list[Recalled], min_cosine: float, *,
+def newer_first(memory: "UserStore", embedder: "Embedder | None", entries: list[Recalled], min_cosine: float, *,
                 same_category: bool, move: bool = True) -> list[Recalled]:
     """When two items are about one thing (close in meaning, same category for facts) but say different things
     (other content words, and neither states the other), the newer goes before the older, marked newer than it."""
@@ -380,7 +380,7 @@ def _join(note: str, more: str) -> str:
     return f"{note}; {more}" if note else more
 
 
-def previous_session(memory: "UserMemory", session_id: int | None, now: float) -> list[Recalled]:
+def previous_session(memory: "UserStore", session_id: int | None, now: float) -> list[Recalled]:
     """The session before this one, when it was active within `CONTINUITY_HOURS`: its latest summary and its
     last lines, oldest first."""
     previous = memory.sessions.previous(session_id, active_after=now - CONTINUITY_HOURS * 3600)

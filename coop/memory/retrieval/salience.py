@@ -15,14 +15,14 @@ import time
 from coop.memory.embedder import Embedder
 from coop.memory.kinds import decayed
 from coop.memory.retrieval.context import Recalled
+from coop.memory.storage.interface import UserStore
 from coop.memory.storage.items import Item
-from coop.memory.storage.store import UserMemory
 from coop.memory.text import content_hash
 
 SALIENCE_SHARE = 0.25
 
 
-def rank_salient(memory: UserMemory, items: list[Item], query: str, embedder: Embedder | None,
+def rank_salient(memory: UserStore, items: list[Item], query: str, embedder: Embedder | None,
                  half_life_days: float, now: float | None = None) -> list[Recalled]:
     """The salient messages, de-duplicated, best first: similarity to `query` (1 without an embedder) times a
     decay with age."""

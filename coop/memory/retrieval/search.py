@@ -46,8 +46,8 @@ from coop.memory.kinds import KINDS
 from coop.memory.retrieval.passages import Scored, with_neighbour_evidence, with_session_evidence
 from coop.memory.retrieval.settings import FUSIONS, RetrievalSettings
 from coop.memory.retrieval.terms import check_query, query_terms, unspaced_phrases
+from coop.memory.storage.interface import UserStore
 from coop.memory.storage.items import Item
-from coop.memory.storage.store import UserMemory
 
 if TYPE_CHECKING:
     import numpy as np
@@ -95,7 +95,7 @@ class SearchResult:
     vector_used: bool             # False when no embedder was available: full-text only
 
 
-def fts_leg(memory: UserMemory, query: str, *, kinds: Sequence[str] = KINDS, limit: int = 50,
+def fts_leg(memory: UserStore, query: str, *, kinds: Sequence[str] = KINDS, limit: int = 50,
             include_inactive: bool = False,
             context_weight: float = _DEFAULTS.context_weight) -> list[tuple[str, int, float]]:
     """(kind, id, relevance) for the best full-text matches over `kinds`, best (highest) first: the store's text
@@ -105,7 +105,7 @@ def fts_leg(memory: UserMemory, query: str, *, kinds: Sequence[str] = KINDS, lim
                                include_inactive=include_inactive, context_weight=context_weight)
 
 
-def vector_leg(memory: UserMemory, embedder: Embedder, query: str, *, kinds: Sequence[str] = KINDS,
+def vector_leg(memory: UserStore, embedder: Embedder, query: str, *, kinds: Sequence[str] = KINDS,
                limit: int = 50, floor: float | None = None, include_inactive: bool = False,
                vector: "np.ndarray | None" = None) -> list[tuple[str, int, float]]:
     """(kind, id, cosine) for the nearest items at or above `floor`, best first. `vector`: the query's vector,
@@ -156,7 +156,7 @@ def score_fusion(legs: dict[str, list[tuple[str, int, float]]], cosines: dict[tu
     return fused
 
 
-def search(memory: UserMemory, query: str, *, embedder: Embedder | None = None, limit: int = 10,
+def search(memory: UserStore, query: str, *, embedder: Embedder | None = None, limit: int = 10,
            kinds: Sequence[str] = KINDS, settings: RetrievalSettings | None = None, include_inactive: bool = False,
            candidates: int | None = None) -> SearchResult:
     """The fused top `limit` items for `query`, over the kinds asked for. Without an embedder: full text only."""
@@ -236,7 +236,7 @@ def _words_are_enough(legs: dict[str, LegScore], cosine: float | None, settings:
     return cosine is None or cosine >= settings.word_floor
 
 
-def search_or_full_text(memory: UserMemory, query: str, *, embedder: Embedder | None, limit: int = 10,
+def search_or_full_text(memory: UserStore, query: str, *, embedder: Embedder | None, limit: int = 10,
                         kinds: Sequence[str] = KINDS, settings: RetrievalSettings | None = None,
                         include_inactive: bool = False) -> tuple[SearchResult, str | None]:
     """`search()`, falling back to full text alone when the embedder fails on the query (a remote embedding API

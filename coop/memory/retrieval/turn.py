@@ -17,7 +17,7 @@ from coop.memory.retrieval.settings import RetrievalSettings
 if TYPE_CHECKING:
     from coop.config.loading import MemoryConfig
     from coop.memory.embedder import Embedder
-    from coop.memory.storage.store import UserMemory
+    from coop.memory.storage.interface import UserStore
 
 MAX_INSTRUCTIONS_SHOWN = 200
 
@@ -28,7 +28,7 @@ class TurnContext:
     recollection: Recollection
 
 
-def turn_context(memory: "UserMemory", text: str, *, cfg: "MemoryConfig", embedder: "Embedder | None",
+def turn_context(memory: "UserStore", text: str, *, cfg: "MemoryConfig", embedder: "Embedder | None",
                  preamble: str = "", query: str | None = None, settings: RetrievalSettings | None = None,
                  history: Sequence[HistoryMessage] = (), anchor: HistoryMessage | None = None,
                  shown: set[int] | None = None, session_id: int | None = None,

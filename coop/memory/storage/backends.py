@@ -1,20 +1,30 @@
-"""Opening the configured store: SQLite's file (`store.MemoryStore`) or a Postgres server
-(`postgres.store.PgStore`), by the (backend, location) that `config.loading.resolve_store` gives. Both hand out
-the same `UserMemory`; nothing above storage asks which one it has."""
+"""Opening the configured store, the one way the code above storage gets one: SQLite's file (`store.MemoryStore`)
+or a Postgres server (`postgres/store.PgStore`), by the (backend, location) that `config.loading.resolve_store`
+gives. Both are returned as an `interface.Backend`, and mypy checks each against it here; both hand out the same
+`UserMemory`, and nothing above storage asks which one it has. `THROWAWAY` names a SQLite store that lives in
+memory only (`coop chat --incognito`)."""
 
 from __future__ import annotations
 
-from coop.memory.storage.store import MemoryStore
+from typing import TYPE_CHECKING
+
+from coop.memory.storage.connection import THROWAWAY as THROWAWAY
+
+if TYPE_CHECKING:
+    from coop.memory.storage.interface import Backend
 
 BACKENDS = ("sqlite", "postgres")
 
 
-def open_store(backend: str, location: str, *, busy_timeout_ms: int = 5000, migrate: bool = True) -> MemoryStore:
-    """The store at `location`: a file path (or ':memory:') for "sqlite", a postgresql:// URL for "postgres"."""
+def open_store(backend: str, location: str, *, busy_timeout_ms: int = 5000, migrate: bool = True) -> Backend:
+    """The store at `location`: a file path (or `THROWAWAY`, ':memory:') for "sqlite", a postgresql:// URL for
+    "postgres"."""
     if backend == "postgres":
         from coop.memory.storage.postgres.store import PgStore
 
         return PgStore.open(location, migrate=migrate)
+    from coop.memory.storage.store import MemoryStore
+
     return MemoryStore.open(location, busy_timeout_ms=busy_timeout_ms, migrate=migrate)
 
 

@@ -11,63 +11,60 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable
 
-from coop.memory.storage.scope import UserScope, in_chunks
+from coop.memory.storage.items import VectorRow
+from coop.memory.storage.scope import Part, in_chunks
 from coop.memory.storage.sql import marks
 
-VectorRow = tuple[int, str, int, str, bytes, bytes | None]  # (row id, kind, item id, embedder, float32s, float16s)
 _ID_TABLES = ("sessions", "messages", "facts", "summaries")
 
 
-def vector_rows(memory: UserScope, *, after_id: int, limit: int) -> list[VectorRow]:
-    """The next `limit` of this user's stored vectors after row `after_id`, as stored: the whole vector's float32
-    bytes and the sentence parts' float16 bytes (None for an item of one sentence)."""
-    return [(int(r[0]), r[1], int(r[2]), r[3], bytes(r[4]), None if r[5] is None else bytes(r[5]))
-            for r in memory.db.execute(
-                "SELECT id, kind, item_id, embedder, vector, parts FROM embeddings WHERE user_id = $1 AND id > $2 "
-                "ORDER BY id LIMIT $3", (memory.user_id, after_id, limit))]
+class Copying(Part):
+    """One user's reads for a copy into another store (`memory.copying`)."""
 
+    def vector_rows(self, *, after_id: int, limit: int) -> list[VectorRow]:
+        """The next `limit` of this user's stored vectors after row `after_id`, as stored: the whole vector's float32
+        bytes and the sentence parts' float16 bytes (None for an item of one sentence)."""
+        return [(int(r[0]), r[1], int(r[2]), r[3], bytes(r[4]), None if r[5] is None else bytes(r[5]))
+                for r in self.db.execute(
+                    "SELECT id, kind, item_id, embedder, vector, parts FROM embeddings WHERE user_id = $1 AND id > $2 "
+                    "ORDER BY id LIMIT $3", (self.user_id, after_id, limit))]
 
-def vector_count(memory: UserScope) -> int:
-    """How many vectors this user has, of every embedder."""
-    return int(memory.db.scalar("SELECT count(*) FROM embeddings WHERE user_id = $1", (memory.user_id,)) or 0)
+    def vector_count(self) -> int:
+        """How many vectors this user has, of every embedder."""
+        return int(self.db.scalar("SELECT count(*) FROM embeddings WHERE user_id = $1", (self.user_id,)) or 0)
 
+    def vector_items(self) -> set[tuple[str, str, int]]:
+        """(embedder, kind, item id) of every vector this user has."""
+        return {(r[0], r[1], int(r[2])) for r in self.db.execute(
+            "SELECT embedder, kind, item_id FROM embeddings WHERE user_id = $1", (self.user_id,))}
 
-def vector_items(memory: UserScope) -> set[tuple[str, str, int]]:
-    """(embedder, kind, item id) of every vector this user has."""
-    return {(r[0], r[1], int(r[2])) for r in memory.db.execute(
-        "SELECT embedder, kind, item_id FROM embeddings WHERE user_id = $1", (memory.user_id,))}
+    def forgotten_hashes(self) -> dict[tuple[str, float], str]:
+        """(kind, forgotten at) -> keyed hash of this user's forgotten records that have one."""
+        return {(r[0], float(r[1])): r[2] for r in self.db.execute(
+            "SELECT kind, forgotten_at, content_hash FROM forgotten WHERE user_id = $1 AND content_hash IS NOT NULL",
+            (self.user_id,))}
 
+    def existing_ids(self, table: str, ids: Iterable[int]) -> set[int]:
+        """Those of `ids` that are rows of this user's in `table` (sessions, messages, facts or summaries)."""
+        if table not in _ID_TABLES:
+            raise ValueError(f"not a table of items with ids: {table}")
+        found: set[int] = set()
+        for chunk in in_chunks(sorted(set(ids))):
+            found.update(int(r[0]) for r in self.db.execute(
+                f"SELECT id FROM {table} WHERE user_id = $1 AND id IN ({marks(len(chunk), first=2)})",
+                (self.user_id, *chunk)))
+        return found
 
-def forgotten_hashes(memory: UserScope) -> dict[tuple[str, float], str]:
-    """(kind, forgotten at) -> keyed hash of this user's forgotten records that have one."""
-    return {(r[0], float(r[1])): r[2] for r in memory.db.execute(
-        "SELECT kind, forgotten_at, content_hash FROM forgotten WHERE user_id = $1 AND content_hash IS NOT NULL",
-        (memory.user_id,))}
+    def history_keys(self, fact_ids: Iterable[int]) -> Counter[tuple[int, str, float]]:
+        """(fact id, action, written at) of each history row of these facts, counted."""
+        found: Counter[tuple[int, str, float]] = Counter()
+        for chunk in in_chunks(sorted(set(fact_ids))):
+            found.update((int(r[0]), r[1], float(r[2])) for r in self.db.execute(
+                f"SELECT fact_id, action, created_at FROM fact_history WHERE user_id = $1 "
+                f"AND fact_id IN ({marks(len(chunk), first=2)})", (self.user_id, *chunk)))
+        return found
 
-
-def existing_ids(memory: UserScope, table: str, ids: Iterable[int]) -> set[int]:
-    """Those of `ids` that are rows of this user's in `table` (sessions, messages, facts or summaries)."""
-    if table not in _ID_TABLES:
-        raise ValueError(f"not a table of items with ids: {table}")
-    found: set[int] = set()
-    for chunk in in_chunks(sorted(set(ids))):
-        found.update(int(r[0]) for r in memory.db.execute(
-            f"SELECT id FROM {table} WHERE user_id = $1 AND id IN ({marks(len(chunk), first=2)})",
-            (memory.user_id, *chunk)))
-    return found
-
-
-def history_keys(memory: UserScope, fact_ids: Iterable[int]) -> Counter[tuple[int, str, float]]:
-    """(fact id, action, written at) of each history row of these facts, counted."""
-    found: Counter[tuple[int, str, float]] = Counter()
-    for chunk in in_chunks(sorted(set(fact_ids))):
-        found.update((int(r[0]), r[1], float(r[2])) for r in memory.db.execute(
-            f"SELECT fact_id, action, created_at FROM fact_history WHERE user_id = $1 "
-            f"AND fact_id IN ({marks(len(chunk), first=2)})", (memory.user_id, *chunk)))
-    return found
-
-
-def summary_ids(memory: UserScope) -> dict[tuple[float, str], int]:
-    """(written at, text as stored) -> id of this user's summaries: how a copy finds where each one landed."""
-    return {(float(r[1]), r[2]): int(r[0]) for r in memory.db.execute(
-        "SELECT id, created_at, text FROM summaries WHERE user_id = $1 ORDER BY id DESC", (memory.user_id,))}
+    def summary_ids(self) -> dict[tuple[float, str], int]:
+        """(written at, text as stored) -> id of this user's summaries: how a copy finds where each one landed."""
+        return {(float(r[1]), r[2]): int(r[0]) for r in self.db.execute(
+            "SELECT id, created_at, text FROM summaries WHERE user_id = $1 ORDER BY id DESC", (self.user_id,))}

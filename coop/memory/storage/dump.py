@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Generator, Iterator
 from typing import Any
 
-from coop.memory.storage.scope import UserScope
+from coop.memory.storage.scope import Part
 
 _SESSION = ("id", "title", "started_at", "ended_at", "last_activity_at", "external_id")
 _MESSAGE = ("id", "session_id", "role", "content", "created_at", "importance", "tool_name", "tool_call_id",
@@ -28,25 +28,26 @@ RECORDS = (  # (record type, columns, table), in the order they are read and imp
     ("summary", _SUMMARY, "summaries"),
     ("forgotten", _FORGOTTEN, "forgotten"),
 )
-RECORD_TYPES = tuple(kind for kind, _, _ in RECORDS)
 
 
-def user_records(memory: UserScope) -> Generator[int | dict[str, Any], None, None]:
-    """First the number of records, then each record (a dict with its `type`), all from one snapshot. The
-    snapshot is held until the iterator is exhausted or closed."""
-    db = memory.db
-    with db.snapshot():
-        yield sum(int(db.scalar(f"SELECT count(*) FROM {table} WHERE user_id = $1", (memory.user_id,)))
-                  for _, _, table in RECORDS)
-        for kind, columns, table in RECORDS:
-            names = tuple("content_hash" if column == "NULL" else column for column in columns)
-            for row in db.stream(f"SELECT {', '.join(columns)} FROM {table} WHERE user_id = $1 ORDER BY id",
-                                 (memory.user_id,)):
-                yield {"type": kind, **dict(zip(names, row))}
+class Records(Part):
+    """One user's rows as an export reads them (`memory.records`)."""
 
+    def dump(self) -> Generator[int | dict[str, Any], None, None]:
+        """First the number of records, then each record (a dict with its `type`), all from one snapshot. The
+        snapshot is held until the iterator is exhausted or closed."""
+        db = self.db
+        with db.snapshot():
+            yield sum(int(db.scalar(f"SELECT count(*) FROM {table} WHERE user_id = $1", (self.user_id,)))
+                      for _, _, table in RECORDS)
+            for kind, columns, table in RECORDS:
+                names = tuple("content_hash" if column == "NULL" else column for column in columns)
+                for row in db.stream(f"SELECT {', '.join(columns)} FROM {table} WHERE user_id = $1 ORDER BY id",
+                                     (self.user_id,)):
+                    yield {"type": kind, **dict(zip(names, row))}
 
-def conversation(memory: UserScope) -> Iterator[tuple[int | None, str, str, float]]:
-    """(session id, role, text, written at) of every message, session by session (messages without a session
-    first), in the order they were written."""
-    yield from memory.db.execute("SELECT session_id, role, content, created_at FROM messages WHERE user_id = $1 "
-                                 "ORDER BY coalesce(session_id, 0), id", (memory.user_id,))
+    def conversation(self) -> Iterator[tuple[int | None, str, str, float]]:
+        """(session id, role, text, written at) of every message, session by session (messages without a session
+        first), in the order they were written."""
+        yield from self.db.execute("SELECT session_id, role, content, created_at FROM messages WHERE user_id = $1 "
+                                   "ORDER BY coalesce(session_id, 0), id", (self.user_id,))

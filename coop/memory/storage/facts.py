@@ -12,68 +12,25 @@ the user asks for: it deletes the row and scrubs its history through `scrub_hist
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
 from typing import Any
 
-from coop.errors import NotFoundError, UsageError
-from coop.memory.kinds import ACTIVE_FACT, INSTRUCTION, fact_slot
+from coop.errors import NotFoundError
+from coop.memory.kinds import ACTIVE_FACT, INSTRUCTION
 from coop.memory.storage import vectors
 from coop.memory.storage.items import (
     FACT_COLUMNS,
-    FACT_SOURCES,
     MAX_FACT_CHARS,
+    FactFields,
     FactWrite,
     HistoryEntry,
     Item,
+    RestoredFact,
     fact_item,
 )
 from coop.memory.storage.scope import Part
 from coop.memory.storage.sql import marks
 from coop.memory.text import check_text, content_hash
 from coop.privacy.secrets import mask, mask_optional
-
-
-@dataclass(frozen=True)
-class FactFields:
-    """A fact's own fields, checked and normalised: what every write of a new row starts from."""
-
-    value: str
-    category: str = "general"
-    key: str | None = None
-    importance: float = 0.5
-    source: str = "user"
-
-    @classmethod
-    def checked(cls, value: str, *, category: str | None = "general", key: str | None = None,
-                importance: float = 0.5, source: str = "user") -> "FactFields":
-        """Reject what cannot be stored (empty, not UTF-8, too long, unknown source, importance out of range);
-        any API key is masked; then the category and key are filed as every writer files them (`fact_slot`:
-        trimmed, lower-cased, cut at their stored limits; an empty category is the default)."""
-        value = mask(check_text(value, "fact", MAX_FACT_CHARS).strip())
-        category, key = fact_slot(*(mask(check_text(text, what, MAX_FACT_CHARS)) if text and text.strip() else None
-                                    for text, what in ((category, "category"), (key, "key"))))
-        if source not in FACT_SOURCES:
-            raise UsageError(f"unknown fact source {source!r}", hint="use one of: " + ", ".join(FACT_SOURCES))
-        if not 0.0 <= importance <= 1.0:
-            raise UsageError(f"importance {importance} is out of range", hint="use a number from 0 to 1")
-        return cls(value, category, key, importance, source)
-
-
-@dataclass(frozen=True)
-class RestoredFact:
-    """A fact as an export recorded it, to be written back verbatim (timestamps, state, mentions)."""
-
-    fields: FactFields
-    mention_count: int
-    created_at: float
-    updated_at: float
-    last_recalled_at: float | None
-    superseded_at: float | None
-    archived_at: float | None
-
-    @property
-    def active(self) -> bool:
-        return self.superseded_at is None and self.archived_at is None
 
 
 class Facts(Part):

@@ -9,7 +9,6 @@ from __future__ import annotations
 import os
 import stat
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -19,21 +18,12 @@ from coop.errors import CoopError
 from coop.memory.kinds import REGISTRY
 from coop.memory.storage.connection import THROWAWAY, Database
 from coop.memory.storage.fulltext import fulltext_problems
+from coop.memory.storage.items import DAMAGED_HINT, Finding
 from coop.memory.storage.migrations import SCHEMA_VERSION, schema_version
 from coop.memory.storage.vectors import index_status
 
 if TYPE_CHECKING:
     from coop.memory.storage.postgres.connection import PgDatabase
-
-DAMAGED_HINT = "restore a backup, or move the file aside (coop then starts a new one)"
-
-
-@dataclass(frozen=True)
-class Finding:
-    name: str
-    severity: str  # "ok" | "warning" | "error"
-    message: str
-    hint: str | None = None
 
 
 def _ok(name: str, message: str) -> Finding:

@@ -1,13 +1,19 @@
-"""The values storage hands out (`Item`, `HistoryEntry`, `FactWrite`), the columns they are read from, and the
-limits and vocabularies every write checks."""
+"""The values that cross the storage seam (`interface.py`): what storage hands out and takes in (`Item`,
+`HistoryEntry`, `FactWrite`, `FactFields`, `Provenance`, a job, a vector hit, a check's `Finding`), the columns
+they are read from, and the limits and vocabularies every write checks. Plain data, importing nothing of
+storage's, so the Protocols, the parts of both backends and the code above storage all name the same types."""
 
 from __future__ import annotations
 
+import unicodedata
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from coop.memory.kinds import make_ref
+from coop.errors import UsageError
+from coop.memory.kinds import fact_slot, make_ref
+from coop.memory.text import check_text
+from coop.privacy.secrets import mask
 
 FACT_SOURCES = ("user", "model", "extraction", "consolidation", "import", "host")
 ROLES = ("user", "assistant", "system", "tool")
@@ -15,6 +21,28 @@ HISTORY_ACTIONS = ("ADD", "UPDATE", "SUPERSEDE", "MERGE", "FORGET", "ARCHIVE", "
 MAX_FACT_CHARS = 10_000
 MAX_MESSAGE_CHARS = 2_000_000
 MAX_USER_ID_CHARS = 200
+MAX_JOB_ATTEMPTS = 3  # a job that failed this often is dropped (logged), so a poisoned row never blocks start-up
+# How long a claim holds a job. A live claimer must never lose it: one extraction is a fast-model call and a
+# reconciliation call or two, each allowed `model.fast_timeout_seconds` (300 s by default), and a local model on a
+# slow CPU can use most of that. 15 minutes covers that with room to spare; a longer lease only delays a dead
+# claimer's job (the next start after it finishes it), and one that runs out under a live claimer costs a second
+# extraction of the exchange, whose facts the write pipeline merges with the first's.
+JOB_LEASE_SECONDS = 15 * 60
+DAMAGED_HINT = "restore a backup, or move the file aside (coop then starts a new one)"
+
+
+def whose(user_id: str) -> str:
+    """"ana's", and "your" for the user called "you" (the name a first run picks when it knows no other)."""
+    return "your" if user_id == "you" else f"{user_id}'s"
+
+
+def check_user_id(user_id: str) -> str:
+    """The user id as stored, in NFC: "álice" typed as one code point or as "a" and an accent (what some keyboards
+    and file names give) is one person, with one memory. Every door to a user's memory passes here."""
+    if not user_id or not user_id.strip() or len(user_id) > MAX_USER_ID_CHARS:
+        raise UsageError(f"not a valid user id: {user_id!r}", hint="use a short name such as 'ana'")
+    check_text(user_id, "user id", MAX_USER_ID_CHARS)
+    return unicodedata.normalize("NFC", user_id)
 
 
 @dataclass(frozen=True)
@@ -63,6 +91,114 @@ class FactWrite:
     fact_id: int
     action: str
     previous_id: int | None = None
+
+
+@dataclass(frozen=True)
+class FactFields:
+    """A fact's own fields, checked and normalised: what every write of a new row starts from."""
+
+    value: str
+    category: str = "general"
+    key: str | None = None
+    importance: float = 0.5
+    source: str = "user"
+
+    @classmethod
+    def checked(cls, value: str, *, category: str | None = "general", key: str | None = None,
+                importance: float = 0.5, source: str = "user") -> "FactFields":
+        """Reject what cannot be stored (empty, not UTF-8, too long, unknown source, importance out of range);
+        any API key is masked; then the category and key are filed as every writer files them (`fact_slot`:
+        trimmed, lower-cased, cut at their stored limits; an empty category is the default)."""
+        value = mask(check_text(value, "fact", MAX_FACT_CHARS).strip())
+        category, key = fact_slot(*(mask(check_text(text, what, MAX_FACT_CHARS)) if text and text.strip() else None
+                                    for text, what in ((category, "category"), (key, "key"))))
+        if source not in FACT_SOURCES:
+            raise UsageError(f"unknown fact source {source!r}", hint="use one of: " + ", ".join(FACT_SOURCES))
+        if not 0.0 <= importance <= 1.0:
+            raise UsageError(f"importance {importance} is out of range", hint="use a number from 0 to 1")
+        return cls(value, category, key, importance, source)
+
+
+@dataclass(frozen=True)
+class RestoredFact:
+    """A fact as an export recorded it, to be written back verbatim (timestamps, state, mentions)."""
+
+    fields: FactFields
+    mention_count: int
+    created_at: float
+    updated_at: float
+    last_recalled_at: float | None
+    superseded_at: float | None
+    archived_at: float | None
+
+    @property
+    def active(self) -> bool:
+        return self.superseded_at is None and self.archived_at is None
+
+
+@dataclass(frozen=True)
+class Provenance:
+    """One message a fact was learned from, with the user's words the fact quoted from it."""
+
+    message_id: int
+    session_id: int | None
+    role: str
+    text: str
+    created_at: float
+    origin: str | None
+    quote: str | None
+
+
+@dataclass(frozen=True)
+class Learned:
+    """An active fact as a review sees it: when its text last changed (its latest ADD or UPDATE in the history)
+    and how ("ADD": a new row in that time, which includes one that superseded an older fact; "UPDATE": an
+    older row rewritten in place)."""
+
+    item: Item
+    changed_at: float
+    change: str
+
+
+@dataclass(frozen=True)
+class PendingJob:
+    job_id: int
+    kind: str
+    session_id: int | None
+    message_id: int
+    reply_id: int | None
+    attempts: int
+    claimed_at: float | None = None  # when a client last claimed it (`Jobs.claim`), None if none has
+
+
+@dataclass(frozen=True)
+class JobClaim:
+    """A job this client holds: its attempts, counting this one, and the time it was claimed at (what
+    `Jobs.release` checks, so a claim that ran out and was taken by another client is not released)."""
+
+    job_id: int
+    attempts: int
+    claimed_at: float
+
+
+VectorRow = tuple[int, str, int, str, bytes, bytes | None]  # (row id, kind, item id, embedder, float32s, float16s)
+
+
+@dataclass(frozen=True)
+class VectorHit:
+    kind: str
+    item_id: int
+    similarity: float
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One line of what a store says about itself for `coop check` (`Backend.check`)."""
+
+    name: str
+    severity: str  # "ok" | "warning" | "error"
+    message: str
+    hint: str | None = None
 
 
 FACT_COLUMNS = ("id, value, created_at, category, key, importance, mention_count, source, updated_at, "

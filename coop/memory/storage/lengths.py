@@ -23,7 +23,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from coop.memory.storage.store import UserMemory
+    from coop.memory.storage.interface import UserStore
 
 
 FTS5_K1, FTS5_B = 1.2, 0.75   # what SQLite's bm25() uses (fixed)
@@ -36,7 +36,7 @@ def length_factor(length: float, average: float, b: float = MESSAGE_B) -> float:
     return (1 + FTS5_K1 * (1 - FTS5_B + FTS5_B * ratio)) / (1 + FTS5_K1 * (1 - b + b * ratio))
 
 
-def with_message_lengths(memory: "UserMemory", matches: list[tuple[str, int, float]], b: float = MESSAGE_B, *,
+def with_message_lengths(memory: "UserStore", matches: list[tuple[str, int, float]], b: float = MESSAGE_B, *,
                          lengths: dict[int, int] | None = None) -> list[tuple[str, int, float]]:
     """The full-text leg (`(kind, id, bm25)`, bm25 negative, best first) with each message's bm25 re-weighted
     to length normalisation `b`, re-sorted. Facts and summaries are left as they are. `lengths`: the messages'

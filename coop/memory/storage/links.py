@@ -20,69 +20,25 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterable
-from dataclasses import dataclass
 from typing import Any
 
 from coop.memory.kinds import active_fact
-from coop.memory.storage.items import FACT_COLUMNS, Item, fact_item
+from coop.memory.storage.items import (
+    FACT_COLUMNS,
+    JOB_LEASE_SECONDS,
+    Item,
+    JobClaim,
+    Learned,
+    PendingJob,
+    Provenance,
+    fact_item,
+)
 from coop.memory.storage.scope import Part, in_chunks
 from coop.memory.storage.sql import marks
 from coop.memory.text import grapheme_start
 from coop.privacy.secrets import mask
 
 MAX_QUOTE_CHARS = 1000
-MAX_JOB_ATTEMPTS = 3  # a job that failed this often is dropped (logged), so a poisoned row never blocks start-up
-# How long a claim holds a job. A live claimer must never lose it: one extraction is a fast-model call and a
-# reconciliation call or two, each allowed `model.fast_timeout_seconds` (300 s by default), and a local model on a
-# slow CPU can use most of that. 15 minutes covers that with room to spare; a longer lease only delays a dead
-# claimer's job (the next start after it finishes it), and one that runs out under a live claimer costs a second
-# extraction of the exchange, whose facts the write pipeline merges with the first's.
-JOB_LEASE_SECONDS = 15 * 60
-
-
-@dataclass(frozen=True)
-class Provenance:
-    """One message a fact was learned from, with the user's words the fact quoted from it."""
-
-    message_id: int
-    session_id: int | None
-    role: str
-    text: str
-    created_at: float
-    origin: str | None
-    quote: str | None
-
-
-@dataclass(frozen=True)
-class Learned:
-    """An active fact as a review sees it: when its text last changed (its latest ADD or UPDATE in the history)
-    and how ("ADD": a new row in that time, which includes one that superseded an older fact; "UPDATE": an
-    older row rewritten in place)."""
-
-    item: Item
-    changed_at: float
-    change: str
-
-
-@dataclass(frozen=True)
-class PendingJob:
-    job_id: int
-    kind: str
-    session_id: int | None
-    message_id: int
-    reply_id: int | None
-    attempts: int
-    claimed_at: float | None = None  # when a client last claimed it (`Jobs.claim`), None if none has
-
-
-@dataclass(frozen=True)
-class JobClaim:
-    """A job this client holds: its attempts, counting this one, and the time it was claimed at (what
-    `Jobs.release` checks, so a claim that ran out and was taken by another client is not released)."""
-
-    job_id: int
-    attempts: int
-    claimed_at: float
 
 
 class Sources(Part):

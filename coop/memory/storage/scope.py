@@ -1,23 +1,21 @@
-"""`UserScope`: a database connection bound to one user. Everything that touches user rows takes one, so no
-statement can forget its `user_id`; `UserMemory` (store.py) is one, composed of `Part`s (sessions, messages,
-facts...), each a view of it."""
+"""A user's memory as its own parts and indexes see it (`Scope`: the whole, and the connection bound to its user),
+and `Part`, what each part (sessions, messages, facts...) is: a view of it. Everything that touches user rows
+takes one, so no statement can forget its `user_id`.
+
+The parts see the whole and each other only through Protocols (`interface.UserStore`, and the connection's
+`sql.SqlDatabase`), never through `user_memory.UserMemory`: so no part imports the class that is composed of
+them, and one set of parts serves both engines."""
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterator, Sequence
-from contextlib import AbstractContextManager
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, TypeVar
+from typing import Protocol, TypeAlias, TypeVar
 
-from coop.memory.storage.connection import Database
-from coop.memory.storage.sql import Dialect, dialect_of
-
-if TYPE_CHECKING:
-    from coop.memory.storage.store import UserMemory
-
+from coop.memory.storage.interface import UserStore
+from coop.memory.storage.sql import Dialect, SqlDatabase, dialect_of
 
 T = TypeVar("T")
+DB = TypeVar("DB", bound=SqlDatabase, covariant=True)
 # Ids per `IN (...)` list: one statement per chunk keeps each far below SQLite's host-parameter limit (32,766)
 # and its plan a lookup per id; the vector re-rank's candidates go 2,000 at a time (one statement for its usual 1,000).
 IN_LIST_CHUNK = 500
@@ -29,43 +27,27 @@ def in_chunks(ids: Sequence[T], size: int = IN_LIST_CHUNK) -> Iterator[list[T]]:
         yield list(ids[start:start + size])
 
 
-@dataclass
-class UserScope:
-    """One user's handle on the database. Every statement made through it binds `self.user_id`."""
-
-    db: Database
-    user_id: str
-
-    def ensure_user(self) -> None:
-        """Make sure the user's row exists. Not cached: a write that created it and then failed (a full disk, a
-        session that was not this user's) rolls the row back, and the next write must create it again."""
-        self.db.execute("INSERT INTO users (id, created_at) VALUES ($1, $2) ON CONFLICT DO NOTHING",
-                        (self.user_id, time.time()))
-
-    def transaction(self) -> AbstractContextManager[None]:
-        """A unit of work over this user's memory: all of it is written, or (on any error) none. Nests."""
-        return self.db.atomic()
-
-    def checkpoint(self) -> None:
-        """Make what was just deleted leave the store's files promptly (after a forget); best effort."""
-        self.db.checkpoint()
+class Scope(UserStore, Protocol[DB]):
+    """One user's memory with its connection (`DB`: the engine's own, for an index that is that engine's). Every
+    statement made through it binds `user_id`."""
 
     @property
-    def read_only(self) -> bool:
-        """True when the store was opened for reading only (nothing this session says will be kept)."""
-        return self.db.read_only
+    def db(self) -> DB: ...
+
+
+UserScope: TypeAlias = Scope[SqlDatabase]  # a user's memory on either engine, as the shared parts see it
 
 
 class Part:
     """One concern of a user's memory (its sessions, messages, facts, sources, jobs, forgetting): a view of the
-    `UserMemory` it belongs to, whose connection and user every statement uses. Parts reach each other through
+    memory it belongs to, whose connection and user every statement uses. Parts reach each other through
     `self.memory` (a fact's write drops its vectors through `memory.vectors`)."""
 
-    def __init__(self, memory: "UserMemory") -> None:
+    def __init__(self, memory: UserScope) -> None:
         self.memory = memory
 
     @property
-    def db(self) -> Database:
+    def db(self) -> SqlDatabase:
         return self.memory.db
 
     @property

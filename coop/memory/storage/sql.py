@@ -11,12 +11,18 @@ a statement once for SQLite and Postgres, with nothing translated when it runs.
   row gets.
 
 Statements for one engine only (full text, vectors, health, the Postgres indexes) keep that engine's own form.
+
+`SqlDatabase` is the connection the parts are typed against: what SQLite's `connection.Database` and Postgres's
+`postgres.connection.PgDatabase` both offer, so either is handed to the parts as it is (mypy checks each against it
+where its backend builds a user's memory).
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 from coop.memory.kinds import REGISTRY
 
@@ -24,6 +30,62 @@ from coop.memory.kinds import REGISTRY
 class HasDialect(Protocol):
     @property
     def dialect(self) -> str: ...
+
+
+class Rows(Protocol):
+    """A statement's rows: an apsw cursor, or the rows psycopg read whole."""
+
+    def __iter__(self) -> Iterator[Any]: ...
+
+    def fetchall(self) -> list[Any]: ...
+
+    def fetchone(self) -> Any: ...
+
+
+class SqlDatabase(HasDialect, Protocol):
+    """One engine's connection as the shared statements use it; `$1` .. `$n` parameters, values as a sequence."""
+
+    @property
+    def path(self) -> str:
+        """Where the store is, for people (a file path, or a server URL without its password)."""
+        ...
+
+    @property
+    def read_only(self) -> bool: ...
+
+    @property
+    def key_location(self) -> str:
+        """Where the key of forgotten texts' hashes is kept (`forget_key.py`)."""
+        ...
+
+    @property
+    def caches(self) -> dict[str, Any]:
+        """Copies derived from the database, kept with the connection (checked before each use)."""
+        ...
+
+    def execute(self, sql: str, params: Any = None) -> Rows: ...
+
+    def executemany(self, sql: str, rows: Any) -> None: ...
+
+    def one(self, sql: str, params: Any = None) -> Any: ...
+
+    def scalar(self, sql: str, params: Any = None) -> Any: ...
+
+    def stream(self, sql: str, params: Any = None) -> Iterator[tuple[Any, ...]]:
+        """The rows of a query one at a time (inside `snapshot`)."""
+        ...
+
+    def atomic(self) -> AbstractContextManager[None]:
+        """A transaction that nests; on an error everything inside it is rolled back."""
+        ...
+
+    def snapshot(self) -> AbstractContextManager[None]:
+        """A block whose reads all see one state of the database."""
+        ...
+
+    def checkpoint(self) -> None: ...
+
+    def close(self) -> None: ...
 
 
 def marks(count: int, first: int = 1) -> str:

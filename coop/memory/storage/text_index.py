@@ -22,7 +22,8 @@ from coop.memory.storage import fulltext
 from coop.memory.storage.lengths import with_message_lengths
 
 if TYPE_CHECKING:
-    from coop.memory.storage.store import UserMemory
+    from coop.memory.storage.connection import Database
+    from coop.memory.storage.scope import Scope
 
 # Most postings (term, message) the message full-text leg reads for one query; see `affordable_terms`.
 POSTINGS_BUDGET = 12_000
@@ -62,9 +63,9 @@ def match_expression(phrases: Sequence[str]) -> str | None:
 
 
 class SqliteTextIndex:
-    """FTS5 full text over one user's items (`UserMemory.text`)."""
+    """FTS5 full text over one user's items (`UserMemory.text` on SQLite)."""
 
-    def __init__(self, scope: "UserMemory") -> None:
+    def __init__(self, scope: "Scope[Database]") -> None:
         self.scope = scope
 
     def matches(self, phrases: Sequence[str], terms: Sequence[str], *, kinds: Sequence[str], limit: int,

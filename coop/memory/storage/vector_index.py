@@ -9,26 +9,31 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from coop.memory.kinds import KINDS
 from coop.memory.storage import vectors
 from coop.memory.storage.bit_index import load_beside
-from coop.memory.storage.scope import UserScope
-from coop.memory.storage.vectors import VectorHit
+from coop.memory.storage.connection import Database
+from coop.memory.storage.items import VectorHit
+from coop.memory.storage.scope import Scope
+from coop.memory.storage.sql import SqlDatabase
 
 if TYPE_CHECKING:
     import numpy as np
 
+DB = TypeVar("DB", bound=SqlDatabase)
+
 Row = tuple[Any, ...]  # (kind, item_id, vector, parts) as stored
 
 
-class StoredVectorIndex:
+class StoredVectorIndex(Generic[DB]):
     """What both backends' vector indexes share: the stored vectors (`embeddings`, the same table and bytes in
     either engine, through `vectors.py`'s portable statements), their backlog, and the turn's read-once cache.
-    The search itself (`store`, `nearest`, `similarities`, `warm`) is each backend's."""
+    The search itself (`store`, `nearest`, `similarities`, `warm`) is each backend's, on its own connection
+    (`DB`)."""
 
-    def __init__(self, scope: UserScope) -> None:
+    def __init__(self, scope: Scope[DB]) -> None:
         self.scope = scope
         self._rows: dict[tuple[str, str, int], Row | None] | None = None  # (embedder, kind, id) -> row; None: off
         self.reads = 0  # rows read from the database by `vectors`/`similarities` (for tests and traces)
@@ -102,7 +107,7 @@ class StoredVectorIndex:
         return [row for row in found if row is not None]
 
 
-class SqliteVectorIndex(StoredVectorIndex):
+class SqliteVectorIndex(StoredVectorIndex[Database]):
     """The vectors of one user in a SQLite file (`UserMemory.vectors`): the in-memory bit scan and exact re-rank."""
 
     def store(self, kind: str, item_ids: Sequence[int], embedder_id: str, wholes: "np.ndarray",

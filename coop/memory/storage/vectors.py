@@ -16,14 +16,14 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from coop.errors import EmbedderError
 from coop.memory.kinds import KINDS, REGISTRY, active_fact
 from coop.memory.storage.bit_index import loaded_bits
 from coop.memory.storage.connection import Database
-from coop.memory.storage.scope import UserScope, in_chunks
+from coop.memory.storage.items import VectorHit
+from coop.memory.storage.scope import Scope, UserScope, in_chunks
 from coop.memory.storage.sign_bits import sign_bits
 from coop.memory.storage.sql import dialect_of, marks
 from coop.privacy.secrets import mask
@@ -37,13 +37,6 @@ log = logging.getLogger(__name__)
 # within these bounds. sqlite-vec's own Hamming KNN is not used for it: it keeps a sorted list of its k best, so its
 # cost grows with vectors x candidates (a million vectors: 35 ms for 10 candidates, about a second for 1,000).
 BIT_CANDIDATES_MIN, BIT_CANDIDATES_MAX, BIT_CANDIDATES_SHARE, BIT_CANDIDATES_PER_RESULT = 200, 1000, 20, 20
-
-
-@dataclass(frozen=True)
-class VectorHit:
-    kind: str
-    item_id: int
-    similarity: float
 
 
 def store_vectors(memory: UserScope, kind: str, item_ids: Sequence[int], embedder_id: str,
@@ -125,7 +118,7 @@ def drop_other_embedders(memory: UserScope, keep: str) -> tuple[int, list[str]]:
     return dropped, others
 
 
-def nearest(memory: UserScope, embedder_id: str, dims: int, query: "np.ndarray", *, k: int,
+def nearest(memory: Scope[Database], embedder_id: str, dims: int, query: "np.ndarray", *, k: int,
             kinds: Sequence[str] = KINDS, floor: float | None = None, exact: bool = False,
             include_inactive: bool = False,
             keep: dict[tuple[str, int], tuple[Any, ...]] | None = None) -> list[VectorHit]:

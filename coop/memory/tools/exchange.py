@@ -22,7 +22,7 @@ from coop.memory.tools.registry import ToolArgumentError
 
 if TYPE_CHECKING:
     from coop.memory.growth.jobs import MemoryJobs
-    from coop.memory.storage.store import UserMemory
+    from coop.memory.storage.interface import UserStore
 
 Submit = Callable[[str, Any], None]  # hands a named background job to the worker (or runs it inline)
 
@@ -32,7 +32,7 @@ class ExchangeRecorder:
     """Writes one session's messages for one user and starts what learns from them. `submit` None: no
     background jobs (a read-only or in-memory MCP server has no worker)."""
 
-    memory: "UserMemory"
+    memory: "UserStore"
     jobs: "MemoryJobs"
     submit: Submit | None
     origin: str | None = None

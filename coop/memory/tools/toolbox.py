@@ -28,8 +28,8 @@ if TYPE_CHECKING:
     from coop.memory.growth.forgetting import Forgotten
     from coop.memory.growth.reconcile import FactWriter, Plan
     from coop.memory.retrieval.turn import TurnContext
+    from coop.memory.storage.interface import UserStore
     from coop.memory.storage.items import Item
-    from coop.memory.storage.store import UserMemory
 
 MAX_PROFILE_FACTS = 200
 NOT_STORED = "not stored (the user forgot this, or it is not allowed as an instruction)"
@@ -53,7 +53,7 @@ class MemoryToolbox:
     write comes from: "model" in chat (the model's own call, which the user confirms), "user" over MCP (the host
     asked its user before the call)."""
 
-    memory: "UserMemory"
+    memory: "UserStore"
     embedder: Callable[[], "Embedder | None"]
     writer: Callable[[], "FactWriter"]
     settings: RetrievalSettings = field(default_factory=RetrievalSettings.defaults)

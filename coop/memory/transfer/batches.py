@@ -19,7 +19,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
 
-from coop.memory.storage.scope import UserScope
+from coop.memory.storage.interface import UserStore
 
 BATCH_ROWS = 200
 BATCH_SECONDS = 0.25
@@ -30,7 +30,7 @@ PAUSE_SECONDS = 0.15
 class Batches:
     """Write transactions of bounded size for one import; use as a context manager around the whole import."""
 
-    def __init__(self, memory: UserScope, *, rows: int | None = None, seconds: float | None = None,
+    def __init__(self, memory: UserStore, *, rows: int | None = None, seconds: float | None = None,
                  on_commit: Callable[[], None] | None = None, sleep: Callable[[float], None] = time.sleep,
                  clock: Callable[[], float] = time.monotonic) -> None:
         self.memory = memory

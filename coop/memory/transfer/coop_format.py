@@ -51,9 +51,8 @@ from typing import Any
 
 from coop.errors import CoopError, StoreError
 from coop.memory.kinds import KINDS
-from coop.memory.storage.facts import FactFields, RestoredFact
-from coop.memory.storage.items import FACT_SOURCES, HISTORY_ACTIONS, MAX_FACT_CHARS, ROLES
-from coop.memory.storage.store import UserMemory
+from coop.memory.storage.interface import UserStore
+from coop.memory.storage.items import FACT_SOURCES, HISTORY_ACTIONS, MAX_FACT_CHARS, ROLES, FactFields, RestoredFact
 from coop.memory.text import content_hash
 from coop.memory.transfer.batches import Batches
 from coop.memory.transfer.coop_fields import Invalid as _Invalid
@@ -117,7 +116,7 @@ _CACHED_SESSIONS = 4
 class CoopImport:
     """The state of one coop-format import: new ids for old ones, so references can be re-pointed."""
 
-    def __init__(self, memory: UserMemory, report: ImportReport) -> None:
+    def __init__(self, memory: UserStore, report: ImportReport) -> None:
         self.memory = memory
         self.report = report
         self.sessions: dict[int, int] = {}
@@ -317,7 +316,7 @@ class CoopImport:
                 self.report.sessions_added -= 1
 
 
-def import_coop(memory: UserMemory, source: Source, report: ImportReport,
+def import_coop(memory: UserStore, source: Source, report: ImportReport,
                 progress: ProgressCallback | None) -> None:
     """Import a coop export into `memory`, in bounded transactions (`batches.py`); a bad record is skipped alone."""
     state = CoopImport(memory, report)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections import defaultdict
 from collections.abc import Iterator
 from itertools import groupby, islice
 from pathlib import Path
@@ -15,15 +16,14 @@ from typing import IO, Any, cast
 
 from coop.errors import UsageError
 from coop.files.writing import replace_file, write_stream
-from coop.memory.storage.dump import RECORD_TYPES, conversation, user_records
-from coop.memory.storage.store import UserMemory
+from coop.memory.storage.interface import UserStore
 from coop.memory.text import iso_time, show_controls
 from coop.memory.transfer.coop_format import EXPORT_VERSION
 
 
-def export_records(memory: UserMemory) -> Iterator[dict[str, Any]]:
+def export_records(memory: UserStore) -> Iterator[dict[str, Any]]:
     """Every record of this user in the coop format, header first, read from one consistent snapshot."""
-    rows = user_records(memory)
+    rows = memory.records.dump()
     try:
         total = next(rows)
         yield {"format": "coop", "version": EXPORT_VERSION, "user": memory.user_id, "exported_at": time.time(),
@@ -35,7 +35,7 @@ def export_records(memory: UserMemory) -> Iterator[dict[str, Any]]:
         rows.close()
 
 
-def _with_sources(memory: UserMemory, facts: Iterator[dict[str, Any]]) -> Iterator[dict[str, Any]]:
+def _with_sources(memory: UserStore, facts: Iterator[dict[str, Any]]) -> Iterator[dict[str, Any]]:
     """Each fact record with `sources`: the messages it was learned from (this export's ids) and the user's words
     it quoted from each, read 500 facts at a time."""
     while chunk := list(islice(facts, 500)):
@@ -46,7 +46,7 @@ def _with_sources(memory: UserMemory, facts: Iterator[dict[str, Any]]) -> Iterat
             yield record
 
 
-def write_coop(memory: UserMemory, out: IO[str]) -> int:
+def write_coop(memory: UserStore, out: IO[str]) -> int:
     """Write the coop JSON Lines export; returns the number of records after the header."""
     count = -1
     for record in export_records(memory):
@@ -55,11 +55,11 @@ def write_coop(memory: UserMemory, out: IO[str]) -> int:
     return count
 
 
-def write_markdown(memory: UserMemory, out: IO[str]) -> int:
+def write_markdown(memory: UserStore, out: IO[str]) -> int:
     """A readable export: facts by category, instructions, summaries, then every session's conversation. Stored
     text is shown with its control characters as codes (`show_controls`): a document people `cat` or preview must
     not run the escape sequences an imported file or a model's reply carried."""
-    records: dict[str, list[dict[str, Any]]] = {kind: [] for kind in RECORD_TYPES}
+    records: defaultdict[str, list[dict[str, Any]]] = defaultdict(list)
     for record in export_records(memory):
         if "type" in record and record["type"] != "message":
             records[record["type"]].append(record)
@@ -97,7 +97,7 @@ def write_markdown(memory: UserMemory, out: IO[str]) -> int:
     sessions = {s["id"]: s for s in records["session"]}
     current: object = ()
     count = 0
-    for session_id, role, content, created in conversation(memory):
+    for session_id, role, content, created in memory.records.conversation():
         if session_id != current:
             current = session_id
             session = sessions.get(session_id)
@@ -112,7 +112,7 @@ def _md_line(text: str) -> str:
     return show_controls(" ".join(text.split()))
 
 
-def export_user(memory: UserMemory, fmt: str, path: Path | None, stdout: IO[str]) -> int:
+def export_user(memory: UserStore, fmt: str, path: Path | None, stdout: IO[str]) -> int:
     """Export to `path` (written privately, replaced only when complete) or to `stdout`; returns records written."""
     writer = {"coop": write_coop, "markdown": write_markdown}.get(fmt)
     if writer is None:

@@ -3,7 +3,7 @@
 Importing is idempotent: messages and sessions carry a source id (`external_id`: the ChatGPT or Claude id, or for
 coop records the original one, or one derived from the record), facts and summaries are recognised by their text
 and creation time, so importing the same file twice adds nothing the second time. Everything is written through
-storage (`UserMemory`), as a chat turn writes it, in bounded transactions (`batches.py`); a malformed record is a
+storage (`UserStore`), as a chat turn writes it, in bounded transactions (`batches.py`); a malformed record is a
 problem in the report, and the rest of the file is imported. Only regular files are read (`source.py`), one
 bounded record at a time (`jsonstream.py`).
 """
@@ -17,8 +17,8 @@ from pathlib import Path
 from coop.config.loading import ImportanceConfig
 from coop.errors import CoopError, StoreError, UsageError
 from coop.memory.growth.importance import message_importance
+from coop.memory.storage.interface import UserStore
 from coop.memory.storage.items import MAX_MESSAGE_CHARS
-from coop.memory.storage.store import UserMemory
 from coop.memory.transfer.batches import Batches
 from coop.memory.transfer.coop_format import import_coop
 from coop.memory.transfer.readers import FORMATS, ImportedConversation, Problem, read_conversations
@@ -26,7 +26,7 @@ from coop.memory.transfer.report import ImportProgress, ImportReport, ProgressCa
 from coop.memory.transfer.source import Source, detect_format
 
 
-def import_file(memory: UserMemory, path: Path, fmt: str = "auto", *, importance: ImportanceConfig,
+def import_file(memory: UserStore, path: Path, fmt: str = "auto", *, importance: ImportanceConfig,
                 progress: ProgressCallback | None = None) -> ImportReport:
     """Import one export file into `memory`. A malformed record is reported in the report and skipped."""
     if fmt not in ("auto", *FORMATS):
@@ -62,7 +62,7 @@ def import_file(memory: UserMemory, path: Path, fmt: str = "auto", *, importance
     return report
 
 
-def _import_conversations(memory: UserMemory, source: Source, fmt: str, importance: ImportanceConfig,
+def _import_conversations(memory: UserStore, source: Source, fmt: str, importance: ImportanceConfig,
                           report: ImportReport, progress: ProgressCallback | None, name: str) -> None:
     def show() -> None:
         if progress is not None:
@@ -79,7 +79,7 @@ def _import_conversations(memory: UserMemory, source: Source, fmt: str, importan
             show()
 
 
-def _store_conversation(memory: UserMemory, conversation: ImportedConversation, weights: ImportanceConfig,
+def _store_conversation(memory: UserStore, conversation: ImportedConversation, weights: ImportanceConfig,
                         report: ImportReport, score: Callable[..., float], batches: Batches) -> None:
     """One conversation as one session, in bounded batches; messages already imported are left alone, and a
     message that cannot be stored is reported and skipped alone. A failing database (StoreError) stops it."""

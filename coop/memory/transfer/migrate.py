@@ -50,8 +50,8 @@ from typing import Any, cast
 
 from coop.errors import CoopError, StoreError, UsageError
 from coop.memory.kinds import KINDS
-from coop.memory.storage import copying
-from coop.memory.storage.store import MemoryStore, UserMemory, check_user_id
+from coop.memory.storage.interface import Backend, UserStore
+from coop.memory.storage.items import check_user_id
 from coop.memory.transfer.batches import Batches
 from coop.memory.transfer.coop_fields import Invalid
 from coop.memory.transfer.coop_fields import time as field_time
@@ -123,7 +123,7 @@ class MigrationReport:
 ProgressCallback = Callable[[MigrationProgress], None]
 
 
-def migrate(source_store: MemoryStore, target_store: MemoryStore, users: list[str] | None = None,
+def migrate(source_store: Backend, target_store: Backend, users: list[str] | None = None,
             progress: ProgressCallback | None = None) -> MigrationReport:
     """Copy every user of `source_store` (or those named) into `target_store`, then verify the counts."""
     if source_store.location == target_store.location:
@@ -177,17 +177,17 @@ class _Seen:
             self.forgotten.append((record["kind"], record["forgotten_at"]))
 
 
-def migrate_user(source: UserMemory, target: UserMemory, progress: ProgressCallback | None = None) -> UserMigration:
+def migrate_user(source: UserStore, target: UserStore, progress: ProgressCallback | None = None) -> UserMigration:
     """Copy one user's memory from `source` to `target` (the same user id), then verify it (see the module)."""
     result = UserMigration(source.user_id)
     imported = ImportReport("coop")
     target.ensure_user()
     state = CoopImport(target, imported)
     seen = _Seen()
-    hashes = copying.forgotten_hashes(source)
+    hashes = source.copying.forgotten_hashes()
     guard = hashes if hashes and _same_forget_key(source, target) else {}
     forgotten_added = _copy_records(source, target, state, seen, guard, imported, progress)
-    landed = copying.summary_ids(target)
+    landed = target.copying.summary_ids()
     summaries = {old: landed[key] for old, (at, text) in seen.summaries.items()
                  if (key := (at, mask(text))) in landed}
     reviewed = source.sources.reviewed_at()
@@ -207,12 +207,12 @@ def migrate_user(source: UserMemory, target: UserMemory, progress: ProgressCallb
     return result
 
 
-def _same_forget_key(source: UserMemory, target: UserMemory) -> bool:
+def _same_forget_key(source: UserStore, target: UserStore) -> bool:
     """True when both stores key forgotten texts with the same secret, so a hash means the same on both."""
     return source.forgotten.digest(_PROBE) == target.forgotten.digest(_PROBE)
 
 
-def _copy_records(source: UserMemory, target: UserMemory, state: CoopImport, seen: _Seen,
+def _copy_records(source: UserStore, target: UserStore, state: CoopImport, seen: _Seen,
                   hashes: dict[tuple[str, float], str], imported: ImportReport,
                   progress: ProgressCallback | None) -> int:
     """Every record of the user, read from one snapshot of the source, written as the coop import writes them, in
@@ -266,15 +266,15 @@ def _where(record: dict[str, Any]) -> str:
     return str(record["type"])
 
 
-def _copy_vectors(source: UserMemory, target: UserMemory, maps: dict[str, dict[int, int]], seen: _Seen,
+def _copy_vectors(source: UserStore, target: UserStore, maps: dict[str, dict[int, int]], seen: _Seen,
                   progress: ProgressCallback | None) -> int:
     """The source's vectors of the copied items, written as stored under the items' target ids; an item that has
     a vector of that embedder on the target already keeps it. Returns the vectors written."""
     import numpy as np
 
-    have = copying.vector_items(target)
-    total, done, written, after = copying.vector_count(source), 0, 0, 0
-    while rows := copying.vector_rows(source, after_id=after, limit=VECTOR_PAGE):
+    have = target.copying.vector_items()
+    total, done, written, after = source.copying.vector_count(), 0, 0, 0
+    while rows := source.copying.vector_rows(after_id=after, limit=VECTOR_PAGE):
         after = rows[-1][0]
         done += len(rows)
         groups: dict[tuple[str, str, int], list[tuple[int, bytes, bytes | None]]] = {}
@@ -295,7 +295,7 @@ def _copy_vectors(source: UserMemory, target: UserMemory, maps: dict[str, dict[i
     return written
 
 
-def _verify(target: UserMemory, state: CoopImport, seen: _Seen, summaries: dict[int, int]) -> dict[str, Count]:
+def _verify(target: UserStore, state: CoopImport, seen: _Seen, summaries: dict[int, int]) -> dict[str, Count]:
     """Per kind, the source's count and the target's count of the rows this migration put (or found) there."""
 
     def landed(mapping: dict[int, int], old_ids: set[int]) -> set[int]:
@@ -310,25 +310,25 @@ def _verify(target: UserMemory, state: CoopImport, seen: _Seen, summaries: dict[
     same = {old: state.facts[old] for old, created in seen.fact_created.items()
             if state.facts.get(old) in facts and facts[state.facts[old]].created_at == created}
     history = Counter({(same[fact], action, at): n for (fact, action, at), n in seen.history.items() if fact in same})
-    on_target = copying.history_keys(target, same.values())
+    on_target = target.copying.history_keys(same.values())
     linked = {(state.facts.get(fact), state.messages.get(message)) for fact, message in seen.sources}
     links = {(fact, message) for fact, pairs in target.sources.quotes_of(facts).items() for message, _ in pairs}
     return {
-        "sessions": Count(len(seen.used_sessions), len(copying.existing_ids(target, "sessions", sessions))),
-        "messages": Count(len(seen.ids["message"]), len(copying.existing_ids(target, "messages", messages))),
+        "sessions": Count(len(seen.used_sessions), len(target.copying.existing_ids("sessions", sessions))),
+        "messages": Count(len(seen.ids["message"]), len(target.copying.existing_ids("messages", messages))),
         "facts": Count(len(seen.ids["fact"]), len(facts)),
         "fact_history": Count(sum(history.values()), sum((history & on_target).values())),
         "fact_sources": Count(len(seen.sources), len(linked & links)),
-        "summaries": Count(len(seen.summaries), len(copying.existing_ids(target, "summaries", summaries.values()))),
+        "summaries": Count(len(seen.summaries), len(target.copying.existing_ids("summaries", summaries.values()))),
         "forgotten": Count(len(seen.forgotten), sum(target.forgotten.has_record(kind, at)
                                                     for kind, at in seen.forgotten)),
     }
 
 
-def _count_vectors(source: UserMemory, target: UserMemory, maps: dict[str, dict[int, int]], seen: _Seen) -> Count:
+def _count_vectors(source: UserStore, target: UserStore, maps: dict[str, dict[int, int]], seen: _Seen) -> Count:
     """The source's vectors of the copied items against the target's vectors of the items they landed on."""
-    wanted = {(embedder, kind, item_id) for embedder, kind, item_id in copying.vector_items(source)
+    wanted = {(embedder, kind, item_id) for embedder, kind, item_id in source.copying.vector_items()
               if item_id in seen.ids[kind]}
-    have = copying.vector_items(target)
+    have = target.copying.vector_items()
     return Count(len(wanted), sum((embedder, kind, maps[kind].get(item_id)) in have
                                   for embedder, kind, item_id in wanted))

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from coop.memory.embedder import Embedder
 from coop.memory.growth.embedding import embed_pending
 from coop.memory.kinds import KINDS
-from coop.memory.storage.store import UserMemory
+from coop.memory.storage.interface import UserStore
 
 
 @dataclass
@@ -25,7 +25,7 @@ class ReembedReport:
     embedders_dropped: list[str]
 
 
-def reembed(memory: UserMemory, embedder: Embedder, *, batch_size: int = 64,
+def reembed(memory: UserStore, embedder: Embedder, *, batch_size: int = 64,
             progress: Callable[[int], None] | None = None) -> ReembedReport:
     """Give every item of this user a vector from `embedder`; then drop the vectors of other embedders."""
     embedded = 0

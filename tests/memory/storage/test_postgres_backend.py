@@ -1,5 +1,5 @@
 """The Postgres backend's own parts: row-level security, the per-user write lock,
-the lazy full-text index, the vector index past its exact threshold, `coop check` and the configuration."""
+the full-text index, the vector index past its exact threshold, `coop check` and the configuration."""
 
 from __future__ import annotations
 
@@ -91,7 +91,7 @@ def test_full_text_follows_writes_updates_and_deletes_with_bm25_ranking(pg):
     assert ("fact", fact) in {(k, i) for k, i, _ in ana.text.matches([], ["gus"], kinds=("fact",), limit=5)}
     ana.forget("message", ids[0])
     assert ids[0] not in [h[1] for h in ana.text.matches([], ["heron"], kinds=("message",), limit=5)]
-    assert ana.db.scalar("SELECT count(*) FROM fulltext_postings WHERE kind = 'message' AND item_id = $1",
+    assert ana.db.scalar("SELECT count(*) FROM fulltext_postings WHERE kind = 'message' AND $1 = ANY(items)",
                          (ids[0],)) == 0
     # the message after the forgotten one held its words as context: it is indexed again without them
     assert ids[1] not in [h[1] for h in ana.text.matches([], ["stood"], kinds=("message",), limit=5)]

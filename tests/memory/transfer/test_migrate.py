@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from coop.memory.growth.embedding import embed_pending
-from coop.memory.storage import copying
+from coop.memory.storage.copying import Copying
 from coop.memory.storage.facts import FactFields
 from coop.memory.storage.postgres.store import PgStore
 from coop.memory.storage.store import MemoryStore, UserMemory
@@ -68,7 +68,7 @@ def _vectors(memory: UserMemory) -> dict[tuple[str, str, str], tuple[bytes, byte
     texts = {kind: {item_id: text for text, item_id in _by_text(memory, kind).items()}
              for kind in ("message", "fact", "summary")}
     return {(embedder, kind, texts[kind][item_id]): (vector, parts)
-            for _, kind, item_id, embedder, vector, parts in copying.vector_rows(memory, after_id=0, limit=10_000)}
+            for _, kind, item_id, embedder, vector, parts in memory.copying.vector_rows(after_id=0, limit=10_000)}
 
 
 @pytest.fixture
@@ -241,13 +241,13 @@ def test_rows_other_users_and_devices_have_on_the_server_are_left_alone(filled, 
 
 
 def test_a_mismatch_is_reported_and_fails(filled, postgres_url, run_cli, monkeypatch):
-    real = copying.existing_ids
+    real = Copying.existing_ids
 
-    def one_short(memory, table, ids):
-        found = real(memory, table, ids)
+    def one_short(part, table, ids):
+        found = real(part, table, ids)
         return set(sorted(found)[1:]) if table == "messages" else found
 
-    monkeypatch.setattr(copying, "existing_ids", one_short)
+    monkeypatch.setattr(Copying, "existing_ids", one_short)
     result = run_cli("memory", "migrate", "--to", postgres_url, "--user", "ana")
     assert result.exit_code == 1
     assert result.stdout.splitlines()[0].endswith(": 1 mismatch")

@@ -1,31 +1,28 @@
 """The Postgres backend (`interface.Backend`): one server holds the memories of many users and devices.
 
 `PgStore.open(url)` connects, migrates (`migrations/`: the history both engines share, under an advisory lock, so
-two clients starting at once migrate once), hands out `PgUserMemory` handles. A user's memory is SQLite's `UserMemory`
-with its parts unchanged (their statements run as written on both engines: `sql.py`) and its two indexes
-replaced: full text by `text_index.PgTextIndex`, vectors by `vector_index.PgVectorIndex`. Each handle's connection
-is bound to its user
+two clients starting at once migrate once), and hands out `UserMemory` handles (`user_memory.py`): the same class
+and parts as on SQLite (their statements run as written on both engines: `sql.py`), built with Postgres's two
+indexes: full text by `text_index.PgTextIndex`, vectors by `vector_index.PgVectorIndex`. It stands beside SQLite's
+`store.MemoryStore`, not under it. Each handle's connection is bound to its user
 (`connection.PgDatabase.for_user`): row-level security keeps every statement to that user's rows, and the user's
 writes queue behind one another without a file lock.
 """
 
 from __future__ import annotations
 
-from functools import cached_property
-from typing import TYPE_CHECKING, Any, cast
+from collections.abc import Callable
 
 from coop.errors import StoreError
 from coop.memory.kinds import REGISTRY
-from coop.memory.storage.health import Finding, guarded, schema
+from coop.memory.storage.health import guarded, schema
+from coop.memory.storage.items import Finding, check_user_id
 from coop.memory.storage.migrations import apply_migrations, schema_version
-from coop.memory.storage.postgres import vector_index
-from coop.memory.storage.postgres.connection import ALL_USERS, Link, PgDatabase, connect, redacted, with_vectors
+from coop.memory.storage.postgres import text_index, vector_index
+from coop.memory.storage.postgres.connection import Link, PgDatabase, connect, redacted, with_vectors
 from coop.memory.storage.postgres.text_index import PgTextIndex
 from coop.memory.storage.postgres.vector_index import PgVectorIndex
-from coop.memory.storage.store import MemoryStore, UserMemory, check_user_id
-
-if TYPE_CHECKING:
-    from coop.memory.storage.connection import Database
+from coop.memory.storage.user_memory import UserMemory
 
 MIN_PGVECTOR = (0, 8)  # iterative index scans (a user's filter never returns fewer than k) came in 0.8.0
 
@@ -63,32 +60,12 @@ def _ensure_pgvector(db: PgDatabase) -> None:
                              hint="ALTER EXTENSION vector UPDATE; after upgrading pgvector on the server")
 
 
-class PgUserMemory(UserMemory):
-    """One user's memory on a Postgres server: SQLite's parts, Postgres's indexes."""
-
-    @cached_property
-    def vectors(self) -> PgVectorIndex:  # type: ignore[override]
-        return PgVectorIndex(self)
-
-    @cached_property
-    def text(self) -> PgTextIndex:  # type: ignore[override]
-        return PgTextIndex(self)
-
-    @property
-    def backend(self) -> "PgStore":
-        return PgStore(cast(PgDatabase, self.db).for_user(ALL_USERS))
-
-
-class PgStore(MemoryStore):
-    """Memories on a Postgres server (`interface.Backend`). A `MemoryStore` by type only, so code that names the
-    store (the worker, the jobs) takes either: every method is its own."""
+class PgStore:
+    """Memories on a Postgres server (`interface.Backend`); its connection is bound to no one user (`ALL_USERS`),
+    each `user()` to that user."""
 
     def __init__(self, db: PgDatabase) -> None:
-        self.pg = db
-
-    @property
-    def db(self) -> PgDatabase:  # type: ignore[override]
-        return self.pg
+        self.db = db
 
     @classmethod
     def open(cls, url: str, *, busy_timeout_ms: int = 5000, migrate: bool = True) -> "PgStore":
@@ -127,9 +104,11 @@ class PgStore(MemoryStore):
     def close(self) -> None:
         self.db.close()
 
-    def user(self, user_id: str) -> PgUserMemory:
+    def user(self, user_id: str) -> UserMemory[PgDatabase]:
+        """One user's memory on this server, on a view of the connection bound to that user, with Postgres's
+        indexes."""
         user_id = check_user_id(user_id)
-        return PgUserMemory(cast("Database", self.db.for_user(user_id)), user_id)
+        return UserMemory(self.db.for_user(user_id), user_id, backend=self, text=PgTextIndex, vectors=PgVectorIndex)
 
     def user_ids(self) -> list[str]:
         return [row[0] for row in self.db.run("SELECT id FROM users ORDER BY id")]
@@ -142,14 +121,18 @@ class PgStore(MemoryStore):
         """Index every user's items again from their text; rows indexed, under the one index there is."""
         total = 0
         for user_id in self.user_ids():
-            total += self.user(user_id).text.rebuild()
+            total += PgTextIndex(self.user(user_id)).rebuild()
         return {"fulltext_postings": total}
 
     def check(self) -> list[Finding]:
         """The server, its version, pgvector's, the schema, whether row-level security binds this role, and the
-        vectors and full-text backlog, for `coop check`."""
+        vectors, and the full-text index, for `coop check`."""
         return (guarded("postgres", self._server) + guarded("schema", lambda: schema(self.db)) +
-                guarded("stored vectors", self._vectors))
+                guarded("stored vectors", self._vectors) + guarded("full text", lambda: text_index.findings(self.db)))
+
+    def guarded(self, name: str, run: Callable[[], list[Finding]]) -> list[Finding]:
+        """`run`'s findings; a server that fails while it reads (gone, refusing) is one."""
+        return guarded(name, run)
 
     def _server(self) -> list[Finding]:
         version = self.db.run("SHOW server_version")[0][0]
@@ -169,23 +152,13 @@ class PgStore(MemoryStore):
     def _vectors(self) -> list[Finding]:
         rows = self.db.run("SELECT v.embedder, v.dims, (SELECT count(*) FROM embeddings e "
                            "WHERE e.embedder = v.embedder) FROM vector_indexes v ORDER BY v.embedder")
-        queued = int(self.db.run("SELECT count(*) FROM fulltext_pending")[0][0])
         pending = sum(int(self.db.run(f"SELECT count(*) FROM {spec.table} WHERE embedder IS NULL")[0][0])
                       for spec in REGISTRY.values())
         found = [Finding("vector index", "ok", f"{embedder}: {count} vectors, {dims} dimensions (searched exactly per "
                                  f"user, through the user's own HNSW index past {vector_index.EXACT_BELOW:,})")
                  for embedder, dims, count in rows]
-        found.append(Finding("full text", "ok", f"{queued} items waiting to be indexed (done at the next search)"))
         if pending:
             found.append(Finding("embedding backlog", "warning",
                                  f"{pending:,} item{'s' * (pending != 1)} {'has' if pending == 1 else 'have'} "
                                  "no vector yet", "run `coop memory reembed`, or let coop catch up in the background"))
         return found
-
-
-def _conforms_to_the_seam(store: PgStore, memory: PgUserMemory) -> tuple[Any, Any]:
-    """Never called: mypy checks here that the Postgres classes are what `interface.py` promises."""
-    from coop.memory.storage.interface import Backend, UserStore
-
-    checked: tuple[Backend, UserStore] = (store, memory)
-    return checked

@@ -19,18 +19,18 @@ from __future__ import annotations
 import hashlib
 import logging
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING
 
 from coop.errors import EmbedderError, StoreError
 from coop.memory.kinds import KINDS, REGISTRY, active_fact
+from coop.memory.storage.items import VectorHit
+from coop.memory.storage.postgres.connection import PgDatabase
 from coop.memory.storage.vector_index import StoredVectorIndex
-from coop.memory.storage.vectors import VectorHit
 
 if TYPE_CHECKING:
     import numpy as np
 
-    from coop.memory.storage.postgres.connection import PgDatabase
-    from coop.memory.storage.postgres.store import PgUserMemory
+    from coop.memory.storage.scope import Scope
 
 log = logging.getLogger(__name__)
 EXACT_BELOW = 3000  # a user with fewer vectors than this is searched exactly (on the server: a few ms)
@@ -57,17 +57,17 @@ def _literal(text: str) -> str:
     return "'" + text.replace("'", "''") + "'"
 
 
-class PgVectorIndex(StoredVectorIndex):
-    """The vectors of one user on a Postgres server (`PgUserMemory.vectors`); the stored rows, their backlog and
-    the read-once cache are `StoredVectorIndex`'s."""
+class PgVectorIndex(StoredVectorIndex[PgDatabase]):
+    """The vectors of one user on a Postgres server (`UserMemory.vectors` there); the stored rows, their backlog
+    and the read-once cache are `StoredVectorIndex`'s."""
 
-    def __init__(self, scope: "PgUserMemory") -> None:
+    def __init__(self, scope: "Scope[PgDatabase]") -> None:
         super().__init__(scope)
         self._scores: dict[tuple[str, bytes], dict[tuple[str, int], float | None]] = {}
 
     @property
-    def db(self) -> "PgDatabase":
-        return cast("PgDatabase", self.scope.db)
+    def db(self) -> PgDatabase:
+        return self.scope.db
 
     def _turn_over(self) -> None:
         self._scores = {}
