@@ -33,10 +33,12 @@ from typing import TYPE_CHECKING
 from coop.memory.growth.extract import Complete, candidates
 from coop.memory.growth.pointing import Listing, notes_schema, read_notes, topics_line
 from coop.memory.growth.reconcile import FactWriter
+from coop.memory.growth.refusals import refuse
+from coop.memory.growth.summary_check import summary_refusal
 from coop.memory.kinds import INSTRUCTION, decayed
 from coop.memory.language.parse import parse
-from coop.memory.storage.items import Item
 from coop.memory.storage.interface import UserStore
+from coop.memory.storage.items import Item
 from coop.memory.text import plural
 from coop.model.jsonreply import ModelReplyError, ask, parse_json_reply
 
@@ -147,7 +149,7 @@ def consolidate_span(memory: UserStore, span: list[Item], complete: Complete, wr
     with memory.transaction():
         if not _still_open(memory, span):
             raise SpanTaken(f"m{ids[0]}-m{ids[-1]} was consolidated (or forgotten) meanwhile")
-        if summary and summary.strip():
+        if summary and summary.strip() and _kept(summary.strip(), span):
             summary_id = memory.summaries.add(summary.strip(), session_id=span[0].session_id, span=(ids[0], ids[-1]),
                                             created_at=span[-1].created_at)
         for plan in plans:
@@ -162,7 +164,18 @@ def consolidate_span(memory: UserStore, span: list[Item], complete: Complete, wr
     return summary_id, written
 
 
-def _still_open(memory: UserMemory, span: list[Item]) -> bool:
+def _kept(summary: str, span: list[Item]) -> bool:
+    """Whether the summary holds only what its span holds (`summary_check.py`), read as it would be stored
+    (masked, as the span's messages are); a refusal is counted."""
+    from coop.privacy.secrets import mask
+
+    reason = summary_refusal(mask(summary), span)
+    if reason is not None:
+        refuse("summary", reason, text=summary)
+    return reason is None
+
+
+def _still_open(memory: UserStore, span: list[Item]) -> bool:
     """Whether every message of the span is still unconsolidated (and not forgotten), read inside the writing
     transaction: under the write lock, after any other client's commit."""
     open_ids = {message_id for message_id, _ in memory.messages.unconsolidated(

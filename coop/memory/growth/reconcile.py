@@ -286,17 +286,17 @@ class FactWriter:
         if candidate.category == INSTRUCTION and (is_unsafe_instruction(candidate.value) or "unsafe" in said):
             refuse("unsafe", "a request to drop a safety behaviour", category=INSTRUCTION, text=candidate.value)
             return Plan("SKIP", candidate, "a request to drop a safety behaviour is not kept as an instruction")
-        if candidate.category == INSTRUCTION and candidate.source == HOST and not self.host_may_instruct:
-            refuse("host", "a standing instruction from an MCP host installed without --allow-instructions",
-                   category=INSTRUCTION, text=candidate.value)
-            return Plan("SKIP", candidate, "an MCP host gives standing instructions only when the user installed it "
-                                           "with --allow-instructions")
         if candidate.category == INSTRUCTION and candidate.source in MACHINE_SOURCES and (
                 widens(candidate.value) or widens(candidate.evidence or "")):
             refuse("widening", "an instruction that widens what the assistant may reveal or do",
                    category=INSTRUCTION, text=candidate.value)
             return Plan("SKIP", candidate, "an instruction that widens what the assistant may reveal or do is "
                                            "written only by the user (coop memory add)")
+        if candidate.category == INSTRUCTION and candidate.source == HOST and not self.host_may_instruct:
+            refuse("host", "a standing instruction from an MCP host installed without --allow-instructions",
+                   category=INSTRUCTION, text=candidate.value)
+            return Plan("SKIP", candidate, "an MCP host gives standing instructions only when the user installed it "
+                                           "with --allow-instructions")
         if candidate.source in MACHINE_SOURCES and self.memory.forgotten.was_forgotten(candidate.value):
             refuse("forgotten", "the user forgot this fact; it is not re-created", category=candidate.category)
             return Plan("SKIP", candidate, "the user forgot this fact; it is not re-created")

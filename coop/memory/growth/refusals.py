@@ -17,6 +17,8 @@ Reasons:
 - `target`: the model named a fact it was not offered as one the new fact may replace.
 - `forgotten`: a machine source proposed again what the user forgot.
 - `value`: the value cannot be a fact: empty, too long, a placeholder of the prompt, a question.
+- `summary`: a consolidation summary holding a number or name its conversation does not, an order the user did not
+  give, or the assistant's words given as the user's (`summary_check.py`); its facts are still read.
 - `host`: an MCP host reached past what it may do: a standing instruction without `--allow-instructions`, or a
   change to a fact it did not write (`reconcile._within_the_hosts_reach`).
 
@@ -32,7 +34,7 @@ from collections import Counter
 log = logging.getLogger("coop.memory.refused")
 
 REASONS = ("evidence", "mood", "holder", "polarity", "instruction", "widening", "unsafe", "change", "target",
-           "forgotten", "value", "host")
+           "forgotten", "value", "host", "summary")
 
 
 class Refusals:

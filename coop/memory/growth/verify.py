@@ -301,7 +301,7 @@ def _not_grounded(value: str, said: str, language: str, earlier: Sequence[str], 
     named = names(value, language)
     if any(not held(name, support | before) for name in named):
         return "the value has a name the user did not say"
-    if not anchored and _a_noun_not_written(value, " ".join([said, *earlier])):
+    if not anchored and a_noun_not_written(value, " ".join([said, *earlier])):
         return "the value has a word the user did not write"
     borrowed = {name for name in named if not held(name, support)}  # names the user said before: not counted
     wanted = [t for t in terms(value, language) if t not in borrowed]
@@ -319,7 +319,7 @@ def _not_grounded(value: str, said: str, language: str, earlier: Sequence[str], 
 _KANJI_NUMERALS = str.maketrans({c: " " for c in "〇一二三四五六七八九十百千万"})
 
 
-def _a_noun_not_written(value: str, written: str) -> bool:
+def a_noun_not_written(value: str, written: str) -> bool:
     """Whether a run of two or more kanji or katakana in `value` (a noun: "東京", "薬剤師") is not in the user's
     text: what a capitalised name is to `names`, where writing has no capitals ("東京に住んでいる" for "大阪に住んで
     います" holds most of its character pairs). Numerals are read by `numbers`, so they do not join a run; a topic

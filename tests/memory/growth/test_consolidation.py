@@ -116,7 +116,7 @@ def test_a_span_with_nothing_worth_summarising_gets_no_summary_and_blocks_nothin
     assert memory.list_items("summary") == []
     assert memory.db.scalar("select count(*) from messages where session_id = $1 and consolidated_at is null",
                             (trivial,)) == 0
-    scripted.background_replies = [SUMMARY]
+    scripted.background_replies = [notes(summary="The user adopted a cat named Miso.")]  # what that span holds
     second = run_consolidation(memory, config, scripted)
     assert second.spans == 1 and len(second.summaries) == 1
     assert len(scripted.background_requests()) == 2  # the trivial span was not asked about again
@@ -271,7 +271,7 @@ def test_the_backlog_is_embedded_at_the_next_start(threaded_session, coop_home):
 
 def test_ending_a_session_consolidates_it(threaded_session, scripted):
     session, worker = threaded_session()
-    scripted.background_replies = ['{"notes": []}', SUMMARY]
+    scripted.background_replies = ['{"notes": []}', notes(summary="The user is going to Kyoto in April.")]
     session.turn("I am going to Kyoto in April")
     first = session.session_id
     session.end()

@@ -70,8 +70,10 @@ def widening(draw) -> str:
                                                    whom=draw(st.sampled_from(whom)))
 
 
-def writer_for(memory) -> FactWriter:
-    return FactWriter(memory, load_config().memory.extraction, embedder=EMBEDDER)
+def writer_for(memory, *, host_may_instruct: bool = True) -> FactWriter:
+    """A writer as for an MCP host installed with --allow-instructions (a host's instructions without it:
+    tests/mcp/test_host_is_not_the_user.py)."""
+    return FactWriter(memory, load_config().memory.extraction, embedder=EMBEDDER, host_may_instruct=host_may_instruct)
 
 
 @PLANS

@@ -25,7 +25,7 @@ from coop.memory.language.scripts import has_unspaced, script_language, spaced_w
 
 MARKS = ("negation", "no_longer", "doubt", "condition", "wish", "past", "dream", "irony", "fiction", "report",
          "change", "self", "addressee", "directive", "standing", "with_me", "other", "question", "unsafe", "widening",
-         "withholding")
+         "withholding", "the_user")
 # What each mark says, for the one module that reads them (`growth/verify.py`, `growth/reconcile.py`):
 # - the mood of what is said: negation, no_longer (it ended), doubt, condition, wish, past (a past habit), dream,
 #   irony, fiction, report (what someone else says), question (a clause that opens as one);
@@ -35,7 +35,9 @@ MARKS = ("negation", "no_longer", "doubt", "condition", "wish", "past", "dream",
 #   subject: "my sister ..."), with_me ("... and I");
 # - change: the words that say something changed ("now", "switched", "again");
 # - instructions no machine may store: unsafe (drop a safety behaviour), widening (reveal, send or give, or to anyone);
-#   withholding (stop, avoid, keep it private) undoes a widening as a negation does (`growth/instructions.py`).
+#   withholding (stop, avoid, keep it private) undoes a widening as a negation does (`growth/instructions.py`);
+# - the_user: how a summary names the user ("the user said ..."), so a clause it gives the user is checked against
+#   the user's own words (`growth/summary_check.py`).
 # A phrase that starts with "^" matches only at the start of the text (a clause), after punctuation.
 LANGUAGES = ("en", "fr", "de", "es", "pt", "ja")
 UNSPACED_LANGUAGES = frozenset({"ja", "zh", "ko", "th"})

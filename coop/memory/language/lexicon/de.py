@@ -48,6 +48,7 @@ MARKERS: dict[str, tuple[str, ...]] = {
                  "was du über mich weisst", "alles über mich"),
     "withholding": ("hör auf", "höre auf", "vermeide", "behalte … für dich", "halte … geheim", "halte … privat",
                     "halte … vertraulich"),
+    "the_user": ("der nutzer", "die nutzerin", "der benutzer", "die benutzerin", "nutzer", "benutzer"),
 }
 
 # words that may come before a phrase said to open a clause ("^..."): "And always answer ...", "Just never ..."

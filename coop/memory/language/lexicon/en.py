@@ -54,6 +54,7 @@ MARKERS: dict[str, tuple[str, ...]] = {
                  "no exception", "without exception", "what you know about me", "everything you know about me"),
     "withholding": ("stop", "avoid", "refrain from", "keep … private", "keep … secret", "keep … confidential",
                     "keep … to yourself"),
+    "the_user": ("the user", "user's", "the user's"),
 }
 
 # words that may come before a phrase said to open a clause ("^..."): "And always answer ...", "Just never ..."

@@ -42,6 +42,7 @@ MARKERS: dict[str, tuple[str, ...]] = {
                  "lo que sabes de mí", "lo que sabes sobre mí", "todo sobre mí"),
     "withholding": ("deja de", "evita", "guarda … en secreto", "mantén … en secreto", "mantén … privado",
                     "mantén … privada"),
+    "the_user": ("el usuario", "la usuaria", "usuario", "usuaria"),
 }
 
 # words that may come before a phrase said to open a clause ("^..."): "And always answer ...", "Just never ..."

@@ -49,6 +49,7 @@ MARKERS: dict[str, tuple[str, ...]] = {
                  "ce que tu sais sur moi", "ce que tu sais de moi", "ce que vous savez sur moi"),
     "withholding": ("arrête de", "évite de", "garde … pour toi", "garde … secret", "garde … secrète",
                     "garde … privé", "garde … privée", "garde … confidentiel"),
+    "the_user": ("l'utilisateur", "l'utilisatrice", "utilisateur", "utilisatrice"),
 }
 
 # words that may come before a phrase said to open a clause ("^..."): "And always answer ...", "Just never ..."

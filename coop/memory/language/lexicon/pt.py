@@ -42,6 +42,7 @@ MARKERS: dict[str, tuple[str, ...]] = {
                  "o que sabes sobre mim", "o que você sabe sobre mim", "tudo sobre mim"),
     "withholding": ("para de", "pare de", "deixa de", "deixe de", "evita", "evite", "em segredo",
                     "mantém … privado", "mantém … privada", "mantenha … privado", "mantenha … privada"),
+    "the_user": ("o usuário", "a usuária", "o utilizador", "a utilizadora", "usuário", "utilizador"),
 }
 
 # words that may come before a phrase said to open a clause ("^..."): "And always answer ...", "Just never ..."
