@@ -60,3 +60,12 @@ def test_an_in_list_binds_after_the_values_before_it(memory):
 def test_marks_numbers_each_place_once(count):
     text = marks(count, first=4)
     assert text.split(",") == [f"${n}" for n in range(4, 4 + count)]
+
+
+@ON_BOTH
+@given(values=st.lists(st.integers(-1000, 1000), min_size=1, max_size=6), data=st.data())
+def test_any_order_of_numbers_binds_each_its_own_value(memory, values, data):
+    """In order ($1, $2, ...) SQLite takes the values as given; any other order is bound by name: both right."""
+    order = data.draw(st.permutations(range(1, len(values) + 1)))
+    columns = ", ".join(f"CAST(${n} AS BIGINT)" for n in order)
+    assert tuple(memory.db.one(f"SELECT {columns}", tuple(values))) == tuple(values[n - 1] for n in order)
