@@ -226,3 +226,31 @@ def test_coop_check_finds_the_index_out_of_step_and_reindex_mends_it(pg, run_cli
     assert run_cli("memory", "reindex").exit_code == 0
     assert {f.name: f.severity for f in pg.check()}["full text"] == "ok"
     assert made["message"] in _words(pg.user("ana"), "fishing")
+
+
+def _index_rows(db: Any) -> dict[str, Any]:
+    """Every user's full-text index as sets and counts that do not depend on how its rows were cut or ordered."""
+    postings = db.run("SELECT user_id, kind, term, unnest(items), unnest(own), unnest(context), unnest(terms) "
+                      "FROM fulltext_postings")
+    return {"postings": sorted(postings),
+            "terms": sorted(db.run("SELECT user_id, kind, term, docs FROM fulltext_terms")),
+            "stats": sorted(db.run("SELECT user_id, kind, docs, terms FROM fulltext_stats")),
+            "items": sorted(db.run("SELECT user_id, kind, item_id, terms, words::text FROM fulltext_items")),
+            "oversized": db.scalar("SELECT count(*) FROM fulltext_postings WHERE cardinality(items) > 64")}
+
+
+@pytest.mark.postgres
+def test_the_index_rebuilt_in_bulk_is_the_index_the_writes_made(pg):
+    """`coop_fulltext_rebuild` (m014's upgrade, `rebuild_fulltext`) and the triggers are two ways to one index: a
+    common word held by more items than one postings row takes, over two users, messages, facts and summaries."""
+    for user, count in (("ana", 150), ("ben", 70)):
+        memory = pg.user(user)
+        session = memory.sessions.start()
+        for n in range(count):
+            memory.messages.add(session, "user", f"the heron number {n} stood by a river {'reed' * (n % 3)}")
+        memory.facts.add(f"{user} counts herons")
+        memory.summaries.add(f"{user} talked about herons", session_id=session)
+    written = _index_rows(pg.db)
+    assert written["oversized"] == 0 and len({row[:3] for row in written["postings"]}) > 10
+    assert pg.rebuild_fulltext()["fulltext_postings"] == 150 + 70 + 2 * 2
+    assert _index_rows(pg.db) == written
