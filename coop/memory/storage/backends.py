@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 from coop.memory.storage.connection import THROWAWAY as THROWAWAY
 
 if TYPE_CHECKING:
-    from coop.memory.storage.interface import Backend
+    from coop.memory.storage.interface import Backend, ServerAdmin
 
 BACKENDS = ("sqlite", "postgres")
 
@@ -35,3 +35,10 @@ def describe(backend: str, location: str) -> str:
 
         return redacted(location)
     return location
+
+
+def open_server_admin(url: str) -> "ServerAdmin":
+    """A Postgres server as the owner of coop's tables, its schema brought up to date (`coop admin`)."""
+    from coop.memory.storage.postgres.store import PgStore
+
+    return PgStore.open(url)

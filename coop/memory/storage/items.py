@@ -36,6 +36,9 @@ def whose(user_id: str) -> str:
     return "your" if user_id == "you" else f"{user_id}'s"
 
 
+EVERYONE = "*"  # on a Postgres server, the user id a role is mapped to when it may reach every user's memory
+
+
 def check_user_id(user_id: str) -> str:
     """The user id as stored, in NFC: "álice" typed as one code point or as "a" and an accent (what some keyboards
     and file names give) is one person, with one memory. Every door to a user's memory passes here."""

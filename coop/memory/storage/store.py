@@ -59,6 +59,14 @@ class MemoryStore:
         return UserMemory(self.db, check_user_id(user_id), backend=self, text=SqliteTextIndex,
                           vectors=SqliteVectorIndex)
 
+    def sole_user(self) -> str | None:
+        """None: a file has no roles; whoever opens it reaches every user in it."""
+        return None
+
+    def unbound(self) -> str | None:
+        """None: a file is one person's, kept apart by its permissions (0600), not by policies."""
+        return None
+
     def user_ids(self) -> list[str]:
         return [row[0] for row in self.db.execute("SELECT id FROM users ORDER BY id")]
 

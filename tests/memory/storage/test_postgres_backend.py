@@ -33,8 +33,8 @@ def test_row_level_security_keeps_a_users_handle_to_that_users_rows(pg, postgres
     with pytest.raises(StoreError, match="refused"):
         ana.db.execute("INSERT INTO users (id, created_at) VALUES ('mallory', 0)")
     assert sorted(pg.user_ids()) == ["ana", "bob"]
-    checks = {f.name: f.severity for f in pg.check()}
-    assert checks["row-level security"] == "ok" and checks["schema"] == "ok" and checks["pgvector"] == "ok"
+    checks = {f.name: f.severity for f in pg.check()}  # a role mapped to everyone ('*'): an operator's service
+    assert checks["row-level security"] == "warning" and checks["schema"] == "ok" and checks["pgvector"] == "ok"
 
 
 @pytest.mark.postgres
@@ -97,8 +97,19 @@ def test_full_text_follows_writes_updates_and_deletes_with_bm25_ranking(pg):
     assert ids[1] not in [h[1] for h in ana.text.matches([], ["stood"], kinds=("message",), limit=5)]
 
 
+def _owner_builds_the_indexes(owner_url: str) -> int:
+    from coop.memory.storage.postgres.store import PgStore
+
+    owner = PgStore.open(owner_url)
+    try:
+        return owner.build_vector_indexes()
+    finally:
+        owner.close()
+
+
 @pytest.mark.postgres
-def test_the_vector_index_past_the_exact_threshold_finds_what_exact_search_finds(pg, monkeypatch):
+def test_the_vector_index_past_the_exact_threshold_finds_what_exact_search_finds(pg, monkeypatch,
+                                                                                postgres_url_owner):
     from coop.memory.storage.postgres import vector_index
 
     monkeypatch.setattr(vector_index, "EXACT_BELOW", 10)
@@ -112,6 +123,9 @@ def test_the_vector_index_past_the_exact_threshold_finds_what_exact_search_finds
         memory.vectors.store("message", ids, "test-16", matrix)
     query = rng.normal(size=16).astype(np.float32)
     query /= np.linalg.norm(query)
+    assert not ana.vectors.has_index("test-16")  # a person's role may not add an index: searched exactly
+    assert len(ana.vectors.nearest("test-16", 16, query, k=10)) == 10
+    assert _owner_builds_the_indexes(postgres_url_owner) == 2
     assert ana.vectors.has_index("test-16") and bob.vectors.has_index("test-16")  # each user's own graph
     approximate = ana.vectors.nearest("test-16", 16, query, k=10)
     exact = ana.vectors.nearest("test-16", 16, query, k=10, exact=True)
@@ -223,7 +237,7 @@ def test_a_database_without_pgvector_is_one_line_with_the_statement_to_run(postg
 
 
 @pytest.mark.postgres
-def test_a_search_does_not_wait_for_another_devices_write(pg, monkeypatch):
+def test_a_search_does_not_wait_for_another_devices_write(pg, monkeypatch, postgres_url_owner):
     from coop.memory.storage.postgres import vector_index
     from coop.memory.storage.postgres.store import PgStore
 
@@ -235,6 +249,7 @@ def test_a_search_does_not_wait_for_another_devices_write(pg, monkeypatch):
     matrix = rng.normal(size=(40, 16)).astype(np.float32)
     matrix /= np.linalg.norm(matrix, axis=1, keepdims=True)
     ana.vectors.store("message", ids, "test-16", matrix)
+    assert _owner_builds_the_indexes(postgres_url_owner) == 1
     assert ana.vectors.has_index("test-16")  # the graph path, which sets its own search settings
     other = PgStore.open(pg.url)
     held, release = threading.Event(), threading.Event()
@@ -256,3 +271,39 @@ def test_a_search_does_not_wait_for_another_devices_write(pg, monkeypatch):
         release.set()
         holder.join(10)
         other.close()
+
+
+@pytest.mark.postgres
+def test_a_float32_index_of_an_older_coop_is_searched_until_the_owner_replaces_it(pg, monkeypatch,
+                                                                                 postgres_url_owner):
+    """Indexes made before halfvec points are kept and searched as they are; `coop admin index` builds the halfvec
+    one beside it, records it, drops the old one, and the search finds the same items."""
+    from coop.memory.storage.postgres import vector_index
+    from coop.memory.storage.postgres.store import PgStore
+
+    monkeypatch.setattr(vector_index, "EXACT_BELOW", 10)
+    ana = pg.user("ana")
+    session = ana.sessions.start()
+    ids = [ana.messages.add(session, "user", f"message {i}") for i in range(80)]
+    rng = np.random.default_rng(5)
+    matrix = rng.normal(size=(80, 16)).astype(np.float32)
+    matrix /= np.linalg.norm(matrix, axis=1, keepdims=True)
+    ana.vectors.store("message", ids, "test-16", matrix)
+    owner = PgStore.open(postgres_url_owner)
+    try:
+        old = "embedding_points_hnsw_" + "0" * 20  # as the older coop named and built it
+        owner.db.run(f"CREATE INDEX {old} ON embedding_points USING hnsw ((point::vector(16)) vector_cosine_ops) "
+                     "WHERE embedder = 'test-16' AND user_id = 'ana'")
+        owner.db.run("INSERT INTO user_vector_indexes (embedder, user_id, name, dims) VALUES ('test-16', 'ana', %s, "
+                     "16)", (old,))
+        before = [h.item_id for h in ana.vectors.nearest("test-16", 16, matrix[3], k=5)]
+        assert before[0] == ids[3]
+        assert owner.build_vector_indexes() == 1
+        names = [r[0] for r in owner.db.run("SELECT indexname FROM pg_indexes WHERE tablename = 'embedding_points' "
+                                            "AND indexname LIKE 'embedding_points_hnsw%'")]
+        assert names == [vector_index.user_index_name("test-16", "ana")]
+        assert vector_index.index_form(names[0]) == "halfvec"
+        assert owner.build_vector_indexes() == 0  # nothing left to do
+    finally:
+        owner.close()
+    assert [h.item_id for h in ana.vectors.nearest("test-16", 16, matrix[3], k=5)][:1] == before[:1]

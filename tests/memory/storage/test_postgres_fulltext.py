@@ -49,7 +49,7 @@ def pg(postgres_url: str) -> Iterator[Any]:
 @pytest.fixture
 def reader_url(postgres_server: Any, postgres_url: str) -> Iterator[str]:
     """The database of `postgres_url` reached as a role with SELECT rights alone, every transaction read-only (what
-    a read replica allows)."""
+    a read replica allows), mapped to ana's memory."""
     import psycopg
     from psycopg import sql
 
@@ -65,6 +65,7 @@ def reader_url(postgres_server: Any, postgres_url: str) -> Iterator[str]:
     with psycopg.connect(admin, autocommit=True) as conn:
         conn.execute(sql.SQL("GRANT USAGE ON SCHEMA public TO {}").format(sql.Identifier(role)))
         conn.execute(sql.SQL("GRANT SELECT ON ALL TABLES IN SCHEMA public TO {}").format(sql.Identifier(role)))
+        conn.execute("INSERT INTO coop_people (role_name, user_id) VALUES (%s, 'ana')", (role,))  # ana's reader
     parts = urlsplit(postgres_url)
     yield parts._replace(netloc=f"{role}@{parts.netloc.rpartition('@')[2]}").geturl()
     with psycopg.connect(admin, autocommit=True) as conn:
@@ -169,12 +170,12 @@ def test_a_forgotten_fact_leaves_the_index_in_the_forgets_own_transaction(pg):
 
 
 @pytest.mark.postgres
-def test_a_database_at_m013_with_rows_upgrades_and_every_item_is_found(postgres_url):
+def test_a_database_at_m013_with_rows_upgrades_and_every_item_is_found(postgres_owner_url):
     from coop.memory.storage.migrations import MIGRATIONS, SCHEMA_VERSION, apply_migrations, schema_version
     from coop.memory.storage.postgres.connection import Link, PgDatabase, connect
     from coop.memory.storage.postgres.store import PgStore
 
-    db = PgDatabase(Link(connect(postgres_url), postgres_url))
+    db = PgDatabase(Link(connect(postgres_owner_url), postgres_owner_url))
     try:
         apply_migrations(db, MIGRATIONS[:13])
         db.run("INSERT INTO users (id, created_at) VALUES ('ana', 1), ('bob', 1)")
@@ -192,7 +193,7 @@ def test_a_database_at_m013_with_rows_upgrades_and_every_item_is_found(postgres_
         assert db.run("SELECT count(*) FROM fulltext_pending")[0][0] == 7  # m013's queue, never indexed
     finally:
         db.close()
-    store = PgStore.open(postgres_url)
+    store = PgStore.open(postgres_owner_url)
     try:
         assert schema_version(store.db) == SCHEMA_VERSION
         assert not store.db.run("SELECT 1 FROM pg_tables WHERE tablename IN ('fulltext_pending', 'fulltext_docs')")

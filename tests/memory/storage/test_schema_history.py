@@ -21,6 +21,7 @@ V1_SCHEMA = Path(__file__).parent / "data" / "postgres_schema_v1.sql"
 # The full-text tables m014 replaces and builds again from the stored text (`test_postgres_fulltext.py`).
 REBUILT = ("fulltext_postings", "fulltext_docs", "fulltext_pending", "fulltext_stats", "fulltext_items",
            "fulltext_terms")
+MADE_SINCE = ("coop_people",)  # new tables, empty until someone fills them (m015: `postgres/people.py`)
 
 ran_steps: list[str] = []
 
@@ -44,7 +45,7 @@ def bare(backend: str, request: pytest.FixtureRequest, coop_home: Path) -> Any:
     else:
         from coop.memory.storage.postgres.connection import Link, PgDatabase, connect
 
-        url = request.getfixturevalue("postgres_url")
+        url = request.getfixturevalue("postgres_owner_url")
         database = PgDatabase(Link(connect(url), url))
     yield database
     database.close()
@@ -88,10 +89,10 @@ def test_every_migration_after_postgres_began_has_a_postgres_form():
 
 
 @pytest.mark.postgres
-def test_a_migration_without_a_postgres_form_is_refused_on_postgres_and_nothing_is_recorded(postgres_url):
+def test_a_migration_without_a_postgres_form_is_refused_on_postgres_and_nothing_is_recorded(postgres_owner_url):
     from coop.memory.storage.postgres.connection import Link, PgDatabase, connect
 
-    db = PgDatabase(Link(connect(postgres_url), postgres_url))
+    db = PgDatabase(Link(connect(postgres_owner_url), postgres_owner_url))
     try:
         apply_migrations(db)
         with pytest.raises(ValueError, match="no Postgres form"):
@@ -196,17 +197,17 @@ def before_ids(tables: dict[str, list[str]]) -> list[str]:
 
 
 @pytest.mark.postgres
-def test_a_postgres_database_made_before_the_history_upgrades_in_place_and_keeps_every_row(postgres_url):
+def test_a_postgres_database_made_before_the_history_upgrades_in_place_and_keeps_every_row(postgres_owner_url):
     from coop.memory.storage.postgres.store import PgStore
 
-    make_v1(postgres_url)
-    before = contents(postgres_url)
+    make_v1(postgres_owner_url)
+    before = contents(postgres_owner_url)
     assert [table for table, found in before.items() if not found] == []  # every table holds rows
-    store = PgStore.open(postgres_url)
+    store = PgStore.open(postgres_owner_url)
     try:
-        after = contents(postgres_url)
+        after = contents(postgres_owner_url)
         assert [row.strip("()").split(",")[0] for row in after["coop_schema"]] == ["1", "2"]
-        assert {t: found for t, found in after.items() if t not in ("_migrations", "coop_schema", *REBUILT)} == \
+        assert {t: found for t, found in after.items() if t not in ("_migrations", "coop_schema", *REBUILT, *MADE_SINCE)} == \
             {t: found for t, found in before.items() if t not in ("coop_schema", *REBUILT)}
         assert len(after["fulltext_items"]) == len(before["messages"]) + len(before["facts"]) + len(before["summaries"])
         assert rows(store.db, "SELECT id, name FROM _migrations ORDER BY id") == [
@@ -223,32 +224,32 @@ def test_a_postgres_database_made_before_the_history_upgrades_in_place_and_keeps
 
 
 @pytest.mark.postgres
-def test_an_upgraded_postgres_database_has_the_schema_a_new_one_gets(postgres_server, postgres_url):
+def test_an_upgraded_postgres_database_has_the_schema_a_new_one_gets(postgres_server, postgres_owner_url):
     from coop.memory.storage.postgres.store import PgStore
 
-    make_v1(postgres_url)
-    PgStore.open(postgres_url).close()
-    fresh = postgres_server.create_app_database()
+    make_v1(postgres_owner_url)
+    PgStore.open(postgres_owner_url).close()
+    fresh = postgres_server.create_owner_database()
     try:
         PgStore.open(fresh).close()
-        assert catalog(postgres_url) == catalog(fresh)
+        assert catalog(postgres_owner_url) == catalog(fresh)
     finally:
         postgres_server.drop_database(fresh)
 
 
 @pytest.mark.postgres
 @pytest.mark.parametrize("made", ["new", "before the history"])
-def test_two_clients_opening_one_postgres_database_at_once_migrate_it_once(postgres_url, made):
+def test_two_clients_opening_one_postgres_database_at_once_migrate_it_once(postgres_owner_url, made):
     from coop.memory.storage.postgres.store import PgStore
 
     if made != "new":
-        make_v1(postgres_url)
+        make_v1(postgres_owner_url)
     start, failures = threading.Barrier(2), []
 
     def open_it() -> None:
         start.wait()
         try:
-            PgStore.open(postgres_url).close()
+            PgStore.open(postgres_owner_url).close()
         except Exception as exc:  # pragma: no cover - shown by the assertion below
             failures.append(exc)
 
@@ -258,7 +259,7 @@ def test_two_clients_opening_one_postgres_database_at_once_migrate_it_once(postg
     for client in clients:
         client.join()
     assert failures == []
-    store = PgStore.open(postgres_url)
+    store = PgStore.open(postgres_owner_url)
     try:
         assert rows(store.db, "SELECT id FROM _migrations ORDER BY id") == [(n,) for n in range(1, SCHEMA_VERSION + 1)]
     finally:
@@ -267,14 +268,14 @@ def test_two_clients_opening_one_postgres_database_at_once_migrate_it_once(postg
 
 @pytest.mark.postgres
 @pytest.mark.parametrize("made", ["new", "before the history"])
-def test_a_release_before_the_history_reads_a_version_above_its_own_and_stops(postgres_url, made):
+def test_a_release_before_the_history_reads_a_version_above_its_own_and_stops(postgres_owner_url, made):
     """Those releases read only `max(version)` of `coop_schema`, knew version 1, and refused anything above it
     with "made by a newer coop": a device not yet upgraded must stop there, not make the schema again."""
     from coop.memory.storage.postgres.store import PgStore
 
     if made == "before the history":
-        make_v1(postgres_url)
-    PgStore.open(postgres_url).close()
-    tables = contents(postgres_url)
+        make_v1(postgres_owner_url)
+    PgStore.open(postgres_owner_url).close()
+    tables = contents(postgres_owner_url)
     versions = [int(row.strip("()").split(",")[0]) for row in tables["coop_schema"]]
     assert max(versions) == MARKER_FOR_OLDER_RELEASES > 1

@@ -282,12 +282,12 @@ def test_an_unknown_user_and_an_unreachable_server_are_one_line_errors(filled, p
     assert len(gone.stderr.splitlines()) == 2
 
 
-def test_migrating_from_a_server_without_coop_tables_says_so_and_makes_nothing(postgres_url, run_cli, coop_home):
-    result = run_cli("memory", "migrate", "--from", postgres_url)
+def test_migrating_from_a_server_without_coop_tables_says_so_and_makes_nothing(postgres_owner_url, run_cli, coop_home):
+    result = run_cli("memory", "migrate", "--from", postgres_owner_url)
     assert result.exit_code == 5
     assert "holds no coop memory" in result.stderr.splitlines()[0]
     assert not (coop_home / "coop.db").exists()
-    nothing = run_cli("memory", "migrate", "--to", postgres_url)
+    nothing = run_cli("memory", "migrate", "--to", postgres_owner_url)
     assert nothing.exit_code == 2
     assert nothing.stderr.startswith(f"error: there is no SQLite memory at {coop_home / 'coop.db'} to copy")
 

@@ -60,6 +60,7 @@ class Link:
     conn: "psycopg.Connection[Any]"
     url: str
     bound: str | None = None
+    settings: dict[str, str] = field(default_factory=dict)  # what `PgDatabase.configure` set for the session
 
 
 def _unreachable(location: str, exc: Exception) -> StoreError:
@@ -188,7 +189,25 @@ class PgDatabase:
         except StoreError:
             return False
         self.link.bound = None
+        settings, self.link.settings = self.link.settings, {}
+        if settings:  # the statement about to be sent again may rely on them
+            self.conn.execute("SELECT " + ", ".join("set_config(%s, %s, false)" for _ in settings),
+                              [x for pair in settings.items() for x in pair])
+            self.link.settings = settings
         return True
+
+    def configure(self, settings: dict[str, str]) -> None:
+        """Server settings for coop's own statements on this connection (a search's `hnsw.*`), sent only when one
+        differs from what the session has: a search pays no transaction and no round trip for them. Inside a
+        transaction they are the transaction's alone (a rollback would undo a session setting unseen)."""
+        local = self.in_transaction
+        changed = {name: value for name, value in settings.items() if local or self.link.settings.get(name) != value}
+        if not changed:
+            return
+        self.run("SELECT " + ", ".join("set_config(%s, %s, %s)" for _ in changed),
+                 [x for name, value in changed.items() for x in (name, value, local)])
+        if not local:
+            self.link.settings.update(changed)
 
     def run(self, sql: str, params: Any = None) -> Rows:
         """A statement in Postgres's own SQL (`%s` placeholders: the Postgres-only modules), its rows read whole."""
@@ -307,13 +326,17 @@ class PgDatabase:
 
     def checkpoint(self) -> None:
         """After a forget: VACUUM the tables that held the text, so its dead row versions are removed now rather
-        than whenever autovacuum comes (best effort: it needs the table's owner, and no transaction open). The
-        server's write-ahead log and its backups keep what they keep: the README says so."""
+        than whenever autovacuum comes (best effort: it needs the owner's rights or MAINTAIN, granted to people's
+        roles from Postgres 17 on by `people.grant_people`, and no transaction open). The server's write-ahead log
+        and its backups keep what they keep: the README says so."""
         if self.in_transaction:
             return
+        # SKIP_DATABASE_STATS (Postgres 16 on): the database's oldest transaction id is left to autovacuum, not
+        # worked out again over every table of the server after each forget
+        options = "(SKIP_DATABASE_STATS) " if self.conn.info.server_version >= 160000 else ""
         try:
-            self.conn.execute("VACUUM messages, facts, fact_history, summaries, sessions, fact_sources, "
-                              "fulltext_postings, embeddings, embedding_points")
+            self.conn.execute(f"VACUUM {options}messages, facts, fact_history, summaries, sessions, fact_sources, "
+                              "fulltext_items, fulltext_terms, fulltext_postings, embeddings, embedding_points")
         except Exception:
             pass
 

@@ -16,9 +16,9 @@ from collections.abc import Callable
 from coop.errors import StoreError
 from coop.memory.kinds import REGISTRY
 from coop.memory.storage.health import guarded, schema
-from coop.memory.storage.items import Finding, check_user_id
-from coop.memory.storage.migrations import apply_migrations, schema_version
-from coop.memory.storage.postgres import text_index, vector_index
+from coop.memory.storage.items import EVERYONE, Finding, check_user_id
+from coop.memory.storage.migrations import SCHEMA_VERSION, apply_migrations, schema_version
+from coop.memory.storage.postgres import people, text_index, vector_index
 from coop.memory.storage.postgres.connection import Link, PgDatabase, connect, redacted, with_vectors
 from coop.memory.storage.postgres.text_index import PgTextIndex
 from coop.memory.storage.postgres.vector_index import PgVectorIndex
@@ -32,9 +32,15 @@ def _version(text: str) -> tuple[int, ...]:
 
 
 def ensure_schema(db: PgDatabase) -> None:
-    """pgvector present and recent enough, then coop's schema brought up to date (once, whoever starts first)."""
+    """pgvector present and recent enough, then coop's schema brought up to date (once, whoever starts first), by
+    the tables' owner: a person's role cannot change the tables, and is told who can."""
     _ensure_pgvector(db)
-    apply_migrations(db)
+    recorded = schema_version(db)
+    if 0 < recorded < SCHEMA_VERSION and not people.access(db).owns_tables:
+        raise StoreError(f"the database at {db.path} has coop's schema {recorded}; this coop needs {SCHEMA_VERSION}",
+                         hint="the tables' owner runs `coop admin migrate` (or upgrade nothing here until then)")
+    if apply_migrations(db):
+        people.grant_people(db)  # a table a migration made is granted to every person's role too
 
 
 def _ensure_pgvector(db: PgDatabase) -> None:
@@ -66,6 +72,7 @@ class PgStore:
 
     def __init__(self, db: PgDatabase) -> None:
         self.db = db
+        self.access = people.access(db)  # who the server says this connection is, and whose memory it reaches
 
     @classmethod
     def open(cls, url: str, *, busy_timeout_ms: int = 5000, migrate: bool = True) -> "PgStore":
@@ -108,7 +115,15 @@ class PgStore:
         """One user's memory on this server, on a view of the connection bound to that user, with Postgres's
         indexes."""
         user_id = check_user_id(user_id)
+        people.refuse_unreachable(self.access, user_id)
         return UserMemory(self.db.for_user(user_id), user_id, backend=self, text=PgTextIndex, vectors=PgVectorIndex)
+
+    def sole_user(self) -> str | None:
+        """The one user this role is mapped to (`people.Access.sole_user`), served when no user is named."""
+        return self.access.sole_user
+
+    def unbound(self) -> str | None:
+        return self.access.why_unrestricted() if self.access.unrestricted else None
 
     def user_ids(self) -> list[str]:
         return [row[0] for row in self.db.run("SELECT id FROM users ORDER BY id")]
@@ -124,6 +139,37 @@ class PgStore:
             total += PgTextIndex(self.user(user_id)).rebuild()
         return {"fulltext_postings": total}
 
+    # -- administration, as the tables' owner (`interface.ServerAdmin`, `coop admin`) ---------------------------
+    def schema_version(self) -> int:
+        return schema_version(self.db)
+
+    def grant_people(self) -> None:
+        people.grant_people(self.db)
+
+    def add_person(self, user_id: str, role: str, *, create: bool = False, password: str | None = None) -> None:
+        people.add_person(self.db, user_id, role, create=create, password=password)
+
+    def remove_person(self, user_id: str, role: str | None = None) -> int:
+        return people.remove_person(self.db, user_id, role)
+
+    def people(self) -> list[tuple[str, str]]:
+        return people.people(self.db)
+
+    def build_vector_indexes(self) -> int:
+        """Each user's vector index, for those with enough vectors for one to pay and none yet, or one of float32
+        points made before (`vector_index.index_form`: made again of halfvec points) (`coop admin index`): only the
+        tables' owner may add one. Returns how many were built."""
+        embedders = [(str(r[0]), int(r[1])) for r in self.db.run("SELECT embedder, dims FROM vector_indexes")]
+        built = 0
+        for user_id in self.user_ids():
+            vectors = PgVectorIndex(self.user(user_id))
+            for embedder_id, dims in embedders:
+                if vectors.has_index(embedder_id):
+                    built += vectors.rebuild_index(embedder_id, dims)
+                elif vectors.ensure_index(embedder_id, dims):
+                    built += 1
+        return built
+
     def check(self) -> list[Finding]:
         """The server, its version, pgvector's, the schema, whether row-level security binds this role, and the
         vectors, and the full-text index, for `coop check`."""
@@ -137,17 +183,26 @@ class PgStore:
     def _server(self) -> list[Finding]:
         version = self.db.run("SHOW server_version")[0][0]
         vector = self.db.run("SELECT extversion FROM pg_extension WHERE extname = 'vector'")
-        role = self.db.run("SELECT current_user, rolsuper OR rolbypassrls FROM pg_roles WHERE rolname = current_user")
         findings = [Finding("postgres", "ok", f"PostgreSQL {version} at {self.location}"),
                     Finding("pgvector", "ok", f"pgvector {vector[0][0]}") if vector else
                     Finding("pgvector", "error", "pgvector is not enabled", "as a superuser: CREATE EXTENSION vector;")]
-        if role and role[0][1]:
-            findings.append(Finding("row-level security", "warning",
-                                    f"role {role[0][0]} is a superuser (or bypasses RLS): users' rows are kept apart "
-                                    "by coop's queries alone", "connect as an ordinary role that owns the tables"))
-        else:
-            findings.append(Finding("row-level security", "ok", "each user's rows are reachable only as that user"))
-        return findings
+        return findings + [self._wall()]
+
+    def _wall(self) -> Finding:
+        """Whether row-level security binds this role, and to whose memory."""
+        found = people.access(self.db)
+        if found.unrestricted:
+            return Finding("row-level security", "error", found.why_unrestricted() + "; coop will not chat as it",
+                           "connect as a person's role: " + people.ADMIN_HINT)
+        if not found.reach:
+            return Finding("row-level security", "error", f"the database role {found.role} is mapped to no one's "
+                           "memory", people.ADMIN_HINT)
+        if EVERYONE in found.reach:
+            return Finding("row-level security", "warning", f"the database role {found.role} reaches every "
+                           "person's memory (mapped to '*', as an operator's service is)",
+                           "give each person a role of their own: " + people.ADMIN_HINT)
+        return Finding("row-level security", "ok", f"the database role {found.role} reaches only the memory of "
+                       + ", ".join(found.reach))
 
     def _vectors(self) -> list[Finding]:
         rows = self.db.run("SELECT v.embedder, v.dims, (SELECT count(*) FROM embeddings e "

@@ -8,7 +8,11 @@ sentence part, computed by the server, so only (kind, id, score) cross the wire.
 - A user with fewer than `EXACT_BELOW` vectors is searched exactly (a few milliseconds on the server).
 - Past that, the user gets an HNSW index of their own (`ensure_index`: a partial index on embedder and user),
   and a search asks it for `candidates(k)` nearest points with `hnsw.iterative_scan = relaxed_order`, so the
-  kind filter never leaves fewer than k while the user has them. A shared index under a per-user filter walked
+  kind filter never leaves fewer than k while the user has them. The index holds the points as `halfvec` (16-bit
+  floats, pgvector's half-precision indexing): half the pages of a graph of float32 points, so a heavy user's
+  graph stays in the server's buffers where the float32 one was read back from the OS at every search; it only
+  orders the candidates, which are scored on their float32 points. An index made before (float32) is searched
+  as it is (`index_form`) until `rebuild_index` replaces it. A shared index under a per-user filter walked
   every user's graph: slow and less exact once one user is a tenth of the points (docs/benchmarks.md).
 - Many heavy users mean many partial indexes on one table; the planner checks each one's predicate, which is
   cheap for tens of users and worth partitioning `embedding_points` by user beyond a few thousand.
@@ -49,8 +53,17 @@ def index_name(embedder_id: str) -> str:
     return "embedding_points_hnsw_" + hashlib.sha256(embedder_id.encode()).hexdigest()[:12]
 
 
+HALF_PREFIX = "embedding_points_hnswh_"  # a user's index of halfvec points; "embedding_points_hnsw_": float32
+
+
 def user_index_name(embedder_id: str, user_id: str) -> str:
-    return "embedding_points_hnsw_" + hashlib.sha256(f"{embedder_id}\0{user_id}".encode()).hexdigest()[:20]
+    return HALF_PREFIX + hashlib.sha256(f"{embedder_id}\0{user_id}".encode()).hexdigest()[:20]
+
+
+def index_form(name: str) -> str:
+    """The type a user's index holds its points as, from its name: what a search must cast to for the planner to
+    use it."""
+    return "halfvec" if name.startswith(HALF_PREFIX) else "vector"
 
 
 def _literal(text: str) -> str:
@@ -85,13 +98,22 @@ class PgVectorIndex(StoredVectorIndex[PgDatabase]):
 
     def has_index(self, embedder_id: str) -> bool:
         """Whether this user has an HNSW index of this embedder's points (`ensure_index`)."""
+        return self._index(embedder_id) is not None
+
+    def _index(self, embedder_id: str) -> str | None:
+        """The name of this user's HNSW index of this embedder's points, or None. A float32 one is asked for again
+        at each search: `rebuild_index`, in another process, may have replaced it."""
         db = self.db
-        known = db.caches.setdefault("pg_user_indexes", set())
+        known = db.caches.setdefault("pg_user_indexes", {})
         key = (embedder_id, self.scope.user_id)
-        if key not in known and db.run("SELECT 1 FROM user_vector_indexes WHERE embedder = %s AND user_id = %s",
-                                       key):
-            known.add(key)
-        return key in known
+        if key not in known:
+            found = db.run("SELECT name FROM user_vector_indexes WHERE embedder = %s AND user_id = %s", key)
+            if not found:
+                return None
+            if index_form(str(found[0][0])) == "vector":
+                return str(found[0][0])
+            known[key] = str(found[0][0])
+        return str(known[key])
 
     def ensure_index(self, embedder_id: str, dims: int) -> bool:
         """This user's own HNSW index over this embedder's points, made once the user has `EXACT_BELOW` vectors
@@ -105,24 +127,59 @@ class PgVectorIndex(StoredVectorIndex[PgDatabase]):
         if self.has_index(embedder_id):
             return True
         db = self.db
-        if db.in_transaction:
+        if db.in_transaction or not self._may_build(db):
             return False
         name = user_index_name(embedder_id, self.scope.user_id)
+        if not self._build(name, embedder_id, dims):
+            return False
+        db.run("INSERT INTO user_vector_indexes (embedder, user_id, name, dims) VALUES (%s, %s, %s, %s) "
+               "ON CONFLICT DO NOTHING", (embedder_id, self.scope.user_id, name, int(dims)))
+        return self.has_index(embedder_id)
+
+    def rebuild_index(self, embedder_id: str, dims: int) -> bool:
+        """This user's index of float32 points (made before `HALF_PREFIX`) replaced by one of halfvec points: built
+        beside it (CONCURRENTLY: searches go on through the old one), recorded, then the old one dropped; the
+        table's owner only (`coop admin index`), outside a transaction. True when it was replaced."""
+        old = self._index(embedder_id)
+        db = self.db
+        if old is None or index_form(old) == "halfvec" or db.in_transaction or not self._may_build(db):
+            return False
+        name = user_index_name(embedder_id, self.scope.user_id)
+        if not self._build(name, embedder_id, dims):
+            return False
+        db.run("UPDATE user_vector_indexes SET name = %s WHERE embedder = %s AND user_id = %s",
+               (name, embedder_id, self.scope.user_id))
+        db.run(f"DROP INDEX CONCURRENTLY IF EXISTS {old}")
+        return self.has_index(embedder_id)
+
+    def _build(self, name: str, embedder_id: str, dims: int) -> bool:
+        """Build the user's HNSW index of halfvec points under `name`; False when it could not be (another client
+        building it, a build that failed: the next call tries again)."""
+        db = self.db
         try:
             db.run(f"CREATE INDEX CONCURRENTLY IF NOT EXISTS {name} ON embedding_points USING hnsw "
-                   f"((point::vector({int(dims)})) vector_cosine_ops) WITH ({HNSW_OPTIONS}) "
+                   f"((point::halfvec({int(dims)})) halfvec_cosine_ops) WITH ({HNSW_OPTIONS}) "
                    f"WHERE embedder = {_literal(embedder_id)} AND user_id = {_literal(self.scope.user_id)}")
         except StoreError:
             raise
-        except Exception as exc:  # another client building it, or a build that failed: the next call tries again
+        except Exception as exc:
             log.warning("the vector index of %s could not be built: %s", self.scope.user_id, exc)
             return False
         if not db.run("SELECT indisvalid FROM pg_index WHERE indexrelid = to_regclass(%s)", (name,))[0][0]:
             db.run(f"DROP INDEX CONCURRENTLY IF EXISTS {name}")  # a build cut short leaves an invalid index
             return False
-        db.run("INSERT INTO user_vector_indexes (embedder, user_id, name, dims) VALUES (%s, %s, %s, %s) "
-               "ON CONFLICT DO NOTHING", (embedder_id, self.scope.user_id, name, int(dims)))
-        return self.has_index(embedder_id)
+        return True
+
+    @staticmethod
+    def _may_build(db: PgDatabase) -> bool:
+        """Whether this role may add an index to the table: only its owner may, so a person's role leaves it to
+        `coop admin index` (its searches stay exact until then), asked once per connection."""
+        known = db.caches.get("pg_may_index")
+        if known is None:
+            known = db.caches["pg_may_index"] = bool(db.run(
+                "SELECT pg_has_role(session_user, relowner, 'USAGE') FROM pg_class "
+                "WHERE oid = to_regclass('embedding_points')")[0][0])
+        return bool(known)
 
     def store(self, kind: str, item_ids: Sequence[int], embedder_id: str, wholes: "np.ndarray",
               parts: Sequence["np.ndarray | None"] | None = None) -> None:
@@ -195,18 +252,16 @@ class PgVectorIndex(StoredVectorIndex[PgDatabase]):
                 f"AND p.embedder = {embedder} AND p.kind = ANY(%(kinds)s){active} "
                 "GROUP BY e.kind, e.item_id ORDER BY s DESC, e.item_id LIMIT %(k)s", params)
         else:
-            want = candidates(k)
-            with db.reading():
-                db.run("SELECT set_config('hnsw.ef_search', %s, true), "
-                       "set_config('hnsw.iterative_scan', 'relaxed_order', true), "
-                       "set_config('hnsw.max_scan_tuples', %s, true)", (str(want), str(max(20_000, want * 40))))
-                rows = db.run(
-                    f"SELECT e.kind, e.item_id, max(-(c.point <#> %(query)s::vector)) AS s FROM "
-                    f"(SELECT embedding_id, point FROM embedding_points WHERE embedder = {embedder} "
-                    f"AND user_id = {_literal(self.scope.user_id)} AND kind = ANY(%(kinds)s) "
-                    f"ORDER BY point::vector({int(dims)}) <=> %(query)s::vector({int(dims)}) LIMIT %(want)s) c "
-                    f"JOIN embeddings e ON e.id = c.embedding_id WHERE e.user_id = %(user)s{active} "
-                    "GROUP BY e.kind, e.item_id ORDER BY s DESC, e.item_id LIMIT %(k)s", {**params, "want": want})
+            want, form = candidates(k), index_form(self._index(embedder_id) or HALF_PREFIX)
+            db.configure({"hnsw.ef_search": str(want), "hnsw.iterative_scan": "relaxed_order",
+                          "hnsw.max_scan_tuples": str(max(20_000, want * 40))})
+            rows = db.run(
+                f"SELECT e.kind, e.item_id, max(-(c.point <#> %(query)s::vector)) AS s FROM "
+                f"(SELECT embedding_id, point FROM embedding_points WHERE embedder = {embedder} "
+                f"AND user_id = {_literal(self.scope.user_id)} AND kind = ANY(%(kinds)s) "
+                f"ORDER BY point::{form}({int(dims)}) <=> %(query)s::{form}({int(dims)}) LIMIT %(want)s) c "
+                f"JOIN embeddings e ON e.id = c.embedding_id WHERE e.user_id = %(user)s{active} "
+                "GROUP BY e.kind, e.item_id ORDER BY s DESC, e.item_id LIMIT %(k)s", {**params, "want": want})
         hits = [VectorHit(row[0], int(row[1]), float(row[2])) for row in rows]
         if self._rows is not None:  # their scores for this query are known now: `similarities` asks no more
             self._scores.setdefault((embedder_id, query.tobytes()), {}).update(
