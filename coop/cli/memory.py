@@ -9,7 +9,7 @@ import typer
 
 from coop import output
 from coop.cli.context import state
-from coop.errors import UsageError
+from coop.errors import StoreError, UsageError
 from coop.memory.text import plural
 
 if TYPE_CHECKING:
@@ -240,10 +240,12 @@ def on_terminal() -> bool:
 @app.command()
 def forget(
     ctx: typer.Context,
-    item_ids: Annotated[list[str], typer.Argument(metavar="ID...", help="items to forget: f12 m345 s7")],
+    item_ids: Annotated[list[str] | None, typer.Argument(metavar="ID...", help="items to forget: f12 m345 s7")
+                        ] = None,
     yes: Annotated[bool, typer.Option("--yes", "-y", help="do not ask for confirmation")] = False,
     only: Annotated[bool, typer.Option("--only", help="a fact alone: keep the messages and summaries that "
                                                        "said it")] = False,
+    compact: Annotated[bool, typer.Option("--compact", help="then rewrite the files that held them (a lock)")] = False,
     user: UserOption = None,
 ) -> None:
     """Forget items for good: text, full-text entry and vectors go; a content-free record stays. A fact takes
@@ -252,8 +254,13 @@ def forget(
     from coop.memory.growth.forgetting import forget_with_traces, traces
     from coop.memory.kinds import parse_ref
 
-    refs = [parse_ref(ref) for ref in item_ids]
+    if not item_ids and not compact:
+        raise UsageError("name the items to forget", hint="e.g. coop memory forget f12 m345 (coop memory list)")
+    refs = [parse_ref(ref) for ref in item_ids or []]
     memory = state(ctx).memory(user)
+    if not refs:  # --compact alone: nothing is deleted, nothing to confirm
+        _compact(memory)
+        return
     items = [memory.get(kind, number) for kind, number in refs]  # every id must exist before anything goes
     if not yes:
         if not on_terminal():
@@ -276,6 +283,16 @@ def forget(
     files = forget_in_files(done, state(ctx).config().trace.file or None)
     for line in [gone.describe() for gone in done] + (receipt(done, files) if done else []):
         output.out().print(line, markup=False, highlight=False, soft_wrap=True)
+    if compact:
+        _compact(memory, after="forgotten, but ")
+
+
+def _compact(memory: "UserStore", after: str = "") -> None:
+    """`forget --compact`: the store's files that held deleted rows rewritten, or one line on why not."""
+    if refused := memory.compact():
+        raise StoreError(f"{after}not compacted: {refused}",
+                         hint="the server's owner can: VACUUM FULL on coop's tables (README, Team and devices)")
+    output.out().print("compacted: the files that held deleted rows were rewritten", markup=False, highlight=False)
 
 
 @app.command()

@@ -246,6 +246,11 @@ def _print_user_notes(user: UserMigration) -> None:
         output.warn(f"{user.user}: {problem.where}: {problem.reason}")
     if len(user.problems) > 10:
         output.warn(f"{user.user}: ... and {len(user.problems) - 10} more problems", "run with --json to see them all")
+    if user.held_elsewhere:
+        output.warn(f"{user.user}: {plural(user.held_elsewhere, 'item')} forgotten on one side still held on the other")
+    for side, other in (("target", "source"), ("source", "target")):
+        if gone := user.added.get(f"forgotten_on_{side}"):
+            output.info(f"{user.user}: {plural(gone, 'item')} forgotten on the {side}: the {other} had forgotten them")
     left = user.left_behind
     if left.get("empty_sessions"):
         output.info(f"{user.user}: {plural(left['empty_sessions'], 'empty session')} (no message, no summary) "

@@ -218,6 +218,22 @@ def test_forget_removes_the_item_and_leaves_a_textless_history(run_cli):
     assert ok_json(run_cli("memory", "stats", "--user", "ana", "--json"))["forgotten"] == 1
 
 
+def test_forget_compact_rewrites_the_file_and_without_ids_needs_compact(run_cli, coop_home):
+    fact = add(run_cli, "My locker code is 4417")
+    assert_error(run_cli("memory", "forget", "--user", "ana"), ExitCode.USAGE, "name the items")
+    for filler in range(30):
+        add(run_cli, f"Filler fact number {filler} " + "x" * 400)
+    size = (coop_home / "coop.db").stat().st_size
+    done = run_cli("memory", "forget", fact["id"], "--yes", "--compact", "--user", "ana")
+    assert done.exit_code == 0 and "compacted" in done.stdout
+    listed = ok_json(run_cli("memory", "list", "--kind", "fact", "--user", "ana", "--json"))
+    for item in listed:
+        assert run_cli("memory", "forget", item["id"], "--yes", "--user", "ana").exit_code == 0
+    alone = run_cli("memory", "forget", "--compact", "--user", "ana")
+    assert alone.exit_code == 0 and "compacted" in alone.stdout
+    assert (coop_home / "coop.db").stat().st_size < size  # the freed pages given back
+
+
 def test_forget_checks_every_id_before_removing_any(run_cli):
     fact = add(run_cli, "My locker code is 4417")
     result = run_cli("memory", "forget", fact["id"], "f99", "--yes", "--user", "ana")

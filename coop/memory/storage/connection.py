@@ -157,6 +157,15 @@ class Database:
         except apsw.Error:
             pass
 
+    def compact(self) -> str | None:
+        """Rebuild the file (VACUUM): deleted rows are zeroed already (`secure_delete`); this also gives their pages
+        back. None when done, else why not."""
+        if self.read_only or self.path == THROWAWAY or self.conn.in_transaction:
+            return "the database is read-only, in memory, or inside a transaction"
+        self.conn.execute("VACUUM")
+        self.checkpoint()
+        return None
+
     def close(self) -> None:
         self.conn.close()
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable
 
+from coop.memory.kinds import REGISTRY
 from coop.memory.storage.items import VectorRow
 from coop.memory.storage.scope import Part, in_chunks
 from coop.memory.storage.sql import marks
@@ -37,6 +38,15 @@ class Copying(Part):
         """(embedder, kind, item id) of every vector this user has."""
         return {(r[0], r[1], int(r[2])) for r in self.db.execute(
             "SELECT embedder, kind, item_id FROM embeddings WHERE user_id = $1", (self.user_id,))}
+
+    def texts(self, kind: str) -> Iterable[tuple[int, str]]:
+        """(id, stored text) of every item of this user of `kind`, active or not, one at a time (a copy matches
+        them against the other store's forgotten records)."""
+        spec = REGISTRY[kind]
+        with self.db.snapshot():
+            for row in self.db.stream(f"SELECT id, {spec.text} FROM {spec.table} WHERE user_id = $1 ORDER BY id",
+                                      (self.user_id,)):
+                yield int(row[0]), str(row[1])
 
     def forgotten_hashes(self) -> dict[tuple[str, float], str]:
         """(kind, forgotten at) -> keyed hash of this user's forgotten records that have one."""

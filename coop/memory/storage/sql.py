@@ -85,6 +85,10 @@ class SqlDatabase(HasDialect, Protocol):
 
     def checkpoint(self) -> None: ...
 
+    def compact(self) -> str | None:
+        """Rewrite the files that held deleted rows (`coop memory forget --compact`): None, or why it could not."""
+        ...
+
     def close(self) -> None: ...
 
 

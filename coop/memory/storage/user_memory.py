@@ -124,6 +124,11 @@ class UserMemory(Generic[D]):
         """Make what was just deleted leave the store's files promptly (after a forget); best effort."""
         self.db.checkpoint()
 
+    def compact(self) -> str | None:
+        """Rewrite the store's files that held deleted rows (every user's: a file or a table is shared); None, or
+        why it could not."""
+        return self.db.compact()
+
     def forget(self, kind: str, item_id: int, *, reason: str = "forgotten by the user") -> dict[str, int]:
         """Delete one item for good (`forgetting.py`); returns what went where, for the receipt."""
         return self.forgotten.forget(kind, item_id, reason=reason)

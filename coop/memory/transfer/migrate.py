@@ -21,6 +21,9 @@ its own for rows: the import's hold, and stay one copy.
   server) goes on where it stopped: every batch that committed stays. Migrating back (`--from`) into the store
   a memory came from recognises its rows the same way. A fact changed in place on the source since arrives as a
   new row that supersedes the copy made before (the import's rule for a key's newer value).
+- Forgetting is honoured both ways, first (`forgets.py`): an item either store forgot goes from the other before
+  anything is copied, so a rerun or a round trip never brings it back; the verification counts what one side
+  forgot and the other still holds (`held_elsewhere`, 0 when verified).
 - Forgotten records carry no text, only kind, time and a hash keyed by a secret of each store (`forget_key.py`),
   which cannot be turned into the other store's hash. The hash is carried when both stores use the same key (its
   file copied from one to the other, as the README says for devices); otherwise the record is carried without
@@ -57,6 +60,7 @@ from coop.memory.transfer.coop_fields import Invalid
 from coop.memory.transfer.coop_fields import time as field_time
 from coop.memory.transfer.coop_format import CoopImport
 from coop.memory.transfer.export import export_records
+from coop.memory.transfer.forgets import forgotten_elsewhere, honour_forgets
 from coop.memory.transfer.readers import Problem
 from coop.memory.transfer.report import ImportReport
 from coop.privacy.secrets import mask
@@ -91,14 +95,17 @@ class UserMigration:
     added: dict[str, int] = field(default_factory=dict)
     left_behind: dict[str, int] = field(default_factory=dict)
     problems: list[Problem] = field(default_factory=list)
+    held_elsewhere: int = 0  # items one store forgot and the other still holds, after the copy: 0 when verified
 
     @property
     def mismatches(self) -> list[str]:
-        """The kinds whose counts differ."""
-        return [kind for kind, count in self.counts.items() if count.source != count.target]
+        """The kinds whose counts differ, and `forgotten` when forgotten text is still held on either side."""
+        differ = [kind for kind, count in self.counts.items() if count.source != count.target]
+        return differ + (["forgotten"] if self.held_elsewhere and "forgotten" not in differ else [])
 
     def as_dict(self) -> dict[str, Any]:
         return {"user": self.user, "verified": not self.mismatches, "mismatches": self.mismatches,
+                "forgotten_held_elsewhere": self.held_elsewhere,
                 "counts": {kind: {"source": c.source, "target": c.target} for kind, c in self.counts.items()},
                 "added": self.added, "left_behind": {k: v for k, v in self.left_behind.items() if v},
                 "problems": [{"where": p.where, "reason": p.reason} for p in self.problems]}
@@ -184,6 +191,7 @@ def migrate_user(source: UserStore, target: UserStore, progress: ProgressCallbac
     target.ensure_user()
     state = CoopImport(target, imported)
     seen = _Seen()
+    honoured = honour_forgets(source, target)  # before the copy: nothing forgotten on either side is copied back
     hashes = source.copying.forgotten_hashes()
     guard = hashes if hashes and _same_forget_key(source, target) else {}
     forgotten_added = _copy_records(source, target, state, seen, guard, imported, progress)
@@ -197,9 +205,11 @@ def migrate_user(source: UserStore, target: UserStore, progress: ProgressCallbac
     vectors_added = _copy_vectors(source, target, maps, seen, progress)
     result.counts = _verify(target, state, seen, summaries)
     result.counts["vectors"] = _count_vectors(source, target, maps, seen)
+    result.held_elsewhere = len(forgotten_elsewhere(source, target)) + len(forgotten_elsewhere(target, source))
     result.added = {"sessions": imported.sessions_added, "messages": imported.messages_added,
                     "facts": imported.facts_added, "summaries": imported.summaries_added,
-                    "forgotten": forgotten_added, "vectors": vectors_added}
+                    "forgotten": forgotten_added, "vectors": vectors_added,
+                    "forgotten_on_target": honoured["target"], "forgotten_on_source": honoured["source"]}
     result.left_behind = {"empty_sessions": len(seen.ids["session"] - seen.used_sessions),
                           "history_of_forgotten_facts": seen.orphan_history,
                           "forgotten_hashes": len(hashes) - len(guard)}

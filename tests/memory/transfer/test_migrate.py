@@ -176,7 +176,8 @@ def test_a_rerun_adds_only_what_is_new(filled, server, postgres_url, run_cli, ha
     report = run_cli("memory", "migrate", "--to", postgres_url, "--json").json()
     assert report["verified"]
     assert report["users"][0]["added"] == {"sessions": 1, "messages": 1, "facts": 0, "summaries": 0,
-                                           "forgotten": 0, "vectors": 1}
+                                           "forgotten": 0, "vectors": 1, "forgotten_on_target": 0,
+                                           "forgotten_on_source": 0}
     assert _counts(server().user("ana")) == _counts(ana)
 
 
@@ -207,6 +208,42 @@ def test_migrating_back_into_the_file_it_came_from_adds_nothing(filled, postgres
     report = run_cli("memory", "migrate", "--from", postgres_url, "--json").json()
     assert report["verified"] and all(set(user["added"].values()) == {0} for user in report["users"])
     assert {user: (_counts(filled.user(user)), _vectors(filled.user(user))) for user in ("ana", "bob")} == before
+
+
+def _texts_on(memory: UserMemory) -> set[str]:
+    return {text for kind in ("message", "fact", "summary") for text in _by_text(memory, kind)}
+
+
+def test_a_forget_on_either_side_is_honoured_and_a_round_trip_never_restores_it(filled, server, postgres_url, run_cli,
+                                                                               tmp_path, monkeypatch):
+    """Forgotten locally after a migration: the next migration removes it from the server; forgotten on the server:
+    the next migration removes it locally and does not copy it back; migrating back into a new home restores
+    neither. Each store keeps its own forget key (none is shared)."""
+    assert run_cli("memory", "migrate", "--to", postgres_url).exit_code == 0
+    local = filled.user("ana")
+    here = {"message": "I moved to Lyon last spring. The zucchini market is great.", "fact": "lives in Lyon"}
+    gone = run_cli("memory", "forget", "--only", f"f{_by_text(local, 'fact')[here['fact']]}",
+                   f"m{_by_text(local, 'message')[here['message']]}", "--yes", "--user", "ana")
+    assert gone.exit_code == 0, gone.stderr
+    remote = server().user("ana")
+    there = "likes the zucchini market"
+    remote.forget("fact", _by_text(remote, "fact")[there])
+    report = run_cli("memory", "migrate", "--to", postgres_url, "--json")
+    assert report.exit_code == 0, report.stderr
+    ana = next(user for user in report.json()["users"] if user["user"] == "ana")
+    assert ana["verified"] and ana["forgotten_held_elsewhere"] == 0
+    assert ana["added"]["forgotten_on_target"] == 2 and ana["added"]["forgotten_on_source"] == 1
+    assert not {*here.values(), there} & _texts_on(server().user("ana"))
+    assert not {*here.values(), there} & _texts_on(filled.user("ana"))
+    monkeypatch.setenv("COOP_HOME", str(tmp_path / "fresh-home"))
+    back = run_cli("memory", "migrate", "--from", postgres_url, "--json")
+    assert back.exit_code == 0 and back.json()["verified"]
+    fresh = _local(tmp_path / "fresh-home")
+    try:
+        assert not {*here.values(), there} & _texts_on(fresh.user("ana"))
+        assert "lives in Lyon" not in _texts_on(fresh.user("ana"))
+    finally:
+        fresh.close()
 
 
 def test_user_restricts_the_migration(filled, server, postgres_url, run_cli):

@@ -29,6 +29,9 @@ if TYPE_CHECKING:
     import psycopg
 
 ALL_USERS = "*"  # the `coop.user_id` of store-wide reads (listing users, `coop check`, `migrate`)
+# The tables a forgotten text can have been in (its row, history, quotes, jobs, full-text terms, vectors).
+TEXT_TABLES = ("messages", "facts", "fact_history", "summaries", "sessions", "fact_sources", "memory_jobs",
+               "fulltext_items", "fulltext_terms", "fulltext_postings", "embeddings", "embedding_points")
 
 
 def redacted(url: str) -> str:
@@ -335,10 +338,25 @@ class PgDatabase:
         # worked out again over every table of the server after each forget
         options = "(SKIP_DATABASE_STATS) " if self.conn.info.server_version >= 160000 else ""
         try:
-            self.conn.execute(f"VACUUM {options}messages, facts, fact_history, summaries, sessions, fact_sources, "
-                              "fulltext_items, fulltext_terms, fulltext_postings, embeddings, embedding_points")
+            self.conn.execute(f"VACUUM {options}{', '.join(TEXT_TABLES)}")
         except Exception:
             pass
+
+    def compact(self) -> str | None:
+        """Rewrite every table that held a forgotten text, and its indexes, into new files (VACUUM FULL): what a
+        VACUUM leaves in a page's free space and in index pages goes with the old files. Each table is locked
+        while it is rewritten. None when done, else why it could not be (the role's rights)."""
+        if self.in_transaction:
+            return "a transaction is open"
+        maintain = "has_table_privilege(c.oid, 'MAINTAIN')" if self.conn.info.server_version >= 170000 else "false"
+        barred = [str(r[0]) for r in self.run(
+            f"SELECT c.relname FROM pg_class c WHERE c.oid = ANY(%s::regclass[]) "
+            f"AND NOT (pg_has_role(session_user, c.relowner, 'USAGE') OR {maintain})", (list(TEXT_TABLES),))]
+        if barred:
+            return (f"the database role {self.run('SELECT session_user')[0][0]} may not rewrite {', '.join(barred)} "
+                    "(it needs the tables' owner, or MAINTAIN from PostgreSQL 17 on)")
+        self.conn.execute(f"VACUUM (FULL) {', '.join(TEXT_TABLES)}")
+        return None
 
     def close(self) -> None:
         self.conn.close()
