@@ -231,10 +231,11 @@ def _finds(lowered: str, word: str) -> Iterator[int]:
 # Each pattern begins with a digit, and its edge is looked at after it, so the scan is fast.
 _CARD = re.compile(r"[2-6](?<![\w+][2-6])(?<![0-9][.,-][2-6])(?:(?<=2)[2-7]|(?<=[3-6])[0-9])(?=(?:[ -]?[0-9]){11})"
                    r"[0-9]{2,}(?:[ -][0-9]+)*")
-# An IBAN: a country's two letters, two check digits and up to 30 capitals and digits (as IBANs are written: a
-# word after one is not taken for its last group), whole or in groups of four.
+# An IBAN: a country's two letters, two check digits and up to 30 letters and digits, whole or in groups of four
+# split by spaces or dashes, in either case (a word after one may be read as its last group: the check digits
+# then fail, and the longest run that passes is taken).
 _IBAN = re.compile(r"[0-9]{2}(?<=[A-Za-z]{2}[0-9]{2})(?<!\w[A-Za-z]{2}[0-9]{2})"
-                   r"(?:[ ]?[A-Z0-9]{4}){2,}(?:[ ]?[A-Z0-9]{1,3})?")
+                   r"(?:[ -]?[A-Za-z0-9]{4}){2,}(?:[ -]?[A-Za-z0-9]{1,3})?")
 _CARD_GROUP = re.compile(r"[0-9]+")
 _IBAN_GROUP = re.compile(r"[A-Za-z0-9]{1,4}")
 _RUN_READ = 512  # characters of a run of groups looked at: a longer run is a table of numbers
@@ -260,7 +261,7 @@ def is_card(text: str) -> bool:
 def is_iban(text: str) -> bool:
     """ISO 13616: moved to the end, the country and check digits make the number (letters as 10 to 35) leave 1
     when divided by 97."""
-    code = text.replace(" ", "").upper()
+    code = text.replace(" ", "").replace("-", "").upper()
     if not (15 <= len(code) <= 34 and code.isascii() and code.isalnum() and code[:2].isalpha()
             and code[2:4].isdigit()):
         return False

@@ -246,7 +246,7 @@ class StreamMasker:
     _BEARER_END = re.compile(r"(?i)(?<![A-Za-z0-9])bearer\s*\Z")
 
     # the start of a card number or an IBAN, whose groups may still be arriving
-    _NUMBER_END = re.compile(r"(?<![\w+])(?:[2-6][0-9]{3}[0-9 -]*|[A-Za-z]{2}[0-9]{2}[A-Z0-9 ]*)\Z")
+    _NUMBER_END = re.compile(r"(?<![\w+])(?:[2-6][0-9]{3}[0-9 -]*|[A-Za-z]{2}[0-9]{2}[A-Za-z0-9 -]*)\Z")
 
     def __init__(self) -> None:
         self.pending = ""

@@ -46,13 +46,15 @@ def iban_check(country: str, bban: str) -> str:
 
 @st.composite
 def ibans(draw: st.DrawFn, valid: bool = True, spaced: bool = True, most: int = 30) -> str:
-    """An IBAN: a country, its check digits right (or wrong), a BBAN of digits and capitals; whole or in fours."""
+    """An IBAN: a country, its check digits right (or wrong), a BBAN of digits and capitals; whole or in fours split
+    by spaces or dashes; as written, or in lower case (as typed in a hurry)."""
     country = draw(st.sampled_from(["DE", "FR", "GB", "NL", "ES", "IT", "CH", "BE", "AT", "PL"]))
     bban = draw(st.text("0123456789" * 3 + "ABCDEFGHIJKLMNOPQRSTUVWXYZ", min_size=11, max_size=most))
     check = iban_check(country, bban)
     if not valid:
         check = draw(st.sampled_from([f"{n:02d}" for n in range(2, 99) if f"{n:02d}" != check]))
-    return grouped(country + check + bban, " " if spaced and draw(st.booleans()) else "")
+    written = grouped(country + check + bban, draw(st.sampled_from([" ", "-", ""])) if spaced else "")
+    return written.lower() if draw(st.booleans()) else written
 
 
 def digits_of(number: str) -> str:
@@ -82,7 +84,7 @@ def test_a_digit_run_that_fails_the_luhn_check_is_kept(number, template):
 
 
 @given(ibans(), st.sampled_from(["IBAN {}", "{}", "send it to {}, please", "account: {}."]))
-def test_any_iban_with_right_check_digits_is_masked_with_or_without_spaces(iban, template):
+def test_any_iban_with_right_check_digits_is_masked_with_spaces_dashes_or_none_in_either_case(iban, template):
     assert is_iban(iban)
     assert mask(template.format(iban)) == template.format(MARKER)
 
@@ -141,3 +143,41 @@ def test_a_card_in_a_2_mb_message_full_of_numbers_is_the_only_thing_masked():
 @pytest.mark.parametrize("text", ["sk-proj-abc\n2024", "see the key f12\nv2 of the plan", "2024 2025 2026 2027"])
 def test_ordinary_lines_after_short_tokens_and_numbers_are_kept(text):
     assert mask(text) == text
+
+
+@pytest.mark.parametrize("engine", ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def test_rows_stored_before_cards_and_ibans_were_masked_are_masked_by_the_upgrade(engine, request, tmp_path):
+    """m016: a database whose rows hold a card number and an IBAN as typed (written before they were masked) is
+    masked in every text column when the next coop opens it; the full-text index follows, other text stays."""
+    from coop.memory.storage.backends import open_store
+    from coop.memory.storage.migrations import SCHEMA_VERSION
+
+    location = str(tmp_path / "coop.db") if engine == "sqlite" else request.getfixturevalue("postgres_owner_url")
+    store = open_store(engine, location)
+    ana = store.user("ana")
+    session = ana.sessions.start("plans")
+    said = ana.messages.add(session, "user", "placeholder")
+    fact = ana.facts.add("placeholder fact", category="money", key="bank").fact_id
+    ana.sources.link(fact, [said], quote="placeholder")
+    raw = f"my card {CARD} and my iban {IBAN.lower().replace(' ', '-')} for the heron trip"
+    db = ana.db
+    for sql in ("UPDATE messages SET content = $1 WHERE id = $2", "UPDATE facts SET value = $1 WHERE id = $2",
+                "UPDATE sessions SET title = $1 WHERE id = $2"):
+        db.execute(sql, (raw, {"messages": said, "facts": fact, "sessions": session}[sql.split()[1]]))
+    db.execute("UPDATE fact_sources SET quote = $1 WHERE fact_id = $2", (raw, fact))
+    db.execute("DELETE FROM _migrations WHERE id = $1", (SCHEMA_VERSION,))
+    store.close()
+    store = open_store(engine, location)  # the upgrade
+    try:
+        ana = store.user("ana")
+        texts = [str(r[0]) for r in ana.db.execute(
+            "SELECT content FROM messages UNION ALL SELECT value FROM facts UNION ALL SELECT title FROM sessions "
+            "UNION ALL SELECT quote FROM fact_sources")]
+        assert len(texts) == 4
+        for text in texts:
+            assert digits_of(CARD) not in digits_of(text) and "3704" not in text, text
+            assert text.count(MARKER) == 2 and text.endswith("for the heron trip")
+        assert ana.text.matches([], ["4539"], kinds=("message",), limit=5) == []
+        assert [hit[1] for hit in ana.text.matches([], ["heron"], kinds=("message",), limit=5)] == [said]
+    finally:
+        store.close()
