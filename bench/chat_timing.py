@@ -219,3 +219,23 @@ def typed_at_once_run(coop: list[str], env: dict[str, str], server: InstantServe
         finally:
             subprocess.run([*TMUX, "kill-session", "-t", name], capture_output=True)
     return waited
+
+
+def early_exit_run(coop: list[str], env: dict[str, str], server: InstantServer, after: float = 1.0) -> float:
+    """One `coop chat` left with Ctrl-D `after` seconds after its prompt shows (the model client may still be
+    warming up): seconds from Ctrl-D to the end of the process, which must exit 0."""
+    name = f"coop-bench-chat-{time.monotonic_ns()}"
+    with tempfile.TemporaryDirectory() as tmp:
+        done = Path(tmp) / "done"
+        _spawn(name, " ".join(shlex.quote(c) for c in coop) + " chat", _chat_env(env, server), done)
+        try:
+            _wait_for_prompt(name)
+            time.sleep(after)
+            exiting = time.monotonic()
+            subprocess.run([*TMUX, "send-keys", "-t", name, "C-d"], check=True)
+            ended = _until(lambda: done.exists() and done.read_text().strip() != "", 60, "coop chat to exit")
+            if done.read_text().strip() != "0":
+                raise RuntimeError(f"coop chat exited with {done.read_text().strip()}: {_screen(name)[-400:]}")
+        finally:
+            subprocess.run([*TMUX, "kill-session", "-t", name], capture_output=True)
+    return ended - exiting

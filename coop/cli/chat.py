@@ -23,7 +23,8 @@ if TYPE_CHECKING:
     from coop.memory.growth.worker import BackgroundWorker, Timer
 
 log = logging.getLogger(__name__)
-WARM_UP_WAIT_SECONDS = 10.0  # at exit, for a warm-up still importing litellm (about 3 s from the prompt showing)
+WARM_UP_WAIT_SECONDS = 10.0  # at exit inside another program's process, for a warm-up still importing litellm
+PIPE_EXTRACTION_WAIT_SECONDS = 60.0  # at the end of a pipe, for the last exchange's extraction at most
 
 
 class EmbedderLoader:
@@ -218,13 +219,14 @@ def chat(
     def on_exit() -> None:
         for timer in timers:
             timer.stop(timeout=0.5)
-        # A script piping turns in waits for the last exchange's extraction (at most one fast-model request's
-        # timeout); a person at the terminal does not: it is recorded, and the next start finishes it.
-        if worker is not None and not (interactive or dumb) and not incognito \
-                and not worker.wait_idle(config.model.fast_timeout_seconds):
-            console.print(f"memory: the last exchange's extraction did not finish in "
-                          f"{config.model.fast_timeout_seconds:g} s; it was left for the next start (`coop chat` "
-                          "finishes it)", soft_wrap=True)
+        # A script piping turns in waits for the last exchange's extraction when that exchange got a reply (at
+        # most `PIPE_EXTRACTION_WAIT_SECONDS`, or the fast model's timeout if shorter); a person at the terminal
+        # does not: it is recorded, and the next start finishes it.
+        waited = min(config.model.fast_timeout_seconds, PIPE_EXTRACTION_WAIT_SECONDS)
+        if worker is not None and not (interactive or dumb) and not incognito and repl.last_turn_replied \
+                and not worker.wait_idle(waited):
+            console.print(f"memory: the last exchange's extraction did not finish in {waited:g} s; it was left "
+                          "for the next start (`coop chat` finishes it)", soft_wrap=True)
         chat_session.end()
         chat_session.jobs.stopping.set()  # a long embedding backlog stops after its current batch
         if worker is not None:
@@ -256,11 +258,13 @@ def chat(
             typed = sys.stdin is not None and sys.stdin.isatty()  # --json at a terminal: commands are typed
             code = repl.run_lines(sys.stdin.buffer if sys.stdin is not None else [],
                                   commands=commands_from_pipe or typed)
-    # A session that ends while litellm is still being imported (a short script) waits for the import: a daemon
-    # thread stopped halfway through an import holds its module's lock, and litellm's HTTP clients, collected at
-    # the interpreter's shutdown, import a module of their own to close: the process hung there for good.
-    for thread in warming:
-        thread.join(WARM_UP_WAIT_SECONDS)
+    # A session that ends while litellm is still being imported (a short script, a Ctrl-D at once): coop's own
+    # process leaves at once below, without the interpreter's shutdown (a daemon thread stopped halfway through an
+    # import holds its module's lock, and litellm's HTTP clients, collected at shutdown, import a module of their
+    # own to close: the process hung there for good). Inside another program's process, the import is waited for.
+    if not own_process():
+        for thread in warming:
+            thread.join(WARM_UP_WAIT_SECONDS)
     status = loader.status
     if status is not None and status.embedder is None and not json_ and missing is None:
         console.print(f"[yellow]note:[/] the embedder did not load ({status.error}); search used full text only")
@@ -273,7 +277,10 @@ def chat(
         # threads are left to finish: ending the process would end that program.
         sys.stdout.flush()
         sys.stderr.flush()
-        atexit._run_exitfuncs()
+        if any(t.is_alive() for t in warming):  # litellm half imported: its exit functions may wait on its lock
+            logging.shutdown()  # coop.log flushed, as the exit functions would
+        else:
+            atexit._run_exitfuncs()
         os._exit(code)
     if code:
         raise typer.Exit(code)

@@ -195,6 +195,9 @@ def check_credentials(settings: ModelSettings) -> None:
                          hint=credentials.missing_key_hint(missing), kind=ErrorKind.AUTH)
 
 
+MIN_ATTEMPT_SECONDS = 1.0  # a retry is made only when at least this much of the user's timeout is left for it
+
+
 def _retryable(error: ModelError) -> bool:
     """Rate limits, server errors, timeouts and dropped connections are worth another try; 4xx are not."""
     return error.kind in RETRYABLE_KINDS
@@ -204,10 +207,12 @@ class LiteLLMModel:
     """A `ChatModel` through litellm, with retries (before the first token only) and backoff between them.
     `sleep` is injectable so tests never wait out a real backoff."""
 
-    def __init__(self, settings: ModelSettings, *, sleep: Callable[[float], None] = time.sleep) -> None:
+    def __init__(self, settings: ModelSettings, *, sleep: Callable[[float], None] = time.sleep,
+                 clock: Callable[[], float] = time.monotonic) -> None:
         self.settings = settings
         self.name = settings.model
         self.sleep = sleep
+        self.clock = clock
         self.whole_with_tools = False  # set when a streamed request with tools came back empty (llama-cpp-python)
 
     def _call(self, **kwargs: Any) -> Any:
@@ -217,20 +222,24 @@ class LiteLLMModel:
             kwargs = ollama_context(kwargs, settings.num_ctx, settings.model)
         api_key = settings.api_key()
         attempt = 0
+        deadline = self.clock() + settings.timeout  # the user's timeout bounds every attempt together
         while True:
+            timeout = max(deadline - self.clock(), MIN_ATTEMPT_SECONDS)
             try:
                 if _litellm is None and settings.api_base and lean.eligible(settings.model, settings.api_base, kwargs):
-                    return lean.request(settings.model, settings.api_base, api_key, settings.timeout, kwargs)
+                    return lean.request(settings.model, settings.api_base, api_key, timeout, kwargs)
                 return get_litellm().completion(model=settings.model, api_base=settings.api_base, api_key=api_key,
-                                                timeout=settings.timeout, num_retries=0, **kwargs)
+                                                timeout=timeout, num_retries=0, **kwargs)
             except Exception as exc:
                 error = map_error(exc, settings.model, api_key, settings.api_base)
                 if refuses_mode(error, kwargs.get("response_format")):
                     raise ModelError(error.message, hint="coop asks the next JSON mode",
                                      kind=ErrorKind.MODE_REFUSED) from None
-                if _retryable(error) and attempt < settings.retries:
+                backoff = settings.backoff_seconds * (2 ** attempt)
+                if _retryable(error) and attempt < settings.retries \
+                        and deadline - self.clock() >= backoff + MIN_ATTEMPT_SECONDS:
                     attempt += 1
-                    self.sleep(settings.backoff_seconds * (2 ** (attempt - 1)))
+                    self.sleep(backoff)
                     continue
                 raise error from None
 

@@ -38,3 +38,16 @@ def test_pipe_mode_says_when_the_extraction_was_left_for_the_next_start(openai_s
     result = run_chat(["--user", "sam"], "I am vegetarian\n", env)
     err = result.stderr.decode()
     assert "memory: the last exchange's extraction did not finish in 2 s; it was left for the next start" in err
+
+
+@pytest.mark.slow
+def test_pipe_mode_does_not_wait_for_the_extraction_of_a_turn_that_got_no_reply(openai_server, chat_env):  # noqa: F811
+    """A chat model that fails: the turn's extraction (slow here) is left for the next start, and the pipe ends
+    with the model's error, not after the fast model's timeout."""
+    openai_server.replies = [{"status": 400, "message": "this model is down"}]
+    openai_server.background_replies = [slowly(20.0)]
+    env = {**chat_env, "COOP_MODEL_FAST_TIMEOUT_SECONDS": "20", "COOP_MEMORY_CONSOLIDATION_ENABLED": "0"}
+    result = run_chat(["--user", "sam"], "I am vegetarian\n", env)
+    err = result.stderr.decode()
+    assert result.returncode == 4, err
+    assert "did not finish" not in err and "Is vegetarian" not in err
