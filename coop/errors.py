@@ -97,3 +97,8 @@ class StoreError(CoopError):
     """The database could not be opened, read or written."""
 
     exit_code = ExitCode.STORE
+
+
+class StoreUnreachable(StoreError):
+    """The database's server cannot be reached, for now: a chat keeps what is said on this machine meanwhile
+    (`coop/chat/unsent.py`)."""

@@ -180,6 +180,20 @@ class ThrowawayServer(RunningServer):
         self.admin_url = f"postgresql://postgres@127.0.0.1:{self.port}/postgres"
         return self
 
+    def pause(self) -> None:
+        """Stop the server (its data kept), as a restart or an outage does; `resume` starts it again."""
+        if self.directory is None:
+            raise ServerError("the server is not started")
+        self._run("pg_ctl", "-D", self.directory / "data", "-m", "fast", "-w", "stop", cwd=self.directory)
+
+    def resume(self) -> None:
+        """Start a paused server again, on the same port."""
+        if self.directory is None:
+            raise ServerError("the server is not started")
+        options = f"-h 127.0.0.1 -p {self.port} -k {shlex.quote(str(self.directory))} -c fsync=off"
+        self._run("pg_ctl", "-D", self.directory / "data", "-l", self.directory / "postgres.log", "-w", "-t", "60",
+                  "-o", options, "start")
+
     def stop(self) -> None:
         """Stop the server at once (`pg_ctl stop -m immediate`) and remove its directory; nothing if not started."""
         directory, self.directory, self.admin_url = self.directory, None, ""

@@ -60,7 +60,6 @@ class Repl:
         self.running = True
         self.model_errors = 0
         self.store_errors = 0  # the database refused a write (full disk, read-only, locked): pipe mode exits 5
-        self.last_turn_replied = False  # whether the last turn got a reply (its extraction is worth waiting for)
         self._stream: Any = None  # the reply being streamed, so a confirmation can pause it
         self.ask: Callable[[str], str] | None = None  # a question to the person at the terminal; None in pipe mode
         self._told_slash_text = False  # a piped "/..." line was sent as text, and the user told so
@@ -267,7 +266,6 @@ class Repl:
             mark = escape(reply_limit.mark_for(result.incomplete).strip())
             self.console.print(f"[yellow]note:[/] {escape(result.incomplete)}; it is kept, marked {mark}",
                                highlight=False, soft_wrap=True)
-        self.last_turn_replied = result.error is None and bool(result.reply)
         if result.error is not None:
             self.model_errors += 1
             self.show_error(result.error)

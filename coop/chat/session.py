@@ -26,15 +26,16 @@ from coop.chat import textcalls
 from coop.chat.background import Background
 from coop.chat.tools import MemoryTools
 from coop.chat.turn import INCOMPLETE_MARK, INTERRUPTED_MARK, TurnResult, run_turn
+from coop.chat.unsent import Unsent
 from coop.chat.working import WorkingMemory, retrieval_query
 from coop.config.loading import coop_home
-from coop.errors import ModelError, NotFoundError, UsageError
+from coop.errors import ModelError, NotFoundError, StoreUnreachable, UsageError
 from coop.files.trace import NO_TRACE, Tracer
 from coop.memory.growth.forgetting import Forgotten, forget_with_traces
 from coop.memory.growth.jobs import MemoryJobs, host_facts_notice
 from coop.memory.growth.reconcile import Candidate, FactWriter
 from coop.memory.growth.scrub import forget_in_files
-from coop.memory.retrieval.context import HistoryMessage, Prompt, Recalled
+from coop.memory.retrieval.context import HistoryMessage, Prompt, Recalled, build_prompt
 from coop.memory.retrieval.settings import RetrievalSettings
 from coop.memory.retrieval.turn import turn_context
 from coop.memory.storage.items import MAX_MESSAGE_CHARS
@@ -106,6 +107,9 @@ class ChatSession:
         self._state = threading.Lock()  # session state shared with the idle timer's thread
         self._embedder_failed = False
         self._told_masked = False
+        self.unsent = Unsent(coop_home(), memory.user_id)  # what is said while the server is away
+        self._away: StoreUnreachable | None = None
+        self.last_replied = False  # whether the last turn got a reply
         if session_id is not None:
             self.resume(session_id)
 
@@ -162,13 +166,22 @@ class ChatSession:
     # -- retrieval --------------------------------------------------------------------------------------------
 
     def prepare(self, text: str) -> Prompt:
-        """The turn's prompt: its memory from the engine's one recall (coop/memory/retrieval/turn.py)."""
+        """The turn's prompt: its memory from the engine's one recall (coop/memory/retrieval/turn.py); while the
+        memory server cannot be reached, the session's own messages only."""
         cfg = self.config.memory
-        context = turn_context(self.memory, text, cfg=cfg, embedder=self.embedder(), query=retrieval_query(text),
-                               preamble=PREAMBLE.format(today=datetime.now().strftime("%A %d %B %Y")),
-                               settings=self.retrieval, history=list(self.working.messages),
-                               anchor=self.working.anchor, shown=self.working.ids(cfg.recency_messages),
-                               session_id=self.session_id, now=self.clock())
+        preamble = PREAMBLE.format(today=datetime.now().strftime("%A %d %B %Y"))
+        self.deliver_unsent()
+        try:
+            context = turn_context(self.memory, text, cfg=cfg, embedder=self.embedder(),
+                                   query=retrieval_query(text), preamble=preamble, settings=self.retrieval,
+                                   history=list(self.working.messages), anchor=self.working.anchor,
+                                   shown=self.working.ids(cfg.recency_messages), session_id=self.session_id,
+                                   now=self.clock())
+        except StoreUnreachable as exc:
+            self._gone_away(exc)
+            return build_prompt(preamble=preamble, history=list(self.working.messages), anchor=self.working.anchor,
+                                new_message=text, context_budget=cfg.context_budget,
+                                memory_fraction=cfg.memory_budget_fraction)
         found, prompt = context.recollection, context.prompt
         if found.failure is not None:  # a remote embedder that fails: this turn recalls by words only
             self.tracer.event("embedder_failed", error=found.failure)
@@ -197,8 +210,39 @@ class ChatSession:
         return None if self.incognito else self.recorder.message(role, content, **fields)
 
     def said(self, role: str, text: str) -> int | None:
-        """Store the user's message or the final reply, weighed; nothing in incognito."""
-        return None if self.incognito else self.recorder.said(role, text)
+        """Store the user's message or the final reply, weighed; nothing in incognito. While the memory server
+        cannot be reached, it waits on this machine (`unsent.py`) and has no id yet."""
+        if self.incognito:
+            return None
+        if self._away is None:
+            try:
+                return self.recorder.said(role, text)
+            except StoreUnreachable as exc:
+                self._gone_away(exc)
+        self.unsent.add(role, text)
+        return None
+
+    def _gone_away(self, exc: StoreUnreachable) -> None:
+        if self._away is None:
+            self.background.note(f"{exc.message}: this conversation is kept on this machine and written to memory "
+                                 "when the server is back; meanwhile replies have no memory")
+        self._away = exc
+
+    def deliver_unsent(self) -> None:
+        """Write what waited for the server, once it answers (each turn's start, and at start), and learn from it."""
+        if self.incognito or (self._away is None and not self.unsent.path.exists()):
+            return
+        try:
+            pairs = self.unsent.deliver(self.recorder)
+        except StoreUnreachable as exc:
+            self._gone_away(exc)
+            return
+        if self._away is not None or pairs:
+            self.background.note(f"the memory server is back: {len(pairs)} exchange{'s' * (len(pairs) != 1)} "
+                                 "said while it was away written to memory")
+        self._away = None
+        for message_id, reply_id in pairs:
+            self.learn(message_id, reply_id)
 
     def learn(self, message_id: int | None = None, reply_id: int | None = None) -> None:
         """Embed what the turn added and extract facts from the exchange, in the background (exchange.py)."""
@@ -232,7 +276,9 @@ class ChatSession:
             self.last_activity = time.monotonic()
             self._in_turn = True
         try:
-            return run_turn(self, text, model, on_text)
+            result = run_turn(self, text, model, on_text)
+            self.last_replied = result.error is None and bool(result.reply)  # its extraction is worth waiting for
+            return result
         finally:
             with self._state:
                 self._in_turn = False
@@ -248,6 +294,7 @@ class ChatSession:
         """At start: embed whatever a crash or an offline embedder left without a vector, and finish the
         extractions a previous process recorded but did not get to; and say what MCP hosts wrote since the user
         last reviewed memory (the host's words, not the user's)."""
+        self.deliver_unsent()  # what a session said while the server was away, if it was left waiting
         if not self.incognito:
             notice = host_facts_notice(self.memory)
             if notice:
@@ -277,7 +324,10 @@ class ChatSession:
         """End this session: it is marked ended and consolidated in the background."""
         if self.session_id is None or self.incognito:
             return
-        self.memory.sessions.end(self.session_id)
+        try:
+            self.memory.sessions.end(self.session_id)
+        except StoreUnreachable:  # the server is away: the session stays open, and is ended when found idle
+            return
         if self.worker is not None and self.config.memory.consolidation.enabled:
             self.worker.submit("consolidate the ended session", self.jobs.consolidation(
                 self.memory.user_id, session_id=self.session_id, ended=True))

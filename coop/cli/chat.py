@@ -223,7 +223,7 @@ def chat(
         # most `PIPE_EXTRACTION_WAIT_SECONDS`, or the fast model's timeout if shorter); a person at the terminal
         # does not: it is recorded, and the next start finishes it.
         waited = min(config.model.fast_timeout_seconds, PIPE_EXTRACTION_WAIT_SECONDS)
-        if worker is not None and not (interactive or dumb) and not incognito and repl.last_turn_replied \
+        if worker is not None and not (interactive or dumb) and not incognito and chat_session.last_replied \
                 and not worker.wait_idle(waited):
             console.print(f"memory: the last exchange's extraction did not finish in {waited:g} s; it was left "
                           "for the next start (`coop chat` finishes it)", soft_wrap=True)
@@ -277,10 +277,7 @@ def chat(
         # threads are left to finish: ending the process would end that program.
         sys.stdout.flush()
         sys.stderr.flush()
-        if any(t.is_alive() for t in warming):  # litellm half imported: its exit functions may wait on its lock
-            logging.shutdown()  # coop.log flushed, as the exit functions would
-        else:
-            atexit._run_exitfuncs()
+        atexit._run_exitfuncs()  # (litellm's, if it got to register any, close its clients: no import waits)
         os._exit(code)
     if code:
         raise typer.Exit(code)

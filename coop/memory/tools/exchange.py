@@ -51,12 +51,13 @@ class ExchangeRecorder:
                 self.session_id = self.memory.sessions.start(" ".join(text.split())[:80] if role == "user" else None)
             return self.memory.messages.add(self.session_id, role, text, **fields)
 
-    def said(self, role: str, text: str) -> int | None:
-        """A user's message or an assistant's reply: stored with its importance (growth/importance.py)."""
+    def said(self, role: str, text: str, **fields: Any) -> int | None:
+        """A user's message or an assistant's reply: stored with its importance (growth/importance.py); `fields`
+        as `memory.messages.add` takes them (a time it was said)."""
         importance = message_importance(role, text, self.jobs.config.memory.importance)
         if self.origin is not None:
-            return self.message(role, text, importance=importance, origin=self.origin)
-        return self.message(role, text, importance=importance)
+            return self.message(role, text, importance=importance, origin=self.origin, **fields)
+        return self.message(role, text, importance=importance, **fields)
 
     def learn(self, message_id: int | None = None, reply_id: int | None = None) -> None:
         """Embed what was added, then extract facts from the exchange (`message_id`: the user's message), both in

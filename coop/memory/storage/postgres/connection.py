@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, NoReturn
 from urllib.parse import urlsplit, urlunsplit
 
-from coop.errors import StoreError, UsageError
+from coop.errors import StoreError, StoreUnreachable, UsageError
 
 if TYPE_CHECKING:
     import psycopg
@@ -68,7 +68,7 @@ class Link:
 
 def _unreachable(location: str, exc: Exception) -> StoreError:
     first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-    return StoreError(f"cannot reach the Postgres server at {location}: {first}",
+    return StoreUnreachable(f"cannot reach the Postgres server at {location}: {first}",
                       hint="check that the server is running and memory.url (or COOP_DATABASE_URL) is right")
 
 
@@ -171,7 +171,9 @@ class PgDatabase:
     def in_transaction(self) -> bool:
         from psycopg.pq import TransactionStatus
 
-        return self.conn.info.transaction_status != TransactionStatus.IDLE
+        # a connection the server dropped is in no transaction (its status is UNKNOWN): the next statement, or the
+        # next transaction, connects again
+        return self.conn.info.transaction_status not in (TransactionStatus.IDLE, TransactionStatus.UNKNOWN)
 
     def for_user(self, user_id: str) -> "PgDatabase":
         """A view of this connection bound to one user (row-level security and the user's write lock)."""
