@@ -114,6 +114,13 @@ def retry_backoff(coop_home: Path, monkeypatch: pytest.MonkeyPatch) -> Callable[
 
 
 @pytest.fixture(autouse=True)
+def no_local_model_servers(monkeypatch: pytest.MonkeyPatch) -> None:
+    """No test asks this machine's Ollama, LM Studio or llama.cpp ports (`coop/model/discover.py`); the tests of
+    the discovery give it servers of their own."""
+    monkeypatch.setattr("coop.model.discover.LOCAL_SERVERS", ())
+
+
+@pytest.fixture(autouse=True)
 def coop_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     for name in list(os.environ):
         if name.startswith("COOP_") and name not in ("COOP_TEST_MODEL_PATH",):

@@ -143,6 +143,7 @@ def _register() -> None:
         admin,
         chat,
         check,
+        config_cmd,
         embedder,
         init,
         mcp,
@@ -159,6 +160,7 @@ def _register() -> None:
     app.add_typer(memory.app, name="memory")
     app.command("check")(check.check)
     app.command("init")(init.init)
+    app.add_typer(config_cmd.app, name="config")
     app.add_typer(mcp.app, name="mcp")
     app.add_typer(admin.app, name="admin")
 

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from coop import output
 from coop.cli.context import own_process, state
 from coop.errors import CoopError, StoreError
 
@@ -125,6 +126,21 @@ def _nonempty_user(value: str | None) -> str | None:
     return value
 
 
+def _a_local_server(config: "Config") -> "Config":
+    """With no model configured: a model server running on this machine (`discover.py`), said, or the error."""
+    from coop.config.loading import apply_overrides
+    from coop.model import llm
+    from coop.model.discover import find_local_server
+
+    found = find_local_server()
+    if found is None:
+        raise CoopError("no chat model configured, and no Ollama, LM Studio or llama.cpp server answers on this "
+                        "machine", hint=llm.NO_MODEL_HINT)
+    output.info(f"no chat model configured: using {found.name} at {found.api_base}, {found.model} (to keep it: "
+                f"{found.command()})")
+    return apply_overrides(config, {"model.name": found.model, "model.api_base": found.api_base})
+
+
 def chat(
     ctx: typer.Context,
     session: Annotated[int | None, typer.Option("--session", metavar="ID", min=1, max=2**63 - 1,
@@ -134,6 +150,8 @@ def chat(
     incognito: Annotated[bool, typer.Option("--incognito",
                                             help="write nothing to disk (memory is still read)")] = False,
     model: Annotated[str | None, typer.Option("--model", help="litellm model string for this chat")] = None,
+    api_base: Annotated[str | None, typer.Option("--api-base", metavar="URL", help="the model server's URL for this "
+                                                 "chat (an OpenAI-compatible server, Ollama)")] = None,
     json_: Annotated[bool, typer.Option("--json", help="pipe mode: one JSON object per turn on stdout")] = False,
     no_tools: Annotated[bool, typer.Option("--no-tools", help="do not offer memory tools to the model")] = False,
     commands_from_pipe: Annotated[bool, typer.Option(
@@ -160,11 +178,13 @@ def chat(
     config = app_state.config()
     if model:
         config = apply_overrides(config, {"model.name": model})
+    if api_base:
+        config = apply_overrides(config, {"model.api_base": api_base})
     if no_tools:
         config = apply_overrides(config, {"chat.tools": False})
-    app_state.use_config(config)
     if not config.model.name:
-        raise CoopError("no chat model configured", hint=llm.NO_MODEL_HINT)
+        config = _a_local_server(config)
+    app_state.use_config(config)
     llm.check_credentials(llm.model_settings(config))  # a missing key is named now, not after the first message
     services = app_state.services()
     backend, db_path = resolve_store(config)

@@ -58,6 +58,12 @@ def failure(name: str, message: str, hint: str | None = None) -> Check:
 def check_model(config: "Config") -> list[Check]:
     model = config.model
     if not model.name:
+        from coop.model.discover import find_local_server
+
+        found = find_local_server()
+        if found is not None:
+            return [warning("model", f"no chat model configured; {found.name} answers at {found.api_base} "
+                                     f"({found.model}), which `coop chat` will use", f"to keep it: {found.command()}")]
         return [warning("model", "no chat model configured: `coop chat` needs one; memory commands work without",
                         "set [model] name, e.g. 'openai/gpt-4o-mini' with api_key_env, or a local server such as "
                         "Ollama ('ollama_chat/llama3.1') or LM Studio through api_base")]

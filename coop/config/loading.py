@@ -213,9 +213,20 @@ def env_var_name(dotted: str) -> str:
     return "COOP_" + dotted.replace(".", "_").upper()
 
 
-def _parse_env(f: dataclasses.Field[Any], raw: str, dotted: str) -> Any:
+def parse_setting(dotted: str, raw: str, origin: str) -> Any:
+    """A setting's value typed in as text (`coop config set KEY VALUE`), as its field takes it, or a ConfigError
+    naming `origin`; an unknown key too, with the nearest known one."""
+    fields = dict(iter_keys())
+    if dotted not in fields:
+        close = difflib.get_close_matches(dotted, list(fields), n=1, cutoff=0.6)
+        raise ConfigError(f"unknown setting {dotted!r}", hint=f"did you mean '{close[0]}'?" if close else
+                          "every key is in the file `coop init` writes, e.g. model.name")
+    return _parse_env(fields[dotted], raw, dotted, origin)
+
+
+def _parse_env(f: dataclasses.Field[Any], raw: str, dotted: str, origin: str | None = None) -> Any:
     want = _field_type(f)
-    origin = f"environment variable {env_var_name(dotted)}"
+    origin = origin or f"environment variable {env_var_name(dotted)}"
     if want is bool:
         lowered = raw.strip().lower()
         if lowered in ("1", "true", "yes", "on"):
