@@ -14,7 +14,7 @@ import typer
 
 from coop import output
 from coop.cli.context import own_process, state
-from coop.errors import CoopError, StoreError
+from coop.errors import ErrorKind, ModelError, StoreError
 
 if TYPE_CHECKING:
     from coop.chat.session import ChatSession
@@ -134,8 +134,8 @@ def _a_local_server(config: "Config") -> "Config":
 
     found = find_local_server()
     if found is None:
-        raise CoopError("no chat model configured, and no Ollama, LM Studio or llama.cpp server answers on this "
-                        "machine", hint=llm.NO_MODEL_HINT)
+        raise ModelError("no chat model configured, and no Ollama, LM Studio or llama.cpp server answers on this "
+                         "machine", hint=llm.NO_MODEL_HINT, kind=ErrorKind.NOT_FOUND)
     output.info(f"no chat model configured: using {found.name} at {found.api_base}, {found.model} (to keep it: "
                 f"{found.command()})")
     return apply_overrides(config, {"model.name": found.model, "model.api_base": found.api_base})

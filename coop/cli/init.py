@@ -38,7 +38,7 @@ def init(
     chosen = {key: value.strip() for key, value in (("model.name", model), ("model.api_base", api_base))
               if value is not None}
     if any(not value for value in chosen.values()):
-        raise UsageError("--model and --api-base need a value", hint="e.g. --model ollama/llama3.1")
+        raise UsageError("--model and --api-base need a value", hint="e.g. --model ollama_chat/llama3.1")
     replace_file(target, lambda handle: handle.write(example_toml(chosen)))
     output.out().print(f"wrote {target}", markup=False, highlight=False, soft_wrap=True)  # a long path: one line
     output.info("next: run `coop check`" if model else

@@ -14,7 +14,7 @@ import typer
 from coop import output
 from coop.cli.context import state
 from coop.cli.memory import JsonOption, UserOption, app
-from coop.errors import ExitCode, UsageError
+from coop.errors import ExitCode, NotFoundError, UsageError
 from coop.memory.text import plural
 
 if TYPE_CHECKING:
@@ -76,7 +76,7 @@ def import_(
     if fmt not in ("auto", "coop", "chatgpt", "claude"):
         raise UsageError(f"unknown format {fmt!r}", hint="use --format auto, coop, chatgpt or claude")
     if not path.exists():
-        raise UsageError(f"{path} does not exist", hint="give the path of an export file")
+        raise NotFoundError(f"{path} does not exist", hint="give the path of an export file")
     app_state = state(ctx)
     config = app_state.config()
     memory = app_state.memory(user)

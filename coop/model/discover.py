@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 # (name, port, the path that lists its models, the litellm provider its models are reached through)
 LOCAL_SERVERS: tuple[tuple[str, int, str, str], ...] = (
-    ("Ollama", 11434, "/api/tags", "ollama"),
+    ("Ollama", 11434, "/api/tags", "ollama_chat"),
     ("LM Studio", 1234, "/v1/models", "openai"),
     ("llama.cpp", 8080, "/v1/models", "openai"),
 )
@@ -41,8 +41,8 @@ def find_local_server(servers: tuple[tuple[str, int, str, str], ...] | None = No
         if not isinstance(listed, dict):
             continue
         models = [m.get("name") or m.get("model") for m in listed.get("models", []) if isinstance(m, dict)] \
-            if provider == "ollama" else [m.get("id") for m in listed.get("data", []) if isinstance(m, dict)]
+            if provider.startswith("ollama") else [m.get("id") for m in listed.get("data", []) if isinstance(m, dict)]
         models = [m for m in models if isinstance(m, str) and m.strip()]
         if models:
-            return LocalServer(name, f"{provider}/{models[0]}", base if provider == "ollama" else base + "/v1")
+            return LocalServer(name, f"{provider}/{models[0]}", base if provider.startswith("ollama") else base + "/v1")
     return None

@@ -51,9 +51,9 @@ def test_json_mode_prints_one_object_per_turn(openai_server, chat_env):
     assert lines[0]["user_message_id"].startswith("m")
 
 
-def test_no_model_configured_says_how_and_exits_1(coop_home):
+def test_no_model_configured_says_how_and_exits_4_as_every_model_problem_does(coop_home):
     result = run_chat([], "hi\n", {"COOP_HOME": str(coop_home), "COOP_MEMORY_EMBEDDER_PROVIDER": "hash"})
-    assert result.returncode == 1
+    assert result.returncode == 4
     err = result.stderr.decode()
     assert "no chat model configured" in err and "hint:" in err and "api_base" in err
 

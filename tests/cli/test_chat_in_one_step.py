@@ -43,8 +43,8 @@ def _port(openai_server) -> int:
 
 def test_a_dead_port_is_passed_over_and_each_kind_of_server_is_read_as_itself(ollama_like, openai_server):
     dead = ("llama.cpp", 9, "/v1/models", "openai")  # the discard port: nothing listens
-    found = discover.find_local_server((dead, ("Ollama", ollama_like, "/api/tags", "ollama")))
-    assert found == discover.LocalServer("Ollama", "ollama/llama3.1:8b", f"http://127.0.0.1:{ollama_like}")
+    found = discover.find_local_server((dead, ("Ollama", ollama_like, "/api/tags", "ollama_chat")))
+    assert found == discover.LocalServer("Ollama", "ollama_chat/llama3.1:8b", f"http://127.0.0.1:{ollama_like}")
     found = discover.find_local_server((dead, ("LM Studio", _port(openai_server), "/v1/models", "openai")))
     assert found == discover.LocalServer("LM Studio", "openai/test-model", openai_server.api_base)
     assert discover.find_local_server((dead,)) is None
@@ -65,7 +65,7 @@ def test_with_no_model_configured_chat_uses_the_server_it_finds_and_says_so(open
 
 def test_with_no_model_and_no_server_the_error_says_both(run_cli):
     result = run_cli("chat", "--user", "ana", input="hi\n")
-    assert result.exit_code == 1
+    assert result.exit_code == 4  # a model problem, as a missing key is
     assert "no chat model configured, and no Ollama, LM Studio or llama.cpp server answers" in result.stderr
 
 
@@ -92,9 +92,9 @@ def test_init_writes_the_model_and_its_server_into_the_file(openai_server, run_c
 def test_config_set_makes_the_file_when_there_is_none_and_keeps_every_comment(run_cli, coop_home):
     from coop.config.loading import load_config
 
-    assert run_cli("config", "set", "model.name", "ollama/llama3.1").exit_code == 0
+    assert run_cli("config", "set", "model.name", "ollama_chat/llama3.1").exit_code == 0
     first = (coop_home / "config.toml").read_text()
-    assert first.startswith("# coop configuration.") and 'name = "ollama/llama3.1"' in first
+    assert first.startswith("# coop configuration.") and 'name = "ollama_chat/llama3.1"' in first
     for key, raw, expected in (("model.api_base", "http://127.0.0.1:11434", "http://127.0.0.1:11434"),
                                ("memory.extraction.enabled", "false", False),
                                ("model.timeout_seconds", "45", 45.0)):

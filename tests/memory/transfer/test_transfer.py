@@ -240,7 +240,7 @@ def test_unknown_files_are_a_clear_error_that_touches_nothing(tmp_path, run_cli,
     assert result.exit_code == 2
     assert "error: cannot import notes.txt" in result.stderr and "hint: name the format" in result.stderr
     missing = run_cli("memory", "import", str(tmp_path / "nope.json"))
-    assert missing.exit_code == 2 and "does not exist" in missing.stderr
+    assert missing.exit_code == 3 and "does not exist" in missing.stderr  # not found, as the README's table says
     bad_format = run_cli("memory", "import", str(odd), "--format", "gemini")
     assert bad_format.exit_code == 2 and "--format auto, coop, chatgpt or claude" in bad_format.stderr
     wrong = run_cli("memory", "import", str(odd), "--format", "coop")
