@@ -260,7 +260,10 @@ def is_card(text: str) -> bool:
 
 def is_iban(text: str) -> bool:
     """ISO 13616: moved to the end, the country and check digits make the number (letters as 10 to 35) leave 1
-    when divided by 97."""
+    when divided by 97. Its letters are all capitals or all small (as written, or typed in a hurry): a word after
+    an IBAN in capitals ("... 656T was") is not one of its groups."""
+    if not (text.isupper() or text.islower()):
+        return False
     code = text.replace(" ", "").replace("-", "").upper()
     if not (15 <= len(code) <= 34 and code.isascii() and code.isalnum() and code[:2].isalpha()
             and code[2:4].isdigit()):

@@ -91,7 +91,9 @@ def test_any_iban_with_right_check_digits_is_masked_with_spaces_dashes_or_none_i
 
 @given(st.one_of(ibans(valid=False, spaced=False), ibans(valid=False, most=12)))
 def test_an_iban_with_wrong_check_digits_is_kept(iban):
-    text = f"the account {iban} was closed"
+    """In capitals, a small word after it is never read as its last group; in small letters one may be (the run
+    then passes its check 1 time in 97, and the word is masked with it), so there a semicolon follows."""
+    text = f"the account {iban} was closed" if iban.isupper() else f"the account {iban}; it was closed"
     assert mask(text) == text
 
 
