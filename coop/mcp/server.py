@@ -25,6 +25,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from coop import __version__
 from coop.memory.kinds import HOST, INSTRUCTION
 from coop.memory.tools import registry
 from coop.memory.tools.exchange import ExchangeRecorder
@@ -152,7 +153,7 @@ def build_server(core: MemoryServer) -> "MCPServer":
     from coop.errors import CoopError
     from coop.mcp.arguments import plain_argument_errors
 
-    server: MCPServer = MCPServer("coop", instructions=INSTRUCTIONS, log_level="WARNING")
+    server: MCPServer = MCPServer("coop", instructions=INSTRUCTIONS, version=__version__, log_level="WARNING")
 
     def run(name: str, arguments: dict[str, Any]) -> str:
         given = {k: v for k, v in arguments.items() if v is not None}

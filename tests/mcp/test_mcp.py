@@ -214,3 +214,16 @@ def test_a_bug_in_a_tool_is_an_error_result_not_a_crash(memory, monkeypatch, nam
                         lambda *a, **k: (_ for _ in ()).throw(RuntimeError("boom")))
     result = call(server, name, {"query": "x"} if name == "memory_search" else {"id": "f1"})
     assert result.is_error and "see coop.log" in text(result)
+
+
+def test_the_server_says_its_name_and_coops_version(memory):
+    import coop
+
+    server, _ = make_server(memory)
+
+    async def go():
+        async with Client(server) as client:
+            return client.server_info
+
+    info = anyio.run(go)
+    assert (info.name, info.version) == ("coop", coop.__version__)
