@@ -20,7 +20,8 @@ import subprocess
 import tempfile
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
@@ -181,6 +182,11 @@ def _exit(name: str, done: Path) -> float:
     """Ctrl-D once the reply is on the screen; seconds to the end of the process (which must exit 0)."""
     _until(lambda: "lentil recipe is in" in _screen(name), 60, "the reply on the screen")
     time.sleep(0.3)
+    return _ctrl_d(name, done)
+
+
+def _ctrl_d(name: str, done: Path) -> float:
+    """Ctrl-D now; seconds to the end of the process (which must exit 0)."""
     exiting = time.monotonic()
     subprocess.run([*TMUX, "send-keys", "-t", name, "C-d"], check=True)
     ended = _until(lambda: done.exists() and done.read_text().strip() != "", 60, "coop chat to exit")
@@ -205,37 +211,33 @@ def chat_run(coop: list[str], env: dict[str, str], server: InstantServer, settle
     return {"prompt_s": shown - started, "first_turn_overhead_s": overhead, "exit_s": exited}
 
 
-def typed_at_once_run(coop: list[str], env: dict[str, str], server: InstantServer) -> float:
-    """One `coop chat` whose first message is typed the moment the prompt shows: seconds from Enter to the
-    request at the server."""
+@contextmanager
+def _chat_shown(coop: list[str], env: dict[str, str], server: InstantServer) -> Iterator[tuple[str, Path]]:
+    """A `coop chat` in a tmux session of its own, once its prompt shows: (session name, the file its exit code is
+    written to); the session is killed afterwards."""
     name = f"coop-bench-chat-{time.monotonic_ns()}"
     with tempfile.TemporaryDirectory() as tmp:
         done = Path(tmp) / "done"
         _spawn(name, " ".join(shlex.quote(c) for c in coop) + " chat", _chat_env(env, server), done)
         try:
             _wait_for_prompt(name)
-            waited = _send_turn(name, server, "where is the lentil recipe?")
-            _exit(name, done)
+            yield name, done
         finally:
             subprocess.run([*TMUX, "kill-session", "-t", name], capture_output=True)
+
+
+def typed_at_once_run(coop: list[str], env: dict[str, str], server: InstantServer) -> float:
+    """One `coop chat` whose first message is typed the moment the prompt shows: seconds from Enter to the
+    request at the server."""
+    with _chat_shown(coop, env, server) as (name, done):
+        waited = _send_turn(name, server, "where is the lentil recipe?")
+        _exit(name, done)
     return waited
 
 
 def early_exit_run(coop: list[str], env: dict[str, str], server: InstantServer, after: float = 1.0) -> float:
     """One `coop chat` left with Ctrl-D `after` seconds after its prompt shows (the model client may still be
     warming up): seconds from Ctrl-D to the end of the process, which must exit 0."""
-    name = f"coop-bench-chat-{time.monotonic_ns()}"
-    with tempfile.TemporaryDirectory() as tmp:
-        done = Path(tmp) / "done"
-        _spawn(name, " ".join(shlex.quote(c) for c in coop) + " chat", _chat_env(env, server), done)
-        try:
-            _wait_for_prompt(name)
-            time.sleep(after)
-            exiting = time.monotonic()
-            subprocess.run([*TMUX, "send-keys", "-t", name, "C-d"], check=True)
-            ended = _until(lambda: done.exists() and done.read_text().strip() != "", 60, "coop chat to exit")
-            if done.read_text().strip() != "0":
-                raise RuntimeError(f"coop chat exited with {done.read_text().strip()}: {_screen(name)[-400:]}")
-        finally:
-            subprocess.run([*TMUX, "kill-session", "-t", name], capture_output=True)
-    return ended - exiting
+    with _chat_shown(coop, env, server) as (name, done):
+        time.sleep(after)
+        return _ctrl_d(name, done)

@@ -65,7 +65,7 @@ class Services:
         for candidate in (override, self.user):
             if candidate:
                 return candidate
-        if self._on_a_server() and (sole := self.store().sole_user()):
+        if sole := self._sole_user():
             return sole
         if self.config.chat.user:
             return self.config.chat.user
@@ -88,10 +88,13 @@ class Services:
             self._store = open_store(backend, location, busy_timeout_ms=self.config.memory.busy_timeout_ms)
         return self._store
 
-    def _on_a_server(self) -> bool:
+    def _sole_user(self) -> str | None:
+        """The one person a server's role serves; a SQLite file, which has none, is not opened to ask."""
         from coop.config.loading import resolve_store
 
-        return self._store is not None or resolve_store(self.config)[0] == "postgres"
+        if self._store is None and resolve_store(self.config)[0] != "postgres":
+            return None
+        return self.store().sole_user()
 
     def use_store(self, store: "Backend") -> None:
         """Serve from this store instead (a throwaway one for `coop chat --incognito`)."""

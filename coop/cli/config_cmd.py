@@ -7,7 +7,6 @@ checked again before it is written: a bad value changes nothing.
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -50,6 +49,6 @@ def set_value(
         build_config(tomllib.loads(new_text), origin=str(path))
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path}: the file would not be valid TOML: {exc}", hint="edit it by hand") from None
-    Path(path).parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-    replace_file(Path(path), lambda handle: handle.write(new_text))
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    replace_file(path, lambda handle: handle.write(new_text))
     output.say(f"{key} = {tomlkit.item(typed).as_string()} in {path}", output.out())

@@ -97,6 +97,17 @@ def test_full_text_follows_writes_updates_and_deletes_with_bm25_ranking(pg):
     assert ids[1] not in [h[1] for h in ana.text.matches([], ["stood"], kinds=("message",), limit=5)]
 
 
+def _stored_vectors(memory, count: int, seed: int) -> tuple[list[int], np.ndarray]:
+    """`count` messages of a new session, each with a random unit vector of 16 dimensions ("test-16")."""
+    session = memory.sessions.start()
+    ids = [memory.messages.add(session, "user", f"message {i}") for i in range(count)]
+    rng = np.random.default_rng(seed)
+    matrix = rng.normal(size=(count, 16)).astype(np.float32)
+    matrix /= np.linalg.norm(matrix, axis=1, keepdims=True)
+    memory.vectors.store("message", ids, "test-16", matrix)
+    return ids, matrix
+
+
 def _owner_builds_the_indexes(owner_url: str) -> int:
     from coop.memory.storage.postgres.store import PgStore
 
@@ -114,14 +125,9 @@ def test_the_vector_index_past_the_exact_threshold_finds_what_exact_search_finds
 
     monkeypatch.setattr(vector_index, "EXACT_BELOW", 10)
     ana, bob = pg.user("ana"), pg.user("bob")
-    rng = np.random.default_rng(7)
-    for memory, count in ((ana, 60), (bob, 300)):
-        session = memory.sessions.start()
-        ids = [memory.messages.add(session, "user", f"message {i}") for i in range(count)]
-        matrix = rng.normal(size=(count, 16)).astype(np.float32)
-        matrix /= np.linalg.norm(matrix, axis=1, keepdims=True)
-        memory.vectors.store("message", ids, "test-16", matrix)
-    query = rng.normal(size=16).astype(np.float32)
+    _stored_vectors(ana, 60, seed=7)
+    _stored_vectors(bob, 300, seed=8)
+    query = np.random.default_rng(9).normal(size=16).astype(np.float32)
     query /= np.linalg.norm(query)
     assert not ana.vectors.has_index("test-16")  # a person's role may not add an index: searched exactly
     assert len(ana.vectors.nearest("test-16", 16, query, k=10)) == 10
@@ -243,12 +249,7 @@ def test_a_search_does_not_wait_for_another_devices_write(pg, monkeypatch, postg
 
     monkeypatch.setattr(vector_index, "EXACT_BELOW", 10)
     ana = pg.user("ana")
-    session = ana.sessions.start()
-    ids = [ana.messages.add(session, "user", f"message {i}") for i in range(40)]
-    rng = np.random.default_rng(3)
-    matrix = rng.normal(size=(40, 16)).astype(np.float32)
-    matrix /= np.linalg.norm(matrix, axis=1, keepdims=True)
-    ana.vectors.store("message", ids, "test-16", matrix)
+    ids, matrix = _stored_vectors(ana, 40, seed=3)
     assert _owner_builds_the_indexes(postgres_url_owner) == 1
     assert ana.vectors.has_index("test-16")  # the graph path, which sets its own search settings
     other = PgStore.open(pg.url)
@@ -283,12 +284,7 @@ def test_a_float32_index_of_an_older_coop_is_searched_until_the_owner_replaces_i
 
     monkeypatch.setattr(vector_index, "EXACT_BELOW", 10)
     ana = pg.user("ana")
-    session = ana.sessions.start()
-    ids = [ana.messages.add(session, "user", f"message {i}") for i in range(80)]
-    rng = np.random.default_rng(5)
-    matrix = rng.normal(size=(80, 16)).astype(np.float32)
-    matrix /= np.linalg.norm(matrix, axis=1, keepdims=True)
-    ana.vectors.store("message", ids, "test-16", matrix)
+    ids, matrix = _stored_vectors(ana, 80, seed=5)
     owner = PgStore.open(postgres_url_owner)
     try:
         old = "embedding_points_hnsw_" + "0" * 20  # as the older coop named and built it

@@ -218,3 +218,30 @@ def test_a_persons_role_on_an_older_schema_is_told_who_upgrades_it(people):
     with pytest.raises(StoreError, match="this coop needs") as refused:
         PgStore.open(people["urls"]["bob"])
     assert "coop admin migrate" in (refused.value.hint or "")
+
+
+@pytest.mark.postgres
+def test_admin_migrate_grants_a_table_made_since_and_admin_can_create_a_login_role(people, postgres_server, run_cli):
+    """`coop admin migrate` gives every mapped role its rights on a table a later migration made (one made here
+    by the owner stands for it); `person add --create-role --password-stdin` makes the login role (as a role that
+    may: the superuser here), and `coop admin index` runs as the owner."""
+    with _raw(people["owner"]) as owner:
+        owner.execute("CREATE TABLE later_notes (user_id TEXT NOT NULL, note TEXT)")
+        owner.execute("ALTER TABLE later_notes ENABLE ROW LEVEL SECURITY")
+        owner.execute("CREATE POLICY own_rows ON later_notes USING (ARRAY[user_id, '*'] && (SELECT coop_reachable()))")
+    assert run_cli("admin", "migrate", "--url", people["owner"]).exit_code == 0
+    with _raw(people["urls"]["bob"]) as conn:
+        conn.execute("INSERT INTO later_notes VALUES ('bob', 'granted')")
+        assert conn.execute("SELECT note FROM later_notes").fetchall() == [("granted",)]
+    database = people["owner"].rsplit("/", 1)[1]
+    carol = f"carol_{uuid.uuid4().hex[:8]}"
+    made = run_cli("admin", "person", "add", "carol", "--role", carol, "--create-role", "--password-stdin",
+                   "--url", postgres_server.url(database), input="s3cret-pass\n")
+    assert made.exit_code == 0, made.stderr
+    with _raw(postgres_server.admin_url) as admin:
+        assert admin.execute("SELECT rolcanlogin, rolpassword IS NOT NULL FROM pg_authid WHERE rolname = %s",
+                             (carol,)).fetchone() == (True, True)
+    with _raw(postgres_server.role_url(carol, database)) as conn:
+        assert conn.execute("SELECT coop_reachable()").fetchone()[0] == ["carol"]
+    built = run_cli("admin", "index", "--url", people["owner"])
+    assert built.exit_code == 0 and "vector indexes built" in built.stderr

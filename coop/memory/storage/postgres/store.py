@@ -189,8 +189,8 @@ class PgStore:
         return findings + [self._wall()]
 
     def _wall(self) -> Finding:
-        """Whether row-level security binds this role, and to whose memory."""
-        found = people.access(self.db)
+        """Whether row-level security binds this role, and to whose memory (as read when the store opened)."""
+        found = self.access
         if found.unrestricted:
             return Finding("row-level security", "error", found.why_unrestricted() + "; coop will not chat as it",
                            "connect as a person's role: " + people.ADMIN_HINT)
