@@ -1,4 +1,6 @@
-"""`coop memory why ID`: where a fact came from, so a person can judge whether to trust it.
+"""`coop memory why ID`: where a fact came from, so a person can judge whether to trust it; and what a message
+taught memory and what memory turned down from it (`why mN`, `why --refused`), so a person can see why a sentence
+of theirs changed nothing.
 
 A fact is only as good as what it rests on: the user's words it quoted, the messages they were in (when, in which
 session, typed into coop or recorded by an MCP host), the part of coop that wrote it (extraction, consolidation,
@@ -17,7 +19,8 @@ from coop.cli.context import state
 from coop.cli.memory import JsonOption, UserOption, app, fact_ref, history_table
 
 if TYPE_CHECKING:
-    from coop.memory.storage.items import HistoryEntry, Item, Provenance
+    from coop.memory.storage.interface import UserStore
+    from coop.memory.storage.items import HistoryEntry, Item, Provenance, Refusal
 
 # Who wrote a fact, by its `source`, in words.
 SOURCE_WORDS = {
@@ -34,13 +37,32 @@ HOST_WORDS = "recorded by an MCP host"
 @app.command()
 def why(
     ctx: typer.Context,
-    item_id: Annotated[str, typer.Argument(metavar="ID", help="a fact id such as f12")],
+    item_id: Annotated[str | None, typer.Argument(
+        metavar="[ID]", help="a fact id such as f12, or a message id such as m34", show_default=False)] = None,
+    refused: Annotated[bool, typer.Option(
+        "--refused", help="what memory turned down lately from your messages, and why")] = False,
     user: UserOption = None,
     json_: JsonOption = False,
 ) -> None:
-    """Where a fact came from: the words it quoted, its source messages, what wrote it, and its whole history."""
-    from coop.errors import NotFoundError
+    """Where a fact came from: the words it quoted, its source messages, what wrote it, and its whole history.
+    For a message (m34): what memory learned from it and what it turned down, with the reasons."""
+    from coop.errors import NotFoundError, UsageError
+    from coop.memory.kinds import parse_ref
 
+    if item_id is None:
+        if not refused:
+            raise UsageError("coop memory why needs an id, or --refused",
+                             hint="coop memory why f12 (a fact), coop memory why m34 (a message), "
+                                  "or coop memory why --refused")
+        _refusals(state(ctx).memory(user), json_)
+        return
+    kind, number = parse_ref(item_id)
+    if kind == "message":
+        _message(state(ctx).memory(user), number, json_)
+        return
+    if kind != "fact":
+        raise UsageError(f"{item_id.strip()} is a {kind}; why takes a fact or a message",
+                         hint="give a fact id such as f12 or a message id such as m34 (`coop memory list`)")
     number = fact_ref(item_id, "why")
     memory = state(ctx).memory(user)
     item = memory.get("fact", number)  # a forgotten fact is gone: not found
@@ -101,3 +123,100 @@ def _print_why(item: Item, sources: list[Provenance], replaced: list[Item], entr
         console.print()
         line("history:")
         console.print(history_table(entries))
+
+
+# What each refusal reason means, in a few words (`coop.memory.growth.refusals`).
+REASON_WORDS = {
+    "evidence": "not in your own words",
+    "mood": "not something you stated",
+    "holder": "about someone else",
+    "polarity": "the opposite of what you said",
+    "instruction": "not an instruction to the assistant",
+    "widening": "an instruction that widens what the assistant may do",
+    "unsafe": "an instruction to drop a safety behaviour",
+    "change": "your words do not say it changed",
+    "target": "the model named a fact it was not offered",
+    "forgotten": "you forgot it",
+    "value": "not a fact",
+    "host": "beyond what an MCP host may do",
+    "summary": "a summary holding what its conversation does not",
+}
+
+
+def _cited(refusal: Refusal, text: str | None) -> list[str]:
+    """The clauses the model pointed at, read from the message (None: the message is gone)."""
+    if text is None:
+        return []
+    return [text[start:end] for start, end in refusal.spans if 0 <= start < end <= len(text)]
+
+
+def _refusal_json(refusal: Refusal, text: str | None) -> dict[str, Any]:
+    return {"reason": refusal.reason, "meaning": REASON_WORDS.get(refusal.reason), "why": refusal.what,
+            "category": refusal.category, "source": refusal.source,
+            "message": None if refusal.message_id is None else f"m{refusal.message_id}",
+            "session_id": refusal.session_id, "at": refusal.created_at, "cited": _cited(refusal, text)}
+
+
+def _refusal_lines(refusal: Refusal, text: str | None, indent: str) -> list[str]:
+    what = f"{refusal.reason}: {REASON_WORDS.get(refusal.reason, refusal.reason)}"
+    lines = [f"{indent}{what}" + (f" ({refusal.category})" if refusal.category else "") + f", {refusal.what}"]
+    lines += [f"{indent}  cited: “{output.one_line(words, 200)}”" for words in _cited(refusal, text)]
+    return lines
+
+
+def _message(memory: UserStore, number: int, json_: bool) -> None:
+    """`why mN`: the message, the facts learned from it, and the proposals turned down, with their reasons."""
+    item = memory.get("message", number)  # a forgotten message is gone: not found
+    learned = memory.sources.facts_from_messages([number]).get(number, [])
+    refusals = memory.refusals.of_message(number)
+    if json_:
+        output.print_json({**output.item_json(item), "learned": [output.item_json(f) for f in learned],
+                           "refused": [_refusal_json(r, item.text) for r in refusals]})
+        return
+    where = f"session {item.session_id}" if item.session_id is not None else "no session"
+    lines = [f"{item.ref}, {output.local_time(item.created_at)}, {where}, {item.role}",
+             f"  {output.one_line(item.text, 300)}", ""]
+    lines += ["learned from it:"] + [f"  {f.ref}: {output.one_line(f.text, 120)}" for f in learned] if learned \
+        else ["learned from it: nothing"]
+    if refusals:
+        lines += ["", f"turned down ({len(refusals)}):"]
+        for refusal in refusals:
+            lines += _refusal_lines(refusal, item.text, "  ")
+    elif item.role == "user":
+        lines += ["turned down: nothing (the model proposed nothing more, or it was not asked yet)"]
+    _print_lines(lines)
+
+
+def _refusals(memory: UserStore, json_: bool) -> None:
+    """`why --refused`: the newest refusals, with the message each came from, and the counts by reason."""
+    from coop.memory.storage.items import REFUSALS_KEPT
+
+    recent = memory.refusals.recent(20)
+    texts = memory.get_many("message", {r.message_id for r in recent if r.message_id is not None})
+
+    def text_of(refusal: Refusal) -> str | None:
+        found = texts.get(refusal.message_id) if refusal.message_id is not None else None
+        return None if found is None else found.text
+
+    counts = memory.refusals.counts()
+    if json_:
+        output.print_json({"counts": counts, "recent": [_refusal_json(r, text_of(r)) for r in recent]})
+        return
+    if not recent:
+        _print_lines(["memory has turned down nothing from your messages yet"])
+        return
+    lines = [f"turned down, the newest {REFUSALS_KEPT} kept: "
+             + ", ".join(f"{reason} {n}" for reason, n in sorted(counts.items(), key=lambda kv: -kv[1])), ""]
+    for refusal in recent:
+        where = f"m{refusal.message_id}" if refusal.message_id is not None else \
+            (f"session {refusal.session_id}" if refusal.session_id is not None else "-")
+        lines.append(f"{where}, {output.local_time(refusal.created_at)}, {refusal.source}")
+        lines += _refusal_lines(refusal, text_of(refusal), "  ")
+    lines += ["", "coop memory why mN shows what one message taught memory and what it turned down"]
+    _print_lines(lines)
+
+
+def _print_lines(lines: list[str]) -> None:
+    console = output.out()
+    for text in lines:
+        console.print(output.printable(text), markup=False, highlight=False)

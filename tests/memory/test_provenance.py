@@ -114,8 +114,10 @@ def test_why_of_a_user_fact_says_the_user_wrote_it(run_cli):
 
 def test_why_errors_a_non_fact_an_unknown_a_forgotten_and_another_users_fact(memory, run_cli):
     city, message = learned(memory, "Lives in Lyon", said="I live in Lyon", quote="I live in Lyon")
-    assert_error(run_cli("memory", "why", f"m{message}", "--user", "ana"), ExitCode.USAGE, "is a message",
+    summary = memory.summaries.add("Talked about Lyon", session_id=memory.get("message", message).session_id)
+    assert_error(run_cli("memory", "why", f"s{summary}", "--user", "ana"), ExitCode.USAGE, "is a summary",
                  "give a fact id")
+    assert_error(run_cli("memory", "why", f"m{message}", "--user", "ben"), ExitCode.NOT_FOUND)
     assert_error(run_cli("memory", "why", "twelve", "--user", "ana"), ExitCode.USAGE, "not a memory id")
     assert_error(run_cli("memory", "why", "f99", "--user", "ana"), ExitCode.NOT_FOUND, "no fact f99")
     assert_error(run_cli("memory", "why", f"f{city}", "--user", "ben"), ExitCode.NOT_FOUND)

@@ -24,3 +24,4 @@ class Candidate:
     about: str | None = None     # None: the user; else the person it is about
     language: str = "und"        # the language of the user's words it rests on
     messages: tuple[int, ...] = ()  # which of the listed messages (by position) its words are from
+    spans: tuple[tuple[int, int, int], ...] = ()  # its cited clauses: (listed message, start, end), for a refusal

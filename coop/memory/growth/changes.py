@@ -74,7 +74,7 @@ def read_changes(text: str, count: int, labels: dict[str, int]) -> dict[int, int
         if not 0 <= index < count or not isinstance(old, str):
             continue
         if old not in labels:
-            refuse("target", f"the question's answer names {old[:20]!r}, not a fact it offered")
+            refuse("target", "the question's answer names a fact it did not offer")
             continue
         found.setdefault(index, labels[old])
     return found

@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING
 from coop.memory.growth.extract import Complete, candidates
 from coop.memory.growth.pointing import Listing, notes_schema, read_notes, topics_line
 from coop.memory.growth.reconcile import FactWriter
-from coop.memory.growth.refusals import refuse
+from coop.memory.growth.refusals import as_kept, gathered, refuse
 from coop.memory.growth.summary_check import summary_refusal
 from coop.memory.kinds import INSTRUCTION, decayed
 from coop.memory.language.parse import parse
@@ -141,26 +141,29 @@ def consolidate_span(memory: UserStore, span: list[Item], complete: Complete, wr
     if summary is not None and not isinstance(summary, str):
         raise ModelReplyError("the summary is not text")
     notes = read_notes({"notes": data.get("notes") or []}, max_facts)
-    found = candidates(notes, listing, [], "consolidation")
-    plans = writer.plan_exchange(found, " ".join(item.text for item in users))  # reads and the model: before
     ids = [item.item_id for item in span]
     summary_id = None
     written = 0
-    with memory.transaction():
-        if not _still_open(memory, span):
-            raise SpanTaken(f"m{ids[0]}-m{ids[-1]} was consolidated (or forgotten) meanwhile")
-        if summary and summary.strip() and _kept(summary.strip(), span):
-            summary_id = memory.summaries.add(summary.strip(), session_id=span[0].session_id, span=(ids[0], ids[-1]),
-                                            created_at=span[-1].created_at)
-        for plan in plans:
-            result = writer.apply(plan)
-            if result is not None:
-                written += 1
-                said = plan.candidate
-                if result.action != "RETIRE":
-                    memory.sources.link(result.fact_id, [users[i].item_id for i in said.messages],
-                                        quote=said.evidence)
-        memory.messages.mark_consolidated(ids)
+    with gathered() as refused:
+        found = candidates(notes, listing, [], "consolidation")
+        plans = writer.plan_exchange(found, " ".join(item.text for item in users))  # reads and the model: before
+        with memory.transaction():
+            if not _still_open(memory, span):
+                raise SpanTaken(f"m{ids[0]}-m{ids[-1]} was consolidated (or forgotten) meanwhile")
+            if summary and summary.strip() and _kept(summary.strip(), span):
+                summary_id = memory.summaries.add(summary.strip(), session_id=span[0].session_id,
+                                                  span=(ids[0], ids[-1]), created_at=span[-1].created_at)
+            for plan in plans:
+                result = writer.apply(plan)
+                if result is not None:
+                    written += 1
+                    said = plan.candidate
+                    if result.action != "RETIRE":
+                        memory.sources.link(result.fact_id, [users[i].item_id for i in said.messages],
+                                            quote=said.evidence)
+            memory.refusals.keep(as_kept(refused, "consolidation", [item.item_id for item in users],
+                                         span[0].session_id))
+            memory.messages.mark_consolidated(ids)
     return summary_id, written
 
 

@@ -90,7 +90,7 @@ def as_candidate(verified: Verified, source: str) -> Candidate:
                      importance=0.7 if verified.key else 0.5, source=source, evidence=verified.evidence,
                      stance=PLAN if verified.plan else ASSERTED, sentence=verified.sentence,
                      polarity=verified.polarity, about=verified.about, language=verified.language,
-                     messages=verified.messages)
+                     messages=verified.messages, spans=verified.spans)
 
 
 def extraction_request(user_message: str, context: ExtractionContext | None = None, limit: int = 8

@@ -27,6 +27,7 @@ from coop.memory.growth.consolidate import consolidate
 from coop.memory.growth.embedding import embed_pending
 from coop.memory.growth.extract import Complete, ExtractionContext, extract_facts
 from coop.memory.growth.reconcile import FactWriter
+from coop.memory.growth.refusals import as_kept, gathered
 from coop.memory.kinds import INSTRUCTION
 from coop.memory.storage.interface import Backend, UserStore
 from coop.memory.storage.items import JOB_LEASE_SECONDS, MAX_JOB_ATTEMPTS, FactWrite, JobClaim, PendingJob
@@ -34,6 +35,7 @@ from coop.memory.text import plural, shorten
 
 if TYPE_CHECKING:
     from coop.config.loading import Config
+    from coop.memory.growth.candidate import Candidate
 
 log = logging.getLogger(__name__)
 
@@ -148,7 +150,17 @@ class MemoryJobs:
                                     earlier=earlier_turns(memory, job.message_id))
         settings = self.config.memory.extraction
         source = "host" if memory.sources.host_messages([job.message_id]) else "extraction"  # an MCP host's account
-        candidates = extract_facts(self.complete, user_text, settings.max_facts_per_turn, context, source)
+        with gathered() as refused:
+            done = self._learn(memory, job, user_text, extract_facts(
+                self.complete, user_text, settings.max_facts_per_turn, context, source))
+        memory.refusals.keep(as_kept(refused, source, [job.message_id], job.session_id))
+        memory.jobs.finish(job.job_id)
+        return "memory: " + "; ".join(done) if done else None
+
+    def _learn(self, memory: UserStore, job: PendingJob, user_text: str, candidates: list[Candidate]) -> list[str]:
+        """Write what the exchange's candidates change, at most `max_changes_per_turn` changes; returns the
+        notices."""
+        settings = self.config.memory.extraction
         writer = self.writer(memory)
         done: list[str] = []
         changes = 0
@@ -169,8 +181,7 @@ class MemoryJobs:
                 continue
             changes += result.action in CHANGES
             done.append(describe_change(memory, result))
-        memory.jobs.finish(job.job_id)
-        return "memory: " + "; ".join(done) if done else None
+        return done
 
     def consolidation(self, user_id: str, *, session_id: int | None = None, ended: bool = False) -> Job:
         def run(store: Backend) -> str | None:

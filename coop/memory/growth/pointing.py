@@ -94,6 +94,11 @@ class Listed:
     clause: Clause
     message: int
 
+    @property
+    def place(self) -> tuple[int, int, int]:
+        """Where it is: (listed message, start, end), what a refusal keeps instead of the words."""
+        return self.message, self.clause.start, self.clause.end
+
 
 class Listing:
     """The clauses of one message (an exchange) or of several (a consolidated span), with the ids the model

@@ -168,7 +168,8 @@ class FactWriter:
                             vector)
             if _rests_on_clauses(candidate) and not _carries_a_change(candidate):
                 refuse("change", f"a new value of {candidate.category}/{candidate.key} the user's words do not say "
-                                 "changed", category=candidate.category, text=candidate.value)
+                                 "changed", category=candidate.category, text=candidate.value,
+                       spans=candidate.spans)
                 return Plan("SKIP", candidate, f"{holder.ref} kept: the user's words do not say it changed")
             return Plan("SUPERSEDE", candidate, f"a new value of {candidate.category}/{candidate.key}",
                         holder.item_id, vector)
@@ -195,7 +196,7 @@ class FactWriter:
                 continue
             if target not in offered:
                 refuse("target", f"the model named f{target}, not a fact it was offered",
-                       category=plan.candidate.category)
+                       category=plan.candidate.category, spans=plan.candidate.spans)
                 continue
             old = offered[target]
             category, key = old.category or plan.candidate.category, old.key
@@ -216,7 +217,8 @@ class FactWriter:
         if target.source == HOST:
             return plan
         refuse("host", f"an MCP host may not change {target.ref}, which it did not write",
-               category=plan.candidate.category, text=plan.candidate.value)
+               category=plan.candidate.category, text=plan.candidate.value,
+               spans=plan.candidate.spans)
         if plan.action == "RETIRE":
             return Plan("SKIP", plan.candidate, f"{target.ref} kept: an MCP host may not retire what it did not write")
         return Plan("ADD", replace(plan.candidate, key=None),
@@ -284,21 +286,23 @@ class FactWriter:
         said = marks(candidate.value, candidate.language) | marks(candidate.evidence or "", candidate.language) \
             if candidate.category == INSTRUCTION else frozenset()
         if candidate.category == INSTRUCTION and (is_unsafe_instruction(candidate.value) or "unsafe" in said):
-            refuse("unsafe", "a request to drop a safety behaviour", category=INSTRUCTION, text=candidate.value)
+            refuse("unsafe", "a request to drop a safety behaviour", category=INSTRUCTION, text=candidate.value,
+                   spans=candidate.spans)
             return Plan("SKIP", candidate, "a request to drop a safety behaviour is not kept as an instruction")
         if candidate.category == INSTRUCTION and candidate.source in MACHINE_SOURCES and (
                 widens(candidate.value) or widens(candidate.evidence or "")):
             refuse("widening", "an instruction that widens what the assistant may reveal or do",
-                   category=INSTRUCTION, text=candidate.value)
+                   category=INSTRUCTION, text=candidate.value, spans=candidate.spans)
             return Plan("SKIP", candidate, "an instruction that widens what the assistant may reveal or do is "
                                            "written only by the user (coop memory add)")
         if candidate.category == INSTRUCTION and candidate.source == HOST and not self.host_may_instruct:
             refuse("host", "a standing instruction from an MCP host installed without --allow-instructions",
-                   category=INSTRUCTION, text=candidate.value)
+                   category=INSTRUCTION, text=candidate.value, spans=candidate.spans)
             return Plan("SKIP", candidate, "an MCP host gives standing instructions only when the user installed it "
                                            "with --allow-instructions")
         if candidate.source in MACHINE_SOURCES and self.memory.forgotten.was_forgotten(candidate.value):
-            refuse("forgotten", "the user forgot this fact; it is not re-created", category=candidate.category)
+            refuse("forgotten", "the user forgot this fact; it is not re-created", category=candidate.category,
+                   spans=candidate.spans)
             return Plan("SKIP", candidate, "the user forgot this fact; it is not re-created")
         return None
 

@@ -22,7 +22,10 @@ Reasons:
 - `host`: an MCP host reached past what it may do: a standing instruction without `--allow-instructions`, or a
   change to a fact it did not write (`reconcile._within_the_hosts_reach`).
 
-The log line names the reason and the fact's category at INFO; the fact's text only at DEBUG.
+The log line names the reason and the fact's category at INFO; the fact's text only at DEBUG. A job that learns
+from a user's words gathers its refusals (`gathered`) and keeps them in the user's memory (`memory.refusals`), so
+`coop memory why mN` can say what a message taught and what was turned down: the reason, coop's few words of why
+and where the model pointed (the cited clauses' places in the message), never the user's or the model's text.
 """
 
 from __future__ import annotations
@@ -30,6 +33,12 @@ from __future__ import annotations
 import logging
 import threading
 from collections import Counter
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass
+
+from coop.memory.storage.items import Refusal
 
 log = logging.getLogger("coop.memory.refused")
 
@@ -56,14 +65,59 @@ class Refusals:
 COUNTS = Refusals()
 
 
-def refuse(reason: str, what: str, *, category: str | None = None, text: str | None = None) -> None:
-    """Log and count one refusal: `what` says why in a few words (no user text in it)."""
+@dataclass(frozen=True)
+class Refused:
+    """One refusal as a job gathers it: `spans` are the cited clauses as (index of the message in what the model
+    was shown, start, end) in that message's text."""
+
+    reason: str
+    what: str
+    category: str | None = None
+    spans: tuple[tuple[int, int, int], ...] = ()
+
+
+_GATHERING: ContextVar[list[Refused] | None] = ContextVar("coop_refusals_gathering", default=None)
+
+
+@contextmanager
+def gathered() -> Iterator[list[Refused]]:
+    """The refusals made inside the block (on this thread or task), in order, for the job to keep."""
+    taken: list[Refused] = []
+    token = _GATHERING.set(taken)
+    try:
+        yield taken
+    finally:
+        _GATHERING.reset(token)
+
+
+def refuse(reason: str, what: str, *, category: str | None = None, text: str | None = None,
+           spans: Sequence[tuple[int, int, int]] = ()) -> None:
+    """Log and count one refusal: `what` says why in a few words (no user text in it); `spans` say where the
+    proposal pointed, for a job that gathers refusals."""
     if reason not in REASONS:
         raise ValueError(f"unknown refusal reason {reason!r}")
     COUNTS.add(reason)
+    taking = _GATHERING.get()
+    if taking is not None:
+        taking.append(Refused(reason, what, category, tuple(spans)))
     log.info("memory refused [%s]%s: %s", reason, f" ({category})" if category else "", what)
     if text is not None:
         log.debug("memory refused [%s]: %r", reason, text)
+
+
+def as_kept(refused: Sequence[Refused], source: str, message_ids: Sequence[int], session_id: int | None
+            ) -> list[Refusal]:
+    """The gathered refusals as rows to keep: each under the message its first cited clause is from (by the
+    position in `message_ids`, the messages the model was shown), with its clauses' places in that message; a
+    refusal that cites nothing belongs to the exchange's one message, or to no message of a longer span."""
+    rows = []
+    for one in refused:
+        first = one.spans[0][0] if one.spans else (0 if len(message_ids) == 1 else -1)
+        message_id = message_ids[first] if 0 <= first < len(message_ids) else None
+        rows.append(Refusal(reason=one.reason, what=one.what, source=source, category=one.category,
+                            message_id=message_id, session_id=session_id,
+                            spans=tuple((start, end) for index, start, end in one.spans if index == first)))
+    return rows
 
 
 def counts() -> dict[str, int]:

@@ -74,6 +74,7 @@ class Verified:
     sentence: str          # the sentence(s) holding them
     language: str
     messages: tuple[int, ...]  # the indexes in the listing of the messages the clauses are from
+    spans: tuple[tuple[int, int, int], ...]  # the cited clauses: (message index, start, end)
 
 
 def verify(note: Note, listing: Listing, earlier: Sequence[str] = ()) -> Verified | None:
@@ -89,13 +90,14 @@ def verify(note: Note, listing: Listing, earlier: Sequence[str] = ()) -> Verifie
     items = [item for item in cited if item is not None]
     if any(not item.clause.own for item in items):
         source = next(item.clause.source for item in items if not item.clause.own)
-        return _refused("evidence", f"the note cites {source} text, not the user's own words", category, note.value)
+        return _refused("evidence", f"the note cites {source} text, not the user's own words", category, note.value,
+                        items)
     try:  # empty, NUL, a lone surrogate, too long: this note only
         value = " ".join(check_text(note.value, "fact", MAX_VALUE_CHARS).split()).rstrip(".。")
     except UsageError as exc:
-        return _refused("value", exc.message, category, note.value)
+        return _refused("value", exc.message, category, note.value, items)
     if _PLACEHOLDER.search(value) or _QUESTION.search(value):
-        return _refused("value", "the value is a placeholder or a question, not a statement", category, value)
+        return _refused("value", "the value is a placeholder or a question, not a statement", category, value, items)
     language = items[0].clause.language
     value = _untranslated(value, items, language, note.kind)
     items = _widened(value, items, listing, language, earlier, topic.anchored, note.about)
@@ -103,26 +105,26 @@ def verify(note: Note, listing: Listing, earlier: Sequence[str] = ()) -> Verifie
     sentences = _sentences(items, listing)
     why = _not_asserted(note, items, _holding(value, items, language), listing, language)
     if why is not None:
-        return _refused("mood", why, category, value)
+        return _refused("mood", why, category, value, items)
     why = _not_grounded(value, said, language, earlier, topic.anchored)
     if why is None and note.about:
         support = set(terms(said, language)).union(*(terms(text, language) for text in earlier))
         if any(not held(name, support) for name in names(note.about, language)):
             why = "the note names someone the user did not"
     if why is not None:
-        return _refused("evidence", why, category, value)
+        return _refused("evidence", why, category, value, items)
     if note.about is None and _someone_elses(value, items, language):
-        return _refused("holder", "the user's words speak of someone else", category, value)
+        return _refused("holder", "the user's words speak of someone else", category, value, items)
     if note.about is None and topic.single and not topic.kin and _all_someone_elses(items, language):
         # "My neighbour Ravi is a pilot" under the user's job: their clause never fills the user's slot
         return _refused("holder", "the user's words speak of someone else, not of the user's "
-                                  f"{topic.name.replace('_', ' ')}", category, value)
+                                  f"{topic.name.replace('_', ' ')}", category, value, items)
     if note.polarity == "holds" and _negated(value, language) != _negated(_closest(value, items, language), language):
-        return _refused("polarity", "the value turns the negation of the user's words around", category, value)
+        return _refused("polarity", "the value turns the negation of the user's words around", category, value, items)
     if note.kind == "instruction":
         why = _not_an_instruction(note, said, language)
         if why is not None:
-            return _refused("instruction", why, INSTRUCTION, value)
+            return _refused("instruction", why, INSTRUCTION, value, items)
         topic = topic if topic.instruction else TOPICS["instruction"]
     elif topic.instruction:
         topic = TOPICS["other"]  # a fact filed under an instruction's topic is still a fact, never an instruction
@@ -137,14 +139,14 @@ def verify(note: Note, listing: Listing, earlier: Sequence[str] = ()) -> Verifie
         value = f"{note.about[:1].upper()}{note.about[1:]}: {value}"  # so that the profile says whose it is
     return Verified(value=mask(value), category=category, key=key, topic=topic.name, about=note.about,
                     polarity=note.polarity, plan=note.modality == "planned" and note.kind == "fact",
-                    evidence=mask(said),
-                    sentence=mask(" ".join(sentences)), language=language,
-                    messages=tuple(dict.fromkeys(item.message for item in items)))
+                    evidence=mask(said), sentence=mask(" ".join(sentences)), language=language,
+                    messages=tuple(dict.fromkeys(item.message for item in items)),
+                    spans=tuple(item.place for item in items))
 
 
-def _refused(reason: str, why: str, category: str, text: str) -> Verified | None:
-    """None, once the refusal is logged and counted."""
-    refuse(reason, why, category=category, text=text)
+def _refused(reason: str, why: str, category: str, text: str, cited: Sequence[Listed] = ()) -> Verified | None:
+    """None, once the refusal is logged and counted, with the places of the clauses it cited."""
+    refuse(reason, why, category=category, text=text, spans=[item.place for item in cited])
     return None
 
 

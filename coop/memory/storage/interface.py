@@ -39,6 +39,7 @@ from coop.memory.storage.items import (
     Learned,
     PendingJob,
     Provenance,
+    Refusal,
     RestoredFact,
     VectorHit,
     VectorRow,
@@ -180,6 +181,15 @@ class JobStore(Protocol):
     def finish(self, job_id: int) -> None: ...
 
 
+class RefusalStore(Protocol):
+    """What the write path turned down, with reasons and where the model pointed, never the text."""
+
+    def keep(self, refused: Iterable[Refusal]) -> int: ...
+    def of_message(self, message_id: int) -> list[Refusal]: ...
+    def recent(self, limit: int = 20) -> list[Refusal]: ...
+    def counts(self) -> dict[str, int]: ...
+
+
 class ForgetStore(Protocol):
     """Forgetting for good, and the content-free records (keyed hashes) of what was forgotten."""
 
@@ -246,6 +256,9 @@ class UserStore(Protocol):
 
     @property
     def jobs(self) -> JobStore: ...
+
+    @property
+    def refusals(self) -> RefusalStore: ...
 
     @property
     def forgotten(self) -> ForgetStore: ...

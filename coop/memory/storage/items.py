@@ -139,6 +139,26 @@ class RestoredFact:
         return self.superseded_at is None and self.archived_at is None
 
 
+REFUSALS_KEPT = 1000  # the newest refusals kept per user (`refusals.py`)
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """A proposal the write path turned down, as kept (`refusals`, m017): coop's reason and few words of why, and
+    where the model pointed (`spans`: (start, end) of the cited clauses in message `message_id`'s text), never
+    the user's or the model's text."""
+
+    reason: str
+    what: str
+    source: str
+    category: str | None = None
+    message_id: int | None = None
+    session_id: int | None = None
+    spans: tuple[tuple[int, int], ...] = ()
+    id: int = 0
+    created_at: float = 0.0
+
+
 @dataclass(frozen=True)
 class Provenance:
     """One message a fact was learned from, with the user's words the fact quoted from it."""

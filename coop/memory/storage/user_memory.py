@@ -5,10 +5,11 @@ an item id alone, and an id that belongs to another user is simply "not found".
 
 It is composed, not inherited: items by id and lists are its own; the rest are its parts, one module each, each a
 view of it (`scope.Part`): `sessions`, `messages`, `summaries`, `facts` (every fact write and read, with history),
-`sources` (provenance and the review mark), `jobs` (durable memory jobs), `forgotten` (forgetting and its
-content-free records), `records` (an export's reads), `copying` (a copy's reads). Their statements run as written
-on both engines (`sql.py`). The two indexes are the backend's own, handed in by the backend that builds the
-memory (`store.MemoryStore.user`, `postgres/store.PgStore.user`): `text` and `vectors`.
+`sources` (provenance and the review mark), `jobs` (durable memory jobs), `refusals` (what the write path
+turned down), `forgotten` (forgetting and its content-free records), `records` (an export's reads), `copying` (a
+copy's reads). Their statements run as written on both engines (`sql.py`). The two indexes are the backend's own,
+handed in by the backend that builds the memory (`store.MemoryStore.user`, `postgres/store.PgStore.user`): `text`
+and `vectors`.
 
 No API key is ever written: every text the parts store (messages and their tool calls, session titles,
 summaries, facts, their history and reasons) is masked first (`coop.privacy.secrets.mask`), so the chat, the
@@ -34,6 +35,7 @@ from coop.memory.storage.interface import Backend, TextIndex, VectorIndex
 from coop.memory.storage.items import BUILDERS, COLUMNS, FACT_COLUMNS, Item, fact_item, whose
 from coop.memory.storage.links import Jobs, Sources
 from coop.memory.storage.messages import Messages
+from coop.memory.storage.refusals import Refusals
 from coop.memory.storage.scope import Scope
 from coop.memory.storage.sessions import Sessions
 from coop.memory.storage.sql import SqlDatabase, dialect_of, marks
@@ -92,6 +94,10 @@ class UserMemory(Generic[D]):
     @cached_property
     def jobs(self) -> Jobs:
         return Jobs(self)
+
+    @cached_property
+    def refusals(self) -> Refusals:
+        return Refusals(self)
 
     @cached_property
     def forgotten(self) -> Forgetting:

@@ -199,6 +199,10 @@ def test_an_attack_changes_nothing_and_is_refused_and_counted(name, memory, scri
     assert f"memory refused [{attack.reason}]" in log
     assert all(n["value"] not in log for n in attack.notes)  # the refused text stays out of the log at INFO
     assert len(chat.take_notices()) == (1 if attack.kept_beside else 0)  # what was added beside is shown
+    said = max(m.item_id for m in memory.list_items("message") if m.role == "user")
+    assert attack.reason in [r.reason for r in memory.refusals.of_message(said)]  # kept for `coop memory why`
+    kept = " ".join(str(column) for row in memory.db.execute("SELECT * FROM refusals", ()) for column in row)
+    assert all(n["value"] not in kept for n in attack.notes)  # without the model's words
 
 
 def test_the_honest_negative_fact_is_kept_as_said(memory, scripted):
