@@ -280,6 +280,7 @@ class ScriptedServer:
     background_default: Any = '{"notes": []}'
     status: int = 200
     models: list[str] = field(default_factory=lambda: ["test-model"])  # what GET /models lists
+    owned_by: str | None = None  # each listed model's `owned_by` ("llamacpp": as llama.cpp's server says)
     # Like llama-cpp-python's server: `response_format` type json_schema is answered with HTTP 500 ("Input should be
     # 'text' or 'json_object'"), before any reply is taken from the queues.
     refuses_json_schema: bool = False
@@ -335,7 +336,9 @@ def openai_server():
             server_state.requests.append({"path": self.path, "body": None, "time": _time.monotonic(),
                                           "authorization": self.headers.get("Authorization")})
             if self.path.rstrip("/").endswith("/models"):
-                self._send(200, {"object": "list", "data": [{"id": m, "object": "model"} for m in server_state.models]})
+                self._send(200, {"object": "list", "data": [
+                    {"id": m, "object": "model", **({"owned_by": server_state.owned_by} if server_state.owned_by else {})}
+                    for m in server_state.models]})
             else:
                 self._send(404, {"error": {"message": "not found"}})
 

@@ -127,6 +127,8 @@ def check_server(model: str, api_base: str, api_key: str | None) -> Check:
         names = [str(r.get("id") or r.get("name") or r.get("model")) for r in rows if isinstance(r, dict)]
         offered = ", ".join(names[:12]) + (f" and {len(names) - 12} more" if len(names) > 12 else "")
         wanted = model.split("/", 1)[1] if "/" in model else model
+        if len(names) == 1 and rows[0].get("owned_by") == "llamacpp":  # llama.cpp: its one model, whatever the name
+            return ok("server", f"{api_base} answers: llama.cpp serves its one model ({names[0]}) to any model name")
         if names and not any(wanted == n or wanted == n.split(":")[0] for n in names):
             return warning("server", f"{api_base} answers but does not list {wanted}; it offers: {offered}",
                            "set model.name to one of them, with its provider prefix (e.g. openai/NAME)")

@@ -70,3 +70,23 @@ def test_the_mcp_install_command_of_the_readme(run_cli, tmp_path, monkeypatch):
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / ".config"))
     result = run_cli("mcp", "install", "claude-desktop", "--print")
     assert result.exit_code == 0 and '"coop"' in result.stdout and "the host will use" in result.stderr
+
+
+def test_commands_before_the_venv_is_activated_use_its_path_and_start_says_how_to_activate_it():
+    """A fresh shell after setup has no `coop` on its PATH: the commands up to "Start" name `.venv/bin/coop`, and
+    "Start" says how the later bare `coop ...` works."""
+    before = README.split("\n## What coop is\n", 1)[0] + section("Start").split("The rest of this README", 1)[0]
+    blocks = re.findall(r"```bash\n(.*?)```", before, flags=re.DOTALL)
+    assert blocks and all(re.search(r"(?<![/\w.-])coop ", block) is None for block in blocks), blocks
+    assert "source .venv/bin/activate" in section("Start")
+
+
+def test_the_exit_codes_the_readme_lists_are_the_codes_coop_exits_with():
+    """One table of exit codes: `coop.errors.ExitCode`, and the README's sentence names each of them, no other."""
+    from coop.errors import ExitCode
+
+    sentence = re.search(r"Exit codes: (.*?)\.\n", README, flags=re.DOTALL)
+    assert sentence is not None
+    listed = {int(code): words.split(" (")[0].strip()
+              for code, words in re.findall(r"(\d+) ([a-z][a-z ]*(?: \([^)]*\))?)", " ".join(sentence.group(1).split()))}
+    assert listed == {int(code): code.name.lower().replace("_", " ") for code in ExitCode}

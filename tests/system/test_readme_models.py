@@ -61,13 +61,15 @@ def test_the_local_server_snippets_chat_and_pass_the_check(label, run_cli, opena
     data = snippets()[label]
     model_id = data["model"]["name"].split("/", 1)[1]
     openai_server.models = [model_id]
+    if "llama.cpp" in label:  # llama-server lists the file it loaded, whatever name the config gives
+        openai_server.models, openai_server.owned_by = ["model.gguf"], "llamacpp"
     data["model"]["api_base"] = openai_server.api_base  # the scripted server stands in for LM Studio / llama.cpp
     config = tmp_path / "coop.toml"
     config.write_text("[model]\n" + "".join(f"{k} = {json.dumps(v)}\n" for k, v in data["model"].items()),
                       encoding="utf-8")
     check = run_cli("--config", str(config), "check", "--json").json()
     server = {c["name"]: c for c in check["checks"]}["server"]
-    assert server["severity"] == "ok" and model_id in server["message"]
+    assert server["severity"] == "ok" and openai_server.models[0] in server["message"], server
     openai_server.replies = ["Hello from the local server."]
     result = run_cli("--config", str(config), "chat", input="hello\n")
     assert result.exit_code == 0 and "Hello from the local server." in result.stdout
