@@ -83,8 +83,8 @@ class Repl:
 
     def cmd_help(self, _: str) -> None:
         """Show the commands."""
-        for name, method in self.commands().items():
-            self.say(f"/{name:<10} {(method.__doc__ or '').strip().splitlines()[0]}")
+        for name, method in self.commands().items():  # each docstring's first paragraph, whole
+            self.say(f"/{name:<10} {' '.join((method.__doc__ or '').strip().split(chr(10) * 2)[0].split())}")
         self.say("Esc Enter: new line · Ctrl-R: search history · Ctrl-X Ctrl-E: edit in $EDITOR · "
                  "Ctrl-C: stop a reply · Ctrl-D: exit")
 

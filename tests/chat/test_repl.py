@@ -87,6 +87,15 @@ def test_slash_commands(repl_factory, openai_server, memory):
     assert len(memory.sessions.recent()) == 2
 
 
+def test_help_shows_each_commands_whole_description(repl_factory):
+    repl, screen = repl_factory()
+    drive(repl, "/help\r\x04")
+    shown = " ".join(screen.getvalue().split())
+    for name, method in repl.commands().items():
+        described = " ".join((method.__doc__ or "").split("\n\n")[0].split())
+        assert described.endswith(".") and f"/{name}" in shown and described in shown, name
+
+
 def test_memory_n_shows_what_any_earlier_reply_recalled_and_why(repl_factory, openai_server, memory):
     memory.facts.add("Lives in Porto", category="location", key="home_city", importance=0.7)
     two_days_ago = time.time() - 2 * 86400  # no continuity into today's session

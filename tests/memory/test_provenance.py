@@ -125,6 +125,17 @@ def test_why_errors_a_non_fact_an_unknown_a_forgotten_and_another_users_fact(mem
     assert_error(run_cli("memory", "why", f"f{city}", "--user", "ana"), ExitCode.NOT_FOUND, f"no fact f{city}")
 
 
+def test_a_new_facts_history_names_the_fact_it_replaced(memory, run_cli):
+    paris = memory.facts.add("Lives in Paris", category="location", key="city", source="extraction").fact_id
+    lyon = memory.facts.add("Lives in Lyon", category="location", key="city", source="extraction").fact_id
+    new = ok_json(run_cli("memory", "history", f"f{lyon}", "--user", "ana", "--json"))
+    assert [(e["action"], e["old_value"], e["related_id"]) for e in new] == [("ADD", "Lives in Paris", f"f{paris}")]
+    assert f"Lives in Paris -> Lives in Lyon (f{paris})" in run_cli("memory", "history", f"f{lyon}", "--user", "ana",
+                                                                    env=WIDE).stdout
+    old = ok_json(run_cli("memory", "history", f"f{paris}", "--user", "ana", "--json"))
+    assert old[0]["related_id"] is None and old[-1]["action"] == "SUPERSEDE" and old[-1]["related_id"] == f"f{lyon}"
+
+
 # --- edit --------------------------------------------------------------------------------------------------
 
 

@@ -12,6 +12,7 @@ the user asks for: it deletes the row and scrubs its history through `scrub_hist
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 from typing import Any
 
 from coop.errors import NotFoundError
@@ -77,13 +78,19 @@ class Facts(Part):
         return [fact_item(r) for r in rows]
 
     def history(self, fact_id: int) -> list[HistoryEntry]:
-        """Every recorded change of one fact, oldest first; a fact that was never this user's is not found."""
+        """Every recorded change of one fact, oldest first; a fact that was never this user's is not found. The
+        ADD of a fact that superseded another names it (`related_fact_id`, its text as `old_value`), so a new
+        fact's history says what it replaced, as the old one's says what replaced it."""
         rows = list(self.db.execute("SELECT action, old_value, new_value, reason, created_at, related_fact_id "
                                     "FROM fact_history WHERE user_id = $1 AND fact_id = $2 ORDER BY id",
                                     (self.user_id, fact_id)))
         if not rows:
             raise NotFoundError(f"no history for f{fact_id}", hint="list facts with `coop memory list --kind fact`")
-        return [HistoryEntry(*row) for row in rows]
+        entries = [HistoryEntry(*row) for row in rows]
+        replaced = self.replaced(fact_id)
+        return [replace(entry, old_value=replaced[0].text, related_fact_id=replaced[0].item_id)
+                if replaced and entry.action == "ADD" and entry.related_fact_id is None else entry
+                for entry in entries]
 
     def add(self, value: str, *, category: str = "general", key: str | None = None,
                  importance: float = 0.5, source: str = "user", reason: str | None = None) -> FactWrite:
