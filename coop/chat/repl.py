@@ -91,8 +91,8 @@ class Repl:
     def cmd_memory(self, query: str) -> None:
         """What was recalled for the last reply and why; /memory N for the Nth reply of this session; or /memory
         QUERY to search memory."""
-        from coop.memory.retrieval.context import explain
-        from coop.memory.retrieval.search import describe, search_or_full_text
+        from coop.memory.retrieval.context import explain, found_by
+        from coop.memory.retrieval.search import search_or_full_text
 
         recalls = self.session.recalls
         if query.strip() and not query.strip().isdigit():
@@ -100,7 +100,7 @@ class Repl:
                                                   limit=10, settings=self.session.retrieval)
             if failure is not None:
                 self.say(f"(the embedder failed: {failure}; full-text search only)")
-            rows = [(hit.ref, describe(hit), f"{hit.score:.4f}", hit.item.text) for hit in result.hits]
+            rows = [(hit.ref, found_by(hit.legs), f"{hit.score:.4f}", hit.item.text) for hit in result.hits]
             empty, left_out = "no matches", 0
         else:
             number = int(query) if query.strip() else len(recalls)

@@ -141,7 +141,8 @@ def search(
     json_: JsonOption = False,
 ) -> None:
     """Search memory by meaning and by words."""
-    from coop.memory.retrieval.search import describe, search_or_full_text
+    from coop.memory.retrieval.context import LEG_WORDS, found_by
+    from coop.memory.retrieval.search import search_or_full_text
     from coop.memory.retrieval.terms import query_words
 
     if not query_words(query):
@@ -163,14 +164,14 @@ def search(
         return
     columns = [output.Column("id"), output.Column("when", rank=2), output.Column("text", wrap=True)]
     if explain:
-        columns.append(output.Column("legs", rank=1, wrap=True, least=14))
+        columns.append(output.Column("found", rank=1, wrap=True, least=14))
     rows = [[hit.ref, output.local_time(hit.item.created_at), output.cell(output.one_line(hit.item.text, 200)),
-             *((output.cell(describe(hit)),) if explain else ())] for hit in result.hits]
+             *((output.cell(found_by(hit.legs)),) if explain else ())] for hit in result.hits]
     table = output.fitted_table(columns, rows)
     output.out().print(table)
     if explain:
-        legs = ", ".join(f"{leg}: {n}" for leg, n in result.legs.items())
-        output.info(f"\ncandidates: {legs}; {result.timings_ms.get('total', 0):.1f} ms"
+        legs = ", ".join(f"{LEG_WORDS.get(leg, leg)} {n}" for leg, n in result.legs.items())
+        output.info(f"\ncandidates found {legs}; {result.timings_ms.get('total', 0):.1f} ms"
                     + ("" if result.vector_used else "; full text only (no embedder)"))
 
 
@@ -350,8 +351,7 @@ def history_table(entries: list[HistoryEntry]) -> Table:
                      output.cell(entry.reason or "")])
     columns = [output.Column("when", rank=2), output.Column("action"), output.Column("change", wrap=True),
                output.Column("reason", rank=1, wrap=True, least=14)]
-    table = output.fitted_table(columns, rows)
-    return table
+    return output.fitted_table(columns, rows)
 
 
 @app.command()

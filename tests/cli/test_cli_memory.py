@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import stat
 import sys
 
@@ -132,15 +133,16 @@ def test_search_kind_and_limit(run_cli, mixed):
     assert_error(bad, ExitCode.USAGE, "people")
 
 
-def test_search_explain_shows_each_leg(run_cli, mixed):
+def test_search_explain_says_in_words_which_search_found_each_hit(run_cli, mixed):
     # The hash embedder has no semantics: only the exact text clears the similarity floor, for both legs.
     result = run_cli("memory", "search", "My cat is called Miso", "--explain", "--user", "ana", env=WIDE)
     assert result.exit_code == 0, result.stderr
     assert "My cat is called Miso" in result.stdout
-    assert "fts #1" in result.stdout and "vector #1" in result.stdout
-    assert "candidates: vector:" in result.stderr and "fts:" in result.stderr
+    assert re.search(r"by meaning #1 \(cosine \d\.\d\d\)", result.stdout) and "by its words #1" in result.stdout
+    assert "fts" not in result.stdout + result.stderr and "vector" not in result.stdout + result.stderr  # no jargon
+    assert re.search(r"candidates found by meaning \d+, by its words \d+", result.stderr), result.stderr
     plain = run_cli("memory", "search", "Miso", "--user", "ana")
-    assert "My cat is called Miso" in plain.stdout and "fts #1" not in plain.stdout
+    assert "My cat is called Miso" in plain.stdout and "by its words" not in plain.stdout
 
 
 def test_search_with_no_match_says_so(run_cli, mixed):

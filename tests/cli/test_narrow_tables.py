@@ -67,7 +67,7 @@ def test_at_200_columns_every_column_is_there_and_the_text_on_one_line(seeded, r
     result = run_cli(*COMMANDS[name], *USER, env={"COLUMNS": "200"})
     assert result.exit_code == 0, result.stderr
     assert TEXT in result.stdout
-    headers = {"list": ["id", "when", "kind", "text"], "search --explain": ["id", "when", "text", "legs"],
+    headers = {"list": ["id", "when", "kind", "text"], "search --explain": ["id", "when", "text", "found"],
                "recall": ["id", "section", "why", "text"], "review": ["id", "when", "source", "text"],
                "history": ["when", "action", "change", "reason"], "why": ["when", "action", "change", "reason"]}
     header = next(line for line in result.stdout.splitlines() if line.split()[:2] == headers[name][:2])

@@ -92,7 +92,7 @@ def test_the_explain_footer_is_a_line_of_its_own(memory, run_cli):
     memory.facts.add("Lives in Porto")
     result = run_cli("memory", "search", "Porto", "--explain", "--user", "ana")
     assert result.exit_code == 0 and result.stdout.endswith("\n")
-    assert re.fullmatch(r"\ncandidates: [^\n]+ ms\n", result.stderr), result.stderr
+    assert re.fullmatch(r"\ncandidates found [^\n]+ ms\n", result.stderr), result.stderr
 
 
 def test_one_ollama_model_string_in_hints_example_and_readme(run_cli):

@@ -104,10 +104,23 @@ def explain(entry: Recalled) -> str:
     elif entry.reason == "salience":
         why = "salient: you asked to keep it, or corrected something"
     elif entry.legs:
-        why = "relevant: " + ", ".join(f"{leg} #{score.rank}" for leg, score in entry.legs.items())
+        why = "relevant: found " + found_by(entry.legs)
     else:
         why = f"relevant: near in meaning (cosine {entry.score:.2f})"
     return f"{why}; {entry.note}" if entry.note else why
+
+
+# Each search leg as a person reads it.
+LEG_WORDS = {"vector": "by meaning", "fts": "by its words"}
+
+
+def found_by(legs: dict[str, LegScore]) -> str:
+    """Which searches found an item and at what place, in words: "by meaning #2 (cosine 0.71), by its words #1".
+    The cosine says how near in meaning; BM25's own number means nothing to a reader, so the words' leg says its
+    place only."""
+    parts = [f"{LEG_WORDS.get(leg, leg)} #{score.rank}" + (f" (cosine {score.score:.2f})" if leg == "vector" else "")
+             for leg, score in legs.items()]
+    return ", ".join(parts) if parts else "-"
 
 
 def past_line(entry: Recalled) -> str:
