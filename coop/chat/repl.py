@@ -261,7 +261,8 @@ class Repl:
         finally:
             guard.uninstall()
         if result.interrupted and not self.json_mode:
-            self.console.print("[dim](stopped; the partial reply was kept)[/]")
+            self.console.print("[dim](stopped; the partial reply was kept)[/]" if result.reply else
+                               "[dim](stopped before the reply began; your message was kept)[/]")
         elif result.incomplete and result.error is None and not self.json_mode:
             mark = escape(reply_limit.mark_for(result.incomplete).strip())
             self.console.print(f"[yellow]note:[/] {escape(result.incomplete)}; it is kept, marked {mark}",
@@ -272,8 +273,7 @@ class Repl:
         if self.json_mode:
             self._json({"session_id": self.session.session_id, "input": text, "reply": result.reply,
                         "interrupted": result.interrupted, "incomplete": result.incomplete,
-                        "error": None if result.error is None else {"message": result.error.message,
-                                                                    "hint": result.error.hint},
+                        "error": result.error and {"message": result.error.message, "hint": result.error.hint},
                         "user_message_id": None if result.user_message_id is None else f"m{result.user_message_id}",
                         "reply_message_id": None if result.reply_message_id is None else f"m{result.reply_message_id}",
                         "recalled": [{"id": r.item.ref, "kind": r.item.kind, "reason": r.reason,

@@ -96,6 +96,21 @@ def test_help_shows_each_commands_whole_description(repl_factory):
         assert described.endswith(".") and f"/{name}" in shown and described in shown, name
 
 
+def test_ctrl_c_before_the_first_word_says_no_reply_was_kept(repl_factory, memory, monkeypatch):
+    from coop.model import llm
+
+    def interrupted(self, *args, **kwargs):  # Ctrl-C while waiting for the model's first token
+        raise KeyboardInterrupt
+        yield
+
+    monkeypatch.setattr(llm.LiteLLMModel, "stream", interrupted)
+    repl, screen = repl_factory()
+    drive(repl, "are you there?\r\x04")
+    shown = screen.getvalue()
+    assert "stopped before the reply began; your message was kept" in shown and "partial reply" not in shown
+    assert [(m.role, m.text) for m in memory.list_items("message")] == [("user", "are you there?")]
+
+
 def test_memory_n_shows_what_any_earlier_reply_recalled_and_why(repl_factory, openai_server, memory):
     memory.facts.add("Lives in Porto", category="location", key="home_city", importance=0.7)
     two_days_ago = time.time() - 2 * 86400  # no continuity into today's session
