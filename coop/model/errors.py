@@ -18,7 +18,7 @@ __all__ = ["RETRYABLE_KINDS", "map_error"]
 
 def _clean_detail(text: str) -> str:
     """litellm repeats class names ("litellm.InternalServerError: InternalServerError: OpenAIException - x");
-    keep the part a person can read."""
+    keep the part a person can read (the class names are litellm's internals, never shown)."""
     first = text.splitlines()[0] if text else ""
     while True:
         stripped = re.sub(r"^\s*(litellm\.)?[A-Za-z]*(Error|Exception)\s*[:-]\s*", "", first)
@@ -27,19 +27,25 @@ def _clean_detail(text: str) -> str:
         first = stripped
 
 
-# litellm's exception class names, each with what kind of failure it is and what to do about it.
-_KINDS: dict[str, tuple[ErrorKind, str]] = {
-    "AuthenticationError": (ErrorKind.AUTH, "check the API key in the variable named by model.api_key_env"),
-    "PermissionDeniedError": (ErrorKind.AUTH, "the key is not allowed to use this model"),
-    "NotFoundError": (ErrorKind.NOT_FOUND, "check the model name (litellm form, e.g. 'openai/gpt-4o-mini')"),
-    "RateLimitError": (ErrorKind.RATE_LIMIT, "the provider is rate limiting: wait a moment and retry"),
-    "BadRequestError": (ErrorKind.BAD_REQUEST, "the provider refused the request: check the model name and its "
-                                               "options"),
-    "ContextWindowExceededError": (ErrorKind.CONTEXT_WINDOW, "the prompt is too long for this model: lower "
-                                                             "memory.context_budget"),
-    "ServiceUnavailableError": (ErrorKind.SERVER, "the provider is unavailable: retry later"),
-    "InternalServerError": (ErrorKind.SERVER, "the provider failed: retry later"),
-    "APIError": (ErrorKind.SERVER, "the provider failed: retry later"),
+# litellm's exception class names, each with what kind of failure it is, what it means in words (the class name is
+# litellm's, not the person's), and what to do about it.
+_KINDS: dict[str, tuple[ErrorKind, str, str]] = {
+    "AuthenticationError": (ErrorKind.AUTH, "the key was refused",
+                            "check the API key in the variable named by model.api_key_env"),
+    "PermissionDeniedError": (ErrorKind.AUTH, "the key may not use this model",
+                              "the key is not allowed to use this model"),
+    "NotFoundError": (ErrorKind.NOT_FOUND, "no such model here",
+                      "check the model name (litellm form, e.g. 'openai/gpt-4o-mini')"),
+    "RateLimitError": (ErrorKind.RATE_LIMIT, "too many requests",
+                       "the provider is rate limiting: wait a moment and retry"),
+    "BadRequestError": (ErrorKind.BAD_REQUEST, "the request was refused",
+                        "the provider refused the request: check the model name and its options"),
+    "ContextWindowExceededError": (ErrorKind.CONTEXT_WINDOW, "the prompt is too long for this model",
+                                   "the prompt is too long for this model: lower memory.context_budget"),
+    "ServiceUnavailableError": (ErrorKind.SERVER, "the provider is unavailable",
+                                "the provider is unavailable: retry later"),
+    "InternalServerError": (ErrorKind.SERVER, "the server failed", "the provider failed: retry later"),
+    "APIError": (ErrorKind.SERVER, "the provider failed", "the provider failed: retry later"),
 }
 RETRYABLE_KINDS = frozenset({ErrorKind.RATE_LIMIT, ErrorKind.CONNECTION, ErrorKind.TIMEOUT, ErrorKind.SERVER})
 
@@ -49,18 +55,20 @@ def map_error(exc: Exception, model: str, api_key: str | None = None, api_base: 
     name = type(exc).__name__
     # the key that was used, however short, and every registered or key-shaped secret; masked before it is cut,
     # so no key is cut in half and left recognisable
-    detail = secrets.mask(_clean_detail(str(exc)) or name, extra=(api_key,))[:300]
+    detail = secrets.mask(_clean_detail(str(exc)), extra=(api_key,))[:300]
+    if re.fullmatch(r"(litellm\.)?[A-Za-z]*(Error|Exception)|" + re.escape(name), detail):
+        detail = ""  # an exception with no message of its own: its class name is litellm's, not the person's
     lowered = str(exc).lower()
     if name == "APIConnectionError" or isinstance(exc, ConnectionError) or "connection error" in lowered \
             or "connection refused" in lowered:
         where = api_base or "the provider"
-        return ModelError(f"{model}: APIConnectionError: cannot reach {where}",
+        return ModelError(f"{model}: cannot reach {where}",
                           hint="is the server running? check model.api_base and your network",
                           kind=ErrorKind.CONNECTION)
     if name == "Timeout" or isinstance(exc, TimeoutError) or "timed out" in lowered:
-        return ModelError(f"{model}: Timeout: no answer in time ({detail})",
+        return ModelError(f"{model}: no answer in time" + (f" ({detail})" if detail else ""),
                           hint="retry, or raise model.timeout_seconds", kind=ErrorKind.TIMEOUT)
-    kind, hint = _KINDS.get(name, (ErrorKind.OTHER, "run `coop check`, or retry"))
+    kind, words, hint = _KINDS.get(name, (ErrorKind.OTHER, "the request failed", "run `coop check`, or retry"))
     if kind is ErrorKind.BAD_REQUEST and "tool" in lowered:
         kind = ErrorKind.TOOLS_UNSUPPORTED
-    return ModelError(f"{model}: {name}: {detail}", hint=hint, kind=kind)
+    return ModelError(f"{model}: {words}" + (f": {detail}" if detail else ""), hint=hint, kind=kind)

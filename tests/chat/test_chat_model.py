@@ -92,6 +92,7 @@ def test_provider_exceptions_map_to_error_kinds(exception_name, message, kind):
     mapped = llm.map_error(error_class(message), "openai/x", api_key="sk-secret-value")
     assert mapped.kind is kind
     assert "sk-secret-value" not in mapped.message
+    assert exception_name not in mapped.message and "litellm" not in mapped.message  # said in words
 
 
 def test_retries_wait_through_the_injected_sleep_and_stop_at_the_limit(openai_server):

@@ -4,6 +4,7 @@ sessions, incognito, tools, interruption, and every way the model can fail."""
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
@@ -148,9 +149,9 @@ def test_user_message_is_committed_before_the_model_is_called(memory, scripted):
 
 
 @pytest.mark.parametrize("reply, fragment", [
-    ({"status": 401, "message": "bad key"}, "AuthenticationError"),
-    ({"status": 404, "message": "no such model"}, "NotFoundError"),
-    ({"status": 400, "message": "bad request"}, "BadRequestError"),
+    ({"status": 401, "message": "bad key"}, "the key was refused"),
+    ({"status": 404, "message": "no such model"}, "no such model here"),
+    ({"status": 400, "message": "bad request"}, "the request was refused"),
     ({"malformed": True}, ""),
     ({"empty": True}, "empty reply"),
 ])
@@ -160,6 +161,8 @@ def test_model_failures_are_errors_with_hints_and_the_session_goes_on(memory, op
     openai_server.replies = [reply, *([{"content": ""}] if reply.get("empty") else []), "recovered"]
     failed = session.turn("first")
     assert failed.error is not None and failed.error.hint and fragment in failed.error.message
+    # said in words: no litellm class name where coop says what failed (the provider's own text may follow)
+    assert not re.match(r"[^:]+: (litellm\.)?[A-Za-z]*(Error|Exception)\b", failed.error.message), failed.error.message
     ok = session.turn("second")
     assert ok.error is None and ok.reply == "recovered"
 
@@ -179,7 +182,7 @@ def test_a_server_that_is_down_is_an_error_naming_api_base(memory, openai_server
     session = make_session(memory, openai_server, overrides={"model.api_base": "http://127.0.0.1:9/v1"})
     down = session.turn("anyone there?")
     assert down.error is not None and "api_base" in (down.error.hint or "") + down.error.message
-    assert "APIConnectionError: cannot reach http://127.0.0.1:9/v1" in down.error.message
+    assert "test-model: cannot reach http://127.0.0.1:9/v1" in down.error.message
 
 
 @pytest.mark.slow  # waits out three real 1 s timeouts (the config's shortest)
@@ -188,8 +191,8 @@ def test_a_model_slower_than_the_timeout_is_a_timeout_error(memory, openai_serve
     openai_server.replies = [{"sleep": 1.5, "content": "late"}] * 3  # any attempt would outlast 1 s
     timed_out = slow.turn("hurry")
     assert timed_out.error is not None and timed_out.reply != "late"
-    assert "Timeout: no answer in time" in timed_out.error.message, timed_out.error.message
-    assert "APIConnectionError" not in timed_out.error.message
+    assert "no answer in time" in timed_out.error.message, timed_out.error.message
+    assert "cannot reach" not in timed_out.error.message
     assert "model.timeout_seconds" in (timed_out.error.hint or "")
     assert len(openai_server.chat_requests()) == 1  # it spent the whole timeout: no retry goes past it
 

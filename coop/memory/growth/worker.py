@@ -25,9 +25,11 @@ Job = Callable[[Backend], "str | None"]  # returns a notice for the user, or Non
 
 
 def failure_notice(name: str, exc: BaseException) -> str:
-    """What the user is told of a failed background job: which, why in a few words, and that nothing was lost."""
+    """What the user is told of a failed background job: which, why in a few words, and that nothing was lost. A
+    coop error says it in words; only an unexpected exception is named by its class."""
     reason = (str(getattr(exc, "message", "") or exc).strip().splitlines() or [""])[0][:120]
-    return f"memory: {name} failed ({type(exc).__name__}{': ' + reason if reason else ''}); nothing was lost"
+    what = reason if getattr(exc, "message", None) else f"{type(exc).__name__}{': ' + reason if reason else ''}"
+    return f"memory: {name} failed ({what}); nothing was lost"
 
 
 class BackgroundWorker:
