@@ -57,12 +57,19 @@ def print_json(data: Any) -> None:
     sys.stdout.flush()
 
 
+def whole_lines(console: Console) -> bool:
+    """Whether a line of coop's is written whole (`soft_wrap`): off a terminal (a pipe, a file, a script reading
+    one line per error), yes; on a terminal, no: rich wraps it between words, where the terminal would cut a word
+    in two at its edge."""
+    return not console.is_terminal
+
+
 def error(exc: "CoopError", console: Console | None = None) -> None:
-    """`error: ...` and `hint: ...`, one line each: soft wrap, so a narrow or piped stderr does not break them."""
+    """`error: ...` and `hint: ...`, one line each off a terminal; wrapped between words on a narrow one."""
     console = console or err()
-    console.print(f"[bold red]error:[/] {escape(_flat(exc.message))}", soft_wrap=True)
+    console.print(f"[bold red]error:[/] {escape(_flat(exc.message))}", soft_wrap=whole_lines(console))
     if exc.hint:
-        console.print(f"[dim]hint:[/] {escape(_flat(exc.hint))}", soft_wrap=True)
+        console.print(f"[dim]hint:[/] {escape(_flat(exc.hint))}", soft_wrap=whole_lines(console))
 
 
 def say(text: str, console: Console | None = None) -> None:
@@ -72,13 +79,13 @@ def say(text: str, console: Console | None = None) -> None:
 
 def warn(message: str, hint: str | None = None, console: Console | None = None) -> None:
     console = console or err()
-    console.print(f"[yellow]warning:[/] {escape(_flat(message))}", soft_wrap=True)
+    console.print(f"[yellow]warning:[/] {escape(_flat(message))}", soft_wrap=whole_lines(console))
     if hint:
-        console.print(f"[dim]hint:[/] {escape(_flat(hint))}", soft_wrap=True)
+        console.print(f"[dim]hint:[/] {escape(_flat(hint))}", soft_wrap=whole_lines(console))
 
 
 def info(message: str) -> None:
-    err().print(escape(mask(message)), soft_wrap=True)
+    err().print(escape(mask(message)), soft_wrap=whole_lines(err()))
 
 
 def _flat(text: str) -> str:

@@ -266,7 +266,7 @@ class Repl:
         elif result.incomplete and result.error is None and not self.json_mode:
             mark = escape(reply_limit.mark_for(result.incomplete).strip())
             self.console.print(f"[yellow]note:[/] {escape(result.incomplete)}; it is kept, marked {mark}",
-                               highlight=False, soft_wrap=True)
+                               highlight=False, soft_wrap=output.whole_lines(self.console))
         if result.error is not None:
             self.model_errors += 1
             self.show_error(result.error)
@@ -319,7 +319,7 @@ class Repl:
         """A dumb terminal (see `dumb_terminal`): the banner and a `› ` prompt in plain text, one line per turn,
         replies written as they arrive. Ctrl-C twice or Ctrl-D leaves."""
         if self.banner is not None:
-            self.console.print(self.banner(), soft_wrap=True)
+            self.console.print(self.banner(), soft_wrap=output.whole_lines(self.console))
         self.ask = read
         self._started()
         self._loop(read, interactive=False)
@@ -330,7 +330,7 @@ class Repl:
         session = prompt_session or self.make_prompt_session()
         self.session.tools.confirm = self.confirmer(session)
         if self.banner is not None:
-            self.console.print(self.banner(), soft_wrap=True)
+            self.console.print(self.banner(), soft_wrap=output.whole_lines(self.console))
         after_first_render(session, self._started)
         self._loop(session.prompt, interactive=True)
         return 0
@@ -387,7 +387,7 @@ class Repl:
         on stderr, where the console writes: stdout is the replies')."""
         for notice in self.session.take_notices():
             text = escape(output.printable(notice))
-            self.console.print(f"[dim]{text}[/]" if dim else text, soft_wrap=True)  # whole, never cut
+            self.console.print(f"[dim]{text}[/]" if dim else text, soft_wrap=output.whole_lines(self.console))
 
     def close(self) -> None:
         if self.on_exit is not None:

@@ -111,6 +111,29 @@ def test_ctrl_c_before_the_first_word_says_no_reply_was_kept(repl_factory, memor
     assert [(m.role, m.text) for m in memory.list_items("message")] == [("user", "are you there?")]
 
 
+def test_at_40_columns_the_banner_notices_and_errors_wrap_between_words(memory, openai_server, coop_home):
+    """On a narrow terminal every line of coop's own is cut between words, never inside one; off a terminal the
+    same lines are written whole (a script reads one line per notice or error)."""
+    banner = "coop 1.0 · model openai/test-model at http://127.0.0.1 · memory of ana · /help for commands"
+    notice = "memory: f12 added: “Has a cat named Mochi” (undo: coop memory undo f12)"
+    config = apply_overrides(load_config(), {"model.name": "openai/test-model",
+                                             "model.api_base": "http://127.0.0.1:9/v1"})
+    for terminal in (True, False):
+        screen = io.StringIO()
+        console = Console(file=screen, width=40, force_terminal=terminal, color_system=None)
+        session = ChatSession(memory, config, embedder=lambda: EMBEDDER)
+        repl = Repl(session, console=console, history_path=str(coop_home / "history"), banner=lambda: banner)
+        session.background.note(notice)
+        drive(repl, "/nosuchcommand\r\x04")
+        lines = [line.rstrip() for line in screen.getvalue().splitlines() if line.strip() and "›" not in line]
+        if terminal:  # joined with a space, a word cut in two at a line's end would not read back
+            written = " ".join(" ".join(lines).split())
+            assert all(len(line) <= 40 for line in lines) and banner in written and notice in written, lines
+            assert "error: unknown command /nosuchcommand" in written
+        else:
+            assert banner in lines and notice in lines  # whole, one line each
+
+
 def test_memory_n_shows_what_any_earlier_reply_recalled_and_why(repl_factory, openai_server, memory):
     memory.facts.add("Lives in Porto", category="location", key="home_city", importance=0.7)
     two_days_ago = time.time() - 2 * 86400  # no continuity into today's session

@@ -137,7 +137,7 @@ def test_without_the_embedding_model_the_banner_says_so_and_nothing_is_printed_o
                     COOP_MODEL_CACHE=str(tmp_path / "no-provisioned-model"))
     _start_chat(name, env, done, "--user", "tmuxer")
     try:
-        screen = _wait_for(name, "/help for commands", timeout=10)
+        screen = " ".join(_wait_for(name, "/help for commands", timeout=10).split())  # wrapped between words
         assert "embedder off: the embedding model all-MiniLM-L6-v2 is not on this machine" in screen
         assert "coop memory embedder pull" in screen
         subprocess.run(["tmux", "send-keys", "-t", name, "hello", "Enter"], check=True)
