@@ -88,17 +88,21 @@ class HashEmbedder:
         return row
 
 
+def model_cache() -> Path:
+    """coop's folder of local models: `COOP_MODEL_CACHE`, else ~/.cache/coop-models."""
+    return Path(os.environ.get("COOP_MODEL_CACHE") or Path.home() / ".cache" / "coop-models")
+
+
 def provisioned_model_dir() -> Path:
     """Where `provision-embedder-model` puts the default model unless told otherwise."""
-    cache = os.environ.get("COOP_MODEL_CACHE") or str(Path.home() / ".cache" / "coop-models")
-    return Path(cache) / PROVISIONED_DIR_NAME
+    return model_cache() / PROVISIONED_DIR_NAME
 
 
 def fastembed_cache_dir() -> Path:
-    """Where fastembed keeps what it downloaded (its own default, or `FASTEMBED_CACHE_PATH`)."""
-    import tempfile
-
-    return Path(os.environ.get("FASTEMBED_CACHE_PATH") or Path(tempfile.gettempdir()) / "fastembed_cache")
+    """Where fastembed keeps what `coop memory embedder pull` downloaded: `FASTEMBED_CACHE_PATH` when set, else
+    coop's model folder; never fastembed's own default, the system's temporary folder, which a reboot may
+    empty."""
+    return Path(os.environ.get("FASTEMBED_CACHE_PATH") or model_cache() / "fastembed")
 
 
 def in_fastembed_cache(model: str) -> bool:
@@ -166,7 +170,8 @@ class FastEmbedEmbedder:
 
                 logger.disable("fastembed")  # its download errors would be printed over the REPL; ours say it
                 kwargs: dict[str, Any] = {"specific_model_path": model_path} if model_path else {}
-                self._model = TextEmbedding(model, local_files_only=not download, **kwargs)
+                self._model = TextEmbedding(model, cache_dir=str(fastembed_cache_dir()), local_files_only=not download,
+                                            **kwargs)
         except Exception as exc:
             raise EmbedderError(f"cannot load embedding model {model}: {type(exc).__name__}: {str(exc)[:200]}",
                                 hint="set memory.embedder.model_path to a local model directory "

@@ -113,3 +113,21 @@ def test_pull_for_a_remote_embedder_is_a_usage_error(run_cli, monkeypatch):
 def test_the_cache_check_reads_fastembeds_own_setting(tmp_path, monkeypatch):
     monkeypatch.setenv("FASTEMBED_CACHE_PATH", str(tmp_path / "elsewhere"))
     assert embedders.fastembed_cache_dir() == tmp_path / "elsewhere"
+
+
+def test_a_pulled_model_is_kept_in_coops_model_folder_not_the_temporary_one(tmp_path, monkeypatch, run_cli):
+    """fastembed's own default is the system's temporary folder, which a reboot may empty: a pull goes beside
+    the provisioned model, and the status finds it there."""
+    import tempfile
+
+    monkeypatch.delenv("FASTEMBED_CACHE_PATH", raising=False)
+    monkeypatch.setenv("COOP_MEMORY_EMBEDDER_PROVIDER", "fastembed")
+    monkeypatch.delenv("COOP_MODEL_CACHE")
+    monkeypatch.setenv("HOME", str(tmp_path / "user"))
+    cache = embedders.fastembed_cache_dir()
+    assert cache == tmp_path / "user" / ".cache" / "coop-models" / "fastembed"
+    assert cache != Path(tempfile.gettempdir()) / "fastembed_cache"  # fastembed's own default
+    (cache / "models--qdrant--all-MiniLM-L6-v2-onnx" / "snapshots" / "x").mkdir(parents=True)
+    (cache / "models--qdrant--all-MiniLM-L6-v2-onnx" / "snapshots" / "x" / "model.onnx").write_bytes(b"onnx")
+    status = run_cli("memory", "embedder", "status")
+    assert status.exit_code == 0 and f"in fastembed's cache, {cache}" in " ".join(status.stdout.split())
