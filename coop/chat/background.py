@@ -7,7 +7,7 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Any
 
-from coop.memory.growth.worker import failure_notice
+from coop.memory.growth.worker import FailureNotices
 from coop.memory.text import plural
 
 if TYPE_CHECKING:
@@ -27,6 +27,7 @@ class Background:
         self.worker = worker
         self.inline_notices: list[str] = []
         self._told_unusable = False
+        self._failed = FailureNotices()
 
     def run(self, name: str, job: Any) -> None:
         """Run a job on the worker, or inline when there is none."""
@@ -39,7 +40,9 @@ class Background:
                 self.inline_notices.append(notice)
         except Exception as exc:
             log.warning("%s failed: %s", name, exc)
-            self.inline_notices.append(failure_notice(name, exc))
+            told = self._failed.notice(name, exc)
+            if told:
+                self.inline_notices.append(told)
 
     def note(self, notice: str) -> None:
         self.inline_notices.append(notice)

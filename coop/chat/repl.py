@@ -6,10 +6,10 @@ the partial text; at the prompt it clears the line, and a second Ctrl-C within 2
 exits. Off a terminal (pipes, files, closed stdin), each line of stdin is a turn and replies are printed plain,
 or as one JSON object per turn with `--json`.
 
-Slash commands come from `cmd_<name>` methods whose docstring is the help line; a unique prefix is enough
-(`/rem` is /remember). An unknown or ambiguous command is an error and is never sent to the model. A line that
-starts with `//` is sent as a message starting with `/`. A pipe carries text, not the commands a document quotes,
-unless asked (`--commands-from-pipe`); lines read one by one are masked with those before them (`LineMasker`).
+Slash commands are `SlashCommands`' (slash.py). A line that starts with `//` is sent as a message starting with
+`/`. A pipe carries text, not the commands a document quotes, unless asked (`--commands-from-pipe`); lines read
+one by one are masked with those before them (`LineMasker`). Background notices are shown as soon as they are
+ready while a prompt is read (live_notices.py), else before the next prompt, and at exit.
 
 This object owns the terminal: the session and the memory engine never print. Nothing it writes carries an API
 key (`privacy.secrets.mask`): not the history file (`MaskedFileHistory`), not a notice, an error or a JSON line, nor
@@ -26,13 +26,14 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from rich.console import Console
 from rich.markup import escape
-from rich.table import Table
 
 from coop import output
+from coop.chat.live_notices import LiveNotices
 from coop.chat.render import InterruptGuard, MarkdownStream, PlainStream
+from coop.chat.slash import SlashCommands
 from coop.chat.terminal import after_first_render, prompt_session, yes_no
 from coop.errors import CoopError, ExitCode, StoreError, UsageError
-from coop.memory.text import iso_time, plural
+from coop.memory.text import iso_time
 from coop.model import reply_limit
 from coop.privacy.secrets import LineMasker, mask, mask_data
 
@@ -44,7 +45,7 @@ if TYPE_CHECKING:
 DOUBLE_CTRL_C_SECONDS = 2.0
 
 
-class Repl:
+class Repl(SlashCommands):
     def __init__(self, session: "ChatSession", *, console: Console, json_mode: bool = False,
                  history_path: str | None = None, banner: Callable[[], str] | None = None,
                  on_exit: Callable[[], None] | None = None, on_start: Callable[[], None] | None = None,
@@ -64,155 +65,7 @@ class Repl:
         self.ask: Callable[[str], str] | None = None  # a question to the person at the terminal; None in pipe mode
         self._told_slash_text = False  # a piped "/..." line was sent as text, and the user told so
 
-    # -- commands -----------------------------------------------------------------------------------------
-
-    def commands(self) -> dict[str, Callable[[str], None]]:
-        return {name[4:]: getattr(self, name) for name in sorted(dir(self)) if name.startswith("cmd_")}
-
-    def resolve(self, word: str) -> Callable[[str], None]:
-        table = self.commands()
-        if word in table:
-            return table[word]
-        matches = [name for name in table if name.startswith(word)]
-        if len(matches) == 1:
-            return table[matches[0]]
-        if not matches:
-            raise UsageError(f"unknown command /{word}", hint="type /help for the list of commands")
-        raise UsageError(f"ambiguous command /{word}: " + ", ".join("/" + m for m in matches),
-                         hint="type more letters")
-
-    def cmd_help(self, _: str) -> None:
-        """Show the commands."""
-        for name, method in self.commands().items():  # each docstring's first paragraph, whole
-            self.say(f"/{name:<10} {' '.join((method.__doc__ or '').strip().split(chr(10) * 2)[0].split())}")
-        self.say("Esc Enter: new line · Ctrl-R: search history · Ctrl-X Ctrl-E: edit in $EDITOR · "
-                 "Ctrl-C: stop a reply · Ctrl-D: exit")
-
-    def cmd_memory(self, query: str) -> None:
-        """What was recalled for the last reply and why; /memory N for the Nth reply of this session; or /memory
-        QUERY to search memory."""
-        from coop.memory.retrieval.context import explain, found_by
-        from coop.memory.retrieval.search import search_or_full_text
-
-        recalls = self.session.recalls
-        if query.strip() and not query.strip().isdigit():
-            result, failure = search_or_full_text(self.session.memory, query, embedder=self.session.embedder(),
-                                                  limit=10, settings=self.session.retrieval)
-            if failure is not None:
-                self.say(f"(the embedder failed: {failure}; full-text search only)")
-            rows = [(hit.ref, found_by(hit.legs), f"{hit.score:.4f}", hit.item.text) for hit in result.hits]
-            empty, left_out = "no matches", 0
-        else:
-            number = int(query) if query.strip() else len(recalls)
-            if not 1 <= number <= len(recalls):
-                raise UsageError(f"no reply {number} in this session" if recalls else "nothing was recalled yet",
-                                 hint=f"/memory 1 to {len(recalls)}" if recalls else "ask something first")
-            recalled, left_out = recalls[number - 1]
-            rows = [(r.item.ref, explain(r), f"{r.score:.4f}", r.item.text) for r in recalled]
-            empty = f"nothing was recalled for reply {number}"
-        if not rows:
-            self.say(empty)
-            return
-        table = Table(box=None, pad_edge=False)
-        for column in ("id", "why", "score", "text"):
-            table.add_column(column, overflow="fold" if column in ("text", "why") else "ellipsis",
-                             no_wrap=column not in ("text", "why"))
-        for ref, why, score, text in rows:
-            table.add_row(ref, output.cell(why), score, output.cell(output.one_line(text, 200)))
-        self.console.print(table)
-        if left_out:
-            self.say(f"({left_out} more recalled but over the memory budget)")
-
-    def cmd_remember(self, text: str) -> None:
-        """Remember a fact: /remember I am allergic to peanuts."""
-        if not text.strip():
-            raise UsageError("/remember needs the fact to remember", hint="/remember I live in Lyon")
-        result = self.session.remember(text)
-        verb = {"MERGE": "already known as", "SUPERSEDE": "remembered (supersedes an older fact) as"}.get(
-            result.action, "remembered as")
-        self.say(f"{verb} f{result.fact_id}")
-
-    def cmd_forget(self, args: str) -> None:
-        """Forget one memory item for good, after a yes: /forget f12 (--yes: without asking)."""
-        from coop.memory.growth.forgetting import traces
-        from coop.memory.kinds import parse_ref
-
-        if self.session.incognito:
-            raise UsageError("incognito: memory is read-only", hint="start coop chat without --incognito")
-        words = args.split()
-        refs = [w for w in words if w not in ("--yes", "-y")]
-        if len(refs) != 1:
-            raise UsageError("/forget needs one item id", hint="/forget f12 (ids are in /memory)")
-        kind, number = parse_ref(refs[0])
-        item = self.session.memory.get(kind, number)  # a missing id is an error before any question
-        if len(refs) == len(words):
-            if self.ask is None:
-                raise UsageError("refusing to forget without confirmation", hint=f"/forget {item.ref} --yes")
-            going = [item, *(traces(self.session.memory, item) if item.kind == "fact" else [])]
-            for other in going:
-                self.say(f"{'' if other is item else '  with '}{other.ref}: {output.one_line(other.text, 70)}")
-            if not yes_no(self.ask, f"Forget {plural(len(going), 'item')} for good?"):
-                self.say("nothing forgotten")
-                return
-        gone = self.session.forget(kind, number, reason="/forget in chat")
-        self.say(f"{gone.describe()}: {output.one_line(gone.item.text, 60)}")
-
-    def cmd_history(self, _: str) -> None:
-        """Show this session's conversation so far."""
-        messages = list(self.session.working.messages)
-        if not messages:
-            self.say("no messages yet in this session")
-        for message in messages:
-            if message.role in ("user", "assistant") and message.content:
-                self.say(f"{message.role}: {output.one_line(message.content, 300)}")
-
-    def cmd_sessions(self, _: str) -> None:
-        """List your recent sessions (resume one with coop chat --session ID)."""
-        from datetime import datetime
-
-        sessions = self.session.memory.sessions.recent(20)
-        if not sessions:
-            self.say("no sessions yet")
-        for s in sessions:
-            mark = "*" if s["id"] == self.session.session_id else " "
-            when = datetime.fromtimestamp(s["last_activity_at"]).strftime("%Y-%m-%d %H:%M")
-            count = plural(s["messages"], "message")
-            self.say(f"{mark} {s['id']:>5}  {when}  {count:>13}  {s['title'] or ''}")
-
-    def cmd_new(self, _: str) -> None:
-        """Start a new session (memory stays; the conversation starts afresh)."""
-        self.session.new_session()
-        self.say("new session: it begins with your next message" + (" (incognito)" if self.session.incognito else ""))
-
-    def cmd_model(self, name: str) -> None:
-        """Show the model, or switch: /model openai/gpt-4o-mini (checked against the server's model list)."""
-        if name.strip():
-            from coop.chat.model_switch import checked_model
-
-            note = checked_model(self.session.config, name.strip(), self.session.model_name)  # unlisted: an error
-            self.session.use_model(name.strip())
-            if note:
-                self.say(note)
-        self.say(f"model: {self.session.model_name}")
-
-    def cmd_end(self, _: str) -> None:
-        """End this session (it is consolidated in the background) and start a new one."""
-        ended = self.session.session_id
-        self.session.end()
-        self.session.new_session()
-        self.say((f"session {ended} ended" if ended is not None else "nothing to end yet")
-                 + "; a new session begins with your next message")
-
-    def cmd_exit(self, _: str) -> None:
-        """Leave coop (also Ctrl-D)."""
-        self.running = False
-
     # -- output -------------------------------------------------------------------------------------------
-
-    def say(self, text: str) -> None:
-        """A line of coop's own (not the model's): stderr in pipe mode so stdout stays the replies."""
-        if not self.json_mode:
-            output.say(text, self.console)
 
     def show_error(self, exc: CoopError) -> None:
         if not self.json_mode:
@@ -309,8 +162,7 @@ class Repl:
                 continue
             self.handle(masker.feed(line.rstrip("\r\n")), interactive=False, commands=commands)
             self.show_notices()
-        self.close()  # waits a little for the last exchange's extraction
-        self.show_notices()
+        self.close()  # waits a little for the last exchange's extraction, and says what it learned
         if self.model_errors:
             return int(ExitCode.MODEL)
         return int(ExitCode.STORE) if self.store_errors else 0
@@ -332,7 +184,9 @@ class Repl:
         if self.banner is not None:
             self.console.print(self.banner(), soft_wrap=output.whole_lines(self.console))
         after_first_render(session, self._started)
-        self._loop(session.prompt, interactive=True)
+        live = LiveNotices(lambda: self.show_notices(dim=True))  # a change is shown as soon as it is learned
+        self.session.when_notices_are_ready(live.ready)
+        self._loop(live.reading(session.prompt), interactive=True)
         return 0
 
     def _loop(self, read: Callable[[str], str], *, interactive: bool) -> None:
@@ -390,9 +244,12 @@ class Repl:
             self.console.print(f"[dim]{text}[/]" if dim else text, soft_wrap=output.whole_lines(self.console))
 
     def close(self) -> None:
+        """Leave: the background stops (as `on_exit` says); what it finished is shown, not lost with the exit."""
+        self.session.when_notices_are_ready(None)
         if self.on_exit is not None:
             self.on_exit()
             self.on_exit = None
+        self.show_notices()
 
     def make_prompt_session(self, **overrides: Any) -> Any:
         """The prompt: history (masked, 0600; in memory when incognito), /command completion, Esc Enter."""

@@ -290,6 +290,11 @@ class ChatSession:
         """What background jobs finished with since the last prompt (background.py)."""
         return self.background.take_notices()
 
+    def when_notices_are_ready(self, tell: Callable[[], None] | None) -> None:
+        """`tell` is called (from the worker's thread) as each background notice is ready; None: no longer."""
+        if self.background.worker is not None:
+            self.background.worker.on_notice = tell
+
     def catch_up(self) -> None:
         """At start: embed whatever a crash or an offline embedder left without a vector, and finish the
         extractions a previous process recorded but did not get to; and say what MCP hosts wrote since the user

@@ -173,3 +173,26 @@ def test_killed_mid_reply_the_terminal_gets_its_echo_back(openai_server, coop_ho
         assert "echo" in flags and "-echo" not in flags
     finally:
         subprocess.run(["tmux", "kill-session", "-t", name], capture_output=True)
+
+
+def test_a_change_is_announced_right_after_its_reply_while_the_prompt_waits(openai_server, coop_home, tmp_path,
+                                                                             wait_until):
+    """The extraction finishes after the reply, while the prompt waits for the next line: its notice shows then,
+    above the prompt, once; not one reply late, and never inside a reply."""
+    from tests.notes import note, notes
+
+    learned = notes(note("Has a cat named Mochi", "I have a cat named Mochi", topic="pets"))
+    openai_server.replies = ["Mochi is a lovely name."]
+    openai_server.background_replies = [lambda body: {"sleep": 1.0, "content": learned(body)}]
+    name, done = f"coop-test-notice-{os.getpid()}", tmp_path / "exit-code"
+    _start_chat(name, _chat_env(coop_home, openai_server), done, "--user", "tmuxer")
+    try:
+        _wait_for(name, "/help for commands")
+        subprocess.run(["tmux", "send-keys", "-t", name, "I have a cat named Mochi", "Enter"], check=True)
+        _wait_for(name, "Mochi is a lovely name.")
+        screen = _wait_for(name, "added: “Has a cat named Mochi”")  # nothing typed since the reply
+        assert screen.count("Has a cat named Mochi") == 1
+        assert screen.index("Mochi is a lovely name.") < screen.index("added: “Has a cat named Mochi”")
+        assert _exit_and_wait(name, done, wait_until) == "0"
+    finally:
+        subprocess.run(["tmux", "kill-session", "-t", name], capture_output=True)

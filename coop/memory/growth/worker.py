@@ -15,6 +15,7 @@ from __future__ import annotations
 import logging
 import queue
 import threading
+from collections import Counter
 from collections.abc import Callable
 
 from coop.memory.storage.interface import Backend
@@ -32,6 +33,20 @@ def failure_notice(name: str, exc: BaseException) -> str:
     return f"memory: {name} failed ({what}); nothing was lost"
 
 
+class FailureNotices:
+    """One line per kind of failure and session: a job that fails at every turn (a fast model that is down) is
+    told once, saying where the rest go; the later ones are logged only, and counted."""
+
+    AGAIN = "; if it fails again this session, coop.log says so (`coop check` tests the model)"
+
+    def __init__(self) -> None:
+        self.told: Counter[str] = Counter()
+
+    def notice(self, name: str, exc: BaseException) -> str | None:
+        self.told[name] += 1
+        return failure_notice(name, exc) + self.AGAIN if self.told[name] == 1 else None
+
+
 class BackgroundWorker:
     def __init__(self, open_store: Callable[[], Backend], *, name: str = "coop-worker") -> None:
         """`open_store` opens a handle of the worker's own on the store (called in the worker's thread)."""
@@ -44,6 +59,8 @@ class BackgroundWorker:
         self._current: Job | None = None  # the job running now
         self.failures: list[str] = []
         self._notices: list[str] = []
+        self._failed = FailureNotices()
+        self.on_notice: Callable[[], None] | None = None  # told (from this thread) when a notice is ready
         self._thread = threading.Thread(target=self._run, name=name, daemon=True)
         self._thread.start()
 
@@ -88,6 +105,15 @@ class BackgroundWorker:
         finally:
             store.close()
 
+    def _tell(self, notice: str) -> None:
+        with self._lock:
+            self._notices.append(notice)
+        if self.on_notice is not None:
+            try:  # the REPL shows it now if the person is at the prompt, else before the next one
+                self.on_notice()
+            except Exception as exc:
+                log.warning("showing a notice failed: %s", exc)
+
     @property
     def alive(self) -> bool:
         """Still inside a job after `stop` gave up waiting for it."""
@@ -107,21 +133,19 @@ class BackgroundWorker:
                     if store is None:
                         store = self._open_store()
                     notice = job(store)
-                    if notice:
-                        with self._lock:
-                            self._notices.append(notice)
                 except Exception as exc:  # logged, never raised: the REPL must not die of a background job
                     message = f"{name} failed: {type(exc).__name__}: {exc}"
                     log.warning(message)
                     self.failures.append(message)
-                    with self._lock:
-                        self._notices.append(failure_notice(name, exc))
+                    notice = self._failed.notice(name, exc)
                 finally:
                     with self._lock:
                         self._current = None
                         self._pending -= 1
                         if self._pending == 0:
                             self._idle.set()
+                if notice:
+                    self._tell(notice)
         finally:
             if store is not None:
                 store.close()

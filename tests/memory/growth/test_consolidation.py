@@ -200,14 +200,21 @@ def test_the_worker_stops_within_its_timeout_even_with_a_job_running(coop_home):
         release.set()
 
 
-def test_a_failing_job_is_logged_and_the_worker_goes_on(coop_home):
+def test_a_failing_job_is_logged_and_the_worker_goes_on_and_a_repeat_is_told_once(coop_home):
     worker = BackgroundWorker(lambda: MemoryStore.open(str(coop_home / "coop.db")))
-    worker.submit("broken", lambda db: 1 / 0)
+    told = []
+    worker.on_notice = lambda: told.append(1)
+    for _ in range(3):  # a job that fails at every turn: one line for the session, the rest logged
+        worker.submit("broken", lambda db: 1 / 0)
     worker.submit("fine", lambda db: "done")
+    worker.submit("other", lambda db: {}["missing"])
     assert worker.wait_idle(10)
-    assert worker.failures and "ZeroDivisionError" in worker.failures[0]
-    assert worker.take_notices() == ["memory: broken failed (ZeroDivisionError: division by zero); nothing was lost",
-                                     "done"]
+    assert len(worker.failures) == 4 and "ZeroDivisionError" in worker.failures[0]
+    notices = worker.take_notices()
+    assert [n.split(";")[0] for n in notices] == ["memory: broken failed (ZeroDivisionError: division by zero)",
+                                                  "done", "memory: other failed (KeyError: 'missing')"]
+    assert "nothing was lost" in notices[0] and "coop.log" in notices[0]
+    assert len(told) == 3  # each notice was announced as it was ready
     worker.stop()
 
 
