@@ -28,6 +28,11 @@
 Vectors are made from a message's own text only (not its neighbours'), so embedding stays one model call per
 message, and no vector has to be redone when a later message arrives or an earlier one is forgotten.
 
+The legs run one after the other, unless the vector index offers a twin on a connection of its own (`beside`:
+Postgres within a turn): then the vector leg runs in a thread while this one reads the full-text leg and the
+exact cosines of its candidates, with the same candidates, scores and ranking (the server does the work of both;
+the client only waits). SQLite's index offers none: its legs stay in turn.
+
 Filters (user, kind, active facts) are applied inside each leg's query, before its limit is cut.
 `explain=True` keeps each leg's rank and raw score on every hit. The recency and salience legs of a chat
 turn are `memory.messages.recent` and `memory.messages.salient`; the chat turn combines them with this search.
@@ -37,8 +42,10 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from functools import cache
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from coop.errors import ModelError, UsageError
 from coop.memory.embedder import Embedder
@@ -46,7 +53,7 @@ from coop.memory.kinds import KINDS
 from coop.memory.retrieval.passages import Scored, with_neighbour_evidence, with_session_evidence
 from coop.memory.retrieval.settings import FUSIONS, RetrievalSettings
 from coop.memory.retrieval.terms import check_query, query_terms, unspaced_phrases
-from coop.memory.storage.interface import UserStore
+from coop.memory.storage.interface import UserStore, VectorIndex
 from coop.memory.storage.items import Item
 
 if TYPE_CHECKING:
@@ -107,14 +114,68 @@ def fts_leg(memory: UserStore, query: str, *, kinds: Sequence[str] = KINDS, limi
 
 def vector_leg(memory: UserStore, embedder: Embedder, query: str, *, kinds: Sequence[str] = KINDS,
                limit: int = 50, floor: float | None = None, include_inactive: bool = False,
-               vector: "np.ndarray | None" = None) -> list[tuple[str, int, float]]:
+               vector: "np.ndarray | None" = None, index: VectorIndex | None = None) -> list[tuple[str, int, float]]:
     """(kind, id, cosine) for the nearest items at or above `floor`, best first. `vector`: the query's vector,
-    when the caller already has it."""
+    when the caller already has it; `index`: the memory's vector index on another connection (`beside`)."""
     if vector is None:
         vector = embedder.embed_query(query)
-    hits = memory.vectors.nearest(embedder.id, embedder.dims, vector, k=limit, kinds=kinds, floor=floor,
-                   include_inactive=include_inactive)
+    hits = (index or memory.vectors).nearest(embedder.id, embedder.dims, vector, k=limit, kinds=kinds, floor=floor,
+                                             include_inactive=include_inactive)
     return [(h.kind, h.item_id, h.similarity) for h in hits]
+
+
+Ranked = list[tuple[str, int, float]]  # a leg's (kind, id, score), best first
+
+
+@runtime_checkable
+class Beside(Protocol):
+    """A vector index that can hand out a twin on a connection of its own, sharing its turn cache (Postgres's)."""
+
+    def beside(self) -> VectorIndex | None: ...
+
+
+@cache
+def _leg_threads() -> ThreadPoolExecutor:
+    """The threads the vector legs run in beside the full-text legs (made once, on first use)."""
+    return ThreadPoolExecutor(max_workers=4, thread_name_prefix="coop-vector-leg")
+
+
+def _legs_at_once(memory: UserStore, twin: VectorIndex, embedder: Embedder, query: str, *, kinds: Sequence[str],
+                  per_leg: int, nearest_k: int, settings: RetrievalSettings, include_inactive: bool,
+                  timings: dict[str, float]) -> tuple[Ranked, "np.ndarray", Ranked]:
+    """The full-text leg, the query's vector and the vector leg, as `search` makes them in turn, but with the
+    vector leg on `twin` in a thread: meanwhile this thread reads the full-text leg, then (score fusion) the exact
+    cosines of its candidates into the turn cache, which `search` then reads without a statement; an item the
+    vector leg found keeps the score it found it with, as when the legs run in turn."""
+    ready: "Future[np.ndarray]" = Future()
+
+    def embedded_then_nearest() -> Ranked:
+        mark = time.perf_counter()
+        try:
+            vector = embedder.embed_query(query)
+        except BaseException as exc:
+            ready.set_exception(exc)
+            raise
+        ready.set_result(vector)
+        timings["embed"] = (time.perf_counter() - mark) * 1000
+        mark = time.perf_counter()
+        found = vector_leg(memory, embedder, query, kinds=kinds, limit=nearest_k, floor=settings.floor,
+                           include_inactive=include_inactive, vector=vector, index=twin)
+        timings["vector"] = (time.perf_counter() - mark) * 1000
+        return found
+
+    nearest = _leg_threads().submit(embedded_then_nearest)
+    try:
+        mark = time.perf_counter()
+        words = fts_leg(memory, query, kinds=kinds, limit=per_leg, include_inactive=include_inactive,
+                        context_weight=settings.context_weight)
+        timings["fts"] = (time.perf_counter() - mark) * 1000
+        vector = ready.result()
+        if settings.fusion == "score":
+            memory.vectors.similarities(embedder.id, embedder.dims, vector, [(kind, i) for kind, i, _ in words])
+        return words, vector, nearest.result()
+    finally:
+        wait([nearest])  # never leave the twin's connection busy behind an error here
 
 
 def rrf(legs: dict[str, list[tuple[str, int, float]]], k: int) -> Fused:
@@ -173,22 +234,29 @@ def search(memory: UserStore, query: str, *, embedder: Embedder | None = None, l
     if not query.strip():
         return SearchResult([], {}, {}, embedder is not None)
     started = time.perf_counter()
-    # Words first: a caller that started the query's embedding in the background (`recall.QueryOnce`) has it
-    # made while SQLite reads the full-text matches.
-    words = fts_leg(memory, query, kinds=kinds, limit=per_leg, include_inactive=include_inactive,
-                    context_weight=settings.context_weight)
-    timings["fts"] = (time.perf_counter() - started) * 1000
+    # The vector leg needs no more than `limit` of its own: deeper vector candidates would not make the top
+    # `limit`, and every full-text candidate gets its exact cosine from `similarities` anyway.
+    nearest_k = min(per_leg, max(limit, 10))
+    twin = memory.vectors.beside() if embedder is not None and isinstance(memory.vectors, Beside) else None
     vector = None
-    if embedder is not None:
-        mark = time.perf_counter()
-        vector = embedder.embed_query(query)
-        timings["embed"] = (time.perf_counter() - mark) * 1000
-        mark = time.perf_counter()
-        # The vector leg needs no more than `limit` of its own: deeper vector candidates would not make the top
-        # `limit`, and every full-text candidate gets its exact cosine from `similarities` anyway.
-        legs["vector"] = vector_leg(memory, embedder, query, kinds=kinds, limit=min(per_leg, max(limit, 10)),
-                                    floor=settings.floor, include_inactive=include_inactive, vector=vector)
-        timings["vector"] = (time.perf_counter() - mark) * 1000
+    if embedder is not None and twin is not None:
+        words, vector, legs["vector"] = _legs_at_once(memory, twin, embedder, query, kinds=kinds, per_leg=per_leg,
+                                                      nearest_k=nearest_k, settings=settings,
+                                                      include_inactive=include_inactive, timings=timings)
+    else:
+        # Words first: a caller that started the query's embedding in the background (`recall.QueryOnce`) has it
+        # made while SQLite reads the full-text matches.
+        words = fts_leg(memory, query, kinds=kinds, limit=per_leg, include_inactive=include_inactive,
+                        context_weight=settings.context_weight)
+        timings["fts"] = (time.perf_counter() - started) * 1000
+        if embedder is not None:
+            mark = time.perf_counter()
+            vector = embedder.embed_query(query)
+            timings["embed"] = (time.perf_counter() - mark) * 1000
+            mark = time.perf_counter()
+            legs["vector"] = vector_leg(memory, embedder, query, kinds=kinds, limit=nearest_k,
+                                        floor=settings.floor, include_inactive=include_inactive, vector=vector)
+            timings["vector"] = (time.perf_counter() - mark) * 1000
     legs["fts"] = words
     mark = time.perf_counter()
     cosines: dict[tuple[str, int], float] = {}
@@ -252,9 +320,3 @@ def search_or_full_text(memory: UserStore, query: str, *, embedder: Embedder | N
         if embedder is None:
             raise
         return run(None), exc.message
-
-
-def describe(hit: Hit) -> str:
-    """A compact 'vector #2 0.71, fts #1 3.20' line for people."""
-    parts = [f"{leg} #{score.rank} {score.score:.3f}" for leg, score in hit.legs.items()]
-    return ", ".join(parts) if parts else "-"

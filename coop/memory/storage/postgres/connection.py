@@ -8,6 +8,11 @@ with Postgres's own `$1` .. `$n` parameters, and sent as written.
   security reads (`migrations/m001_initial_postgres.py`), before its statements, and its outermost `atomic()` takes
   that user's advisory lock, so two clients writing one user's memory queue (as SQLite's write lock makes them) and
   a check then insert (a fact's key, a session's external id) cannot race; other users' writes go on beside it.
+- `beside()`: the same view on a second connection of the handle's (made once, closed with it), for a search's
+  vector leg run in another thread while this connection reads its full-text leg. Both connections are the same
+  login role, and the second is bound to the view's user before its first statement, so row-level security holds
+  on it as on the first; both read outside any transaction (each statement sees what was committed when it began,
+  as two statements on one connection would), and none is offered inside one (the second could not see its writes).
 - The setting is a session setting: a transaction-mode pooler (PgBouncer, Supavisor on 6543) can hand the next
   statement another server connection, so coop needs a direct connection or a session-mode pooler.
 - Errors: a server that cannot be reached, a full disk, a read-only server become `StoreError`s with a hint;
@@ -17,6 +22,7 @@ with Postgres's own `$1` .. `$n` parameters, and sent as written.
 from __future__ import annotations
 
 import hashlib
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -64,6 +70,27 @@ class Link:
     url: str
     bound: str | None = None
     settings: dict[str, str] = field(default_factory=dict)  # what `PgDatabase.configure` set for the session
+    second: "Link | None" = None  # `PgDatabase.beside`'s connection, once made
+    refused: bool = False  # the server refused a second connection: not asked again
+    making: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def beside(self) -> "Link | None":
+        """The second connection (made on first use, from any thread), or None when the server refused it."""
+        with self.making:
+            if self.second is None and not self.refused:
+                try:
+                    self.second = Link(connect(self.url), self.url)
+                except StoreError:
+                    self.refused = True  # a full server (max_connections): the search runs its legs in turn
+            return self.second
+
+    def close(self) -> None:
+        """Both connections closed."""
+        with self.making:
+            second, self.second = self.second, None
+        if second is not None:
+            second.conn.close()
+        self.conn.close()
 
 
 def _unreachable(location: str, exc: Exception) -> StoreError:
@@ -178,6 +205,14 @@ class PgDatabase:
     def for_user(self, user_id: str) -> "PgDatabase":
         """A view of this connection bound to one user (row-level security and the user's write lock)."""
         return PgDatabase(self.link, user_id, self.read_only, self.caches)
+
+    def beside(self) -> "PgDatabase | None":
+        """This view on the handle's second connection, for reads in another thread while this one reads (see
+        the module's docstring); None inside a transaction, or when the server refused a second connection."""
+        if self.in_transaction:
+            return None
+        second = self.link.beside()
+        return None if second is None else PgDatabase(second, self.user, self.read_only, self.caches)
 
     def _bind(self) -> None:
         if self.link.bound != self.user:
@@ -361,4 +396,4 @@ class PgDatabase:
         return None
 
     def close(self) -> None:
-        self.conn.close()
+        self.link.close()

@@ -56,10 +56,6 @@ class _Counts:
         return max(math.log((max(self.docs - held, 0) + 0.5) / (held + 0.5)), 1e-6)
 
 
-def _stems(tokens: dict[str, list[str]]) -> list[str]:
-    return sorted({token for each in tokens.values() for token in each})
-
-
 def _within_budget(terms: Sequence[str], tokens: dict[str, list[str]], holding: dict[str, int],
                    budget: int | None = None) -> list[str]:
     """`terms` without the most common ones once matching them all would read more than `budget` postings
@@ -71,15 +67,21 @@ def _within_budget(terms: Sequence[str], tokens: dict[str, list[str]], holding: 
     return shared.within_budget(terms, cost, shared.POSTINGS_BUDGET if budget is None else budget)
 
 
-def _query_terms(db: PgDatabase, words: Sequence[str]) -> list[list[str]]:
-    """Each of `words` as the index's terms, in the order they are said (a word that makes none: [])."""
-    rows = db.run(f"SELECT w.at, t.lexeme FROM unnest(%s::text[]) WITH ORDINALITY AS w(word, at) "
-                  f"CROSS JOIN LATERAL unnest(to_tsvector('{CONFIGURATION}', coop_fts_text(w.word))) AS t "
-                  "ORDER BY w.at, t.positions[1]", (list(words),))
-    found: list[list[str]] = [[] for _ in words]
-    for at, lexeme in rows:
-        found[int(at) - 1].append(str(lexeme))
-    return found
+def _said_and_counted(rows: Sequence[tuple[Any, ...]], words: Sequence[str],
+                      kinds: Sequence[str]) -> tuple[list[list[str]], dict[str, _Counts]]:
+    """`_WORDS_AND_COUNTS`'s rows as each of `words`' terms, in the order they are said (a word that makes none:
+    []), and the user's counts per kind."""
+    said = sorted((int(at), int(place or 0), str(term)) for tag, _, term, at, place in rows if tag == "said")
+    terms: list[list[str]] = [[] for _ in words]
+    for at, _, term in said:
+        terms[at - 1].append(term)
+    holding: dict[str, dict[str, int]] = {kind: {} for kind in kinds}
+    for tag, kind, term, docs, _ in rows:
+        if tag == "term":
+            holding[kind][term] = int(docs)
+    counts = {kind: _Counts(int(docs), int(tokens), holding[kind])
+              for tag, kind, _, docs, tokens in rows if tag == "kind"}
+    return terms, counts
 
 
 class PgTextIndex:
@@ -110,8 +112,8 @@ class PgTextIndex:
         words = list(dict.fromkeys([*phrases, *terms]))
         if not words:
             return []
-        tokens = dict(zip(words, _query_terms(self.db, words)))
-        known = self._counts(kinds, _stems(tokens))
+        made, known = self._said_and_counted(words, kinds)
+        tokens = dict(zip(words, made))
         pool = round(limit * shared.POOL_FACTOR)
         lengths: dict[int, int] = {}
         found: list[tuple[str, int, float]] = []
@@ -129,16 +131,12 @@ class PgTextIndex:
         return [(kind, item_id, -bm25) for kind, item_id, bm25
                 in with_message_lengths(self.scope, found[:pool], lengths=lengths)[:limit]]
 
-    def _counts(self, kinds: Sequence[str], stems: list[str]) -> dict[str, _Counts]:
-        """The user's counts per kind, for BM25 (N, the average length, each stem's n) and the postings budget."""
-        values = {"user": self.scope.user_id, "kinds": list(kinds), "stems": stems}
-        holding: dict[str, dict[str, int]] = {kind: {} for kind in kinds}
-        for kind, term, docs in self.db.run("SELECT kind, term, docs FROM fulltext_terms WHERE user_id = %(user)s "
-                                            "AND kind = ANY(%(kinds)s) AND term = ANY(%(stems)s)", values):
-            holding[kind][term] = int(docs)
-        rows = self.db.run("SELECT kind, docs, terms FROM fulltext_stats WHERE user_id = %(user)s "
-                           "AND kind = ANY(%(kinds)s)", values)
-        return {kind: _Counts(int(docs), int(tokens), holding[kind]) for kind, docs, tokens in rows}
+    def _said_and_counted(self, words: Sequence[str],
+                          kinds: Sequence[str]) -> tuple[list[list[str]], dict[str, _Counts]]:
+        """Each of `words` as the index's terms, and the user's counts per kind for BM25 (N, the average length,
+        each term's n) and the postings budget: one statement (`_WORDS_AND_COUNTS`)."""
+        values = {"user": self.scope.user_id, "kinds": list(kinds), "words": list(words)}
+        return _said_and_counted(self.db.run(_WORDS_AND_COUNTS, values), words, kinds)
 
     def affordable_terms(self, terms: Sequence[str], budget: int | None = None) -> list[str]:
         """The query's word terms, without its most common ones when matching them all would read more than
@@ -146,8 +144,9 @@ class PgTextIndex:
         user's."""
         if len(terms) <= 1:
             return list(terms)
-        tokens = dict(zip(terms, _query_terms(self.db, terms)))
-        counts = self._counts(["message"], _stems(tokens)).get("message", _Counts())
+        made, known = self._said_and_counted(terms, ["message"])
+        tokens = dict(zip(terms, made))
+        counts = known.get("message", _Counts())
         return _within_budget(terms, tokens, counts.holding, budget)
 
     def _scored(self, kind: str, groups: list[tuple[str, list[str]]], counts: _Counts, limit: int,
@@ -187,6 +186,20 @@ class PgTextIndex:
                               (self.scope.user_id, kind)) or 1
         return math.log(rows / 1.5 + 1.0) if rows >= shared.MIN_ROWS_FOR_BM25_FLOOR else 0.0
 
+
+# A query's words as the index's terms (tagged 'said': the word's place in the query, the term's in the word), with
+# the user's document frequency of each term per kind ('term') and the kind's items and tokens ('kind'): what a
+# search needs before it reads any postings, in one round trip.
+_WORDS_AND_COUNTS = f"""
+  WITH said AS (
+    SELECT w.at, t.lexeme AS term, t.positions[1] AS place FROM unnest(%(words)s::text[]) WITH ORDINALITY AS w(word, at)
+    CROSS JOIN LATERAL unnest(to_tsvector('{CONFIGURATION}', coop_fts_text(w.word))) AS t)
+  SELECT 'said', NULL, term, at, place FROM said
+  UNION ALL
+  SELECT 'term', kind, term, docs, NULL FROM fulltext_terms
+  WHERE user_id = %(user)s AND kind = ANY(%(kinds)s) AND term IN (SELECT term FROM said)
+  UNION ALL
+  SELECT 'kind', kind, NULL, docs, terms FROM fulltext_stats WHERE user_id = %(user)s AND kind = ANY(%(kinds)s)"""
 
 # The best items for words of one token each (nearly every query): each term's postings unrolled, one BM25 term
 # per posting, summed per item.

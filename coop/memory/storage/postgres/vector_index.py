@@ -14,6 +14,9 @@ sentence part, computed by the server, so only (kind, id, score) cross the wire.
   orders the candidates, which are scored on their float32 points. An index made before (float32) is searched
   as it is (`index_form`) until `rebuild_index` replaces it. A shared index under a per-user filter walked
   every user's graph: slow and less exact once one user is a tenth of the points (docs/benchmarks.md).
+- Within a turn (`reading_once`) the scores `nearest` found are kept and `similarities` asks only for the others;
+  `beside()` gives a twin of the index on the handle's second connection, whose `nearest` runs in another thread
+  while this index's connection reads (a search's legs at once) and whose finds join the same turn cache.
 - Many heavy users mean many partial indexes on one table; the planner checks each one's predicate, which is
   cheap for tens of users and worth partitioning `embedding_points` by user beyond a few thousand.
 """
@@ -29,6 +32,8 @@ from coop.errors import EmbedderError, StoreError
 from coop.memory.kinds import KINDS, REGISTRY, active_fact
 from coop.memory.storage.items import VectorHit
 from coop.memory.storage.postgres.connection import PgDatabase
+from coop.memory.storage.postgres.text_index import PgTextIndex
+from coop.memory.storage.user_memory import UserMemory
 from coop.memory.storage.vector_index import StoredVectorIndex
 
 if TYPE_CHECKING:
@@ -76,14 +81,42 @@ class PgVectorIndex(StoredVectorIndex[PgDatabase]):
 
     def __init__(self, scope: "Scope[PgDatabase]") -> None:
         super().__init__(scope)
-        self._scores: dict[tuple[str, bytes], dict[tuple[str, int], float | None]] = {}
+        # within a turn, per (embedder, query): the scores `nearest` found, and those `similarities` computed; kept
+        # apart so that a twin's `nearest` (`beside`, another thread) and `similarities` never write one dict
+        self._found: dict[tuple[str, bytes], dict[tuple[str, int], float]] = {}
+        self._exact: dict[tuple[str, bytes], dict[tuple[str, int], float | None]] = {}
+        self._sizes: dict[tuple[str, str | None], int] = {}  # within a turn, each count `size` read
 
     @property
     def db(self) -> PgDatabase:
         return self.scope.db
 
     def _turn_over(self) -> None:
-        self._scores = {}
+        self._found, self._exact, self._sizes = {}, {}, {}
+
+    def size(self, embedder_id: str, kind: str | None = None) -> int:
+        """How many vectors this user has from this embedder (of `kind`, when given); within `reading_once`, each
+        count is read once: a turn's searches (the search's, the profile's) ask for the same ones."""
+        if self._rows is None:
+            return super().size(embedder_id, kind)
+        known = self._sizes.get((embedder_id, kind))
+        if known is None:
+            known = self._sizes[(embedder_id, kind)] = super().size(embedder_id, kind)
+        return known
+
+    def beside(self) -> "PgVectorIndex | None":
+        """A twin of this index on the handle's second connection (`PgDatabase.beside`), sharing this turn's
+        cache: its `nearest` may run in another thread while this index's connection reads, and what it finds is
+        known to this index's `similarities` as if this index had found it. Only within `reading_once` (outside a
+        turn there is no cache to share, and a search runs its legs in turn); None when no second connection can
+        be had (a transaction open, a full server)."""
+        db = self.db.beside() if self._rows is not None else None
+        if db is None:
+            return None
+        twin = PgVectorIndex(UserMemory(db, self.scope.user_id, backend=self.scope.backend, text=PgTextIndex,
+                                        vectors=PgVectorIndex))
+        twin._rows, twin._found, twin._exact, twin._sizes = self._rows, self._found, self._exact, self._sizes
+        return twin
 
     # -- writes ---------------------------------------------------------------------------------------------
     def record_embedder(self, embedder_id: str, dims: int) -> None:
@@ -218,11 +251,14 @@ class PgVectorIndex(StoredVectorIndex[PgDatabase]):
                    "AS t(embedding_id, point)", (user_id, embedder_id, kind, owners, points))
             db.run(f"UPDATE {table} SET embedder = %s, embedding_error = NULL WHERE user_id = %s AND id = ANY(%s)",
                    (embedder_id, user_id, ids))
+        self._sizes.clear()  # (a store within a turn: the counts it read are no longer)
         self.ensure_index(embedder_id, dims)  # once the user has enough vectors for one to pay
 
     def warm(self, embedder_id: str) -> bool:
-        """Nothing to load: the server keeps its index; False (there was nothing to do)."""
-        return False
+        """Nothing to load (the server keeps its index): the handle's second connection is made now, while the
+        person types, rather than by the first search (`beside`); True when it was made here."""
+        link = self.db.link
+        return link.second is None and not link.refused and link.beside() is not None
 
     # -- reads ----------------------------------------------------------------------------------------------
     def nearest(self, embedder_id: str, dims: int, query: "np.ndarray", *, k: int, kinds: Sequence[str] = KINDS,
@@ -264,34 +300,43 @@ class PgVectorIndex(StoredVectorIndex[PgDatabase]):
                 "GROUP BY e.kind, e.item_id ORDER BY s DESC, e.item_id LIMIT %(k)s", {**params, "want": want})
         hits = [VectorHit(row[0], int(row[1]), float(row[2])) for row in rows]
         if self._rows is not None:  # their scores for this query are known now: `similarities` asks no more
-            self._scores.setdefault((embedder_id, query.tobytes()), {}).update(
-                ((h.kind, h.item_id), h.similarity) for h in hits)
+            self._found.setdefault((embedder_id, query.tobytes()), {}).update(
+                {(h.kind, h.item_id): h.similarity for h in hits})
         return [h for h in hits if floor is None or h.similarity >= floor]
 
     def similarities(self, embedder_id: str, dims: int, query: "np.ndarray",
                      items: Sequence[tuple[str, int]]) -> dict[tuple[str, int], float]:
         """The exact score of each of these items (its whole vector or nearest part, as `nearest` scores),
-        computed on the server; within `reading_once`, each item's score for a query is asked for once."""
+        computed on the server; within `reading_once`, each item's score for a query is asked for once, and an
+        item `nearest` found keeps the score it found it with (whichever came first)."""
         import numpy as np
 
         query = np.asarray(query, dtype=np.float32).reshape(-1)
         wanted = list(dict.fromkeys(items))
-        known = None if self._rows is None else self._scores.setdefault((embedder_id, query.tobytes()), {})
-        missing = wanted if known is None else [item for item in wanted if item not in known]
-        found: dict[tuple[str, int], float | None] = {}
+        if self._rows is None:
+            scores = self._scored(embedder_id, query, wanted)
+            return {item: score for item in wanted if (score := scores.get(item)) is not None}
+        key = (embedder_id, query.tobytes())
+        found, exact = self._found.setdefault(key, {}), self._exact.setdefault(key, {})
+        missing = [item for item in wanted if item not in found and item not in exact]
         if missing:
-            rows = self.db.run(
-                "SELECT e.kind, e.item_id, max(-(p.point <#> %s::vector)) FROM embeddings e "
-                "JOIN unnest(%s::text[], %s::bigint[]) AS w(kind, item_id) "
-                "ON e.kind = w.kind AND e.item_id = w.item_id "
-                "JOIN embedding_points p ON p.embedding_id = e.id "
-                "WHERE e.embedder = %s AND e.user_id = %s GROUP BY e.kind, e.item_id",
-                (query, [kind for kind, _ in missing], [int(i) for _, i in missing], embedder_id,
-                 self.scope.user_id))
-            self.reads += len(rows)
-            found = {item: None for item in missing}
-            found.update(((row[0], int(row[1])), float(row[2])) for row in rows)
-            if known is not None:
-                known.update(found)
-        scores = found if known is None else known
-        return {item: score for item in wanted if (score := scores.get(item)) is not None}
+            exact.update(self._scored(embedder_id, query, missing))
+        return {item: score for item in wanted
+                if (score := found[item] if item in found else exact.get(item)) is not None}
+
+    def _scored(self, embedder_id: str, query: "np.ndarray",
+                items: list[tuple[str, int]]) -> dict[tuple[str, int], float | None]:
+        """The exact score of each item, None for one without a vector: one statement."""
+        if not items:
+            return {}
+        rows = self.db.run(
+            "SELECT e.kind, e.item_id, max(-(p.point <#> %s::vector)) FROM embeddings e "
+            "JOIN unnest(%s::text[], %s::bigint[]) AS w(kind, item_id) "
+            "ON e.kind = w.kind AND e.item_id = w.item_id "
+            "JOIN embedding_points p ON p.embedding_id = e.id "
+            "WHERE e.embedder = %s AND e.user_id = %s GROUP BY e.kind, e.item_id",
+            (query, [kind for kind, _ in items], [int(i) for _, i in items], embedder_id, self.scope.user_id))
+        self.reads += len(rows)
+        scores: dict[tuple[str, int], float | None] = {item: None for item in items}
+        scores.update(((row[0], int(row[1])), float(row[2])) for row in rows)
+        return scores
