@@ -214,6 +214,18 @@ def test_add_replaces_supersedes_the_named_fact_whatever_its_slot(memory, run_cl
     assert active_texts(memory) == ["Drinks coffee every morning"]
 
 
+@pytest.mark.parametrize("said", ["Lives in Berlin", "lives in  Berlin"])
+def test_add_replaces_onto_a_value_already_known_reuses_that_fact(memory, run_cli, said):
+    """Two active facts contradict each other (Lyon in the slot, Berlin beside it): replacing Lyon with what Berlin
+    says makes Berlin current, in Lyon's slot, with no second Berlin."""
+    lyon = memory.facts.add("Lives in Lyon", category="location", key="home_city", source="extraction").fact_id
+    berlin = memory.facts.add("Lives in Berlin", category="location", source="host").fact_id
+    data = ok_json(run_cli("memory", "add", said, "--replaces", f"f{lyon}", "--user", "ana", "--json"))
+    assert (data["id"], data["supersedes"]) == (f"f{berlin}", f"f{lyon}")
+    assert active_texts(memory) == ["Lives in Berlin"]
+    assert memory.get("fact", lyon).superseded_by == berlin and memory.get("fact", berlin).key == "home_city"
+
+
 def test_add_replaces_needs_a_current_fact(memory, run_cli):
     memory.facts.add("Lives in Lyon", category="location", key="city")
     memory.facts.add("Lives in Paris", category="location", key="city")

@@ -128,9 +128,12 @@ class Facts(Part):
             self.db.execute("UPDATE facts SET superseded_at = $1 WHERE id = $2 AND user_id = $3",
                             (now, target_id, self.user_id))
             same = self.find_exact(fields.value, fields.category)
-            if same is not None and same.key in (None, fields.key):  # the new value is known already: count it
+            if same is not None and same.key in (None, fields.key):  # the new value is known already: it takes over
                 fact_id = same.item_id
                 self.bump(fact_id, importance=fields.importance, reason=reason)
+                if same.key is None and fields.key is not None:  # ... the slot too, now free
+                    self.db.execute("UPDATE facts SET key = $1 WHERE id = $2 AND user_id = $3",
+                                    (fields.key, fact_id, self.user_id))
             else:
                 fact_id = self._insert(fields, reason, now)
             self.db.execute("UPDATE facts SET superseded_by = $1 WHERE id = $2 AND user_id = $3",
