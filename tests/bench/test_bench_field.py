@@ -1,0 +1,125 @@
+"""bench/field.py and its three readers (longmemeval.py, prefeval.py, locomo_plus.py): tiny records written here in
+each data set's shape become the cases the benchmarks score (gold turns and sessions, dates as given, roles), a
+quick run takes every type in turn, and the figures count what the rows hold. One case also goes through coop's
+write path and turn with the hash embedder, to check that what the prompt shows maps back to the data's keys."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from datetime import datetime
+
+import pytest
+
+from tests.bench._bench import load_bench
+
+
+def _field():
+    return load_bench("field")
+
+
+def _lme_question(qid="q1", qtype="knowledge-update"):
+    return {
+        "question_id": qid, "question_type": qtype, "question": "Which bike do I ride now?", "answer": "a red one",
+        "question_date": "2023/06/01 (Thu) 10:00",
+        "haystack_session_ids": ["filler_1", "answer_b", "answer_a"],
+        "haystack_dates": ["2023/05/01 (Mon) 09:00", "2023/05/20 (Sat) 08:00", "2023/05/10 (Wed) 08:00"],
+        "haystack_sessions": [
+            [{"role": "user", "content": "Tell me about tides."}, {"role": "assistant", "content": "The Moon."}],
+            [{"role": "user", "content": "I swapped my blue bike for a red one.", "has_answer": True},
+             {"role": "assistant", "content": "Enjoy the red bike.", "has_answer": False}],
+            [{"role": "user", "content": "Any tips for a blue bike?", "has_answer": False},
+             {"role": "assistant", "content": "You ride a blue bike, oil its chain.", "has_answer": True},
+             {"role": "user", "content": "   "}],
+        ],
+        "answer_session_ids": ["answer_a", "answer_b"], "abstention": False,
+    }
+
+
+def test_longmemeval_reader_keeps_dates_as_given_and_splits_gold_by_role():
+    lme = load_bench("longmemeval")
+    case = lme.read_question(_lme_question())
+    assert [s.key for s in case.history] == ["filler_1", "answer_b", "answer_a"]  # not re-sorted
+    assert case.history[1].started == datetime(2023, 5, 20, 8, 0).timestamp()
+    assert case.asked_at == datetime(2023, 6, 1, 10, 0).timestamp()
+    assert case.turns["turn-user"] == {"answer_b#0"}
+    assert case.turns["turn-all"] == {"answer_b#0", "answer_a#1"}
+    assert case.sessions["session"] == {"answer_b"}  # answer_a holds no user evidence turn
+    assert case.sessions["evidence sessions"] == {"answer_a", "answer_b"}
+    assert case.history[2].messages[1].role == "assistant"
+
+
+def test_longmemeval_load_leaves_abstention_out(tmp_path):
+    lme = load_bench("longmemeval")
+    path = tmp_path / "lme.json.gz"
+    gone = {**_lme_question("q2_abs"), "abstention": True}
+    path.write_bytes(gzip.compress(json.dumps([_lme_question(), gone]).encode()))
+    assert [c.id for c in lme.load(path)] == ["q1"]
+
+
+def test_prefeval_reader_builds_conversation_n_and_asks_a_day_later():
+    pe = load_bench("prefeval")
+    item = {"id": "explicit/t/000", "form": "explicit", "question": "Where should I eat tonight?",
+            "preference_messages": [{"id": "p1", "role": "user", "content": "I never eat fish.", "pref_turn": True}]}
+    filler = [{"id": f"d{i:03d}", "role": "user" if i % 2 else "assistant", "content": f"filler {i}"}
+              for i in range(1, 41)]
+    case = pe.read_item(item, filler, 10)
+    messages = case.history[0].messages
+    assert len(case.history) == 1 and len(messages) == 21
+    assert [m.key for m in messages[:2]] == ["pref:p1", "filler:d001"]
+    assert case.turns == {"preference turn": {"pref:p1"}, "preference block": {"pref:p1"}}
+    assert case.asked_at == pytest.approx(pe.START + 20 * _field().MESSAGE_GAP_SECONDS + pe.ASKED_AFTER)
+
+
+def test_locomo_plus_reader_roles_dates_and_cue():
+    lp = load_bench("locomo_plus")
+    item = {"sample_id": "lp-1", "relation_type": "goal",
+            "conversation": {"speaker_a": "Ana", "speaker_b": "Ben",
+                             "session_2_date_time": "1:00 pm on 3 May, 2023",
+                             "session_2": [{"speaker": "Ben", "dia_id": "D2:1", "text": "Back home?"}],
+                             "session_1_date_time": "9:00 am on 1 May, 2023",
+                             "session_1": [{"speaker": "Ana", "dia_id": "D1:1", "text": "I want to run a marathon.",
+                                            "blip_caption": "a pair of shoes"}]},
+            "cue": {"dia_ids": ["D1:1"]}, "trigger": {"date_time": "9:00 am on 1 June, 2023", "query": "My knees!"}}
+    case = lp.read_item(item)
+    assert [s.key for s in case.history] == ["session_1", "session_2"]
+    first, second = case.history[0].messages[0], case.history[1].messages[0]
+    assert (first.role, second.role) == ("user", "assistant")
+    assert first.text == "Ana: I want to run a marathon. [image: a pair of shoes]"
+    assert case.turns == {"cue": {"D1:1"}} and case.question == "My knees!"
+    assert case.asked_at == datetime(2023, 6, 1, 9, 0).timestamp()
+
+
+def test_a_quick_run_takes_every_group_in_turn():
+    field = _field()
+    cases = [field.Case(f"{g}{i}", g, "q", 0.0, []) for g in "bca" for i in range(3)]
+    assert [c.id for c in field.stratified(cases, 4)] == ["a0", "b0", "c0", "a1"]
+    assert len(field.stratified(cases, None)) == 9
+
+
+def test_figures_count_what_the_rows_hold():
+    field = _field()
+    gold = field.Case("x", "g", "q", 0.0, [], turns={"t": frozenset({"m3"})}, sessions={"s": frozenset({"S2"})})
+    none = field.Case("y", "g", "q", 0.0, [], turns={"t": frozenset()}, sessions={"s": frozenset()})
+    row = field.Row(gold, ["m1", None, "m2", "m4", "m5", "m3"], ["S1", "S2"], ["m3"], {"m3": "S2"}, 100, 1.0, 2.0,
+                    3.0)
+    skipped = field.Row(none, [], [], [], {}, 0, 1.0, 2.0, 3.0)
+    t = field.level_figures([row, skipped], "t")
+    assert t == {"n": 1, "R_any@5": 0.0, "R_any@10": 1.0, "prompt": 1.0, "cut": 0.0}
+    s = field.level_figures([row, skipped], "s")
+    assert s == {"n": 1, "R_any@5": 1.0, "R_any@10": 1.0, "prompt": 1.0, "prompt_all": 1.0}
+
+
+def test_a_case_goes_through_coops_write_path_and_turn(tmp_path):
+    field, lme = _field(), load_bench("longmemeval")
+    from common import Stores, load_embedder
+
+    case = lme.read_question(_lme_question())
+    with Stores(directory=tmp_path) as stores:
+        [row] = field.run([case], load_embedder("hash"), config=field.config_with({}), stores=stores)
+    keys = {m.key for s in case.history for m in s.messages}
+    assert "answer_a#2" not in row.shown + row.searched  # the blank message is skipped, as the importer skips it
+    assert set(row.shown) <= keys and set(row.searched) - {None} <= keys
+    assert all(row.session_of[k] == k.split("#")[0] for k in row.shown)
+    assert set(row.searched_sessions) <= {s.key for s in case.history}
+    assert row.memory_tokens >= 0 and row.ingest_s > 0
