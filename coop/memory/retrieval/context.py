@@ -8,7 +8,8 @@ history -> the new message. History is chosen first, newest first, from what the
 budget (`memory_budget_fraction` of `context_budget`), and reaches further back into whatever memory leaves
 unused; the session's first user message (the anchor) keeps its room when it fits. In the memory budget, facts come
 first (short and durable), then past items by score; whatever does not fit is left out whole (a past message may
-be shortened, a fact never is), and a past message the history shows is not recalled again.
+be shortened, a fact never is), and a past message the history shows is not recalled again. The past items chosen
+are shown newest first.
 
 Token counts are estimates (about four characters a token): the budget is a guard against overflowing the model's
 window and crowding out the conversation, not an exact accounting.
@@ -167,15 +168,10 @@ def _newest(history: Sequence[HistoryMessage], budget: int) -> list[HistoryMessa
     return chosen
 
 
-def _newer_before_older(lines: list[str], entries: list[Recalled]) -> list[str]:
-    """Shown lines reordered so that an item marked "newer than X" comes before X (both were chosen by score)."""
-    order = list(range(len(entries)))
-    for k, entry in enumerate(entries):
-        for older in re.findall(r"newer than (\w+)", entry.note):
-            at = next((i for i, j in enumerate(order) if entries[j].item.ref == older), None)
-            here = order.index(k)
-            if at is not None and at < here:
-                order.insert(at, order.pop(here))
+def _newest_first(lines: list[str], entries: list[Recalled]) -> list[str]:
+    """The past lines chosen by score, shown newest first: what holds now is read before what it replaced (an
+    item marked "newer than X" is before X), and a question about a date finds the dated lines in time order."""
+    order = sorted(range(len(entries)), key=lambda j: -(entries[j].item.created_at or 0.0))
     return [lines[j] for j in order]
 
 
@@ -236,7 +232,7 @@ def build_prompt(*, preamble: str, instructions: Sequence[Item] = (), facts: Seq
                 left_out.append(entry)
 
     past_entries = {id(entry) for entry in past}
-    lines["past"] = _newer_before_older(lines["past"], [r for r in recalled if id(r) in past_entries])
+    lines["past"] = _newest_first(lines["past"], [r for r in recalled if id(r) in past_entries])
     sections = list(head)
     if lines["facts"] or lines["profile"]:
         sections.append("Known about the user (id, since when):\n"

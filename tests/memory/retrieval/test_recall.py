@@ -182,3 +182,22 @@ def test_past_items_are_chosen_by_score_and_a_newer_one_is_shown_before_the_olde
                           memory_fraction=0.25).messages[0]["content"]
     assert system.index("Microsoft") < system.index("Google")
     assert f"user (newer than m{old}): I started at Microsoft" in system
+
+
+def test_the_past_lines_chosen_by_score_are_shown_newest_first_whatever_their_words(memory):
+    """A value and the one that replaced it need share no word (a knowledge update): shown newest first, the model
+    reads what holds now before what it replaced; what is chosen is still the budget's pick by score."""
+    session = memory.sessions.start()
+    now = time.time()
+    said = {days: memory.messages.add(session, "user", text, created_at=now - 86400 * days)
+            for days, text in ((300, "my commute is a forty minute bus ride"), (2, "these days I cycle to the office"),
+                               (40, "we adopted a beagle puppy"), (150, "I repainted the kitchen green"))}
+    past = [recalled(memory, "message", said[days], score) for days, score in ((300, 0.9), (150, 0.8), (2, 0.7),
+                                                                                (40, 0.6))]
+    system = build_prompt(preamble="P", past=past, new_message="how do I get to work?", context_budget=4000,
+                          memory_fraction=0.25).messages[0]["content"]
+    shown = [days for days in sorted(said, key=lambda d: system.index(memory.get("message", said[d]).text))]
+    assert shown == [2, 40, 150, 300]
+    tight = build_prompt(preamble="P", past=past, new_message="how do I get to work?", context_budget=200,
+                         memory_fraction=0.2).messages[0]["content"]
+    assert "forty minute bus" in tight and "beagle" not in tight  # the best score is chosen first, as before
