@@ -158,8 +158,8 @@ def _refusal_json(refusal: Refusal, text: str | None) -> dict[str, Any]:
 
 
 def _refusal_lines(refusal: Refusal, text: str | None, indent: str) -> list[str]:
-    what = f"{refusal.reason}: {REASON_WORDS.get(refusal.reason, refusal.reason)}"
-    lines = [f"{indent}{what}" + (f" ({refusal.category})" if refusal.category else "") + f", {refusal.what}"]
+    meaning = REASON_WORDS.get(refusal.reason, refusal.reason)  # [reason] as coop.log names it
+    lines = [f"{indent}[{refusal.reason}] {refusal.category or 'a fact'}: {meaning} ({refusal.what})"]
     lines += [f"{indent}  cited: “{output.one_line(words, 200)}”" for words in _cited(refusal, text)]
     return lines
 
@@ -205,8 +205,8 @@ def _refusals(memory: UserStore, json_: bool) -> None:
     if not recent:
         _print_lines(["memory has turned down nothing from your messages yet"])
         return
-    lines = [f"turned down, the newest {REFUSALS_KEPT} kept: "
-             + ", ".join(f"{reason} {n}" for reason, n in sorted(counts.items(), key=lambda kv: -kv[1])), ""]
+    lines = ["turned down: " + ", ".join(f"{reason} {n}" for reason, n in sorted(counts.items(), key=lambda kv: -kv[1]))
+             + f" (the newest {REFUSALS_KEPT:,} are kept)", ""]
     for refusal in recent:
         where = f"m{refusal.message_id}" if refusal.message_id is not None else \
             (f"session {refusal.session_id}" if refusal.session_id is not None else "-")

@@ -69,7 +69,7 @@ def test_why_shows_a_message_what_it_taught_and_what_was_turned_down(memory, scr
     learned = out.stdout.split("learned from it:")[1].split("turned down")[0]
     assert "Habite à Lyon" in learned
     down = out.stdout.split("turned down (1):")[1]
-    assert "evidence: not in your own words" in down and "cited: “J'ai eu une longue journée" in down
+    assert "[evidence] work: not in your own words (" in down and "cited: “J'ai eu une longue journée" in down
     data = json.loads(run_cli("memory", "why", f"m{message}", "--user", "ana", "--json").stdout)
     assert [f["text"] for f in data["learned"]] == ["Habite à Lyon"]
     assert [(r["reason"], r["message"]) for r in data["refused"]] == [("evidence", f"m{message}")]
@@ -84,7 +84,7 @@ def test_why_refused_lists_the_newest_with_counts_and_says_so_when_there_are_non
     assert [r["message"] for r in data["recent"]] == [f"m{m}" for m in reversed(messages)]  # newest first
     assert all(r["cited"] for r in data["recent"])
     text = run_cli("memory", "why", "--refused", "--user", "ana", env=WIDE).stdout
-    assert "evidence 2" in text and "今日はオフィスで長い一日でした" in text
+    assert "turned down: evidence 2 (the newest 1,000 are kept)" in text and "今日はオフィスで長い一日でした" in text
 
 
 def test_why_with_no_id_and_no_refused_is_a_usage_error(memory, run_cli):
