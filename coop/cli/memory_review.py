@@ -9,10 +9,11 @@ an import), oldest first, each with the words it quoted and the facts it replace
 
 On a terminal, each fact waits for a decision: keep (it is right; nothing changes), pin (importance at least 0.9,
 so it is always recalled; counted as one more mention, as `coop memory add` of the same text does), edit (a new
-text supersedes it: `memory_edit.py`), forget (with the messages that said it, after a confirmation that lists
-them), skip (not now: it comes back next time) or quit. The mark then moves to the review's start when every fact
-was decided; otherwise to just before the first fact skipped or not reached, so those come back at the next
-review (with any decided after them, which are shown again unchanged). `--json`, or no terminal, lists the facts
+text supersedes it: `memory_edit.py`), replaces (it is what holds now, and another fact it contradicts, named by
+id, is superseded by it with its history and sources kept), forget (with the messages that said it, after a
+confirmation that lists them), skip (not now: it comes back next time) or quit. The mark then moves to the
+review's start when every fact was decided; otherwise to just before the first fact skipped or not reached, so
+those come back at the next review (with any decided after them, which are shown again unchanged). `--json`, or no terminal, lists the facts
 and changes nothing. Each listed fact carries `flags`: pinned, updated, replaces, from_host, unquoted, and
 out_of_date: a fact that may have gone stale when another was superseded (`coop/memory/retrieval/profile.py`
 `out_of_date`), listed whatever its age or source until it is settled: keep says it still holds (counted as a
@@ -32,21 +33,21 @@ import typer
 
 from coop import output
 from coop.cli.context import AppContext, state
-from coop.cli.memory import JsonOption, UserOption, app
+from coop.cli.memory import JsonOption, UserOption, app, current_fact, fact_ref
 from coop.cli.memory_edit import edit_fact, embed_new_facts
 from coop.cli.memory_why import HOST_WORDS
-from coop.errors import ExitCode, UsageError
+from coop.errors import ExitCode, NotFoundError, UsageError
 from coop.memory.text import plural
 
 if TYPE_CHECKING:
     from coop.memory.storage.interface import UserStore
-    from coop.memory.storage.items import Learned
+    from coop.memory.storage.items import Item, Learned
 
 REVIEWED_SOURCES = ("extraction", "consolidation", "model", "host", "import")
 PIN_IMPORTANCE = 0.9
-ACTIONS = ("keep", "pin", "edit", "forget", "skip", "quit")
+ACTIONS = ("keep", "pin", "edit", "replaces", "forget", "skip", "quit")
 MAX_REVIEWED = 10_000  # facts read for one review; the rest wait for the next
-DECIDED = ("keep", "pin", "edit", "forget")
+DECIDED = ("keep", "pin", "edit", "replaces", "forget")
 
 
 @dataclass(frozen=True)
@@ -172,12 +173,12 @@ def _show(entry: Entry, index: int, total: int) -> None:
 def _ask() -> str:
     """One of ACTIONS, by name or first letter; asked again until it is one."""
     while True:
-        answer = typer.prompt("keep, pin, edit, forget, skip or quit? [k/p/e/f/s/q]", err=True,
-                              default="", show_default=False).strip().lower()
+        answer = typer.prompt("keep, pin, edit, replaces (another fact), forget, skip or quit? [k/p/e/r/f/s/q]",
+                              err=True, default="", show_default=False).strip().lower()
         found = [action for action in ACTIONS if answer and action.startswith(answer)]
         if len(found) == 1:
             return found[0]
-        output.info("answer keep, pin, edit, forget, skip or quit (or the first letter)")
+        output.info("answer keep, pin, edit, replaces, forget, skip or quit (or the first letter)")
 
 
 def _decide(memory: UserStore, entry: Entry, action: str) -> bool:
@@ -200,6 +201,8 @@ def _decide(memory: UserStore, entry: Entry, action: str) -> bool:
             return False
         output.out().print(f"{item.ref} unchanged (the same text)" if result is None else
                            f"f{result.fact_id} replaces {item.ref}", highlight=False)
+    elif action == "replaces":
+        return _replaces(memory, item)
     elif action == "forget":
         with_it = traces(memory, item)
         for trace in with_it:
@@ -209,6 +212,30 @@ def _decide(memory: UserStore, entry: Entry, action: str) -> bool:
             return False
         gone = forget_with_traces(memory, "fact", item.item_id, reason="forgotten by the user (review)")
         output.out().print(gone.describe(), highlight=False)
+    return True
+
+
+def _replaces(memory: UserStore, item: Item) -> bool:
+    """"This replaces that": two facts that contradict each other (a new city beside the one in the slot), and the
+    one under review is what holds now. The other is superseded by it, kept in its history with its source
+    messages, and the reviewed fact takes over its slot; nothing is forgotten."""
+    from coop.memory.storage.items import FactFields
+
+    answer = typer.prompt(f"the fact {item.ref} replaces (an id such as f12)", err=True)
+    try:
+        target = current_fact(memory, fact_ref(answer, "replaces"), "replace")
+        if target.item_id == item.item_id:
+            raise UsageError(f"{item.ref} cannot replace itself", hint="give the id of the fact it replaces")
+        if target.key is not None and target.category != item.category:
+            raise UsageError(f"{target.ref} holds {target.category}/{target.key}, {item.ref} is {item.category}",
+                             hint=f"edit {item.ref} to say the new value, or forget {target.ref}")
+    except (UsageError, NotFoundError) as exc:  # nothing was written: ask again
+        output.error(exc)
+        return False
+    fields = FactFields.checked(item.text, category=item.category, key=item.key, importance=item.importance or 0.5,
+                                source=item.source or "user")
+    memory.facts.supersede(target.item_id, fields, reason=f"replaced by {item.ref} (review)")
+    output.out().print(f"{item.ref} replaces {target.ref}", highlight=False)
     return True
 
 
@@ -243,7 +270,8 @@ def _walk(app_state: AppContext, memory: UserStore, entries: list[Entry], reache
     memory.sources.mark_reviewed(reached if first_open is None
                                  else math.nextafter(first_open.learned.changed_at, -math.inf))
     counts = ", ".join(f"{tally[action]} {word}" for action, word in (
-        ("keep", "kept"), ("pin", "pinned"), ("edit", "edited"), ("forget", "forgotten"), ("skip", "skipped"))
+        ("keep", "kept"), ("pin", "pinned"), ("edit", "edited"), ("replaces", "replacing another"),
+        ("forget", "forgotten"), ("skip", "skipped"))
         if tally[action])
     left = len(entries) - position  # the one at a quit included
     output.info(f"reviewed: {counts or 'nothing decided'}" + (f"; {plural(left, 'fact')} not reached" if left else "")

@@ -321,12 +321,31 @@ def test_review_asks_again_after_a_bad_answer_a_refused_edit_or_a_declined_forge
     answers = "maybe\ne\n" + "x" * 10_001 + "\nf\nn\nkeep\n"
     result = run_cli("memory", "review", "--user", "ana", input=answers)
     assert result.exit_code == 0, result.stderr
-    assert "answer keep, pin, edit, forget, skip or quit" in result.stderr
+    assert "answer keep, pin, edit, replaces, forget, skip or quit" in result.stderr
     assert "error: fact is too long" in result.stderr
     assert f"with m{message}: I like tea" in result.stderr, "a forget lists what goes with the fact"
     assert "reviewed: 1 kept" in result.stderr
     assert active_texts(memory) == ["Likes tea"] and memory.exists("message", message)
     assert [e.action for e in memory.facts.history(fact_id)] == ["ADD"]
+
+
+def test_review_says_this_replaces_that_keeping_both_histories_and_the_source(memory, run_cli, terminal):
+    """Two facts contradict each other (the slot says Lyon, a host noted Berlin beside it): the one reviewed is
+    what holds now, so the other is superseded by it, not forgotten: its history and source message stay."""
+    lyon, lyon_said = learned(memory, "Lives in Lyon", said="I live in Lyon", quote="I live in Lyon",
+                              category="location", key="home_city")
+    berlin, _ = learned(memory, "Lives in Berlin", said="I moved to Berlin", quote="moved to Berlin",
+                        category="location", source="host")
+    memory.sources.mark_reviewed(memory.get("fact", lyon).created_at + 1e-6)  # only Berlin is new
+    answers = f"r\nf{berlin}\nr\nf999\nr\nf{lyon}\n"  # itself, then an unknown id: asked again each time
+    result = run_cli("memory", "review", "--user", "ana", input=answers, env=WIDE)
+    assert result.exit_code == 0, result.stderr
+    assert "cannot replace itself" in result.stderr and "no fact f999" in result.stderr
+    assert f"f{berlin} replaces f{lyon}" in result.stdout and "1 replacing another" in result.stderr
+    assert active_texts(memory) == ["Lives in Berlin"]
+    old = memory.get("fact", lyon)
+    assert old.superseded_by == berlin and memory.get("fact", berlin).key == "home_city"
+    assert memory.exists("message", lyon_said) and memory.facts.history(lyon)[-1].action == "SUPERSEDE"
 
 
 def test_skipped_and_unreached_facts_come_back_at_the_next_review(memory, run_cli, terminal):
