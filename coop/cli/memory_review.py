@@ -7,14 +7,14 @@ an import), oldest first, each with the words it quoted and the facts it replace
 `undo`) does. An imported fact is dated by its own history, so what was learned long ago elsewhere is not new.
 `--all` shows every active fact, whatever its source.
 
-On a terminal, each fact waits for a decision: keep (it is right; nothing changes), pin (importance at least 0.9,
-so it is always recalled; counted as one more mention, as `coop memory add` of the same text does), edit (a new
-text supersedes it: `memory_edit.py`), replaces (it is what holds now, and another fact it contradicts, named by
-id, is superseded by it with its history and sources kept), forget (with the messages that said it, after a
-confirmation that lists them), skip (not now: it comes back next time) or quit. The mark then moves to the
-review's start when every fact was decided; otherwise to just before the first fact skipped or not reached, so
-those come back at the next review (with any decided after them, which are shown again unchanged). `--json`, or no terminal, lists the facts
-and changes nothing. Each listed fact carries `flags`: pinned, updated, replaces, from_host, unquoted, and
+On a terminal, each fact waits for a decision: keep (it is right; nothing changes), pin (importance at least 0.9, so
+it is always recalled; counted as one more mention, as `coop memory add` of the same text does), edit (a new text
+supersedes it: `memory_edit.py`), replaces (it is what holds now, and another fact it contradicts, named by id, is
+superseded by it with its history and sources kept), forget (with the messages that said it, after a confirmation
+that lists them), skip (not now: it comes back next time) or quit. The mark then moves to the review's start when
+every fact was decided; otherwise to just before the first fact skipped or not reached, so those come back at the
+next review (with any decided after them, which are shown again unchanged). `--json`, or no terminal, lists the
+facts and changes nothing. Each listed fact carries `flags`: pinned, updated, replaces, from_host, unquoted, and
 out_of_date: a fact that may have gone stale when another was superseded (`coop/memory/retrieval/profile.py`
 `out_of_date`), listed whatever its age or source until it is settled: keep says it still holds (counted as a
 mention, which settles it), edit or forget change it, and a later extraction that states it again settles it too.
