@@ -105,3 +105,49 @@ def test_compact_without_the_right_to_rewrite_says_so_and_deletes_nothing_more(s
     assert refused.exit_code == 5
     assert "may not rewrite messages" in refused.stderr and "VACUUM FULL" in refused.stderr
     assert WORD in run_cli("memory", "search", WORD, "--user", "ana").stdout
+
+
+
+@pytest.mark.postgres
+def test_analyze_keeps_no_sample_of_the_text_in_the_catalog_and_the_upgrade_clears_what_it_kept(postgres_owner_url):
+    """ANALYZE (autovacuum runs it unasked) keeps each column's most common values in `pg_statistic`, where a
+    forget cannot reach them: the columns that hold a person's words collect none (m018), and the statistics an
+    older schema collected are cleared by the upgrade."""
+    import psycopg
+
+    from coop.memory.storage.migrations import MIGRATIONS, apply_migrations
+    from coop.memory.storage.postgres.store import PgStore
+
+    store = PgStore.open(postgres_owner_url)
+    ana = store.user("ana")
+    session = ana.sessions.start(f"{WORD} notes")
+    for _ in range(30):  # a common value, as ANALYZE samples it
+        ana.messages.add(session, "user", f"my {WORD} is in the blue box")
+    ana.facts.add(f"Keeps a {WORD}", category="hobbies")
+
+    def sampled(conn: Any, analyze: bool = True) -> set[str]:
+        if analyze:
+            conn.execute("ANALYZE")
+        return {f"{r[0]}.{r[1]}" for r in conn.execute(
+            "SELECT tablename, attname FROM pg_stats WHERE schemaname = current_schema() AND "
+            "(coalesce(most_common_vals::text, '') || coalesce(histogram_bounds::text, '') || "
+            "coalesce(most_common_elems::text, '')) LIKE %s", (f"%{WORD}%",))}
+
+    try:
+        with psycopg.connect(postgres_owner_url, autocommit=True) as owner:
+            assert sampled(owner) == set()
+            # as before m018: the columns sampled by ANALYZE, then the upgrade run again by the runner (the later
+            # migrations' records put back after it)
+            owner.execute("ALTER TABLE messages ALTER COLUMN content SET STATISTICS -1")
+            owner.execute("ALTER TABLE fulltext_terms ALTER COLUMN term SET STATISTICS -1")
+            assert {"messages.content", "fulltext_terms.term"} <= sampled(owner)
+            number = next(n for n, m in enumerate(MIGRATIONS, start=1) if m.name == "m018_no_statistics_of_text")
+            later = owner.execute("SELECT id, name, applied_at FROM _migrations WHERE id > %s", (number,)).fetchall()
+            owner.execute("DELETE FROM _migrations WHERE id >= %s", (number,))
+            assert apply_migrations(store.db, MIGRATIONS[:number]) == 1
+            for row in later:
+                owner.execute("INSERT INTO _migrations (id, name, applied_at) VALUES (%s, %s, %s)", row)
+            assert sampled(owner, analyze=False) == set()  # cleared by the upgrade
+            assert sampled(owner) == set()  # and not taken again
+    finally:
+        store.close()
