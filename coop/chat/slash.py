@@ -87,9 +87,9 @@ class SlashCommands:
             self.say(f"({left_out} more recalled but over the memory budget)")
 
     def cmd_remember(self, text: str) -> None:
-        """Remember a fact: /remember I am allergic to peanuts."""
+        """Remember a fact: /remember my bike is the green one."""
         if not text.strip():
-            raise UsageError("/remember needs the fact to remember", hint="/remember I live in Lyon")
+            raise UsageError("/remember needs the fact to remember", hint="/remember my bike is the green one")
         result = self.session.remember(text)
         verb = {"MERGE": "already known as", "SUPERSEDE": "remembered (supersedes an older fact) as"}.get(
             result.action, "remembered as")

@@ -96,6 +96,20 @@ def test_help_shows_each_commands_whole_description(repl_factory):
         assert described.endswith(".") and f"/{name}" in shown and described in shown, name
 
 
+def test_what_the_background_finished_while_leaving_is_shown_at_exit(memory, openai_server, coop_home):
+    """A change that finished as the person pressed Ctrl-D (the worker stopping at exit) is shown, not lost with
+    the exit."""
+    config = apply_overrides(load_config(), {"model.name": "openai/test-model",
+                                             "model.api_base": openai_server.api_base})
+    session = ChatSession(memory, config, embedder=lambda: EMBEDDER)
+    screen = io.StringIO()
+    console = Console(file=screen, width=100, force_terminal=False, color_system=None)
+    repl = Repl(session, console=console, history_path=str(coop_home / "history"),
+                on_exit=lambda: session.background.note("memory: f7 added: “Plays the oboe”"))
+    drive(repl, "\x04")
+    assert screen.getvalue().count("memory: f7 added: “Plays the oboe”") == 1
+
+
 def test_ctrl_c_before_the_first_word_says_no_reply_was_kept(repl_factory, memory, monkeypatch):
     from coop.model import llm
 

@@ -68,6 +68,19 @@ def test_a_finished_span_becomes_a_summary_and_facts(memory, scripted):
     assert run_consolidation(memory, make_config(scripted), scripted).spans == 0  # nothing left to do
 
 
+def test_a_refusal_in_a_span_is_kept_under_the_message_its_note_cited(memory, scripted):
+    """A span lists several of the user's messages: a note turned down is kept under the one whose clause it
+    cited, with the clause's place in that message, as an exchange's refusal is (`coop memory why mN`)."""
+    scripted.background_replies = [notes(note("Is married to Mia", "With my friend Mia", topic="partner"),
+                                         summary="Talked about a trip to Kyoto in April with Mia.")]
+    session = ended_session(memory)
+    run_consolidation(memory, make_config(scripted), scripted)
+    cited = next(m for m in memory.list_items("message") if m.text == "With my friend Mia")
+    [kept] = memory.refusals.recent()
+    assert (kept.message_id, kept.session_id, kept.source) == (cited.item_id, session, "consolidation")
+    assert [cited.text[start:end] for start, end in kept.spans] == ["With my friend Mia"]
+
+
 def test_open_recent_spans_wait_and_runs_are_bounded(memory, scripted):
     config = make_config(scripted, **{"memory.consolidation.max_spans_per_run": 2})
     open_session = memory.sessions.start()
