@@ -106,7 +106,10 @@ class SlashCommands:
         refs = [w for w in words if w not in ("--yes", "-y")]
         if len(refs) != 1:
             raise UsageError("/forget needs one item id", hint="/forget f12 (ids are in /memory)")
-        kind, number = parse_ref(refs[0])
+        found = self.session.memory.aliases.resolve(*parse_ref(refs[0]))  # an import's alias, if renumbered
+        if found.note:
+            self.say(found.note)
+        kind, number = found.kind, found.item_id
         item = self.session.memory.get(kind, number)  # a missing id is an error before any question
         if len(refs) == len(words):
             if self.ask is None:

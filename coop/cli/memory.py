@@ -9,6 +9,7 @@ import typer
 
 from coop import output
 from coop.cli.context import state
+from coop.cli.refs import fact_here, resolve, typed
 from coop.errors import StoreError, UsageError
 from coop.memory.text import plural
 
@@ -104,6 +105,7 @@ def add(
     app_state = state(ctx)
     memory = app_state.memory(user)
     if replaced is not None:
+        replaced = fact_here(memory, replaced)  # through an import's alias, when the id was renumbered
         current_fact(memory, replaced, "--replaces")
     embedder = app_state.embedder()
     writer = app_state.services().writer(memory)
@@ -217,10 +219,8 @@ def show(
     json_: JsonOption = False,
 ) -> None:
     """Show one item in full."""
-    from coop.memory.kinds import parse_ref
-
-    kind, number = parse_ref(item_id)
-    item = state(ctx).memory(user).get(kind, number)
+    memory = state(ctx).memory(user)
+    item = memory.get(*typed(memory, item_id))
     data = output.item_json(item)
     if json_:
         output.print_json(data)
@@ -262,7 +262,7 @@ def forget(
     if not refs:  # --compact alone: nothing is deleted, nothing to confirm
         _compact(memory)
         return
-    items = [memory.get(kind, number) for kind, number in refs]  # every id must exist before anything goes
+    items = [memory.get(*resolve(memory, kind, number)) for kind, number in refs]  # each must exist before any goes
     if not yes:
         if not on_terminal():
             raise UsageError("refusing to forget without confirmation", hint="add --yes to confirm")
@@ -310,7 +310,8 @@ def undo(
     kind, number = parse_ref(item_id)
     if kind != "fact":
         raise UsageError(f"{item_id} is not a fact", hint="only facts change by themselves; forget other items")
-    done = state(ctx).memory(user).undo(number)
+    memory = state(ctx).memory(user)
+    done = memory.undo(number := fact_here(memory, number))
     if json_:
         output.print_json({"id": f"f{number}", "undone": done})
         return
@@ -330,7 +331,8 @@ def history(
     kind, number = parse_ref(item_id)
     if kind != "fact":
         raise UsageError(f"{item_id} is a {kind}; only facts have a history", hint="give a fact id such as f12")
-    entries = state(ctx).memory(user).facts.history(number)
+    memory = state(ctx).memory(user)
+    entries = memory.facts.history(fact_here(memory, number))
     if json_:
         output.print_json([output.history_json(entry) for entry in entries])
         return

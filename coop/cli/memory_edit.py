@@ -17,6 +17,7 @@ import typer
 from coop import output
 from coop.cli.context import AppContext, state
 from coop.cli.memory import JsonOption, UserOption, app, current_fact, fact_ref
+from coop.cli.refs import fact_here
 from coop.errors import UsageError
 
 if TYPE_CHECKING:
@@ -74,7 +75,7 @@ def edit(
     check_text(text, "fact", MAX_FACT_CHARS)  # before the database is opened: bad input touches nothing
     app_state = state(ctx)
     memory = app_state.memory(user)
-    old, result = edit_fact(memory, number, text)
+    old, result = edit_fact(memory, fact_here(memory, number), text)  # (an import's alias read, when renumbered)
     if result is None:
         if json_:
             output.print_json({**output.item_json(old), "action": "NONE", "supersedes": None})

@@ -39,6 +39,7 @@ from coop.cli.memory_why import HOST_WORDS
 from coop.errors import ExitCode, NotFoundError, UsageError
 from coop.memory.text import plural
 
+from coop.cli.refs import fact_here
 if TYPE_CHECKING:
     from coop.memory.storage.interface import UserStore
     from coop.memory.storage.items import Item, Learned
@@ -223,7 +224,7 @@ def _replaces(memory: UserStore, item: Item) -> bool:
 
     answer = typer.prompt(f"the fact {item.ref} replaces (an id such as f12)", err=True)
     try:
-        target = current_fact(memory, fact_ref(answer, "replaces"), "replace")
+        target = current_fact(memory, fact_here(memory, fact_ref(answer, "replaces")), "replace")
         if target.item_id == item.item_id:
             raise UsageError(f"{item.ref} cannot replace itself", hint="give the id of the fact it replaces")
         if target.key is not None and target.category != item.category:

@@ -16,7 +16,7 @@ import typer
 
 from coop import output
 from coop.cli.context import state
-from coop.cli.memory import JsonOption, UserOption, app, fact_ref, history_table
+from coop.cli.memory import JsonOption, UserOption, app, history_table
 
 if TYPE_CHECKING:
     from coop.memory.storage.interface import UserStore
@@ -46,8 +46,8 @@ def why(
 ) -> None:
     """Where a fact came from: the words it quoted, its source messages, what wrote it, and its whole history.
     For a message (m34): what memory learned from it and what it turned down, with the reasons."""
+    from coop.cli.refs import typed
     from coop.errors import NotFoundError, UsageError
-    from coop.memory.kinds import parse_ref
 
     if item_id is None:
         if not refused:
@@ -56,15 +56,14 @@ def why(
                                   "or coop memory why --refused")
         _refusals(state(ctx).memory(user), json_)
         return
-    kind, number = parse_ref(item_id)
+    memory = state(ctx).memory(user)
+    kind, number = typed(memory, item_id)  # through an import's alias, when the id was renumbered
     if kind == "message":
-        _message(state(ctx).memory(user), number, json_)
+        _message(memory, number, json_)
         return
     if kind != "fact":
         raise UsageError(f"{item_id.strip()} is a {kind}; why takes a fact or a message",
                          hint="give a fact id such as f12 or a message id such as m34 (`coop memory list`)")
-    number = fact_ref(item_id, "why")
-    memory = state(ctx).memory(user)
     item = memory.get("fact", number)  # a forgotten fact is gone: not found
     sources = memory.sources.provenance(number)
     replaced = memory.facts.replaced(number)

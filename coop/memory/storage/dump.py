@@ -20,6 +20,7 @@ _FACT = ("id", "category", "key", "value", "source", "importance", "mention_coun
 _HISTORY = ("fact_id", "action", "old_value", "new_value", "related_fact_id", "reason", "created_at")
 _SUMMARY = ("id", "session_id", "span_start_id", "span_end_id", "text", "created_at")
 _FORGOTTEN = ("kind", "NULL", "forgotten_at")
+_ALIAS = ("kind", "source_id", "target_id", "created_at")
 RECORDS = (  # (record type, columns, table), in the order they are read and imported
     ("session", _SESSION, "sessions"),
     ("message", _MESSAGE, "messages"),
@@ -27,6 +28,7 @@ RECORDS = (  # (record type, columns, table), in the order they are read and imp
     ("fact_history", _HISTORY, "fact_history"),
     ("summary", _SUMMARY, "summaries"),
     ("forgotten", _FORGOTTEN, "forgotten"),
+    ("alias", _ALIAS, "id_aliases"),  # ids another store gave items this one renumbered (`aliases.py`)
 )
 
 
@@ -42,9 +44,17 @@ class Records(Part):
                       for _, _, table in RECORDS)
             for kind, columns, table in RECORDS:
                 names = tuple("content_hash" if column == "NULL" else column for column in columns)
-                for row in db.stream(f"SELECT {', '.join(columns)} FROM {table} WHERE user_id = $1 ORDER BY id",
+                order = "kind, source_id" if table == "id_aliases" else "id"  # (the one table without an id)
+                for row in db.stream(f"SELECT {', '.join(columns)} FROM {table} WHERE user_id = $1 ORDER BY {order}",
                                      (self.user_id,)):
                     yield {"type": kind, **dict(zip(names, row))}
+
+    def highest_ids(self) -> dict[str, int]:
+        """The highest id of each kind (fact, message, summary) of this user's, 0 for none: an export's header
+        carries them, so an import can keep every id it can and put renumbered rows above them (`aliases.py`)."""
+        return {kind: int(self.db.scalar(f"SELECT coalesce(max(id), 0) FROM {table} WHERE user_id = $1",
+                                         (self.user_id,)))
+                for kind, table in (("fact", "facts"), ("message", "messages"), ("summary", "summaries"))}
 
     def conversation(self) -> Iterator[tuple[int | None, str, str, float]]:
         """(session id, role, text, written at) of every message, session by session (messages without a session

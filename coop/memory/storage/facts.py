@@ -184,9 +184,10 @@ class Facts(Part):
             self.record_history(fact_id, "RESTORE", None, None, reason, now)
 
     def restore(self, fact: RestoredFact, *, reason: str) -> int:
-        """Write a fact from an export as it was recorded. When this user already has an active fact for the same
-        (category, key), the newer of the two (by `updated_at`) keeps the slot and the other is superseded by it,
-        with a history row; returns the new row's id."""
+        """Write a fact from an export as it was recorded, with its id there where this store can give it
+        (`aliases.py`). When this user already has an active fact for the same (category, key), the newer of the
+        two (by `updated_at`) keeps the slot and the other is superseded by it, with a history row; returns the
+        new row's id."""
         fields, now = fact.fields, time.time()
         superseded_at = fact.superseded_at
         with self.db.atomic():
@@ -198,13 +199,13 @@ class Facts(Part):
             elif holder is not None:
                 self.db.execute("UPDATE facts SET superseded_at = $1 WHERE id = $2 AND user_id = $3",
                                 (now, holder.item_id, self.user_id))
-            new_id = int(self.db.scalar(
+            new_id = int(self.memory.aliases.insert("fact", fact.source_id,  # its id in the export, where free
                 "INSERT INTO facts (id, user_id, category, key, value, source, importance, mention_count, "
                 "content_hash, created_at, updated_at, last_recalled_at, superseded_at, archived_at) "
-                f"VALUES ({self.sql.fresh_id('fact')}, $1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13) RETURNING id",
+                "VALUES ({id}, $1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13) {conflict} RETURNING id",
                 (self.user_id, fields.category, fields.key, fields.value, fields.source, fields.importance,
                  max(1, fact.mention_count), content_hash(fields.value), fact.created_at, fact.updated_at,
-                 fact.last_recalled_at, superseded_at, fact.archived_at)))
+                 fact.last_recalled_at, superseded_at, fact.archived_at))[0])
             if holder is not None:
                 older, newer = (new_id, holder.item_id) if restored_loses else (holder.item_id, new_id)
                 self.link_superseded(older, newer)

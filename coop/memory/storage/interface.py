@@ -7,8 +7,8 @@ MCP and the CLI are typed against these (an import contract in pyproject.toml ho
   and a second handle of its own for a background thread.
 - `UserStore`: one user's memory: items by id and lists, a unit of work (`transaction`), and its parts, each a
   Protocol below (sessions, messages, summaries, facts, sources, jobs, forgotten records, an export's records,
-  a copy's reads), its text index and its vector index. Every read and write binds the user: an id of another
-  user's item is simply "not found".
+  a copy's reads, the ids an import kept or aliased), its text index and its vector index. Every read and write
+  binds the user: an id of another user's item is simply "not found".
 - `TextIndex`: full text over the user's items. Takes a query already split into phrases and word terms and
   returns (kind, id, relevance), best first, relevance in BM25 units, higher for better (a floor is set in
   units of `rare_word_score`, what one match of a word found in a single row gets, so it means the same in a
@@ -40,6 +40,7 @@ from coop.memory.storage.items import (
     PendingJob,
     Provenance,
     Refusal,
+    Resolved,
     RestoredFact,
     VectorHit,
     VectorRow,
@@ -105,7 +106,7 @@ class MessageStore(Protocol):
     def add(self, session_id: int | None, role: str, content: str, *, created_at: float | None = None,
             importance: float = 0.5, external_id: str | None = None, tool_name: str | None = None,
             tool_call_id: str | None = None, tool_calls: str | None = None, consolidated_at: float | None = None,
-            origin: str | None = None) -> int | None: ...
+            origin: str | None = None, source_id: int | None = None) -> int | None: ...
     def session_ids(self, message_ids: Iterable[int]) -> dict[int, int]: ...
     def neighbour_ids(self, message_ids: Iterable[int]) -> dict[int, tuple[int | None, int | None]]: ...
     def lengths(self, message_ids: Iterable[int]) -> dict[int, int]: ...
@@ -121,7 +122,7 @@ class MessageStore(Protocol):
 
 class SummaryStore(Protocol):
     def add(self, text: str, *, session_id: int | None = None, span: tuple[int | None, int | None] | None = None,
-            created_at: float | None = None) -> int: ...
+            created_at: float | None = None, source_id: int | None = None) -> int: ...
     def span(self, summary_id: int) -> tuple[int, int] | None: ...
     def of_session(self, session_id: int, *, limit: int) -> list[Item]: ...
     def has(self, text: str, created_at: float) -> bool: ...
@@ -206,10 +207,10 @@ class RecordStore(Protocol):
 
     def dump(self) -> Generator[int | dict[str, Any], None, None]:
         """The number of records, then each record (a dict with its `type`), all from one snapshot."""
-        ...
 
     def conversation(self) -> Iterator[tuple[int | None, str, str, float]]: ...
 
+    def highest_ids(self) -> dict[str, int]: ...
 
 class CopyStore(Protocol):
     """What a copy into another store reads beyond an export: vectors, forgotten hashes, and what it verifies."""
@@ -226,6 +227,15 @@ class CopyStore(Protocol):
 
 
 class UserStore(Protocol):
+class AliasStore(Protocol):
+    """Ids across stores: an import keeps the source's where it can and aliases the rest; typed ids resolve."""
+
+    def claim(self, kind: str, up_to: int) -> None: ...
+    def insert(self, kind: str, source_id: int | None, statement: str, params: Any, conflict: str = "") -> Any: ...
+    def record(self, kind: str, source_id: int, target_id: int, at: float) -> None: ...
+    def resolve(self, kind: str, number: int) -> Resolved: ...
+
+
     """One user's memory: items by id and lists here, the rest in its parts."""
 
     @property
@@ -237,7 +247,6 @@ class UserStore(Protocol):
     @property
     def backend(self) -> "Backend":
         """The store this memory is in (for a job that reaches other users' memories or opens its own)."""
-        ...
 
     @property
     def sessions(self) -> SessionStore: ...
@@ -270,6 +279,9 @@ class UserStore(Protocol):
     def copying(self) -> CopyStore: ...
 
     @property
+    @property
+    def aliases(self) -> AliasStore: ...
+
     def text(self) -> TextIndex: ...
 
     @property
@@ -277,23 +289,18 @@ class UserStore(Protocol):
 
     def ensure_user(self) -> None:
         """Make sure the user's row exists (before writes that reference it: an import, a copy)."""
-        ...
 
     def transaction(self) -> AbstractContextManager[None]:
         """A unit of work: all of it is written, or (on any error) none. Nests."""
-        ...
 
     def checkpoint(self) -> None:
         """Make what was just deleted leave the store's files promptly (after a forget); best effort."""
-        ...
 
     def compact(self) -> str | None:
         """Rewrite the store's files that held deleted rows; None, or why it could not (a server role's rights)."""
-        ...
 
     def get(self, kind: str, item_id: int) -> Item:
         """One item of this user's, or NotFoundError (also when the id belongs to someone else)."""
-        ...
 
     def exists(self, kind: str, item_id: int) -> bool: ...
 
@@ -319,7 +326,6 @@ class Backend(Protocol):
     @property
     def location(self) -> str:
         """Where the store is, for people (a path, or a server URL without its password)."""
-        ...
 
     @property
     def read_only(self) -> bool: ...

@@ -133,10 +133,21 @@ class RestoredFact:
     last_recalled_at: float | None
     superseded_at: float | None
     archived_at: float | None
+    source_id: int | None = None  # its id in the export: kept where this store can (`aliases.py`)
 
     @property
     def active(self) -> bool:
         return self.superseded_at is None and self.archived_at is None
+
+
+@dataclass(frozen=True)
+class Resolved:
+    """What a reference the user typed names in this memory (`aliases.resolve`): the item's kind and id here, and
+    a one-line note when an import's alias was read (the id was renumbered, or is also this memory's own)."""
+
+    kind: str
+    item_id: int
+    note: str | None = None
 
 
 REFUSALS_KEPT = 1000  # the newest refusals kept per user (`refusals.py`)

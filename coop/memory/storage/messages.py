@@ -103,9 +103,11 @@ class Messages(Part):
     def add(self, session_id: int | None, role: str, content: str, *, created_at: float | None = None,
                     importance: float = 0.5, external_id: str | None = None, tool_name: str | None = None,
                     tool_call_id: str | None = None, tool_calls: str | None = None,
-                    consolidated_at: float | None = None, origin: str | None = None) -> int | None:
+                    consolidated_at: float | None = None, origin: str | None = None,
+                    source_id: int | None = None) -> int | None:
         """Store one message; returns its id, or None when `external_id` was already imported. `origin` "host"
-        marks an exchange an MCP host recorded (facts learned from it have the source "host")."""
+        marks an exchange an MCP host recorded (facts learned from it have the source "host"); `source_id`, an
+        import's: its id in the export, kept where free (`aliases.py`)."""
         if role not in ROLES:
             raise UsageError(f"unknown message role {role!r}", hint="use one of: " + ", ".join(ROLES))
         if origin not in (None, "host"):
@@ -120,14 +122,14 @@ class Messages(Part):
                 raise NotFoundError(f"no session {session_id} for user {self.user_id}",
                                     hint="list sessions with `coop memory stats`")
             # origin only when there is one: an older schema (a test's, a migration's) has no such column
-            row = self.db.one(
+            row = self.memory.aliases.insert("message", source_id,
                 "INSERT INTO messages (id, user_id, session_id, role, content, tool_name, tool_call_id, tool_calls, "
                 f"created_at, importance, token_count, consolidated_at, external_id{', origin' if origin else ''}) "
-                f"VALUES ({self.sql.fresh_id('message')}, $1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12"
-                f"{',$13' if origin else ''}) "
-                "ON CONFLICT (user_id, external_id) DO NOTHING RETURNING id",
+                f"VALUES ({{id}}, $1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12{',$13' if origin else ''}) "
+                "{conflict} RETURNING id",
                 (self.user_id, session_id, role, content, tool_name, tool_call_id, tool_calls, now,
-                 importance, estimate_tokens(content), consolidated_at, external_id, *([origin] if origin else [])))
+                 importance, estimate_tokens(content), consolidated_at, external_id, *([origin] if origin else [])),
+                conflict="ON CONFLICT (user_id, external_id) DO NOTHING")
             if row is None:
                 return None
             if session_id is not None:

@@ -97,14 +97,15 @@ def marks(count: int, first: int = 1) -> str:
     return ",".join(f"${number}" for number in range(first, first + count))
 
 
-def _sqlite_fresh_id(kind: str) -> str:
+def _sqlite_fresh_id(kind: str, above: int = 0) -> str:
     """The id a new row of `kind` gets on SQLite: above every id its table has *and* every id it had before a
     forget. SQLite reuses the highest rowid once that row is deleted, so without this a new fact could take the id
     of one just forgotten, inherit its history and answer to references (f12 in an old tool result) that meant the
-    forgotten one. Used inside the write transaction, so two writers cannot pick the same id."""
+    forgotten one. Used inside the write transaction, so two writers cannot pick the same id. `above`: an
+    import's source's highest id, which the rows it renumbers stay above (`aliases.py`)."""
     table = REGISTRY[kind].table
     return (f"(SELECT max(coalesce((SELECT max(id) FROM {table}), 0), "
-            f"coalesce((SELECT max(item_id) FROM forgotten WHERE kind = '{kind}'), 0)) + 1)")
+            f"coalesce((SELECT max(item_id) FROM forgotten WHERE kind = '{kind}'), 0), {int(above)}) + 1)")
 
 
 def _postgres_fresh_id(kind: str) -> str:
@@ -125,8 +126,9 @@ class Dialect:
         """SQLite's "use this index" (where its statistics mislead the planner), after a table's name."""
         return f" INDEXED BY {index}" if self.name == "sqlite" else ""
 
-    def fresh_id(self, kind: str) -> str:
-        return _sqlite_fresh_id(kind) if self.name == "sqlite" else _postgres_fresh_id(kind)
+    def fresh_id(self, kind: str, above: int = 0) -> str:
+        """The id of a new row of `kind`, as SQL (on Postgres the sequence is above `above` already: `aliases.py`)."""
+        return _sqlite_fresh_id(kind, above) if self.name == "sqlite" else _postgres_fresh_id(kind)
 
 
 SQLITE = Dialect("sqlite", greatest="max", position="instr", no_index="+")

@@ -27,15 +27,17 @@ class Summaries(Part):
         return [BUILDERS["summary"](r) for r in rows]
 
     def add(self, text: str, *, session_id: int | None = None,
-                    span: tuple[int | None, int | None] | None = None, created_at: float | None = None) -> int:
+                    span: tuple[int | None, int | None] | None = None, created_at: float | None = None,
+                    source_id: int | None = None) -> int:
+        """Store one summary; `source_id`, an import's: its id in the export, kept where free (`aliases.py`)."""
         text = mask(check_text(text, "summary", MAX_MESSAGE_CHARS))
         with self.db.atomic():
             self.ensure_user()
-            return int(self.db.scalar(
+            return int(self.memory.aliases.insert("summary", source_id,
                 "INSERT INTO summaries (id, user_id, session_id, span_start_id, span_end_id, text, created_at) "
-                f"VALUES ({self.sql.fresh_id('summary')}, $1,$2,$3,$4,$5,$6) RETURNING id",
+                "VALUES ({id}, $1,$2,$3,$4,$5,$6) {conflict} RETURNING id",
                 (self.user_id, session_id, span[0] if span else None, span[1] if span else None, text,
-                 created_at if created_at is not None else time.time())))
+                 created_at if created_at is not None else time.time()))[0])
 
     def has(self, text: str, created_at: float) -> bool:
         return self.db.scalar("SELECT 1 FROM summaries WHERE user_id = $1 AND created_at = $2 AND text = $3",

@@ -7,9 +7,9 @@ It is composed, not inherited: items by id and lists are its own; the rest are i
 view of it (`scope.Part`): `sessions`, `messages`, `summaries`, `facts` (every fact write and read, with history),
 `sources` (provenance and the review mark), `jobs` (durable memory jobs), `refusals` (what the write path
 turned down), `forgotten` (forgetting and its content-free records), `records` (an export's reads), `copying` (a
-copy's reads). Their statements run as written on both engines (`sql.py`). The two indexes are the backend's own,
-handed in by the backend that builds the memory (`store.MemoryStore.user`, `postgres/store.PgStore.user`): `text`
-and `vectors`.
+copy's reads), `aliases` (the ids an import kept, and aliases of those it could not). Their statements run as
+written on both engines (`sql.py`). The two indexes are the backend's own, handed in by the backend that builds
+the memory (`store.MemoryStore.user`, `postgres/store.PgStore.user`): `text` and `vectors`.
 
 No API key is ever written: every text the parts store (messages and their tool calls, session titles,
 summaries, facts, their history and reasons) is masked first (`coop.privacy.secrets.mask`), so the chat, the
@@ -27,6 +27,7 @@ from typing import Any, Generic, TypeVar
 from coop.errors import NotFoundError
 from coop.memory.kinds import ACTIVE_FACT, INSTRUCTION, KINDS, REGISTRY, make_ref
 from coop.memory.kinds import kind as lookup_kind
+from coop.memory.storage.aliases import Aliases
 from coop.memory.storage.copying import Copying
 from coop.memory.storage.dump import Records
 from coop.memory.storage.facts import Facts
@@ -110,6 +111,10 @@ class UserMemory(Generic[D]):
     @cached_property
     def copying(self) -> Copying:
         return Copying(self)
+
+    @cached_property
+    def aliases(self) -> Aliases:
+        return Aliases(self)
 
     @property
     def read_only(self) -> bool:

@@ -75,16 +75,18 @@ class MemoryToolbox:
     def get(self, id: str) -> dict[str, Any]:
         kind, number = parse_ref(id)
         with self.guard.database():
-            item = self.memory.get(kind, number)
-        return {**item_result(item), "text": clip(item.text, MAX_GET_CHARS)}
+            found = self.memory.aliases.resolve(kind, number)  # an id another store gave it: an import's alias
+            item = self.memory.get(found.kind, found.item_id)
+        return {**item_result(item), "text": clip(item.text, MAX_GET_CHARS), **_noted(found.note)}
 
     def timeline(self, id: str, before: int = 3, after: int = 3) -> dict[str, Any]:
         kind, number = parse_ref(id)
         if kind != "message":
             raise ToolArgumentError("memory_timeline takes a message id (m...)")
         with self.guard.database():
-            items = self.memory.messages.around(number, before=before, after=after)
-        return {"results": [item_result(item) for item in items]}
+            found = self.memory.aliases.resolve(kind, number)
+            items = self.memory.messages.around(found.item_id, before=before, after=after)
+        return {"results": [item_result(item) for item in items], **_noted(found.note)}
 
     def context(self, question: str, cfg: "MemoryConfig") -> "TurnContext":
         """What a turn with `question` would recall now (the chat's own recall: coop/memory/retrieval/turn.py)."""
@@ -177,7 +179,8 @@ class MemoryToolbox:
     def forget_target(self, id: str) -> "Item":
         kind, number = parse_ref(id)
         with self.guard.database():
-            return self.memory.get(kind, number)
+            found = self.memory.aliases.resolve(kind, number)  # the result names the item by its id here
+            return self.memory.get(found.kind, found.item_id)
 
     def forget(self, item: "Item", why: str, reason: str | None = None) -> "Forgotten":
         """Forget the item (a fact with the messages and summaries that said it), `why` and the model's reason
@@ -202,6 +205,11 @@ def quote(text: str) -> str:
     """`text` on one line, in quotes, whole: a question about a change shows all of what would be stored (an
     instruction's dangerous end is often its last words); the terminal wraps it."""
     return '"' + " ".join(text.split()) + '"'
+
+
+def _noted(note: str | None) -> dict[str, str]:
+    """A result's `note` when the id asked for was read through an import's alias (`storage/aliases.py`)."""
+    return {"note": note} if note else {}
 
 
 def item_result(item: "Item") -> dict[str, Any]:

@@ -3,7 +3,8 @@
 The format (JSON Lines, UTF-8, one record per line; timestamps are Unix seconds as JSON numbers so
 a round trip is exact):
 
-    {"format": "coop", "version": 1, "user": "sam", "exported_at": 1732300000.0, "records": 1234}
+    {"format": "coop", "version": 1, "user": "sam", "exported_at": 1732300000.0, "records": 1234,
+     "ids": {"fact": 57, "message": 345, "summary": 7}}
     {"type": "session", "id": 3, "title": "...", "started_at": ..., "ended_at": ..., "last_activity_at": ...,
      "external_id": null}
     {"type": "message", "id": 17, "session_id": 3, "role": "user", "content": "...", "created_at": ...,
@@ -19,8 +20,13 @@ a round trip is exact):
      "created_at": ...}
     {"type": "forgotten", "kind": "fact", "content_hash": null, "forgotten_at": ...}
 
-Ids are the exporting database's; an import gives rows new ids and maps every reference (a message's session,
-a summary's span, a fact's `superseded_by`, its history, its `sources`).
+    {"type": "alias", "kind": "fact", "source_id": 12, "target_id": 57, "created_at": ...}
+
+Ids are the exporting database's, and an import keeps them where this database can give them; a row renumbered
+(or recognised under another id) gets an alias, through which a typed `f12` still finds it, and history reasons
+that name ids are rewritten (`kept_ids.py`; the header's `ids`, the highest id of each kind, and the `alias`
+records of the exporting side came later: a file without them imports as before). Every reference is mapped (a
+message's session, a summary's span, a fact's `superseded_by`, its history, its `sources`).
 
 Provenance travels with the memory: a fact's `sources` are the messages it was learned from, each with the user's
 words it quoted (null when none was kept), and a message's `origin` is "host" when an MCP host recorded it. Both
@@ -54,6 +60,7 @@ from coop.memory.kinds import KINDS
 from coop.memory.storage.interface import UserStore
 from coop.memory.storage.items import FACT_SOURCES, HISTORY_ACTIONS, MAX_FACT_CHARS, ROLES, FactFields, RestoredFact
 from coop.memory.text import content_hash
+from coop.memory.transfer import kept_ids
 from coop.memory.transfer.batches import Batches
 from coop.memory.transfer.coop_fields import Invalid as _Invalid
 from coop.memory.transfer.coop_fields import Times
@@ -70,8 +77,10 @@ EXPORT_VERSION = 1
 ORIGINS = ("host",)  # a message's `origin` values this coop knows
 
 
-def _coop_records(source: Source, report: ImportReport) -> Iterator[tuple[int, dict[str, Any]]]:
-    """The records of a coop export after its header, each with its line number; bad lines become problems."""
+def _coop_records(source: Source, report: ImportReport,
+                  on_header: Callable[[dict[str, Any]], None]) -> Iterator[tuple[int, dict[str, Any]]]:
+    """The records of a coop export after its header (handed to `on_header`), each with its line number; bad lines
+    become problems."""
     header_seen = False
     for number, record in iter_json_lines(source.text):
         if isinstance(record, BadRecord):
@@ -88,6 +97,7 @@ def _coop_records(source: Source, report: ImportReport) -> Iterator[tuple[int, d
                 raise ValueError(f"export version {version!r} is newer than this coop reads ({EXPORT_VERSION}); "
                                  "upgrade coop")
             header_seen = True
+            on_header(record)
             continue
         if not isinstance(record, dict):
             report.problems.append(Problem(f"line {number}", "not an object: skipped"))
@@ -119,15 +129,30 @@ class CoopImport:
     def __init__(self, memory: UserStore, report: ImportReport) -> None:
         self.memory = memory
         self.report = report
+        self.began = time.time()  # the date an alias made now carries
         self.sessions: dict[int, int] = {}
         self.messages: dict[int, int] = {}
         self.facts: dict[int, int] = {}
+        self.summaries: dict[int, int] = {}  # those added now (a summary known already is found by text and time)
         self.new_facts: set[int] = set()  # imported now (history is copied only for these)
         self.supersede_links: list[tuple[int, int]] = []
         self.known_sessions = memory.sessions.by_start()  # before this import wrote anything
         self.new_sessions: set[int] = set()  # made by this import: nothing in them to recognise
         self.times = Times(time.time())  # stand-ins for a conversation's unusable times
         self.message_keys: OrderedDict[int | None, dict[tuple[str, float, str], int]] = OrderedDict()
+
+    def claim(self, header: dict[str, Any]) -> None:
+        kept_ids.claim(self.memory, header)
+
+    def alias(self, record: dict[str, Any]) -> None:
+        kept_ids.carry_alias(self.memory, record, {"fact": self.facts, "message": self.messages,
+                                                   "summary": self.summaries})
+
+    def _mapped(self, kind: str, mapping: dict[int, int], old_id: int, new_id: int) -> None:
+        """The file's `old_id` is `new_id` here: in the map, and as an alias when they differ."""
+        mapping[old_id] = new_id
+        if new_id:
+            self.memory.aliases.record(kind, old_id, new_id, self.began)
 
     def session(self, record: dict[str, Any]) -> None:
         old_id = _int(record, "id")
@@ -186,18 +211,18 @@ class CoopImport:
         known = (self._known_message(session, role, created, content)
                  if _unsourced(own) and session not in self.new_sessions else None)
         if known is not None:
-            self.messages[old_id] = known
+            self._mapped("message", self.messages, old_id, known)
             self.report.messages_skipped += 1
             return
         new_id = self.memory.messages.add(
             session, role, content, created_at=created, importance=importance, external_id=external,
             tool_name=tool_name, tool_call_id=tool_call_id, tool_calls=tool_calls, consolidated_at=consolidated,
-            origin=origin if origin in ORIGINS else None)
+            origin=origin if origin in ORIGINS else None, source_id=old_id)
         if new_id is None:
-            self.messages[old_id] = self.memory.messages.by_external_id(external) or 0
+            self._mapped("message", self.messages, old_id, self.memory.messages.by_external_id(external) or 0)
             self.report.messages_skipped += 1
             return
-        self.messages[old_id] = new_id
+        self._mapped("message", self.messages, old_id, new_id)
         self.report.messages_added += 1
 
     def fact(self, record: dict[str, Any]) -> None:
@@ -219,16 +244,16 @@ class CoopImport:
                                 _time(record, "updated_at", optional=True) or created,
                                 _time(record, "last_recalled_at", optional=True),
                                 _time(record, "superseded_at", optional=True),
-                                _time(record, "archived_at", optional=True))
+                                _time(record, "archived_at", optional=True), source_id=old_id)
         same = self._known(fields, created, restored.active)
         if same is not None:  # already here (this file imported before, or the same fact known already)
-            self.facts[old_id] = same
+            self._mapped("fact", self.facts, old_id, same)
             self.report.facts_skipped += 1
             self._link(same, sources)  # (a file from before provenance was exported left it without them)
             return
         new_id = self.memory.facts.restore(restored, reason="import: the newer value for this key wins")
         self._link(new_id, sources)
-        self.facts[old_id] = new_id
+        self._mapped("fact", self.facts, old_id, new_id)
         self.new_facts.add(new_id)
         self.report.facts_added += 1
         superseded_by = _int(record, "superseded_by", optional=True)
@@ -276,9 +301,11 @@ class CoopImport:
         if action not in HISTORY_ACTIONS:
             raise _Invalid(f"unknown action {action!r}")
         related = _int(record, "related_fact_id", optional=True)
+        reason = _str(record, "reason", optional=True, limit=10_000)
         self.memory.facts.record_history(fact_id, action, _str(record, "old_value", optional=True),
                                    _str(record, "new_value", optional=True),
-                                   _str(record, "reason", optional=True, limit=10_000), _time(record, "created_at"),
+                                   None if reason is None else kept_ids.renamed(reason, self.facts, self.messages),
+                                   _time(record, "created_at"),
                                    related=self.facts.get(related) if related is not None else None)
 
     def summary(self, record: dict[str, Any]) -> None:
@@ -288,11 +315,14 @@ class CoopImport:
         created = _time(record, "created_at")
         if self.memory.summaries.has(text, created):
             return
-        old_session, start, end = (_int(record, name, optional=True) for name in
-                                   ("session_id", "span_start_id", "span_end_id"))
-        self.memory.summaries.add(text, session_id=self.sessions.get(old_session) if old_session is not None else None,
-                                span=(self.messages.get(start) if start is not None else None,
-                                      self.messages.get(end) if end is not None else None), created_at=created)
+        old_id, old_session, start, end = (_int(record, name, optional=True) for name in
+                                           ("id", "session_id", "span_start_id", "span_end_id"))
+        new_id = self.memory.summaries.add(
+            text, session_id=self.sessions.get(old_session) if old_session is not None else None,
+            span=(self.messages.get(start) if start is not None else None,
+                  self.messages.get(end) if end is not None else None), created_at=created, source_id=old_id)
+        if old_id is not None:
+            self._mapped("summary", self.summaries, old_id, new_id)
         self.report.summaries_added += 1
 
     def forgotten(self, record: dict[str, Any]) -> None:
@@ -322,14 +352,14 @@ def import_coop(memory: UserStore, source: Source, report: ImportReport,
     state = CoopImport(memory, report)
     handlers: dict[str, Callable[[dict[str, Any]], None]] = {
         "session": state.session, "message": state.message, "fact": state.fact, "fact_history": state.history,
-        "summary": state.summary, "forgotten": state.forgotten}
+        "summary": state.summary, "forgotten": state.forgotten, "alias": state.alias}
 
     def show() -> None:
         if progress is not None:
             progress(ImportProgress(source.position(), source.size, report.conversations, report.messages_added))
 
     with Batches(memory, on_commit=show) as batches:
-        for number, record in _coop_records(source, report):
+        for number, record in _coop_records(source, report, state.claim):
             kind = record.get("type")
             handler = handlers.get(kind) if isinstance(kind, str) else None
             if kind == "session":

@@ -27,7 +27,7 @@ def export_records(memory: UserStore) -> Iterator[dict[str, Any]]:
     try:
         total = next(rows)
         yield {"format": "coop", "version": EXPORT_VERSION, "user": memory.user_id, "exported_at": time.time(),
-               "records": total}
+               "records": total, "ids": memory.records.highest_ids()}  # read in the snapshot `dump` holds
         for kind, records in groupby(rows, key=lambda record: cast(dict[str, Any], record)["type"]):
             typed = (cast(dict[str, Any], record) for record in records)
             yield from (_with_sources(memory, typed) if kind == "fact" else typed)

@@ -6,11 +6,17 @@ are read as `coop memory export` reads them (`export.export_records`: one consis
 written as `coop memory import` writes a coop export (`coop_format.CoopImport`), so a migration has no rules of
 its own for rows: the import's hold, and stay one copy.
 
-- Ids: rows get the target's ids (its sequences, or SQLite's fresh ids; other users and devices may have rows
-  there already). The import keeps the map from source ids to target ids for the length of the run and re-points
-  every reference through it: a message's session, a fact's `superseded_by`, its history (`related_fact_id` too)
+- Ids: a fact, message or summary keeps its source id where the target can give it (`storage/aliases.py`: on
+  SQLite an id no row and no forgotten item has; on Postgres an id the migration drew from the shared sequence
+  itself, so the sequence ends above it). Other users and devices may have rows there already: a row whose id
+  is taken gets a new one, above every id of the source, and an alias (`id_aliases`, m019) records its source
+  id, so a reference printed on the source (`undo: coop memory undo f12`) still names it on the target, with a
+  note (`kept_ids.py`); the source's own aliases come along too, so SQLite -> Postgres -> SQLite keeps them.
+  The import keeps the whole map for the length of the run and re-points every reference through it: a
+  message's session, a fact's `superseded_by`, its history (`related_fact_id`, and ids named in its reasons)
   and its sources with their quotes, a summary's session and span. Summaries are found where they landed by
-  their time and text, the vectors are written under the mapped ids. No map is stored anywhere.
+  their time and text, the vectors are written under the mapped ids. Sessions take the target's ids (nobody
+  types a session's id).
 - Vectors are copied as stored (float32 wholes, float16 sentence parts) through the target's `vectors.store`,
   so nothing is embedded again and a search on the target ranks as on the source. An item that has a vector of
   that embedder on the target already keeps it (a rerun copies only what is new).
@@ -242,10 +248,12 @@ def _copy_records(source: UserStore, target: UserStore, state: CoopImport, seen:
 
     handlers: dict[str, Callable[[dict[str, Any]], None]] = {
         "session": state.session, "message": state.message, "fact": state.fact, "fact_history": state.history,
-        "summary": state.summary, "forgotten": forgotten}
+        "summary": state.summary, "forgotten": forgotten, "alias": state.alias}
     records = cast(Generator[dict[str, Any], None, None], export_records(source))
     try:
-        total = int(next(records)["records"])
+        header = next(records)
+        total = int(header["records"])
+        state.claim(header)
         with Batches(target) as batches:
             for done, record in enumerate(records, 1):
                 seen.add(record)

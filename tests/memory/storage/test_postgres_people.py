@@ -20,7 +20,7 @@ OWN_ROWS = {"users": "id", "sessions": "user_id", "messages": "user_id", "facts"
             "memory_jobs": "user_id", "embeddings": "user_id", "embedding_points": "user_id",
             "embedding_counts": "user_id", "user_vector_indexes": "user_id", "fulltext_items": "user_id",
             "fulltext_terms": "user_id", "fulltext_postings": "user_id", "fulltext_stats": "user_id",
-            "refusals": "user_id"}
+            "refusals": "user_id", "id_aliases": "user_id"}
 
 
 @pytest.fixture

@@ -21,7 +21,7 @@ V1_SCHEMA = Path(__file__).parent / "data" / "postgres_schema_v1.sql"
 # The full-text tables m014 replaces and builds again from the stored text (`test_postgres_fulltext.py`).
 REBUILT = ("fulltext_postings", "fulltext_docs", "fulltext_pending", "fulltext_stats", "fulltext_items",
            "fulltext_terms")
-MADE_SINCE = ("coop_people", "refusals")  # new tables, empty until someone fills them (m015, m017)
+MADE_SINCE = ("coop_people", "refusals", "id_aliases")  # new tables, empty until filled (m015, m017, m019)
 
 ran_steps: list[str] = []
 
