@@ -88,7 +88,7 @@ from matching import MATCH_SHARE, best_match, negated, share
 
 from coop.memory.growth.pointing import MESSAGE_HEADING
 from coop.memory.growth.refusals import REASONS
-from coop.memory.growth.slots import canonical_key, topic_of
+from coop.memory.slots import canonical_key, topic_of
 
 __all__ = ["MATCH_SHARE", "best_match", "negated", "share"]  # the judge, as the tests and other scripts read it
 
@@ -730,7 +730,7 @@ def someones(key: str | None, value: str = "") -> bool:
 def labelled(value: str) -> str:
     """The value a bare word was stored with under its topic's name ("home city: Lyon" -> "Lyon"): the judge reads
     the user's word, not coop's label."""
-    from coop.memory.growth.slots import TOPICS
+    from coop.memory.slots import TOPICS
 
     head, colon, rest = value.partition(": ")
     return rest if colon and head in {name.replace("_", " ") for name in TOPICS} else value

@@ -138,7 +138,7 @@ def root(
 
 
 def _register() -> None:
-    # memory_edit, memory_recall, memory_review, memory_transfer and memory_why register their commands on memory.app
+    # the memory_* modules (edit, list, recall, review, transfer, why) register their commands on memory.app
     from coop.cli import (  # noqa: F401
         admin,
         chat,
@@ -149,6 +149,7 @@ def _register() -> None:
         mcp,
         memory,
         memory_edit,
+        memory_list,
         memory_recall,
         memory_review,
         memory_transfer,

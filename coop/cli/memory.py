@@ -36,7 +36,7 @@ JsonOption = Annotated[bool, typer.Option("--json", help="print JSON on stdout")
 KIND_CHOICES = ("fact", "message", "summary")
 
 
-def _kinds(kind: str | None, *, allow_instruction: bool = False) -> tuple[str, ...]:
+def kind_choices(kind: str | None, *, allow_instruction: bool = False) -> tuple[str, ...]:
     if kind is None:
         return KIND_CHOICES
     if kind == "instruction" and allow_instruction:
@@ -153,7 +153,7 @@ def search(
     config = app_state.config().memory
     memory = app_state.memory(user)
     result, failure = search_or_full_text(memory, query, embedder=app_state.embedder(),
-                                          limit=limit or config.search_limit, kinds=_kinds(kind),
+                                          limit=limit or config.search_limit, kinds=kind_choices(kind),
                                           include_inactive=archived, settings=app_state.services().retrieval())
     if failure is not None:
         output.warn(f"the embedder failed ({failure}); these results are from full-text search only",
@@ -175,40 +175,6 @@ def search(
         legs = ", ".join(f"{LEG_WORDS.get(leg, leg)} {n}" for leg, n in result.legs.items())
         output.info(f"\ncandidates found {legs}; {result.timings_ms.get('total', 0):.1f} ms"
                     + ("" if result.vector_used else "; full text only (no embedder)"))
-
-
-@app.command("list")
-def list_(
-    ctx: typer.Context,
-    kind: Annotated[str | None, typer.Option(help="only fact, message or summary")] = None,
-    limit: Annotated[int, typer.Option(min=1, max=100_000, help="how many items")] = 50,
-    archived: Annotated[bool, typer.Option("--archived", help="include superseded and archived facts")] = False,
-    user: UserOption = None,
-    json_: JsonOption = False,
-) -> None:
-    """List the newest items of memory (--kind instruction: the standing instructions)."""
-    kinds = _kinds(kind, allow_instruction=True)
-    memory = state(ctx).memory(user)
-    items = memory.list_items(kinds[0] if len(kinds) == 1 else None, limit=limit, include_inactive=archived)
-    if json_:
-        output.print_json([output.item_json(item) for item in items])
-        return
-    if not items:
-        output.info("memory is empty" if kind is None else f"no {kind}s")
-        return
-    rows = []
-    for item in items:
-        label = item.kind if item.kind != "fact" else f"{item.category}" + (f"/{item.key}" if item.key else "")
-        if item.kind == "message":
-            label = item.role or "message"
-        text = output.one_line(item.text, 200)
-        if item.superseded_at:
-            text += f"  [superseded by f{item.superseded_by}]" if item.superseded_by else "  [superseded]"
-        rows.append([item.ref, output.local_time(item.updated_at or item.created_at), output.cell(label),
-                     output.cell(text)])
-    columns = [output.Column("id"), output.Column("when", rank=2), output.Column("kind", rank=1),
-               output.Column("text", wrap=True)]
-    output.out().print(output.fitted_table(columns, rows))
 
 
 @app.command()

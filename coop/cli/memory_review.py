@@ -17,7 +17,10 @@ next review (with any decided after them, which are shown again unchanged). `--j
 facts and changes nothing. Each listed fact carries `flags`: pinned, updated, replaces, from_host, unquoted, and
 out_of_date: a fact that may have gone stale when another was superseded (`coop/memory/retrieval/profile.py`
 `out_of_date`), listed whatever its age or source until it is settled: keep says it still holds (counted as a
-mention, which settles it), edit or forget change it, and a later extraction that states it again settles it too.
+mention, which settles it), edit or forget change it, and a later extraction that states it again settles it too;
+and disagrees: another active fact fills its single-valued slot (`coop/memory/retrieval/contested.py`: a key
+spelled two ways, an MCP host's account beside yours), listed whatever its age or source until one of the two
+replaces the other (offered at "replaces") or is forgotten.
 """
 
 from __future__ import annotations
@@ -36,10 +39,10 @@ from coop.cli.context import AppContext, state
 from coop.cli.memory import JsonOption, UserOption, app, current_fact, fact_ref
 from coop.cli.memory_edit import edit_fact, embed_new_facts
 from coop.cli.memory_why import HOST_WORDS
+from coop.cli.refs import fact_here
 from coop.errors import ExitCode, NotFoundError, UsageError
 from coop.memory.text import plural
 
-from coop.cli.refs import fact_here
 if TYPE_CHECKING:
     from coop.memory.storage.interface import UserStore
     from coop.memory.storage.items import Item, Learned
@@ -59,6 +62,7 @@ class Entry:
     quotes: list[tuple[int, str | None]]
     supersedes: list[str]
     flags: tuple[str, ...]
+    rivals: tuple[Item, ...] = ()  # active facts of its slot that disagree with it (`retrieval/contested.py`)
 
     @property
     def quote(self) -> str | None:
@@ -71,10 +75,11 @@ def on_terminal() -> bool:
 
 
 def entries_of(memory: UserStore, learned: list[Learned], pinned_at: float,
-               stale: dict[int, str] | None = None) -> list[Entry]:
+               stale: dict[int, str] | None = None, rivals: dict[int, list[Item]] | None = None) -> list[Entry]:
     """Each fact with its quotes, the facts it replaced and its flags: pinned (always recalled), updated (an
     older fact rewritten in place), replaces (it superseded another), from_host (learned from what an MCP host
-    recorded), unquoted (written by a machine with no quote of the user linked)."""
+    recorded), unquoted (written by a machine with no quote of the user linked), disagrees (another active fact
+    fills its slot: `rivals`)."""
     quotes = memory.sources.quotes_of(entry.item.item_id for entry in learned)
     hosts = memory.sources.host_messages(m for links in quotes.values() for m, _ in links)
     found = []
@@ -88,8 +93,9 @@ def entries_of(memory: UserStore, learned: list[Learned], pinned_at: float,
             ("from_host", item.source == "host" or any(m in hosts for m, _ in links)),
             ("unquoted", item.source != "user" and not any(quote for _, quote in links)),
             ("out_of_date", item.item_id in (stale or {})),
+            ("disagrees", item.item_id in (rivals or {})),
         ) if present]
-        found.append(Entry(entry, links, supersedes, tuple(flags)))
+        found.append(Entry(entry, links, supersedes, tuple(flags), tuple((rivals or {}).get(item.item_id, ()))))
     return found
 
 
@@ -97,7 +103,8 @@ def entry_json(entry: Entry) -> dict[str, Any]:
     change = "updated" if entry.learned.change == "UPDATE" else "added"
     return {**output.item_json(entry.learned.item), "change": change,
             "changed_at": output.iso(entry.learned.changed_at), "quote": entry.quote,
-            "sources": [f"m{m}" for m, _ in entry.quotes], "supersedes": entry.supersedes, "flags": list(entry.flags)}
+            "sources": [f"m{m}" for m, _ in entry.quotes], "supersedes": entry.supersedes, "flags": list(entry.flags),
+            "disagrees_with": [f.ref for f in entry.rivals]}
 
 
 @app.command()
@@ -113,16 +120,20 @@ def review(
     memory = app_state.memory(user)
     started = time.time()  # what changes during the review is for the next one
     since = None if all_ else memory.sources.reviewed_at()
+    from coop.memory.retrieval.contested import contested
     from coop.memory.retrieval.profile import candidates, out_of_date
     from coop.memory.storage.items import Learned
 
     learned = memory.sources.learned_since(since, None if all_ else REVIEWED_SOURCES, limit=MAX_REVIEWED)
     stale = out_of_date(memory, candidates(memory))
+    rivals = {f.item_id: [o for o in group if o.item_id != f.item_id]
+              for group in contested(memory).values() for f in group}
     listed = {entry.item.item_id for entry in learned}
+    # out of date, or disagreeing with another fact: listed whatever its age or source until it is settled
     learned = sorted(learned + [Learned(fact, fact.updated_at or fact.created_at, "ADD")
-                                for fact in memory.get_many("fact", list(stale)).values()
+                                for fact in memory.get_many("fact", list(set(stale) | set(rivals))).values()
                                 if fact.item_id not in listed], key=lambda entry: entry.changed_at)
-    entries = entries_of(memory, learned, app_state.config().memory.salience_threshold, stale)
+    entries = entries_of(memory, learned, app_state.config().memory.salience_threshold, stale, rivals)
     if json_:
         output.print_json([entry_json(entry) for entry in entries])
         return
@@ -165,6 +176,9 @@ def _show(entry: Entry, index: int, total: int) -> None:
         lines.append(f"  replaces {', '.join(entry.supersedes)} (`coop memory why {item.ref}`)")
     if "from_host" in entry.flags:
         lines.append(f"  from a conversation {HOST_WORDS}")
+    for rival in entry.rivals:
+        lines.append(f"  disagrees with {rival.ref}: {output.one_line(rival.text, 120)} (if this one holds now, "
+                     f"answer replaces {rival.ref})")
     console = output.out()
     console.print()
     for line in lines:
@@ -203,7 +217,7 @@ def _decide(memory: UserStore, entry: Entry, action: str) -> bool:
         output.out().print(f"{item.ref} unchanged (the same text)" if result is None else
                            f"f{result.fact_id} replaces {item.ref}", highlight=False)
     elif action == "replaces":
-        return _replaces(memory, item)
+        return _replaces(memory, item, entry.rivals[0].ref if entry.rivals else None)
     elif action == "forget":
         with_it = traces(memory, item)
         for trace in with_it:
@@ -216,13 +230,14 @@ def _decide(memory: UserStore, entry: Entry, action: str) -> bool:
     return True
 
 
-def _replaces(memory: UserStore, item: Item) -> bool:
+def _replaces(memory: UserStore, item: Item, rival: str | None = None) -> bool:
     """"This replaces that": two facts that contradict each other (a new city beside the one in the slot), and the
     one under review is what holds now. The other is superseded by it, kept in its history with its source
-    messages, and the reviewed fact takes over its slot; nothing is forgotten."""
+    messages, and the reviewed fact takes over its slot; nothing is forgotten. A fact that disagrees with it over
+    its slot (`rival`) is offered."""
     from coop.memory.storage.items import FactFields
 
-    answer = typer.prompt(f"the fact {item.ref} replaces (an id such as f12)", err=True)
+    answer = typer.prompt(f"the fact {item.ref} replaces (an id such as f12)", err=True, default=rival)
     try:
         target = current_fact(memory, fact_here(memory, fact_ref(answer, "replaces")), "replace")
         if target.item_id == item.item_id:

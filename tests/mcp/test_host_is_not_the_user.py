@@ -17,6 +17,7 @@ from coop.memory.growth.jobs import MemoryJobs, host_facts_notice
 from coop.memory.kinds import HOST, INSTRUCTION
 from coop.memory.retrieval.context import Recalled, fact_line
 from coop.memory.retrieval.settings import RetrievalSettings
+from coop.memory.slots import slot_of
 from tests.mcp.test_mcp import EMBEDDER, call, text
 from tests.notes import note, notes
 from tests.scripted_model import said_in
@@ -69,7 +70,13 @@ def test_a_host_never_changes_or_retires_a_fact_it_did_not_write(memory):
     users = memory.get("fact", own)
     assert users.superseded_at is None and users.archived_at is None and users.key == "home_city"
     beside = memory.get("fact", int(written["id"][1:]))
-    assert beside.source == HOST and beside.key is None  # the host's account, beside the user's: not the slot
+    # the host's account, beside the user's: not the slot's key, but seen as a rival value of that slot
+    assert beside.source == HOST and beside.key != "home_city"
+    assert slot_of(beside.category, beside.key) == slot_of(users.category, users.key)
+    again = json.loads(text(call(server, "memory_remember", {"text": "Lives in Ulaanbaatar", "category": "location",
+                                                              "key": "home_city"})))
+    assert memory.get("fact", beside.item_id).superseded_by == int(again["id"][1:])  # one account per slot, its own
+    assert memory.get("fact", own).superseded_at is None
 
 
 def test_a_host_may_change_what_a_host_wrote(memory):

@@ -14,9 +14,9 @@ from coop.config.sections import ExtractionConfig, MemoryConfig
 from coop.memory.embedder import DEFAULT_PROFILE, GENERIC, MINILM, EmbedderProfile, chosen, model_of, profile_of
 from coop.memory.growth.embedders import HashEmbedder
 from coop.memory.growth.reconcile import Candidate, FactWriter
-from coop.memory.growth.slots import TOPICS, slot_for
 from coop.memory.kinds import MAX_CATEGORY_CHARS, MAX_KEY_CHARS, decayed, fact_slot
 from coop.memory.retrieval.settings import CONFIG, PROFILED, RetrievalSettings, prompt_word_floor
+from coop.memory.slots import TOPICS, slot_for
 
 LONG_CATEGORY = "Z" * 150  # no alias, no slot: only the cut applies
 LONG_KEY = "K" * 250

@@ -20,7 +20,7 @@ from coop.cli.app import app
 from coop.config.loading import apply_overrides, load_config
 from coop.memory.growth.embedders import HashEmbedder
 from coop.memory.growth.pointing import MESSAGE_HEADING
-from coop.memory.growth.slots import topic_of
+from coop.memory.slots import topic_of
 from tests.notes import note, notes
 from tests.scripted_model import said_in, session_on
 

@@ -15,8 +15,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from coop.memory.growth.slots import FACT_TOPICS, INSTRUCTION_TOPICS, TOPICS
 from coop.memory.language.parse import Clause, Parse
+from coop.memory.slots import FACT_TOPICS, INSTRUCTION_TOPICS, TOPICS
 from coop.model.jsonreply import ModelReplyError, Schema, parse_json_reply
 
 log = logging.getLogger(__name__)

@@ -18,7 +18,8 @@ For each candidate, cheapest check first:
    with it, and the user's words say something changed, or give a new amount), the exchange's one extra model
    question (`changes.py`) may name the fact it replaces; coop takes the answer only for such a fact.
 8. an MCP host is not the user (`_within_the_hosts_reach`): what it writes changes only what a host wrote. A new
-   value for a slot held by any other fact is added beside it; a "no longer" of one is not carried out.
+   value for a slot held by any other fact is kept beside it under the host's mark (`slots.host_key`, one per
+   slot), so the two are seen as rivals; a "no longer" of one is not carried out.
 
 `plan()` only reads; `plan_exchange()` plans an exchange's candidates and asks at most one question; `apply()` writes
 one plan in one transaction and re-checks for an exact duplicate there, so two writers racing on the same fact
@@ -40,10 +41,10 @@ from coop.memory.growth.changes import AskChanges, Undecided
 from coop.memory.growth.instructions import is_unsafe_instruction, widens
 from coop.memory.growth.overlap import MIN_SHARED, a_new_amount, coverage, held, restates, shared_terms
 from coop.memory.growth.refusals import refuse
-from coop.memory.growth.slots import canonical_key
 from coop.memory.kinds import HOST, INSTRUCTION, fact_slot
 from coop.memory.language.lexicon import marks
 from coop.memory.language.terms import numbers, terms
+from coop.memory.slots import canonical_key, host_key
 from coop.memory.storage.interface import UserStore
 from coop.memory.storage.items import FactFields, FactWrite, Item
 
@@ -221,8 +222,16 @@ class FactWriter:
                spans=plan.candidate.spans)
         if plan.action == "RETIRE":
             return Plan("SKIP", plan.candidate, f"{target.ref} kept: an MCP host may not retire what it did not write")
-        return Plan("ADD", replace(plan.candidate, key=None),
-                    f"an MCP host's account, beside {target.ref}, which it may not change", vector=plan.vector)
+        beside = f"an MCP host's account, beside {target.ref}, which it may not change"
+        key = plan.candidate.key
+        if key is None:
+            return Plan("ADD", plan.candidate, beside, vector=plan.vector)
+        # one account of the slot per host mark, which the host may change
+        candidate = replace(plan.candidate, key=host_key(key))
+        own = self.memory.facts.find_by_key(candidate.category, candidate.key or "")
+        if own is not None:
+            return Plan("SUPERSEDE", candidate, beside, own.item_id, plan.vector)
+        return Plan("ADD", candidate, beside, vector=plan.vector)
 
     def _may_change(self, candidate: Candidate) -> list[Item]:
         """Active facts of the candidate's category (the same person's) that it may change, when the user's words

@@ -33,13 +33,13 @@ from coop.errors import UsageError
 from coop.memory.growth.overlap import coverage, held
 from coop.memory.growth.pointing import Listed, Listing, Note
 from coop.memory.growth.refusals import refuse
-from coop.memory.growth.slots import TOPICS, slot_for
 from coop.memory.kinds import INSTRUCTION
 from coop.memory.language.detect import detect
 from coop.memory.language.lexicon import has_lexicon, in_another_language, marked, marks, normalise
 from coop.memory.language.parse import Clause
 from coop.memory.language.scripts import han_or_katakana_runs, has_unspaced, spaced_words, word_count
 from coop.memory.language.terms import names, numbers, terms
+from coop.memory.slots import TOPICS, slot_for
 from coop.memory.text import check_text
 from coop.privacy.secrets import mask
 

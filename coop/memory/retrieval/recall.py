@@ -6,7 +6,8 @@ front end: the chat's turn, MCP's `memory_context` and `coop memory recall` all 
   stale with a superseded one are marked; a turn that asks about the past also gets the former values, dated.
 - Facts recalled by relevance: search's fact hits, and the facts nearest the turn above the fact floor (a floor
   made for facts: a short fact and the question that needs it sit lower than two messages on one subject), shown
-  before the profile. Superseded facts are never shown as current. Standing instructions are not recalled here:
+  before the profile. Superseded facts are never shown as current, nor two values of one slot
+  (`contested.py`: the current one stands for both). Standing instructions are not recalled here:
   they have their own section of the prompt.
 - Past: the relevant messages and summaries (the fused search, above its floors; a match by words alone must
   also be near in meaning, `memory.prompt_word_similarity_floor`, and is taken only for a turn about the user's
@@ -45,6 +46,7 @@ from typing import TYPE_CHECKING
 from coop.memory.embedder import profile_of
 from coop.memory.kinds import INSTRUCTION, decayed
 from coop.memory.retrieval import profile
+from coop.memory.retrieval.contested import one_value_per_slot
 from coop.memory.retrieval.context import Recalled
 from coop.memory.retrieval.salience import rank_salient
 from coop.memory.retrieval.search import SearchResult, search_or_full_text
@@ -179,6 +181,7 @@ def recall(memory: "UserStore", text: str, query: str, *, embedder: "Embedder | 
     out.facts = newer_first(memory, embedder, list(facts.values()), thresholds.facts_disagree_cosine,
                             same_category=True)
     out.profile, _ = profile.best(memory, cosines, now, leaving_out=frozenset(facts))
+    out.facts, out.profile = one_value_per_slot(memory, out.facts, out.profile)
     marks = profile.out_of_date(memory, [r.item for r in out.facts + out.profile])
     out.facts = [_marked(r, marks) for r in out.facts]
     out.profile = [_marked(r, marks) for r in out.profile]

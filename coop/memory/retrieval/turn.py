@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from coop.memory.kinds import INSTRUCTION
+from coop.memory.retrieval.contested import current_only
 from coop.memory.retrieval.context import HistoryMessage, Prompt, build_prompt
 from coop.memory.retrieval.recall import Recollection, recall
 from coop.memory.retrieval.salience import SALIENCE_SHARE
@@ -40,8 +41,8 @@ def turn_context(memory: "UserStore", text: str, *, cfg: "MemoryConfig", embedde
         found = recall(memory, text, query if query is not None else text, embedder=embedder, cfg=cfg,
                        settings=settings, shown=shown or set(), first_turn=not history, session_id=session_id,
                        now=time.time() if now is None else now)
-    prompt = build_prompt(preamble=preamble, instructions=memory.facts.active(INSTRUCTION,
-                                                                              limit=MAX_INSTRUCTIONS_SHOWN),
+    instructions = current_only(memory.facts.active(INSTRUCTION, limit=MAX_INSTRUCTIONS_SHOWN))
+    prompt = build_prompt(preamble=preamble, instructions=instructions,
                           facts=found.facts, profile=found.profile, former=found.former, past=found.past,
                           previous=found.previous, history=list(history), anchor=anchor, new_message=text,
                           context_budget=cfg.context_budget, memory_fraction=cfg.memory_budget_fraction,

@@ -12,11 +12,13 @@ the user asks for: it deletes the row and scrubs its history through `scrub_hist
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
 from coop.errors import NotFoundError
-from coop.memory.kinds import ACTIVE_FACT, INSTRUCTION
+from coop.memory.kinds import ACTIVE_FACT, HOST, INSTRUCTION
+from coop.memory.slots import HOST_MARK, kept_key, slot_of
 from coop.memory.storage import vectors
 from coop.memory.storage.items import (
     FACT_COLUMNS,
@@ -59,6 +61,16 @@ class Facts(Part):
         row = self.db.one(f"SELECT {FACT_COLUMNS} FROM facts WHERE user_id = $1 AND category = $2 AND key = $3 "
                           f"AND {ACTIVE_FACT}", (self.user_id, category.strip().lower(), key.strip().lower()))
         return fact_item(row) if row else None
+
+    def keyed(self, keys: Sequence[str] | None = None, *, limit: int = 10_000) -> list[Item]:
+        """Active facts with a key (one of `keys`, or any), oldest change first: the slots' holders, read to find
+        two facts that fill one slot under two spellings of its key (`coop.memory.slots.slot_of`)."""
+        if keys is not None and not keys:
+            return []
+        where = f"AND key IN ({marks(len(keys), first=3)})" if keys is not None else "AND key IS NOT NULL"
+        rows = self.db.execute(f"SELECT {FACT_COLUMNS} FROM facts WHERE user_id = $1 AND {ACTIVE_FACT} {where} "
+                               "ORDER BY updated_at, id LIMIT $2", (self.user_id, limit, *(keys or ())))
+        return [fact_item(r) for r in rows]
 
     def signals(self, limit: int = 100_000) -> list[tuple[int, str, float, float, float | None, bool, str]]:
         """(id, category, importance, last changed, last recalled, has a key, text) of every active fact but the
@@ -119,7 +131,11 @@ class Facts(Part):
         takes over the old one's (category, key) slot when the old one had a key."""
         target = self.memory.get("fact", target_id)
         if target.key is not None:
-            fields = FactFields(fields.value, target.category or fields.category, target.key, fields.importance,
+            key = target.key
+            if key.startswith(HOST_MARK) and fields.source != HOST \
+                    and self.find_by_key(target.category or fields.category, key.removeprefix(HOST_MARK)) is None:
+                key = key.removeprefix(HOST_MARK)  # the user's value takes the slot a host's account was beside
+            fields = FactFields(fields.value, target.category or fields.category, key, fields.importance,
                                 fields.source)
         now = time.time()
         with self.db.atomic():
@@ -128,12 +144,14 @@ class Facts(Part):
             self.db.execute("UPDATE facts SET superseded_at = $1 WHERE id = $2 AND user_id = $3",
                             (now, target_id, self.user_id))
             same = self.find_exact(fields.value, fields.category)
-            if same is not None and same.key in (None, fields.key):  # the new value is known already: it takes over
+            if same is not None and (same.key is None or slot_of(same.category, same.key)
+                                     == slot_of(fields.category, fields.key)):  # known already: it takes over
                 fact_id = same.item_id
                 self.bump(fact_id, importance=fields.importance, reason=reason)
-                if same.key is None and fields.key is not None:  # ... the slot too, now free
+                holds = fields.key if same.key is None or fields.key is None else kept_key(same.key, fields.key)
+                if holds != same.key:  # ... the slot too, now free
                     self.db.execute("UPDATE facts SET key = $1 WHERE id = $2 AND user_id = $3",
-                                    (fields.key, fact_id, self.user_id))
+                                    (holds, fact_id, self.user_id))
             else:
                 fact_id = self._insert(fields, reason, now)
             self.db.execute("UPDATE facts SET superseded_by = $1 WHERE id = $2 AND user_id = $3",

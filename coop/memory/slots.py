@@ -10,6 +10,10 @@ the fact it replaces by its slot, not by the words the two happen to share.
 A fact about someone else is filed under that person: the topic's category with the key `<person>.<slot>` for a
 single-valued topic ("sister ana.home_city"), so the sister's move replaces the sister's city and never the
 user's, and no key for a many-valued one.
+
+An MCP host's account of a slot the user's own words hold is kept beside it under the host's mark (`host_key`:
+"host:home_city"), one per slot: the host may change its own account, never the user's. Both fill the slot
+(`slot_of`), so the two are seen as one slot's rival values (`coop/memory/retrieval/contested.py`).
 """
 
 from __future__ import annotations
@@ -70,6 +74,7 @@ _ALIASES = {
 }
 _SLOT_OF = {alias: slot for slot, aliases in _ALIASES.items() for alias in aliases.split()}
 _ID = re.compile(r"^(?:id_?|fact_?|f_?)?\d+$")
+HOST_MARK = "host:"
 
 
 def canonical_key(key: str | None) -> str | None:
@@ -79,6 +84,35 @@ def canonical_key(key: str | None) -> str | None:
     person, dot, slot = key.rpartition(".")
     slot = _SLOT_OF.get(slot, slot)
     return f"{person}.{slot}" if dot else slot
+
+
+def host_key(key: str) -> str:
+    """The key an MCP host's account of slot `key` is stored under, beside the fact that holds it."""
+    return key if key.startswith(HOST_MARK) else HOST_MARK + key
+
+
+def slot_of(category: str | None, key: str | None) -> tuple[str, str] | None:
+    """The single-valued slot a stored fact fills: its category and the slot its key names (an alias resolved, a
+    host's account counted as the slot it speaks of); None for a fact with no key. The write path treats every
+    key as a slot (one active fact per key), so a key outside the table is a slot too."""
+    if not key:
+        return None
+    slot = canonical_key(key.removeprefix(HOST_MARK))
+    return ((category or GENERAL), slot) if slot else None
+
+
+def spellings(slot: str) -> list[str]:
+    """Every stored key that may fill `slot`: the slot, its aliases, and a host's account of each."""
+    person, dot, name = slot.rpartition(".")
+    names = [name, *_ALIASES.get(name, "").split()]
+    keys = [f"{person}.{n}" if dot else n for n in names]
+    return keys + [host_key(k) for k in keys]
+
+
+def kept_key(a: str, b: str) -> str:
+    """Of two keys of one slot, the one a fact that holds it keeps: the user's before a host's account (`host_key`),
+    then the slot's own name before an alias."""
+    return min((a, b), key=lambda k: (k.startswith(HOST_MARK), canonical_key(k) != k, k))
 
 
 def topic_of(category: str, key: str | None) -> Topic:

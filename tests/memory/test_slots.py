@@ -11,7 +11,7 @@ from coop.memory.growth.candidate import NEVER, NO_LONGER, PLAN, Candidate
 from coop.memory.growth.changes import changes_request, read_changes
 from coop.memory.growth.embedders import HashEmbedder
 from coop.memory.growth.reconcile import FactWriter
-from coop.memory.growth.slots import TOPICS, canonical_key, slot_for, topic_of
+from coop.memory.slots import TOPICS, canonical_key, slot_for, topic_of
 
 EMBEDDER = HashEmbedder(64)
 
