@@ -21,8 +21,9 @@ INSTRUCTIONS = {
     "ja": ("これからは日本語で答えてください。", "これからは日本語で答えてください"),
 }
 MOVES = {  # (what the user says first, its value, the move said the language's way, its value)
-    "fr": ("J'habite à Lyon.", "Habite à Lyon", "Je n'habite plus à Lyon, j'habite à Berlin maintenant.",
-           "Habite à Berlin"),
+    # (vivre: "habite" is the first person too, and the user's words cut at "je" are stored whole, growth/wording.py)
+    "fr": ("Je vis à Lyon.", "Vit à Lyon", "Je ne vis plus à Lyon, je vis à Berlin maintenant.",
+           "Vit à Berlin"),
     "de": ("Ich wohne in Hamburg.", "Wohnt in Hamburg", "Ich wohne nicht mehr in Hamburg, jetzt wohne ich in Bremen.",
            "Wohnt in Bremen"),
     "es": ("Vivo en Sevilla.", "Vive en Sevilla", "Ya no vivo en Sevilla, ahora vivo en Bilbao.", "Vive en Bilbao"),

@@ -33,6 +33,7 @@ from coop.errors import UsageError
 from coop.memory.growth.overlap import coverage, held
 from coop.memory.growth.pointing import Listed, Listing, Note
 from coop.memory.growth.refusals import refuse
+from coop.memory.growth.wording import with_its_subject
 from coop.memory.kinds import INSTRUCTION
 from coop.memory.language.detect import detect
 from coop.memory.language.lexicon import has_lexicon, in_another_language, marked, marks, normalise
@@ -99,7 +100,7 @@ def verify(note: Note, listing: Listing, earlier: Sequence[str] = ()) -> Verifie
     if _PLACEHOLDER.search(value) or _QUESTION.search(value):
         return _refused("value", "the value is a placeholder or a question, not a statement", category, value, items)
     language = items[0].clause.language
-    value = _untranslated(value, items, language, note.kind)
+    value = with_its_subject(_untranslated(value, items, language, note.kind), items, language)
     items = _widened(value, items, listing, language, earlier, topic.anchored, note.about)
     said = " ".join(item.clause.text for item in items)
     sentences = _sentences(items, listing)

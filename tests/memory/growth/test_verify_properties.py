@@ -40,11 +40,13 @@ LANGUAGES = {
                "My mother says I should move to {c}.", "How are you?",
                "Lives in {c}",
                "Does not live in {c}"),
-    "fr": Said("J'habite à {c}.", "Je n'habite pas à {c}.", "Je n'habite plus à {c}.", "Ma sœur habite à {c}.",
+    # (vivre, not habiter: "habite" is the first person as well as the third, and a value that is the user's words
+    # cut at the subject is stored as their words whole, `growth/wording.py`)
+    "fr": Said("Je vis à {c}.", "Je ne vis pas à {c}.", "Je ne vis plus à {c}.", "Ma sœur habite à {c}.",
                "Est-ce que je devrais déménager à {c} ?", "Si je gagnais au loto, j'habiterais à {c}.",
                "Peut-être que je vais déménager à {c}.",
                "Ma mère dit que je devrais déménager à {c}.", "Comment ça va ?",
-               "Habite à {c}", "N'habite pas à {c}"),
+               "Vit à {c}", "Ne vit pas à {c}"),
     "de": Said("Ich wohne in {c}.", "Ich wohne nicht in {c}.", "Ich wohne nicht mehr in {c}.",
                "Meine Schwester wohnt in {c}.", "Soll ich nach {c} ziehen?",
                "Wenn ich im Lotto gewinnen würde, würde ich in {c} wohnen.", "Vielleicht ziehe ich nach {c}.",

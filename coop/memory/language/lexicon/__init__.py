@@ -24,12 +24,13 @@ from coop.memory.language.detect import MIN_DETECTED_WORDS, likeliest, ranked
 from coop.memory.language.scripts import has_unspaced, script_language, spaced_words
 
 MARKS = ("negation", "no_longer", "doubt", "condition", "wish", "past", "dream", "irony", "fiction", "report",
-         "change", "self", "addressee", "directive", "standing", "with_me", "other", "question", "unsafe", "widening",
-         "withholding", "the_user")
-# What each mark says, for the one module that reads them (`growth/verify.py`, `growth/reconcile.py`):
+         "change", "self", "subject", "addressee", "directive", "standing", "with_me", "other", "question", "unsafe",
+         "widening", "withholding", "the_user")
+# What each mark says, for the modules that read them (`growth/verify.py`, `growth/reconcile.py`, `growth/wording.py`):
 # - the mood of what is said: negation, no_longer (it ended), doubt, condition, wish, past (a past habit), dream,
 #   irony, fiction, report (what someone else says), question (a clause that opens as one);
-# - who speaks of whom: self (the clause opens with the speaker as subject: "I always ..."), addressee (it speaks
+# - who speaks of whom: self (the clause opens with the speaker as subject: "I always ...", "my ..."), subject
+#   (the speaker's own subject pronoun alone: what `growth/wording.py` finds cut from a value), addressee (it speaks
 #   to the assistant: "you"), directive (it tells the assistant what to do: "please", "from now on", an imperative
 #   of the assistant's work), standing (for good: "always", "from now on"), other (it opens with someone else as
 #   subject: "my sister ..."), with_me ("... and I");

@@ -23,6 +23,7 @@ MARKERS: dict[str, tuple[str, ...]] = {
     "change": ("geworden", "gewechselt", "angefangen", "verlassen", "endlich", "jetzt", "nun", "inzwischen",
                "mittlerweile", "seit kurzem", "gewechselt", "umgezogen", "verkauft", "angefangen", "wieder", "neu",
                "neue", "neuen", "neuer", "stattdessen", "nicht mehr"),
+    "subject": ("^ich", "^wir"),
     "self": ("^ich", "^wir", "^mein", "^meine"),
     "addressee": ("du", "dich", "dir", "dein", "deine", "deinen", "deinem", "euch", "ihnen"),
     "directive": ("bitte", "ab sofort", "ab jetzt", "von nun an", "in zukunft", "künftig", "nächstes mal",

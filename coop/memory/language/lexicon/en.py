@@ -23,6 +23,7 @@ MARKERS: dict[str, tuple[str, ...]] = {
     "change": ("went", "became", "become", "turned", "joined", "left", "finally", "now", "nowadays", "these days",
                "switched", "switch", "moved", "started", "changed", "sold", "upped", "again", "instead", "new",
                "anymore", "no longer"),
+    "subject": ("^i", "^we"),
     "self": ("^i", "^i'm", "^i've", "^i'd", "^i'll", "^we", "^we're", "^we've", "^my"),
     "addressee": ("you", "your", "yourself", "you're", "you'll"),
     "directive": ("please", "from now on", "going forward", "in future", "in the future", "next time", "^always",

@@ -20,6 +20,7 @@ MARKERS: dict[str, tuple[str, ...]] = {
     "change": ("me hice", "me volví", "dejé", "por fin", "empecé a", "ahora", "ya", "últimamente", "cambié",
                "he cambiado", "me mudé", "nos mudamos", "vendí", "empecé", "he empezado", "de nuevo", "otra vez",
                "nuevo", "nueva", "en cambio", "ya no"),
+    "subject": ("^yo", "^nosotros", "^nosotras"),
     "self": ("^yo", "^nosotros", "^nosotras", "^mi", "^mis"),
     "addressee": ("tú", "te", "ti", "usted", "ustedes", "contigo", "tu", "tus", "vosotros"),
     "directive": ("por favor", "a partir de ahora", "de ahora en adelante", "en adelante", "la próxima vez",

@@ -22,6 +22,7 @@ MARKERS: dict[str, tuple[str, ...]] = {
     "change": ("devenu", "devenue", "suis passé", "suis passée", "rejoint", "quitté", "enfin", "maintenant",
                "désormais", "dorénavant", "depuis peu", "changé", "déménagé", "vendu", "commencé", "à nouveau",
                "de nouveau", "nouveau", "nouvelle", "plutôt", "ne … plus", "n' … plus"),
+    "subject": ("^je", "^j'", "^nous"),
     "self": ("^je", "^j'", "^moi", "^nous", "^mon", "^ma", "^mes"),
     "addressee": ("tu", "te", "t'", "toi", "vous", "ton", "ta", "tes", "votre", "vos"),
     "directive": ("^fais", "^faites", "^mets", "^dis-moi", "^reste",

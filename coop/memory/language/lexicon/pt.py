@@ -19,6 +19,7 @@ MARKERS: dict[str, tuple[str, ...]] = {
     "report": ("diz", "disse", "me disse", "dizia", "segundo ele", "segundo ela", "afirma"),
     "change": ("virei", "tornei-me", "passei a", "finalmente", "agora", "ultimamente", "mudei", "mudamos", "vendi",
                "comecei", "de novo", "novamente", "novo", "nova", "em vez", "já não"),
+    "subject": ("^eu", "^nós"),
     "self": ("^eu", "^nós", "^meu", "^minha", "^meus", "^minhas"),
     "addressee": ("você", "vocês", "tu", "te", "ti", "contigo", "teu", "tua"),
     "directive": ("por favor", "a partir de agora", "daqui para a frente", "de agora em diante", "^responde",
