@@ -111,6 +111,10 @@ class MemoryConfig:
     busy_timeout_ms: int = _f(5000, "how long a write waits for another process's lock", min=0, max=600_000)
     context_budget: int = _f(8000, "tokens for the whole prompt's memory part and history", min=256, max=2_000_000)
     memory_budget_fraction: float = _f(0.1, "share of context_budget for recalled memory", min=0.01, max=0.9)
+    first_turn_memory_fraction: float = _f(0.3, "the same on a conversation's first message, which has no history to "
+                                                "leave room for (what the turn asked for gets it; the profile and "
+                                                "salient items keep their share of memory_budget_fraction)",
+                                           min=0.01, max=0.9)
     profile_share: float = _f(0.5, "share of the recalled memory budget for the profile: the facts that describe "
                                    "you, in every prompt", min=0.0, max=1.0)
     recency_messages: int = _f(10, "last messages of this session always in the prompt", min=0, max=500)

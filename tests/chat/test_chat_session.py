@@ -92,7 +92,8 @@ def test_memory_budget_holds(memory, scripted):
     for i in range(200):
         memory.facts.add(f"important fact number {i} about the user's many hobbies and habits", importance=0.95)
     session = make_session(memory, scripted, overrides={"memory.context_budget": 2000,
-                                                             "memory.memory_budget_fraction": 0.1})
+                                                             "memory.memory_budget_fraction": 0.1,
+                                                             "memory.first_turn_memory_fraction": 0.1})
     result = session.turn("hi")
     tokens = result.prompt.tokens
     assert tokens["memory"] <= 200 and tokens["memory_budget"] == 200

@@ -5,7 +5,8 @@ facts the turn asked for, then the profile within `profile_share` of the memory 
 former, when the turn asks about the past ->
 where the previous conversation left off (a session's first turn) -> relevant past (dated, with session) ->
 history -> the new message. History is chosen first, newest first, from what the budget leaves beside the memory
-budget (`memory_budget_fraction` of `context_budget`), and reaches further back into whatever memory leaves
+budget (`memory_budget_fraction` of `context_budget`; on a conversation's first message, more for what the turn
+asked for: `turn.memory_shares`), and reaches further back into whatever memory leaves
 unused; the session's first user message (the anchor) keeps its room when it fits. In the memory budget, facts come
 first (short and durable), then past items by score; whatever does not fit is left out whole (a past message may
 be shortened, a fact never is), and a past message the history shows is not recalled again. The past items chosen

@@ -42,9 +42,22 @@ def turn_context(memory: "UserStore", text: str, *, cfg: "MemoryConfig", embedde
                        settings=settings, shown=shown or set(), first_turn=not history, session_id=session_id,
                        now=time.time() if now is None else now)
     instructions = current_only(memory.facts.active(INSTRUCTION, limit=MAX_INSTRUCTIONS_SHOWN))
+    fraction, salience_share, profile_share = memory_shares(cfg, first_turn=not history)
     prompt = build_prompt(preamble=preamble, instructions=instructions,
                           facts=found.facts, profile=found.profile, former=found.former, past=found.past,
                           previous=found.previous, history=list(history), anchor=anchor, new_message=text,
-                          context_budget=cfg.context_budget, memory_fraction=cfg.memory_budget_fraction,
-                          salience_share=SALIENCE_SHARE, profile_share=cfg.profile_share)
+                          context_budget=cfg.context_budget, memory_fraction=fraction,
+                          salience_share=salience_share, profile_share=profile_share)
     return TurnContext(prompt, found)
+
+
+def memory_shares(cfg: "MemoryConfig", *, first_turn: bool) -> tuple[float, float, float]:
+    """(memory fraction of the context budget, salience share, profile share of it) for a turn. A conversation's
+    first message has no history to leave room for, so what the turn asked for may use `first_turn_memory_fraction`;
+    the profile and the salient items, which no question asked for, keep the room they have on every other turn
+    (their shares shrink as the fraction grows), so a question about nothing in memory costs no more than before."""
+    fraction = cfg.memory_budget_fraction
+    if not first_turn or cfg.first_turn_memory_fraction <= fraction:
+        return fraction, SALIENCE_SHARE, cfg.profile_share
+    scale = fraction / cfg.first_turn_memory_fraction
+    return cfg.first_turn_memory_fraction, SALIENCE_SHARE * scale, cfg.profile_share * scale
