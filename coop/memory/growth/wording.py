@@ -20,7 +20,7 @@ from coop.memory.growth.pointing import Listed
 from coop.memory.language.lexicon import has_lexicon, has_mark, normalise
 from coop.memory.language.scripts import has_unspaced
 
-MAX_SUBJECT_WORDS = 2      # "I", "je", "my wife and I" is not a subject cut but a clause of its own
+MAX_SUBJECT_WORDS = 2      # a subject pronoun, with one word beside it at most ("I also", "je ne": not a clause)
 MAX_UNSPACED_SUBJECT = 4   # characters: 私は, 私たちは
 
 

@@ -71,7 +71,8 @@ def current_only(facts: list[Item]) -> list[Item]:
 def one_value_per_slot(memory: "UserStore", facts: list[Recalled], profile: list[Recalled]
                        ) -> tuple[list[Recalled], list[Recalled]]:
     """The turn's facts and profile with one value per slot: a fact another fact of its slot holds against is
-    left out, and the current one takes its place when it was not there, marked as the newer value."""
+    left out, and the current one takes its place when it was not there; the one shown is noted as current, with
+    the ids of the others (so the model knows memory holds them, and can name them to its tools)."""
     groups = contested(memory, [r.item for r in facts + profile])
     if not groups:
         return facts, profile
