@@ -6,6 +6,7 @@ later prompt, while the span's facts are still read."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import datetime
 
 import pytest
 
@@ -66,9 +67,24 @@ SPANS = {
 LANGUAGES = sorted(SPANS)
 
 
-def span_items(memory, span: Span):
-    session = ended_session(memory, (span.user, span.assistant))
+WRITTEN_AT = datetime(2026, 1, 5, 8, 7).timestamp()  # no number of the spans: a check that never reads the clock
+
+
+def span_items(memory, span: Span, at: float = WRITTEN_AT):
+    session = memory.sessions.start(started_at=at)
+    memory.messages.add(session, "user", span.user, created_at=at)
+    memory.messages.add(session, "assistant", span.assistant, created_at=at + 60)
+    memory.sessions.end(session, at=at + 60)
     return memory.messages.recent(session, 10)
+
+
+def test_a_lines_time_supports_a_time_written_as_one_never_a_number_written_otherwise(memory):
+    """A summary may say when a line was written ("at 19:24"), but the hour is no support for "19 April"."""
+    at = datetime(2026, 1, 5, 19, 24).timestamp()
+    items = span_items(memory, Span("I am flying to Kyoto on 12 April.", "Have a good trip.", "", "", "", "", ""), at)
+    assert summary_refusal("At 19:24 the user said they are flying to Kyoto on 12 April.", items) is None
+    assert summary_refusal("The user is flying to Kyoto on 19 April.", items) is not None
+    assert summary_refusal("At 20:24 the user said they are flying to Kyoto on 12 April.", items) is not None
 
 
 @pytest.mark.parametrize("language", LANGUAGES)
