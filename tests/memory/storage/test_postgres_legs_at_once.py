@@ -25,12 +25,14 @@ def pg(postgres_url):
 
 
 def _filled(memory, embedder, count: int = 120) -> list[int]:
-    """`count` messages in sessions of ten, each of three of `WORDS`, embedded (with sentence parts for some)."""
+    """`count` messages in sessions of ten, each of three of `WORDS` and a word of its own (no two vectors equal:
+    between points at one distance, pgvector's graph may return either, on one connection as on another),
+    embedded (with sentence parts for some)."""
     ids, texts = [], []
     for n in range(count):
         if n % 10 == 0:
             session = memory.sessions.start()
-        text = " ".join(WORDS[(n * k + n // 7) % len(WORDS)] for k in (1, 3, 7))
+        text = " ".join(WORDS[(n * k + n // 7) % len(WORDS)] for k in (1, 3, 7)) + f" item{n}"
         if n % 4 == 0:
             text += ". Then the " + WORDS[(n + 5) % len(WORDS)] + " again."
         ids.append(memory.messages.add(session, "user", text))
