@@ -214,20 +214,20 @@ def test_add_replaces_supersedes_the_named_fact_whatever_its_slot(memory, run_cl
     assert active_texts(memory) == ["Drinks coffee every morning"]
 
 
-@pytest.mark.parametrize("said", ["Lives in Berlin", "lives in  Berlin"])
+@pytest.mark.parametrize("said", ["Lives in Tamsk", "lives in  Tamsk"])
 def test_add_replaces_onto_a_value_already_known_reuses_that_fact(memory, run_cli, said):
-    """Two active facts contradict each other (Lyon in the slot, Berlin beside it): replacing Lyon with what Berlin
-    says makes Berlin current, in Lyon's slot, with no second Berlin."""
-    lyon = memory.facts.add("Lives in Lyon", category="location", key="home_city", source="extraction").fact_id
-    berlin = memory.facts.add("Lives in Berlin", category="location", source="host").fact_id
-    data = ok_json(run_cli("memory", "add", said, "--replaces", f"f{lyon}", "--user", "ana", "--json"))
-    assert (data["id"], data["supersedes"]) == (f"f{berlin}", f"f{lyon}")
-    assert active_texts(memory) == ["Lives in Berlin"]
-    assert memory.get("fact", lyon).superseded_by == berlin and memory.get("fact", berlin).key == "home_city"
+    """Two active facts contradict each other (Varnholt in the slot, Tamsk beside it): replacing Varnholt with what Tamsk
+    says makes Tamsk current, in Varnholt's slot, with no second Tamsk."""
+    varnholt = memory.facts.add("Lives in Varnholt", category="location", key="home_city", source="extraction").fact_id
+    tamsk = memory.facts.add("Lives in Tamsk", category="location", source="host").fact_id
+    data = ok_json(run_cli("memory", "add", said, "--replaces", f"f{varnholt}", "--user", "ana", "--json"))
+    assert (data["id"], data["supersedes"]) == (f"f{tamsk}", f"f{varnholt}")
+    assert active_texts(memory) == ["Lives in Tamsk"]
+    assert memory.get("fact", varnholt).superseded_by == tamsk and memory.get("fact", tamsk).key == "home_city"
 
 
 def test_add_replaces_needs_a_current_fact(memory, run_cli):
-    memory.facts.add("Lives in Lyon", category="location", key="city")
+    memory.facts.add("Lives in Varnholt", category="location", key="city")
     memory.facts.add("Lives in Paris", category="location", key="city")
     session = memory.sessions.start()
     message = memory.messages.add(session, "user", "hello")
@@ -256,7 +256,7 @@ def review_ids(run_cli, *args: str) -> list[str]:
 
 def test_review_json_lists_what_machines_learned_oldest_first_and_changes_nothing(memory, run_cli):
     assert run_cli("memory", "add", "I keep bees", "--user", "ana").exit_code == 0  # the user's own: not reviewed
-    city, message = learned(memory, "Lives in Lyon", said="I moved to Lyon", quote="moved to Lyon",
+    city, message = learned(memory, "Lives in Varnholt", said="I moved to Varnholt", quote="moved to Varnholt",
                             category="location", key="city")
     tea, _ = learned(memory, "Likes tea", said="I like tea", source="host", origin="host")
     tool = memory.facts.add("Has a dog", source="model", importance=0.9).fact_id
@@ -266,7 +266,7 @@ def test_review_json_lists_what_machines_learned_oldest_first_and_changes_nothin
     assert {"id", "kind", "text", "created_at", "category", "key", "importance", "mention_count", "source",
             "quote", "flags", "sources", "supersedes", "change", "changed_at"} <= set(first)
     assert (first["source"], first["quote"], first["sources"], first["change"]) == \
-        ("extraction", "moved to Lyon", [f"m{message}"], "added")
+        ("extraction", "moved to Varnholt", [f"m{message}"], "added")
     assert first["flags"] == []
     assert items[1]["flags"] == ["from_host", "unquoted"] and items[1]["quote"] is None
     assert items[2]["flags"] == ["pinned", "unquoted"]
@@ -276,12 +276,12 @@ def test_review_json_lists_what_machines_learned_oldest_first_and_changes_nothin
 
 
 def test_review_off_a_terminal_lists_and_says_how_to_review(memory, run_cli):
-    fact_id, _ = learned(memory, "Lives in Lyon", said="I moved to Lyon", quote="moved to Lyon")
+    fact_id, _ = learned(memory, "Lives in Varnholt", said="I moved to Varnholt", quote="moved to Varnholt")
     result = run_cli("memory", "review", "--user", "ana", env=WIDE)
     assert result.exit_code == 0, result.stderr
-    assert f"f{fact_id}" in result.stdout and "Lives in Lyon" in result.stdout and "“moved to Lyon”" in result.stdout
+    assert f"f{fact_id}" in result.stdout and "Lives in Varnholt" in result.stdout and "“moved to Varnholt”" in result.stdout
     assert "1 fact to review; nothing was changed" in result.stderr and "in a terminal" in result.stderr
-    assert memory.sources.reviewed_at() is None and active_texts(memory) == ["Lives in Lyon"]
+    assert memory.sources.reviewed_at() is None and active_texts(memory) == ["Lives in Varnholt"]
     assert memory.facts.history(fact_id)[-1].action == "ADD"
     memory.sources.mark_reviewed(memory.facts.history(fact_id)[-1].created_at + 1)
     quiet = run_cli("memory", "review", "--user", "ana")
@@ -291,7 +291,7 @@ def test_review_off_a_terminal_lists_and_says_how_to_review(memory, run_cli):
 def test_review_keeps_pins_edits_and_forgets_on_a_terminal(memory, run_cli, terminal):
     kept, _ = learned(memory, "Likes tea", said="I like tea", quote="I like tea")
     pinned, _ = learned(memory, "Has a dog called Rex", said="my dog Rex", quote="my dog Rex")
-    edited, _ = learned(memory, "Lives in Lyon", said="I moved to Lyon", quote="moved to Lyon",
+    edited, _ = learned(memory, "Lives in Varnholt", said="I moved to Varnholt", quote="moved to Varnholt",
                         category="location", key="city")
     forgotten, message = learned(memory, "Owes Boris twenty euros", said="I owe Boris twenty euros",
                                  quote="I owe Boris twenty euros")
@@ -330,22 +330,22 @@ def test_review_asks_again_after_a_bad_answer_a_refused_edit_or_a_declined_forge
 
 
 def test_review_says_this_replaces_that_keeping_both_histories_and_the_source(memory, run_cli, terminal):
-    """Two facts contradict each other (the slot says Lyon, a host noted Berlin beside it): the one reviewed is
+    """Two facts contradict each other (the slot says Varnholt, a host noted Tamsk beside it): the one reviewed is
     what holds now, so the other is superseded by it, not forgotten: its history and source message stay."""
-    lyon, lyon_said = learned(memory, "Lives in Lyon", said="I live in Lyon", quote="I live in Lyon",
+    varnholt, varnholt_said = learned(memory, "Lives in Varnholt", said="I live in Varnholt", quote="I live in Varnholt",
                               category="location", key="home_city")
-    berlin, _ = learned(memory, "Lives in Berlin", said="I moved to Berlin", quote="moved to Berlin",
+    tamsk, _ = learned(memory, "Lives in Tamsk", said="I moved to Tamsk", quote="moved to Tamsk",
                         category="location", source="host")
-    memory.sources.mark_reviewed(memory.get("fact", lyon).created_at + 1e-6)  # only Berlin is new
-    answers = f"r\nf{berlin}\nr\nf999\nr\nf{lyon}\n"  # itself, then an unknown id: asked again each time
+    memory.sources.mark_reviewed(memory.get("fact", varnholt).created_at + 1e-6)  # only Tamsk is new
+    answers = f"r\nf{tamsk}\nr\nf999\nr\nf{varnholt}\n"  # itself, then an unknown id: asked again each time
     result = run_cli("memory", "review", "--user", "ana", input=answers, env=WIDE)
     assert result.exit_code == 0, result.stderr
     assert "cannot replace itself" in result.stderr and "no fact f999" in result.stderr
-    assert f"f{berlin} replaces f{lyon}" in result.stdout and "1 replacing another" in result.stderr
-    assert active_texts(memory) == ["Lives in Berlin"]
-    old = memory.get("fact", lyon)
-    assert old.superseded_by == berlin and memory.get("fact", berlin).key == "home_city"
-    assert memory.exists("message", lyon_said) and memory.facts.history(lyon)[-1].action == "SUPERSEDE"
+    assert f"f{tamsk} replaces f{varnholt}" in result.stdout and "1 replacing another" in result.stderr
+    assert active_texts(memory) == ["Lives in Tamsk"]
+    old = memory.get("fact", varnholt)
+    assert old.superseded_by == tamsk and memory.get("fact", tamsk).key == "home_city"
+    assert memory.exists("message", varnholt_said) and memory.facts.history(varnholt)[-1].action == "SUPERSEDE"
 
 
 def test_skipped_and_unreached_facts_come_back_at_the_next_review(memory, run_cli, terminal):

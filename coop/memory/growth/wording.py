@@ -1,12 +1,12 @@
 """A fact's wording: what a value the model cut from the user's words keeps of them.
 
-A value that is one of the cited clauses with only its subject cut ("Work as a nurse at the clinic" of "I work as
-a nurse at the clinic") keeps the user's verb forms without the subject they agree with, which reads as neither
+A value that is one of the cited clauses with only its subject cut ("Repair old clocks on weekends" of "I repair
+old clocks on weekends") keeps the user's verb forms without the subject they agree with, which reads as neither
 the user's words nor a profile line. The cited words whole stand for it then, as the user wrote them; the prompt
 quotes a first-person fact as the user's (`retrieval/context.fact_line`). Where the subject is cut is the
 language's lexicon's "subject" mark (I, je, ich, yo, eu, 私は; not "my", whose noun a value may rightly open
 with), so this holds in every language with a lexicon and leaves the others' values as written. A profile line
-the model wrote ("Works as ...") is not such a cut and is kept as written, except where the language gives the
+the model wrote ("Repairs ...") is not such a cut and is kept as written, except where the language gives the
 first and third person one form (French "travaille"): the user's words whole say the same. A language that
 drops the subject ("Trabajo de ...") has none to cut.
 """

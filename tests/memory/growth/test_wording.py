@@ -1,5 +1,5 @@
-"""A fact cut from the user's words never keeps their verb without its subject ("Work as a nurse" of "I work as a
-nurse"): the words whole stand for it, in every language with a lexicon; a profile line the model wrote, a value
+"""A fact cut from the user's words never keeps their verb without its subject ("Repair old clocks" of "I repair
+old clocks"): the words whole stand for it, in every language with a lexicon; a profile line the model wrote, a value
 that cuts more than the subject, and a language without a lexicon keep the model's value as written."""
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ SAID = {
     "pt": ("Eu trabalho como {w} em {c}", "Eu ", "Trabalha como {w} em {c}"),
     "ja": ("私は{c}で{w}として働いています", "私は", "{c}で{w}として働いている"),
 }
-WORK = {"en": ["nurse", "baker", "pilot"], "fr": ["infirmière", "boulanger"], "de": ["Bäcker", "Pilotin"],
+WORK = {"en": ["glazier", "clockmaker", "pilot"], "fr": ["infirmière", "boulanger"], "de": ["Bäcker", "Pilotin"],
         "es": ["enfermera", "panadero"], "pt": ["enfermeira", "padeiro"], "ja": ["看護師", "パン職人"]}
 CITY = {"en": ["Leeds", "Porto"], "fr": ["Nantes", "Lille"], "de": ["Bremen", "Köln"], "es": ["Bilbao", "Toledo"],
         "pt": ["Braga", "Faro"], "ja": ["大阪", "京都"]}
