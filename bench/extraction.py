@@ -4,7 +4,8 @@
                                          [--profile ../shared/data/profile/profile-dev.json]
                                          [--data ../shared/data/locomo/locomo-dev.json]
                                          [--model scripted [--script honest|careless]
-                                          | --model openai/NAME --api-base URL [--json-mode MODE]]
+                                          | --model openai/NAME --api-base URL [--json-mode MODE]
+                                          | --replay EARLIER-RUN.json]
                                          [--limit N] [--embedder fastembed|hash] [--json FILE]
 
 Each conversation is one user of a fresh database. For each user turn, as `coop chat` does after a reply: the user
@@ -47,6 +48,10 @@ The call budget: the fast model's calls per exchange (median, max, the share of 
 the extra questions ("changes") and the changes coop took from their answers, and tokens per exchange (prompt and
 reply of every call, estimated by `coop.memory.text.estimate_tokens`, about four characters a token; what the
 model client adds, a schema in the prompt, is not counted).
+
+`--replay FILE` answers every request with the reply a real model gave in an earlier run (that run's `--json`):
+a change to coop's checks is measured on a real model's mistakes in seconds, without the model. A change to what
+the model is asked (the prompt, the schema, the parse's clause ids) needs a new run.
 
 `--model scripted` (the default) serves a scripted model on 127.0.0.1 (OpenAI-style HTTP, through litellm like
 a real one) that answers from the gold. Asked for the notes of a message, it writes a note for every gold fact and
@@ -412,6 +417,34 @@ class Script:
             return same[0]
         found = best_match(value, facts, self.turn.language if self.turn else "en")
         return found if isinstance(found, GoldFact) else None
+
+
+class Replay(Script):
+    """A model that answers with the replies a real model gave in an earlier run (`--replay FILE`, that run's
+    `--json`): each exchange's notes reply, then its extra question's, found by the user's message. Today's code
+    reads the same notes, so a change to coop's checks is measured on a real model's mistakes in seconds; a change
+    to what the model is asked is not (the replies were written for the old request)."""
+
+    def __init__(self, path: Path) -> None:
+        super().__init__("honest")
+        self.mode = "replay"
+        self.recorded: dict[str, list[dict[str, Any]]] = {}
+        for exchange in _read_json(path).get("exchanges") or []:
+            self.recorded.setdefault(exchange["user"], []).append(exchange)
+        self.current: list[dict[str, Any]] = []
+
+    def reply(self, body: dict[str, Any]) -> str:
+        with self.lock:
+            kind = request_kind(body)
+            if kind == "notes":
+                queue = self.recorded.get(self.turn.user if self.turn else "") or []
+                self.current = list(queue.pop(0).get("calls") or []) if queue else []
+                self.proposed["notes" if self.current else "not recorded"] += 1
+            call = next((c for c in self.current if c.get("schema") == kind and c.get("reply") is not None), None)
+            if call is None:
+                return json.dumps({"notes": []} if kind != "changes" else {"changes": []})
+            self.current.remove(call)
+            return str(call["reply"])
 
 
 def _note_of(clauses: list[str], kind: str, topic: str, about: str, polarity: str, modality: str,
@@ -1010,6 +1043,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--model", default="scripted", help="'scripted', or a litellm model name (openai/NAME)")
     parser.add_argument("--script", choices=SCRIPTS, default="honest",
                         help="how the scripted model reads the gold (default: %(default)s)")
+    parser.add_argument("--replay", type=Path, help="answer with the replies recorded in an earlier run's --json")
     parser.add_argument("--api-base", default="", help="the model's OpenAI-compatible server")
     parser.add_argument("--json-mode", choices=("auto", "json_schema", "json_object_schema", "json_object", "prompt"),
                         default="auto",
@@ -1040,10 +1074,13 @@ def main(argv: list[str] | None = None) -> int:
         os.environ["COOP_HOME"] = tmp  # the JSON mode coop remembers, and no user config, stay in here
         from coop.memory.storage.database import open_database
 
-        script = server = None
+        script: Script | None = None
+        server = None
         api_base, model = args.api_base, args.model
+        if args.replay is not None:
+            script, model = Replay(args.replay), "scripted"
         if model == "scripted":
-            script = Script(args.script)
+            script = script or Script(args.script)
             server, api_base = serve_script(script)
             model = "openai/scripted"
         config, complete = fast_model(model, api_base, args.timeout)

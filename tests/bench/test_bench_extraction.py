@@ -96,6 +96,24 @@ def test_the_careless_script_says_everything_is_stated_and_coop_still_refuses_th
     assert all(not w["assistant_words"] for e in result["exchanges"] for w in e["writes"])
 
 
+@pytest.mark.slow
+def test_a_replay_of_a_run_makes_the_runs_writes_from_its_recorded_replies(tmp_path):
+    for name in ("run", "replay"):
+        (tmp_path / name).mkdir()
+    run = _run(tmp_path / "run", "--limit", str(FIRST_CONVERSATION), "--script", "careless")
+    replay = _run(tmp_path / "replay", "--limit", str(FIRST_CONVERSATION), "--replay",
+                  str(tmp_path / "run" / "figures.json"))
+    assert replay["script_mode"] == "replay" and replay["script"].get("not recorded", 0) == 0
+
+    def writes(result: dict) -> list:
+        return [[(w["action"], w["value"], w["replaced"]) for w in e["writes"]] for e in result["exchanges"]]
+
+    assert writes(replay) == writes(run) and any(writes(run))
+    assert [[c["reply"] for c in e["calls"]] for e in replay["exchanges"]] == \
+        [[c["reply"] for c in e["calls"]] for e in run["exchanges"]]
+    assert replay["sources"]["gold"]["gold"] == run["sources"]["gold"]["gold"]
+
+
 def _notes_request(text: str, *, schema: bool = True) -> dict:
     body = {"messages": [{"role": "system", "content": POINTING_PROMPT},
                          {"role": "user", "content": f"{topics_line()}\n\n{Listing([parse(text)]).render()}"}]}
