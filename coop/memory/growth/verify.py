@@ -50,6 +50,7 @@ LEANING_TERMS = 3     # a cited text of at most this many terms leans on what th
 MAX_FRAME_TERMS = 3   # the words a name or a number may be framed in ("Is called", "Is ... years old")
 BARE_WORDS, BARE_CHARACTERS = 2, 6  # a value this short, copied from the user's words, is a bare word or name
 FOREIGN_WORDS = 3     # spaced words that make a value for clauses of a script without spaces another language's
+TRANSLATED_CLAUSES = 2  # a translated value ties to no clause by a name or number: at most this many stand for it
 SLOT_WORDS = 8        # a longer value is a story, not the one thing a slot holds (`word_count`: any script)
 MAX_VALUE_CHARS = 500
 _QUESTION = re.compile(r"[?？¿؟]")
@@ -100,7 +101,8 @@ def verify(note: Note, listing: Listing, earlier: Sequence[str] = ()) -> Verifie
     if _PLACEHOLDER.search(value) or _QUESTION.search(value):
         return _refused("value", "the value is a placeholder or a question, not a statement", category, value, items)
     language = items[0].clause.language
-    value = with_its_subject(_untranslated(value, items, language, note.kind), items, language)
+    value, untied = _untranslated(value, items, language)
+    value = with_its_subject(value, items, language)
     items = _widened(value, items, listing, language, earlier, topic.anchored, note.about)
     said = " ".join(item.clause.text for item in items)
     sentences = _sentences(items, listing)
@@ -132,9 +134,10 @@ def verify(note: Note, listing: Listing, earlier: Sequence[str] = ()) -> Verifie
     elif topic.anchored and not _a_name_or_number(value, said, language):
         topic = TOPICS["other"]  # "name" for a sentence with no name in it: the model's topic is wrong
     category, key = slot_for(topic, note.about)
-    if note.kind == "fact" and key is not None and word_count(value) > SLOT_WORDS:
-        key = None  # a story under a slot's topic adds beside it; only a value of that one thing may change it
-    if note.kind == "fact" and topic.name != "other" and _bare(value, said, language):  # "home city: Oslo"
+    if note.kind == "fact" and key is not None and (untied or word_count(value) > SLOT_WORDS):
+        key = None  # a story, or words standing for a translation, adds beside a slot: only its one value may change it
+    bare = note.kind == "fact" and topic.name != "other" and not untied and _bare(value, said, language)
+    if bare:  # "home city: Oslo"
         value = f"{topic.name.replace('_', ' ')}: {value}"
     if note.about and not _names_them(value, note.about, language):
         value = f"{note.about[:1].upper()}{note.about[1:]}: {value}"  # so that the profile says whose it is
@@ -251,16 +254,19 @@ def _holding(value: str, items: Sequence[Listed], language: str, fallback: bool 
     return found or (list(items) if fallback else [])
 
 
-def _untranslated(value: str, items: Sequence[Listed], language: str, kind: str) -> str:
-    """The value in the user's own words: a fact the model wrote in another language than its clauses (a small
-    model translates) cannot be checked against them, so the cited clauses that hold its names and numbers stand
-    for it, as the user wrote them. Only where coop knows the clauses' language (it has a lexicon for it), only for
-    a fact (an instruction is never put in words the model did not write), and only when a name or a number ties
-    the value to a clause: a value that shares none is checked as written, and refused."""
+def _untranslated(value: str, items: Sequence[Listed], language: str) -> tuple[str, bool]:
+    """The value in the user's own words: a value the model wrote in another language than its clauses (a small
+    model translates) cannot be checked against them, so the clauses stand for it, as the user wrote them. Only
+    where coop knows the clauses' language (it has a lexicon for it). The cited clauses that hold the value's names
+    and numbers when some do ("Lives in Fukuoka" for "今は福岡に住んでいます"), else all of them when they are at
+    most `TRANSLATED_CLAUSES`: what is stored is then only what the user said, and every check after this one
+    (mood, holder, polarity, an instruction's address) reads those words, never the translation. The flag says
+    whether the clauses stood in with nothing to tie them to the translation: the model's topic was then chosen
+    for words coop cannot check, so such a fact fills no slot and changes none."""
     foreign = in_another_language(value, language) or (  # "Lives in 東京" for "東京に住んでいます"
         has_unspaced(" ".join(item.clause.text for item in items)) and len(spaced_words(value)) >= FOREIGN_WORDS)
-    if not foreign or kind != "fact" or not has_lexicon(language):
-        return value
+    if not foreign or not has_lexicon(language):
+        return value, False
     written_in = detect(value)
     digits = numbers(value, written_in) | numbers(value, language)
     capitalised = {_plain(word) for word in spaced_words(value)[1:] if word[:1].isupper()}
@@ -268,8 +274,11 @@ def _untranslated(value: str, items: Sequence[Listed], language: str, kind: str)
     chosen = [item for item in items
               if digits & numbers(item.clause.text, language)
               or any(word and word in _plain(item.clause.text) for word in capitalised)]
-    words = " ".join(" ".join(item.clause.text for item in chosen).split()).strip(" ,;:").rstrip(".。!！")
-    return words if chosen and len(words) <= MAX_VALUE_CHARS else value
+    untied = not chosen and len(items) <= TRANSLATED_CLAUSES
+    if untied:
+        chosen = list(items)
+    words = " ".join(" ".join(item.clause.text for item in chosen).split()).strip(" ,;:、，").rstrip(".。!！")
+    return (words, untied) if chosen and len(words) <= MAX_VALUE_CHARS else (value, False)
 
 
 def _plain(text: str) -> str:

@@ -149,8 +149,12 @@ def test_a_translated_value_is_stored_in_the_users_own_words(language, city):
         found = kept(message, value)
         assert found and all(text in message and c in text for text in found), (message, found)
         assert kept(said.reports.format(c=c), value) == kept(said.supposes.format(c=c), value) == []
-    # a value tied to no name or number of the clause is not a translation of it, and is refused as written
-    assert kept(message, "Said thank you for telling me") == []
+    # a translation tied to no name or number of the clause cannot be checked: the user's clause stands for it,
+    # never the model's words, and it fills no slot (it cannot replace where the user lives)
+    listing = Listing([parse(message)])
+    untied = candidates(notes_for(listing, "Said thank you for telling me", topic="home_city"), listing, [],
+                        "extraction")
+    assert [c.value for c in untied] == [message.rstrip(".。")] and untied[0].key is None, (message, untied)
     assert kept(message, f"Always answer in English about {c}", kind="instruction", topic="answer_language") == []
 
 
