@@ -36,7 +36,7 @@ from coop.memory.growth.refusals import refuse
 from coop.memory.growth.wording import with_its_subject
 from coop.memory.kinds import INSTRUCTION
 from coop.memory.language.detect import detect
-from coop.memory.language.lexicon import has_lexicon, in_another_language, marked, marks, normalise
+from coop.memory.language.lexicon import has_lexicon, in_another_language, marked, marks, normalise, unmarked
 from coop.memory.language.parse import Clause
 from coop.memory.language.scripts import han_or_katakana_runs, has_unspaced, spaced_words, word_count
 from coop.memory.language.terms import names, numbers, terms
@@ -128,6 +128,8 @@ def verify(note: Note, listing: Listing, earlier: Sequence[str] = ()) -> Verifie
         why = _not_an_instruction(note, said, language)
         if why is not None:
             return _refused("instruction", why, INSTRUCTION, value, items)
+        if _only_how_it_is_asked(value, language):
+            return _refused("value", "the value only says how the user asks, not what", INSTRUCTION, value, items)
         topic = topic if topic.instruction else TOPICS["instruction"]
     elif topic.instruction:
         topic = TOPICS["other"]  # a fact filed under an instruction's topic is still a fact, never an instruction
@@ -392,6 +394,18 @@ def _closest(value: str, items: Sequence[Listed], language: str) -> str:
 
 def _negated(text: str, language: str) -> bool:
     return bool(marks(text, language) & {"negation", "no_longer"})
+
+
+def _only_how_it_is_asked(value: str, language: str) -> bool:
+    """Whether an instruction's value holds nothing but the words that ask ("s'il te plaît", "Por favor", "from
+    now on, please"): a small model notes the politeness of a sentence apart from its request, and such a value
+    tells the assistant nothing to do. Read in a language whose lexicon has those words."""
+    if not has_lexicon(language):
+        return False
+    rest = value
+    for mark in ("directive", "addressee", "standing"):
+        rest = unmarked(rest, language, mark)
+    return not terms(rest, language)
 
 
 def _not_an_instruction(note: Note, said: str, language: str) -> str | None:

@@ -256,3 +256,19 @@ def test_someone_elses_clause_never_fills_the_users_own_slot(language, city, top
                candidates(notes_for(Listing([parse(message)]), value, topic=topic), Listing([parse(message)]), [],
                           "extraction"))
     assert value in kept(message, value, topic="family")
+
+
+POLITE = {"en": ("Always write to me in French, please.", "Please", "Always write to me in French"),
+          "fr": ("Écris-moi toujours en anglais, s'il te plaît.", "S'il te plaît", "Écris-moi toujours en anglais"),
+          "de": ("Schreib mir immer auf Englisch, bitte.", "Bitte", "Schreib mir immer auf Englisch"),
+          "es": ("Escríbeme siempre en inglés, por favor.", "Por favor", "Escríbeme siempre en inglés")}
+
+
+@SETTINGS
+@given(st.sampled_from(sorted(POLITE)), st.sampled_from(["call_me", "answer_format", "instruction"]))
+def test_an_instruction_of_only_the_words_that_ask_is_refused_and_the_request_is_kept(language, topic):
+    """A small model notes "s'il te plaît" apart from the request it belongs to: such a value tells the assistant
+    nothing to do. (Japanese is left out: its lexicon has no words of politeness.)"""
+    message, polite, request = POLITE[language]
+    assert kept(message, polite, kind="instruction", topic=topic) == []
+    assert request in kept(message, request, kind="instruction", topic="answer_language")
