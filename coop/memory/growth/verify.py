@@ -13,10 +13,12 @@ Checks, in order, each refusal counted with its reason (`refusals.py`):
   lives in ...", in a language whose lexicon says so); the model's "about" files it under that person instead.
 - `polarity`: a value that holds keeps the negation of the cited clause that holds it, and adds none.
 - `instruction`: a standing instruction is given to the assistant, not said of the user.
-- `value`: the value is a statement (not a placeholder of the prompt, not a question).
+- `value`: the value is a statement (not a placeholder of the prompt, not a question), and an instruction's is
+  more than the words that ask ("s'il te plaît").
 A value the model wrote in another language than its clauses is replaced by the clause(s) as the user wrote them,
-since it cannot be checked against them. The topic is the model's, but a topic of a name or an age holds only a
-name or a number in a short frame, and a slot only a short value: a sentence under such a topic adds beside it.
+since it cannot be checked against them (`wording.py`). The topic is the model's, but a topic of a name or an age
+holds only a name or a number in a short frame (stored as itself: "name: Mathieu"), and a slot only a short value:
+a sentence under such a topic adds beside it.
 The language's lexicon (`language.lexicon`), where there is one, breaks ties in that language only: a marker of
 a condition, a dream, a story or irony in the sentence, of doubt, a wish, a report or a past habit in the clause,
 turns a note the model calls stated into a refusal; it never refuses text of another language.
@@ -25,7 +27,6 @@ turns a note the model calls stated into a refusal; it never refuses text of ano
 from __future__ import annotations
 
 import re
-import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
@@ -33,10 +34,9 @@ from coop.errors import UsageError
 from coop.memory.growth.overlap import coverage, held
 from coop.memory.growth.pointing import Listed, Listing, Note
 from coop.memory.growth.refusals import refuse
-from coop.memory.growth.wording import with_its_subject
+from coop.memory.growth.wording import anchor_of, bare, untranslated, with_its_subject
 from coop.memory.kinds import INSTRUCTION
-from coop.memory.language.detect import detect
-from coop.memory.language.lexicon import has_lexicon, in_another_language, marked, marks, normalise, unmarked
+from coop.memory.language.lexicon import has_lexicon, marked, marks, normalise, unmarked
 from coop.memory.language.parse import Clause
 from coop.memory.language.scripts import han_or_katakana_runs, has_unspaced, spaced_words, word_count
 from coop.memory.language.terms import names, numbers, terms
@@ -48,9 +48,6 @@ KEPT = ("stated", "planned")
 COVERAGE = 0.35       # the share of a value's terms (weighed by length) its clauses must hold
 LEANING_TERMS = 3     # a cited text of at most this many terms leans on what the user said before ("Yes, I do")
 MAX_FRAME_TERMS = 3   # the words a name or a number may be framed in ("Is called", "Is ... years old")
-BARE_WORDS, BARE_CHARACTERS = 2, 6  # a value this short, copied from the user's words, is a bare word or name
-FOREIGN_WORDS = 3     # spaced words that make a value for clauses of a script without spaces another language's
-TRANSLATED_CLAUSES = 2  # a translated value ties to no clause by a name or number: at most this many stand for it
 SLOT_WORDS = 8        # a longer value is a story, not the one thing a slot holds (`word_count`: any script)
 MAX_VALUE_CHARS = 500
 _QUESTION = re.compile(r"[?？¿؟]")
@@ -101,7 +98,7 @@ def verify(note: Note, listing: Listing, earlier: Sequence[str] = ()) -> Verifie
     if _PLACEHOLDER.search(value) or _QUESTION.search(value):
         return _refused("value", "the value is a placeholder or a question, not a statement", category, value, items)
     language = items[0].clause.language
-    value, untied = _untranslated(value, items, language)
+    value, untied = untranslated(value, items, language)
     value = with_its_subject(value, items, language)
     items = _widened(value, items, listing, language, earlier, topic.anchored, note.about)
     said = " ".join(item.clause.text for item in items)
@@ -138,9 +135,11 @@ def verify(note: Note, listing: Listing, earlier: Sequence[str] = ()) -> Verifie
     category, key = slot_for(topic, note.about)
     if note.kind == "fact" and key is not None and (untied or word_count(value) > SLOT_WORDS):
         key = None  # a story, or words standing for a translation, adds beside a slot: only its one value may change it
-    bare = note.kind == "fact" and topic.name != "other" and not untied and _bare(value, said, language)
-    if bare:  # "home city: Oslo"
-        value = f"{topic.name.replace('_', ' ')}: {value}"
+    anchor = anchor_of(value, language, topic.name == "age") if note.kind == "fact" and topic.anchored and not untied \
+        else None
+    copied = note.kind == "fact" and topic.name != "other" and not untied and bare(value, said, language)
+    if anchor or copied:  # "home city: Oslo", "name: Claire" for "Is called Claire", "age: 34" for "J'ai 34 ans"
+        value = f"{topic.name.replace('_', ' ')}: {anchor or value}"
     if note.about and not _names_them(value, note.about, language):
         value = f"{note.about[:1].upper()}{note.about[1:]}: {value}"  # so that the profile says whose it is
     return Verified(value=mask(value), category=category, key=key, topic=topic.name, about=note.about,
@@ -256,39 +255,6 @@ def _holding(value: str, items: Sequence[Listed], language: str, fallback: bool 
     return found or (list(items) if fallback else [])
 
 
-def _untranslated(value: str, items: Sequence[Listed], language: str) -> tuple[str, bool]:
-    """The value in the user's own words: a value the model wrote in another language than its clauses (a small
-    model translates) cannot be checked against them, so the clauses stand for it, as the user wrote them. Only
-    where coop knows the clauses' language (it has a lexicon for it). The cited clauses that hold the value's names
-    and numbers when some do ("Lives in Fukuoka" for "今は福岡に住んでいます"), else all of them when they are at
-    most `TRANSLATED_CLAUSES`: what is stored is then only what the user said, and every check after this one
-    (mood, holder, polarity, an instruction's address) reads those words, never the translation. The flag says
-    whether the clauses stood in with nothing to tie them to the translation: the model's topic was then chosen
-    for words coop cannot check, so such a fact fills no slot and changes none."""
-    foreign = in_another_language(value, language) or (  # "Lives in 東京" for "東京に住んでいます"
-        has_unspaced(" ".join(item.clause.text for item in items)) and len(spaced_words(value)) >= FOREIGN_WORDS)
-    if not foreign or not has_lexicon(language):
-        return value, False
-    written_in = detect(value)
-    digits = numbers(value, written_in) | numbers(value, language)
-    capitalised = {_plain(word) for word in spaced_words(value)[1:] if word[:1].isupper()}
-    capitalised |= {_plain(run) for run in han_or_katakana_runs(value)}
-    chosen = [item for item in items
-              if digits & numbers(item.clause.text, language)
-              or any(word and word in _plain(item.clause.text) for word in capitalised)]
-    untied = not chosen and len(items) <= TRANSLATED_CLAUSES
-    if untied:
-        chosen = list(items)
-    words = " ".join(" ".join(item.clause.text for item in chosen).split()).strip(" ,;:、，").rstrip(".。!！")
-    return (words, untied) if chosen and len(words) <= MAX_VALUE_CHARS else (value, False)
-
-
-def _plain(text: str) -> str:
-    """Case-folded, without accents: "Fürth" and "Furth", "Montréal" and "Montreal" are one name."""
-    decomposed = unicodedata.normalize("NFKD", normalise(text))
-    return "".join(ch for ch in decomposed if not unicodedata.combining(ch))
-
-
 def _a_name_or_number(value: str, said: str, language: str) -> bool:
     """Whether `value` is a name or a number the user said in a short frame ("Is called Claire", "Is 47"): what
     a topic of a name or an age holds (`slots.Topic.anchored`)."""
@@ -340,13 +306,6 @@ def a_noun_not_written(value: str, written: str) -> bool:
     of a name frames it in its own noun ("名前は遥香") and is checked by its anchors instead."""
     return any(len(run) >= 2 and run not in written
                for run in han_or_katakana_runs(value.translate(_KANJI_NUMERALS)))
-
-
-def _bare(value: str, said: str, language: str) -> bool:
-    """Whether `value` is a bare word or name copied from the user's words ("Oslo", "baker", "Kingston
-    hospital"), not a statement: a profile line says what the value is, so it is stored under its topic's name."""
-    short = len(value.split()) <= BARE_WORDS if not has_unspaced(value) else len(value) <= BARE_CHARACTERS
-    return short and " ".join(value.casefold().split()) in " ".join(said.casefold().split())
 
 
 def _all_someone_elses(items: Sequence[Listed], language: str) -> bool:

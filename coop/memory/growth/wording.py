@@ -1,25 +1,35 @@
-"""A fact's wording: what a value the model cut from the user's words keeps of them.
+"""A fact's wording: the words a verified note is stored in, and what they keep of the user's.
 
-A value that is one of the cited clauses with only its subject cut ("Repair old clocks on weekends" of "I repair
-old clocks on weekends") keeps the user's verb forms without the subject they agree with, which reads as neither
-the user's words nor a profile line. The cited words whole stand for it then, as the user wrote them; the prompt
-quotes a first-person fact as the user's (`retrieval/context.fact_line`). Where the subject is cut is the
-language's lexicon's "subject" mark (I, je, ich, yo, eu, 私は; not "my", whose noun a value may rightly open
-with), so this holds in every language with a lexicon and leaves the others' values as written. A profile line
-the model wrote ("Repairs ...") is not such a cut and is kept as written, except where the language gives the
-first and third person one form (French "travaille"): the user's words whole say the same. A language that
-drops the subject ("Trabajo de ...") has none to cut.
+- A value the model cut from the user's words, with only its subject cut ("Repair old clocks on weekends" of "I
+  repair old clocks on weekends"), keeps the user's verb forms without the subject they agree with, which reads
+  as neither the user's words nor a profile line. The cited words whole stand for it then, as the user wrote
+  them; the prompt quotes a first-person fact as the user's (`retrieval/context.fact_line`). Where the subject is
+  cut is the language's lexicon's "subject" mark (I, je, ich, yo, eu, 私は; not "my", whose noun a value may
+  rightly open with), so this holds in every language with a lexicon and leaves the others' values as written. A
+  profile line the model wrote ("Repairs ...") is not such a cut and is kept as written, except where the
+  language gives the first and third person one form (French "travaille"): the user's words whole say the same.
+  A language that drops the subject ("Trabajo de ...") has none to cut.
+- A value the model translated cannot be checked against the user's words, so those words stand for it
+  (`untranslated`).
+- A name or an age is stored as itself under its topic's name ("name: Mathieu", `anchor_of`), and so is a bare
+  word copied from the user (`bare`: "home city: Oslo").
 """
 
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections.abc import Sequence
 
-from coop.memory.growth.pointing import Listed
-from coop.memory.language.lexicon import has_lexicon, has_mark, normalise
-from coop.memory.language.scripts import has_unspaced
+from coop.memory.growth.pointing import MAX_VALUE_CHARS, Listed
+from coop.memory.language.detect import detect
+from coop.memory.language.lexicon import has_lexicon, has_mark, in_another_language, normalise
+from coop.memory.language.scripts import han_or_katakana_runs, has_unspaced, spaced_words
+from coop.memory.language.terms import names, numbers, terms
 
+BARE_WORDS, BARE_CHARACTERS = 2, 6  # a value this short, copied from the user's words, is a bare word or name
+FOREIGN_WORDS = 3     # spaced words that make a value for clauses of a script without spaces another language's
+TRANSLATED_CLAUSES = 2  # a translated value ties to no clause by a name or number: at most this many stand for it
 MAX_SUBJECT_WORDS = 2      # a subject pronoun, with one word beside it at most ("I also", "je ne": not a clause)
 MAX_UNSPACED_SUBJECT = 4   # characters: 私は, 私たちは
 
@@ -51,3 +61,60 @@ def _words(text: str) -> list[tuple[str, int]]:
     if has_unspaced(flat):
         return [(ch, at) for at, ch in enumerate(flat) if ch.isalnum()]
     return [(match.group(), match.start()) for match in re.finditer(r"\w+", flat)]
+
+
+def untranslated(value: str, items: Sequence[Listed], language: str) -> tuple[str, bool]:
+    """The value in the user's own words: a value the model wrote in another language than its clauses (a small
+    model translates) cannot be checked against them, so the clauses stand for it, as the user wrote them. Only
+    where coop knows the clauses' language (it has a lexicon for it). The cited clauses that hold the value's names
+    and numbers when some do ("Lives in Fukuoka" for "今は福岡に住んでいます"), else all of them when they are at
+    most `TRANSLATED_CLAUSES`: what is stored is then only what the user said, and every check after this one
+    (mood, holder, polarity, an instruction's address) reads those words, never the translation. The flag says
+    whether the clauses stood in with nothing to tie them to the translation: the model's topic was then chosen
+    for words coop cannot check, so such a fact fills no slot and changes none."""
+    foreign = in_another_language(value, language) or (  # "Lives in 東京" for "東京に住んでいます"
+        has_unspaced(" ".join(item.clause.text for item in items)) and len(spaced_words(value)) >= FOREIGN_WORDS)
+    if not foreign or not has_lexicon(language):
+        return value, False
+    written_in = detect(value)
+    digits = numbers(value, written_in) | numbers(value, language)
+    capitalised = {_plain(word) for word in spaced_words(value)[1:] if word[:1].isupper()}
+    capitalised |= {_plain(run) for run in han_or_katakana_runs(value)}
+    chosen = [item for item in items
+              if digits & numbers(item.clause.text, language)
+              or any(word and word in _plain(item.clause.text) for word in capitalised)]
+    untied = not chosen and len(items) <= TRANSLATED_CLAUSES
+    if untied:
+        chosen = list(items)
+    words = " ".join(" ".join(item.clause.text for item in chosen).split()).strip(" ,;:、，").rstrip(".。!！")
+    return (words, untied) if chosen and len(words) <= MAX_VALUE_CHARS else (value, False)
+
+
+def _plain(text: str) -> str:
+    """Case-folded, without accents: "Fürth" and "Furth", "Montréal" and "Montreal" are one name."""
+    decomposed = unicodedata.normalize("NFKD", normalise(text))
+    return "".join(ch for ch in decomposed if not unicodedata.combining(ch))
+
+
+def anchor_of(value: str, language: str, number: bool) -> str | None:
+    """The name or the number (an age) a value of such a topic holds, as written: the value's capitalised names
+    when they stand together ("Mathieu Dupont" of "Is called Mathieu Dupont"), or its one number ("34" of "J'ai
+    34 ans", "32" of "Tiene treinta y dos años"). Stored under the topic's name, such a fact reads the same
+    whatever language the model framed it in ("Is called Mathieu" for "Moi c'est Mathieu"). None when the value
+    holds names apart ("Sam, not Samantha"), two numbers, or neither (Han names: the value is kept as written)."""
+    if number:
+        found = numbers(value, language)
+        return next(iter(found)) if len(found) == 1 else None
+    named = names(value, language)
+    words = spaced_words(value)
+    at = [i for i, word in enumerate(words) if (held := set(terms(word, language))) and held <= named]
+    if at:
+        return " ".join(words[at[0]:at[-1] + 1]) if at == list(range(at[0], at[-1] + 1)) else None
+    return None
+
+
+def bare(value: str, said: str, language: str) -> bool:
+    """Whether `value` is a bare word or name copied from the user's words ("Oslo", "baker", "Kingston
+    hospital"), not a statement: a profile line says what the value is, so it is stored under its topic's name."""
+    short = len(value.split()) <= BARE_WORDS if not has_unspaced(value) else len(value) <= BARE_CHARACTERS
+    return short and " ".join(value.casefold().split()) in " ".join(said.casefold().split())

@@ -272,3 +272,25 @@ def test_an_instruction_of_only_the_words_that_ask_is_refused_and_the_request_is
     message, polite, request = POLITE[language]
     assert kept(message, polite, kind="instruction", topic=topic) == []
     assert request in kept(message, request, kind="instruction", topic="answer_language")
+
+
+NAMED = {"en": ("I'm {n} and I'm {k}.", "Is called {n}", "Is {k} years old"),
+         "fr": ("Moi c'est {n}, j'ai {k} ans.", "S'appelle {n}", "A {k} ans"),
+         "de": ("Ich heiße {n} und bin {k} Jahre alt.", "Heißt {n}", "Ist {k} Jahre alt"),
+         "es": ("Me llamo {n} y tengo {k} años.", "Se llama {n}", "Tiene {k} años")}
+
+
+@SETTINGS
+@given(st.sampled_from(sorted(NAMED)), st.sampled_from(["Ilona", "Teodor Varga", "Juno"]), st.integers(18, 90),
+       st.sampled_from(["en", "own"]))
+def test_a_name_or_an_age_is_kept_as_itself_whatever_language_frames_it(language, name, age, frame):
+    """"Is called Mathieu" for "Moi c'est Mathieu": the profile reads "name: Mathieu" in any language."""
+    message, called, aged = NAMED[language]
+    if frame == "en":
+        called, aged = NAMED["en"][1:]
+    listing = Listing([parse(message.format(n=name, k=age))])
+    ids = tuple(item.id for item in listing.listed)
+    notes = [Note(ids, "fact", "name", None, "holds", "stated", called.format(n=name)),
+             Note(ids, "fact", "age", None, "holds", "stated", aged.format(k=age))]
+    found = {c.key: c.value for c in candidates(notes, listing, [], "extraction")}
+    assert found == {"name": f"name: {name}", "age": f"age: {age}"}, (message, found)
