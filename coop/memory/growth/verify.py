@@ -36,7 +36,7 @@ from coop.memory.growth.pointing import Listed, Listing, Note
 from coop.memory.growth.refusals import refuse
 from coop.memory.growth.wording import anchor_of, bare, untranslated, with_its_subject
 from coop.memory.kinds import INSTRUCTION
-from coop.memory.language.lexicon import has_lexicon, marked, marks, normalise, unmarked
+from coop.memory.language.lexicon import conjunctions, has_lexicon, marked, marks, normalise, unmarked
 from coop.memory.language.parse import Clause
 from coop.memory.language.scripts import han_or_katakana_runs, has_unspaced, spaced_words, word_count
 from coop.memory.language.terms import names, numbers, terms
@@ -113,9 +113,9 @@ def verify(note: Note, listing: Listing, earlier: Sequence[str] = ()) -> Verifie
             why = "the note names someone the user did not"
     if why is not None:
         return _refused("evidence", why, category, value, items)
-    if note.about is None and _someone_elses(value, items, language):
+    if note.about is None and _someone_elses(value, items, listing, language):
         return _refused("holder", "the user's words speak of someone else", category, value, items)
-    if note.about is None and topic.single and not topic.kin and _all_someone_elses(items, language):
+    if note.about is None and topic.single and not topic.kin and _all_someone_elses(items, listing, language):
         # "My neighbour Ravi is a pilot" under the user's job: their clause never fills the user's slot
         return _refused("holder", "the user's words speak of someone else, not of the user's "
                                   f"{topic.name.replace('_', ' ')}", category, value, items)
@@ -215,7 +215,7 @@ def _widened(value: str, items: list[Listed], listing: Listing, language: str, e
         return items
     messages = {item.message for item in items}
     own = [i for i in listing.listed if i.message in messages and i.clause.own and i not in items
-           and (about is not None or not _all_someone_elses([i], language))]
+           and (about is not None or not _all_someone_elses([i], listing, language))]
     holding = _holding(value, own, language, fallback=False)
     widened = sorted([*items, *holding], key=lambda item: (item.message, item.clause.start))
     said = " ".join(item.clause.text for item in widened)
@@ -308,21 +308,38 @@ def a_noun_not_written(value: str, written: str) -> bool:
                for run in han_or_katakana_runs(value.translate(_KANJI_NUMERALS)))
 
 
-def _all_someone_elses(items: Sequence[Listed], language: str) -> bool:
+def _all_someone_elses(items: Sequence[Listed], listing: Listing, language: str) -> bool:
     """Whether every clause opens with someone else as its subject, the user not with them."""
-    return all("other" in (found := marks(item.clause.text, language)) and "with_me" not in found for item in items)
+    return all("other" in (found := _whose(item, listing, language)[0]) and "with_me" not in found for item in items)
 
 
-def _someone_elses(value: str, items: Sequence[Listed], language: str) -> bool:
+_SUBJECTS = frozenset({"self", "subject", "with_me", "other"})
+
+
+def _whose(item: Listed, listing: Listing, language: str) -> tuple[frozenset[str], str]:
+    """The clause's marks, and the text that says whose it is: its own, or, for a clause that opens with a
+    conjunction and names no one ("Mi hermana vive en Sevilla | y es cocinera"), those of the clause before it in
+    its sentence, whose subject it goes on with. In the language's lexicon only."""
+    found, text = marks(item.clause.text, language), item.clause.text
+    words = conjunctions(language)
+    for before in reversed(_leading(item, listing)):
+        flat = normalise(text)
+        if found & _SUBJECTS or not any(flat.startswith(f"{word} ") for word in words):
+            break
+        found, text = found | (marks(before.text, language) & _SUBJECTS), before.text
+    return found, text
+
+
+def _someone_elses(value: str, items: Sequence[Listed], listing: Listing, language: str) -> bool:
     """Whether a value said of the user rests only on clauses that open with someone else as their subject ("My
     brother lives in Madrid", not "My brother and I ...", not "I have a cat, Moritz, he is 12") and names none of
     them ("Has a brother who lives in Madrid" names him)."""
     others = []
     for item in items:
-        found = marks(item.clause.text, language)
+        found, text = _whose(item, listing, language)
         if "other" not in found or "with_me" in found:
             return False  # the user's own clause is among those it rests on
-        others.append(item.clause.text)
+        others.append(text)
     return bool(others) and not any(
         _names_them(value, marked(text, language, "other") or "", language, text) for text in others)
 

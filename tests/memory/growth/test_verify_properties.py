@@ -294,3 +294,23 @@ def test_a_name_or_an_age_is_kept_as_itself_whatever_language_frames_it(language
              Note(ids, "fact", "age", None, "holds", "stated", aged.format(k=age))]
     found = {c.key: c.value for c in candidates(notes, listing, [], "extraction")}
     assert found == {"name": f"name: {name}", "age": f"age: {age}"}, (message, found)
+
+
+CONTINUED = {"en": ("My sister lives in {c} and works as a baker.", "Works as a baker"),
+             "fr": ("Ma sœur habite à {c} et travaille comme boulangère.", "Travaille comme boulangère"),
+             "de": ("Meine Schwester wohnt in {c} und arbeitet als Bäckerin.", "Arbeitet als Bäckerin"),
+             "es": ("Mi hermana vive en {c} y trabaja como panadera.", "Trabaja como panadera")}
+
+
+@SETTINGS
+@given(st.sampled_from(sorted(CONTINUED)), st.integers(0, 2), st.sampled_from(["occupation", "work", "other"]))
+def test_a_clause_that_goes_on_with_someone_elses_subject_is_theirs(language, city, topic):
+    """"Mi hermana vive en Sevilla y es cocinera": the second clause names no one and is the sister's too, so a
+    note that calls it the user's is refused, whatever topic the model gives it. (Japanese joins such clauses
+    without a conjunction word: its notes are read clause by clause.)"""
+    message, value = CONTINUED[language]
+    listing = Listing([parse(message.format(c=CITIES[language][city]))])
+    later = tuple(item.id for item in listing.listed[1:])
+    assert later, listing.listed
+    notes = [Note((clause,), "fact", topic, None, "holds", "stated", value) for clause in later]
+    assert candidates(notes, listing, [], "extraction") == [], (message, later)
