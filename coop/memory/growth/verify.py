@@ -17,7 +17,7 @@ Checks, in order, each refusal counted with its reason (`refusals.py`):
   more than the words that ask ("s'il te plaît").
 A value the model wrote in another language than its clauses is replaced by the clause(s) as the user wrote them,
 since it cannot be checked against them (`wording.py`). The topic is the model's, but a topic of a name or an age
-holds only a name or a number in a short frame (stored as itself: "name: Mathieu"), and a slot only a short value:
+holds only a name or a number in a short frame (stored as itself: "name: Aurélien"), and a slot only a short value:
 a sentence under such a topic adds beside it.
 The language's lexicon (`language.lexicon`), where there is one, breaks ties in that language only: a marker of
 a condition, a dream, a story or irony in the sentence, of doubt, a wish, a report or a past habit in the clause,
@@ -138,7 +138,7 @@ def verify(note: Note, listing: Listing, earlier: Sequence[str] = ()) -> Verifie
     anchor = anchor_of(value, language, topic.name == "age") if note.kind == "fact" and topic.anchored and not untied \
         else None
     copied = note.kind == "fact" and topic.name != "other" and not untied and bare(value, said, language)
-    if anchor or copied:  # "home city: Oslo", "name: Claire" for "Is called Claire", "age: 34" for "J'ai 34 ans"
+    if anchor or copied:  # "home city: Oslo", "name: Jo" for "Is called Jo", "age: 51" for "J'ai 51 ans"
         value = f"{topic.name.replace('_', ' ')}: {anchor or value}"
     if note.about and not _names_them(value, note.about, language):
         value = f"{note.about[:1].upper()}{note.about[1:]}: {value}"  # so that the profile says whose it is
@@ -318,7 +318,7 @@ _SUBJECTS = frozenset({"self", "subject", "with_me", "other"})
 
 def _whose(item: Listed, listing: Listing, language: str) -> tuple[frozenset[str], str]:
     """The clause's marks, and the text that says whose it is: its own, or, for a clause that opens with a
-    conjunction and names no one ("Mi hermana vive en Sevilla | y es cocinera"), those of the clause before it in
+    conjunction and names no one ("Mi tía vive en Cádiz | y es pintora"), those of the clause before it in
     its sentence, whose subject it goes on with. In the language's lexicon only."""
     found, text = marks(item.clause.text, language), item.clause.text
     words = conjunctions(language)

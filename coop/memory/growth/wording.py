@@ -11,7 +11,7 @@
   A language that drops the subject ("Trabajo de ...") has none to cut.
 - A value the model translated cannot be checked against the user's words, so those words stand for it
   (`untranslated`).
-- A name or an age is stored as itself under its topic's name ("name: Mathieu", `anchor_of`), and so is a bare
+- A name or an age is stored as itself under its topic's name ("name: Aurélien", `anchor_of`), and so is a bare
   word copied from the user (`bare`: "home city: Oslo").
 """
 
@@ -67,7 +67,7 @@ def untranslated(value: str, items: Sequence[Listed], language: str) -> tuple[st
     """The value in the user's own words: a value the model wrote in another language than its clauses (a small
     model translates) cannot be checked against them, so the clauses stand for it, as the user wrote them. Only
     where coop knows the clauses' language (it has a lexicon for it). The cited clauses that hold the value's names
-    and numbers when some do ("Lives in Fukuoka" for "今は福岡に住んでいます"), else all of them when they are at
+    and numbers when some do ("Lives in Sendai" for "今は仙台に住んでいます"), else all of them when they are at
     most `TRANSLATED_CLAUSES`: what is stored is then only what the user said, and every check after this one
     (mood, holder, polarity, an instruction's address) reads those words, never the translation. The flag says
     whether the clauses stood in with nothing to tie them to the translation: the model's topic was then chosen
@@ -98,10 +98,10 @@ def _plain(text: str) -> str:
 
 def anchor_of(value: str, language: str, number: bool) -> str | None:
     """The name or the number (an age) a value of such a topic holds, as written: the value's capitalised names
-    when they stand together ("Mathieu Dupont" of "Is called Mathieu Dupont"), or its one number ("34" of "J'ai
-    34 ans", "32" of "Tiene treinta y dos años"). Stored under the topic's name, such a fact reads the same
-    whatever language the model framed it in ("Is called Mathieu" for "Moi c'est Mathieu"). None when the value
-    holds names apart ("Sam, not Samantha"), two numbers, or neither (Han names: the value is kept as written)."""
+    when they stand together ("Aurélien Roux" of "Is called Aurélien Roux"), or its one number ("51" of "J'ai
+    51 ans", "32" of "Tiene treinta y dos años"). Stored under the topic's name, such a fact reads the same
+    whatever language the model framed it in ("Is called Aurélien" for "Moi c'est Aurélien"). None when the value
+    holds names apart ("Jo, not Joanna"), two numbers, or neither (Han names: the value is kept as written)."""
     if number:
         found = numbers(value, language)
         return next(iter(found)) if len(found) == 1 else None

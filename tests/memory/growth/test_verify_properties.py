@@ -284,7 +284,7 @@ NAMED = {"en": ("I'm {n} and I'm {k}.", "Is called {n}", "Is {k} years old"),
 @given(st.sampled_from(sorted(NAMED)), st.sampled_from(["Ilona", "Teodor Varga", "Juno"]), st.integers(18, 90),
        st.sampled_from(["en", "own"]))
 def test_a_name_or_an_age_is_kept_as_itself_whatever_language_frames_it(language, name, age, frame):
-    """"Is called Mathieu" for "Moi c'est Mathieu": the profile reads "name: Mathieu" in any language."""
+    """"Is called Aurélien" for "Moi c'est Aurélien": the profile reads "name: Aurélien" in any language."""
     message, called, aged = NAMED[language]
     if frame == "en":
         called, aged = NAMED["en"][1:]
@@ -305,7 +305,7 @@ CONTINUED = {"en": ("My sister lives in {c} and works as a baker.", "Works as a 
 @SETTINGS
 @given(st.sampled_from(sorted(CONTINUED)), st.integers(0, 2), st.sampled_from(["occupation", "work", "other"]))
 def test_a_clause_that_goes_on_with_someone_elses_subject_is_theirs(language, city, topic):
-    """"Mi hermana vive en Sevilla y es cocinera": the second clause names no one and is the sister's too, so a
+    """"Mi tía vive en Cádiz y es pintora": the second clause names no one and is the sister's too, so a
     note that calls it the user's is refused, whatever topic the model gives it. (Japanese joins such clauses
     without a conjunction word: its notes are read clause by clause.)"""
     message, value = CONTINUED[language]
