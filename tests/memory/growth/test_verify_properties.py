@@ -314,3 +314,17 @@ def test_a_clause_that_goes_on_with_someone_elses_subject_is_theirs(language, ci
     assert later, listing.listed
     notes = [Note((clause,), "fact", topic, None, "holds", "stated", value) for clause in later]
     assert candidates(notes, listing, [], "extraction") == [], (message, later)
+
+
+ASKED_IN = {"fr": "Désormais, réponds-moi toujours en allemand.", "de": "Antworte mir ab jetzt immer auf Italienisch.",
+            "es": "De ahora en adelante, contéstame siempre en alemán.", "ja": "これからはドイツ語で返事してください。"}
+
+
+@SETTINGS
+@given(st.sampled_from(sorted(ASKED_IN)), st.sampled_from(["Always answer in German", "Reply in German from now on"]))
+def test_an_instruction_the_model_translated_is_kept_in_the_users_own_words(language, value):
+    """A small model writes "Always answer in German" for a request in Japanese: coop cannot check a translation,
+    so the user's own words stand for it, and nothing the model wrote reaches the prompt."""
+    message = ASKED_IN[language]
+    found = kept(message, value, kind="instruction", topic="answer_language")
+    assert found and all(text in message and value not in text for text in found), (message, found)
