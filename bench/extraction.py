@@ -1098,6 +1098,7 @@ def main(argv: list[str] | None = None) -> int:
                 server.shutdown()
     meta = {"model": args.model, "api_base": args.api_base or None, "json_mode": args.json_mode,
             "script_mode": script.mode if script else None,
+            "replayed": str(args.replay) if args.replay else None,
             "embedder": embedder.id, "limit": args.limit, "commit": commit, "date": date.today().isoformat(),
             "machine": machine(), "seconds": round(time.perf_counter() - started, 1),
             "gold_file": None if args.no_gold else str(args.gold),
