@@ -375,12 +375,13 @@ def _negated(text: str, language: str) -> bool:
 def _only_how_it_is_asked(value: str, language: str) -> bool:
     """Whether an instruction's value holds nothing but the words that ask ("s'il te plaît", "Por favor", "from
     now on, please"): a small model notes the politeness of a sentence apart from its request, and such a value
-    tells the assistant nothing to do. Read in a language whose lexicon has those words."""
+    tells the assistant nothing to do. Read in a language whose lexicon has those words; a directive's own verb
+    is what it asks ("Duz mich", "Tutéame"), so it stays."""
     if not has_lexicon(language):
         return False
     rest = value
     for mark in ("directive", "addressee", "standing"):
-        rest = unmarked(rest, language, mark)
+        rest = unmarked(rest, language, mark, openers=False)
     return not terms(rest, language)
 
 

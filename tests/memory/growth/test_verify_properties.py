@@ -328,3 +328,16 @@ def test_an_instruction_the_model_translated_is_kept_in_the_users_own_words(lang
     message = ASKED_IN[language]
     found = kept(message, value, kind="instruction", topic="answer_language")
     assert found and all(text in message and value not in text for text in found), (message, found)
+
+
+ADDRESS = {"en": ("Call me Jo, please.", "Call me Jo"), "fr": ("Tutoie-moi, s'il te plaît.", "Tutoie-moi"),
+           "de": ("Duz mich bitte.", "Duz mich"), "es": ("Tutéame, por favor.", "Tutéame")}
+
+
+@SETTINGS
+@given(st.sampled_from(sorted(ADDRESS)))
+def test_an_instruction_whose_verb_is_the_request_is_kept(language):
+    """"Duz mich", "Tutéame": a directive's own verb is what the user asks, not a word of asking."""
+    message, request = ADDRESS[language]
+    found = kept(message, request, kind="instruction", topic="instruction")
+    assert found and all(request.casefold() in text.casefold() for text in found), (message, found)

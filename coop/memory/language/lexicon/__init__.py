@@ -126,19 +126,21 @@ def has_mark(text: str, language: str, mark: str) -> bool:
 
 
 @cache
-def _words_pattern(language: str, mark: str) -> re.Pattern[str] | None:
+def _words_pattern(language: str, mark: str, openers: bool = True) -> re.Pattern[str] | None:
     found = module(language)
     phrases = found.MARKERS.get(mark, ()) if found is not None else ()
     spaced = language not in UNSPACED_LANGUAGES
-    words = [_phrase_pattern(part.strip().lstrip("^"), spaced) for phrase in phrases for part in phrase.split(GAP)]
+    words = [_phrase_pattern(part.strip().lstrip("^"), spaced) for phrase in phrases for part in phrase.split(GAP)
+             if openers or not phrase.startswith("^")]
     return re.compile("|".join(words)) if words else None
 
 
-def unmarked(text: str, language: str, mark: str) -> str:
+def unmarked(text: str, language: str, mark: str, openers: bool = True) -> str:
     """`text` normalised, with the words of the language's phrases of `mark` blanked out (never what a "…" of a
     phrase stands for): what the rest of it says once those words are set aside (the "n'" of "n'importe qui" is
-    part of a phrase, and negates nothing)."""
-    pattern = _words_pattern(language, mark)
+    part of a phrase, and negates nothing). Without `openers`, the phrases said to open a clause ("^...": a
+    directive's verb, "Tutéame") stay: only the words that may stand anywhere ("por favor") are set aside."""
+    pattern = _words_pattern(language, mark, openers)
     flat = normalise(text)
     return pattern.sub(" ", flat) if pattern is not None else flat
 
