@@ -14,7 +14,7 @@ Checks, in order, each refusal counted with its reason (`refusals.py`):
 - `polarity`: a value that holds keeps the negation of the cited clause that holds it, and adds none.
 - `instruction`: a standing instruction is given to the assistant, not said of the user.
 - `value`: the value is a statement (not a placeholder of the prompt, not a question), and an instruction's is
-  more than the words that ask ("s'il te plaît").
+  more than the words that ask ("s'il vous plaît").
 A value the model wrote in another language than its clauses is replaced by the clause(s) as the user wrote them,
 since it cannot be checked against them (`wording.py`). The topic is the model's, but a topic of a name or an age
 holds only a name or a number in a short frame (stored as itself: "name: Aurélien"), and a slot only a short value:
@@ -373,8 +373,8 @@ def _negated(text: str, language: str) -> bool:
 
 
 def _only_how_it_is_asked(value: str, language: str) -> bool:
-    """Whether an instruction's value holds nothing but the words that ask ("s'il te plaît", "Por favor", "from
-    now on, please"): a small model notes the politeness of a sentence apart from its request, and such a value
+    """Whether an instruction's value holds nothing but the words that ask ("s'il vous plaît", "künftig", "going
+    forward"): a small model notes the politeness of a sentence apart from its request, and such a value
     tells the assistant nothing to do. Read in a language whose lexicon has those words; a directive's own verb
     is what it asks ("Duz mich", "Tutéame"), so it stays."""
     if not has_lexicon(language):

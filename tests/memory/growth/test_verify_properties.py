@@ -258,16 +258,16 @@ def test_someone_elses_clause_never_fills_the_users_own_slot(language, city, top
     assert value in kept(message, value, topic="family")
 
 
-POLITE = {"en": ("Always write to me in French, please.", "Please", "Always write to me in French"),
-          "fr": ("Écris-moi toujours en anglais, s'il te plaît.", "S'il te plaît", "Écris-moi toujours en anglais"),
-          "de": ("Schreib mir immer auf Englisch, bitte.", "Bitte", "Schreib mir immer auf Englisch"),
-          "es": ("Escríbeme siempre en inglés, por favor.", "Por favor", "Escríbeme siempre en inglés")}
+POLITE = {"en": ("Always write to me in French, going forward.", "Going forward", "Always write to me in French"),
+          "fr": ("Écris-moi toujours en anglais, s'il vous plaît.", "S'il vous plaît", "Écris-moi toujours en anglais"),
+          "de": ("Schreib mir immer auf Englisch, künftig.", "Künftig", "Schreib mir immer auf Englisch"),
+          "es": ("La próxima vez, escríbeme en inglés.", "La próxima vez", "escríbeme en inglés")}
 
 
 @SETTINGS
 @given(st.sampled_from(sorted(POLITE)), st.sampled_from(["call_me", "answer_format", "instruction"]))
 def test_an_instruction_of_only_the_words_that_ask_is_refused_and_the_request_is_kept(language, topic):
-    """A small model notes "s'il te plaît" apart from the request it belongs to: such a value tells the assistant
+    """A small model notes "s'il vous plaît" apart from the request it belongs to: such a value tells the assistant
     nothing to do. (Japanese is left out: its lexicon has no words of politeness.)"""
     message, polite, request = POLITE[language]
     assert kept(message, polite, kind="instruction", topic=topic) == []
@@ -330,8 +330,8 @@ def test_an_instruction_the_model_translated_is_kept_in_the_users_own_words(lang
     assert found and all(text in message and value not in text for text in found), (message, found)
 
 
-ADDRESS = {"en": ("Call me Jo, please.", "Call me Jo"), "fr": ("Tutoie-moi, s'il te plaît.", "Tutoie-moi"),
-           "de": ("Duz mich bitte.", "Duz mich"), "es": ("Tutéame, por favor.", "Tutéame")}
+ADDRESS = {"en": ("Call me Jo, going forward.", "Call me Jo"), "fr": ("Tutoie-moi, s'il vous plaît.", "Tutoie-moi"),
+           "de": ("Duz mich künftig.", "Duz mich"), "es": ("Tutéame de aquí en adelante.", "Tutéame")}
 
 
 @SETTINGS

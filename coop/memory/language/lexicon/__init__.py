@@ -139,7 +139,7 @@ def unmarked(text: str, language: str, mark: str, openers: bool = True) -> str:
     """`text` normalised, with the words of the language's phrases of `mark` blanked out (never what a "…" of a
     phrase stands for): what the rest of it says once those words are set aside (the "n'" of "n'importe qui" is
     part of a phrase, and negates nothing). Without `openers`, the phrases said to open a clause ("^...": a
-    directive's verb, "Tutéame") stay: only the words that may stand anywhere ("por favor") are set aside."""
+    directive's verb, "Tutéame") stay: only the words that may stand anywhere ("s'il vous plaît") are set aside."""
     pattern = _words_pattern(language, mark, openers)
     flat = normalise(text)
     return pattern.sub(" ", flat) if pattern is not None else flat
