@@ -9,7 +9,8 @@ handling is not repeated by the judge and hidden.
 - English is judged exactly as the bench judged it before this module (the English figures must not move): the
   same opening of contractions, ISO dates written out, number words, stop words, light suffix stemmer (not
   Porter/Snowball, which merges words the old one kept apart) and the same name rule. Only contractions written
-  without an apostrophe ("dont", "cant") are new, opened like their spelled forms.
+  without an apostrophe ("dont", "cant") and "cannot" (which the judge read as a word, not a negation) are new,
+  opened like their spelled forms.
 - Other cased languages (fr, de, es, pt, it, nl, and any language PyStemmer has): words stemmed by the language's
   Snowball stemmer, diacritics dropped after stemming ("Montreal" states "Montréal"), elisions split ("l'hôpital",
   "n'habite"), number words and written dates read, the stop words and negations of the language. Names are
@@ -69,7 +70,7 @@ def _open_en(text: str) -> str:
     text = re.sub(r"\b(\d{4})-(\d{2})-(\d{2})\b",
                   lambda m: f"{int(m.group(3))} {MONTHS_EN[int(m.group(2)) - 1]} {m.group(1)}"
                   if 1 <= int(m.group(2)) <= 12 else m.group(0), text)
-    text = re.sub(r"\b(can)'t\b|\b(won)'t\b", lambda m: "can not" if m.group(1) else "will not", text,
+    text = re.sub(r"\b(can)(?:'t|not)\b|\b(won)'t\b", lambda m: "can not" if m.group(1) else "will not", text,
                   flags=re.IGNORECASE)
     text = _NO_APOSTROPHE.sub(lambda m: {"ca": "can", "wo": "will"}.get(m.group(1).lower(), m.group(1)) + " not",
                               text)

@@ -226,6 +226,7 @@ def test_a_negation_or_another_name_number_or_date_does_not_match(language, fact
 
 NEGATED = [
     ("en", "Does not eat meat", True), ("en", "I dont live in Paris", True), ("en", "Eats meat", False),
+    ("en", "Cannot drive a car", True), ("en", "Can drive a car", False),
     ("fr", "Ne mange pas de viande", True), ("fr", "N'habite plus à Lyon", True), ("fr", "Ne boit jamais de café", True),
     ("fr", "N'a aucun animal", True), ("fr", "Ne mange que du poisson", False), ("fr", "Mange plus de légumes", False),
     ("de", "Arbeitet nicht mehr bei Siemens", True), ("de", "Hat keine Kinder", True), ("de", "Raucht nie", True),

@@ -121,6 +121,11 @@ class Listing:
     def get(self, clause_id: str) -> Listed | None:
         return self._by_id.get(clause_id)
 
+    def before(self, item: Listed) -> list[Clause]:
+        """The clauses of the item's sentence that come before it: where "if I won the lottery" stands."""
+        parsed = self.parses[item.message]
+        return [c for c in parsed.clauses if c.sentence == item.clause.sentence and c.end <= item.clause.start]
+
     def own_ids(self) -> list[str]:
         return [item.id for item in self.listed if item.clause.own]
 

@@ -9,8 +9,10 @@ Checks, in order, each refusal counted with its reason (`refusals.py`):
 - `mood`: the modality is stated, or planned (kept as a plan; an instruction is kept as one); a clause with a
   question mark is asked, whatever the model says, unless it asks for an answer for good and supposes nothing
   ("Could you always answer in French?").
-- `holder`: a fact the note says is the user's rests on a clause that opens with someone else ("My sister
-  lives in ...", in a language whose lexicon says so); the model's "about" files it under that person instead.
+- `holder`: a fact the note says is the user's rests only on clauses that open with someone else, in a language
+  whose lexicon says so (`holder.py`): it is filed under the person they name ("My sister lives in ..." ->
+  "Sister: lives in ..."), and refused when they name no one ("he", "they"). Under a topic of the user's own
+  people (partner, children) such a clause is the user's when the value names them ("Wife Noor is a nurse").
 - `polarity`: a value that holds keeps the negation of the cited clause that holds it, and adds none.
 - `instruction`: a standing instruction is given to the assistant, not said of the user.
 - `value`: the value is a statement (not a placeholder of the prompt, not a question), and an instruction's is
@@ -31,13 +33,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from coop.errors import UsageError
+from coop.memory.growth.holder import all_someone_elses, filed_under, names_them, someone_elses, their_holder
 from coop.memory.growth.overlap import coverage, held
 from coop.memory.growth.pointing import Listed, Listing, Note
 from coop.memory.growth.refusals import refuse
 from coop.memory.growth.wording import anchor_of, bare, untranslated, with_its_subject
 from coop.memory.kinds import INSTRUCTION
-from coop.memory.language.lexicon import conjunctions, has_lexicon, marked, marks, normalise, unmarked
-from coop.memory.language.parse import Clause
+from coop.memory.language.lexicon import has_lexicon, marked, marks, normalise, unmarked
 from coop.memory.language.scripts import han_or_katakana_runs, has_unspaced, spaced_words, word_count
 from coop.memory.language.terms import names, numbers, terms
 from coop.memory.slots import TOPICS, slot_for
@@ -113,12 +115,15 @@ def verify(note: Note, listing: Listing, earlier: Sequence[str] = ()) -> Verifie
             why = "the note names someone the user did not"
     if why is not None:
         return _refused("evidence", why, category, value, items)
-    if note.about is None and _someone_elses(value, items, listing, language):
+    if note.about is None and topic.kin and someone_elses(value, items, listing, language):
         return _refused("holder", "the user's words speak of someone else", category, value, items)
-    if note.about is None and topic.single and not topic.kin and _all_someone_elses(items, listing, language):
-        # "My neighbour Ravi is a pilot" under the user's job: their clause never fills the user's slot
-        return _refused("holder", "the user's words speak of someone else, not of the user's "
-                                  f"{topic.name.replace('_', ' ')}", category, value, items)
+    if note.about is None and not topic.kin and all_someone_elses(items, listing, language):
+        # "My neighbour Ravi is a pilot": filed under the neighbour, never the user's job or the user's own fact
+        who = their_holder(items, listing, language)
+        if who is None:
+            return _refused("holder", "the user's words speak of someone else, and name no one", category, value,
+                            items)
+        note, value = replace(note, about=who), filed_under(value, who, language)
     if note.polarity == "holds" and _negated(value, language) != _negated(_closest(value, items, language), language):
         return _refused("polarity", "the value turns the negation of the user's words around", category, value, items)
     if note.kind == "instruction":
@@ -140,7 +145,7 @@ def verify(note: Note, listing: Listing, earlier: Sequence[str] = ()) -> Verifie
     copied = note.kind == "fact" and topic.name != "other" and not untied and bare(value, said, language)
     if anchor or copied:  # "home city: Oslo", "name: Jo" for "Is called Jo", "age: 51" for "J'ai 51 ans"
         value = f"{topic.name.replace('_', ' ')}: {anchor or value}"
-    if note.about and not _names_them(value, note.about, language):
+    if note.about and not names_them(value, note.about, language):
         value = f"{note.about[:1].upper()}{note.about[1:]}: {value}"  # so that the profile says whose it is
     return Verified(value=mask(value), category=category, key=key, topic=topic.name, about=note.about,
                     polarity=note.polarity, plan=note.modality == "planned" and note.kind == "fact",
@@ -180,15 +185,15 @@ def _not_asserted(note: Note, items: Sequence[Listed], holding: Sequence[Listed]
         # "Could you always answer in French?" sets how to answer; "Would you always ..., if I asked?" supposes
         return "the user asked it"
     cited = set().union(*(marks(item.clause.text, language) for item in items))
-    leading = set().union(*(marks(clause.text, language) for item in items for clause in _leading(item, listing)))
+    leading = set().union(*(marks(clause.text, language) for item in items for clause in listing.before(item)))
     found = (cited | leading) & SENTENCE_MARKS | cited & CLAUSE_MARKS - {"question", "report"}
     # a report covers what its own clause says ("my coach told me to rest, | so I swim now" is the user's)
     found |= set().union(*(marks(item.clause.text, language) for item in holding)) & {"report"}
-    if any((before := _leading(item, listing)) and _introduces_a_report(before[-1].text, language)
+    if any((before := listing.before(item)) and _introduces_a_report(before[-1].text, language)
            for item in holding):  # "Meine Mutter sagt, | ich soll ..."
         found.add("report")
     # a clause opens a question only at the start of its sentence: "où j'habite", ", who lives in ..." do not
-    if any("question" in marks(item.clause.text, language) and not _leading(item, listing) for item in holding):
+    if any("question" in marks(item.clause.text, language) and not listing.before(item) for item in holding):
         found.add("question")
     if note.kind == "instruction":  # "Answer briefly unless I ask for detail", "Quiero que me respondas en español"
         found -= {"condition", "wish"}
@@ -199,10 +204,6 @@ def _not_asserted(note: Note, items: Sequence[Listed], holding: Sequence[Listed]
     return None
 
 
-def _leading(item: Listed, listing: Listing) -> list[Clause]:
-    """The clauses of the clause's sentence that come before it: where "if I won the lottery" stands."""
-    parsed = listing.parses[item.message]
-    return [c for c in parsed.clauses if c.sentence == item.clause.sentence and c.end <= item.clause.start]
 
 
 def _widened(value: str, items: list[Listed], listing: Listing, language: str, earlier: Sequence[str],
@@ -215,7 +216,7 @@ def _widened(value: str, items: list[Listed], listing: Listing, language: str, e
         return items
     messages = {item.message for item in items}
     own = [i for i in listing.listed if i.message in messages and i.clause.own and i not in items
-           and (about is not None or not _all_someone_elses([i], listing, language))]
+           and (about is not None or not all_someone_elses([i], listing, language))]
     holding = _holding(value, own, language, fallback=False)
     widened = sorted([*items, *holding], key=lambda item: (item.message, item.clause.start))
     said = " ".join(item.clause.text for item in widened)
@@ -240,7 +241,7 @@ def _the_users_report(items: Sequence[Listed], listing: Listing, language: str) 
     if not has_lexicon(language):
         return False
     found = set().union(*(marks(item.clause.text, language) for item in items))
-    leading = set().union(*(marks(clause.text, language) for item in items for clause in _leading(item, listing)))
+    leading = set().union(*(marks(clause.text, language) for item in items for clause in listing.before(item)))
     return not (found & {"report", "other"} or "report" in leading)
 
 
@@ -308,55 +309,17 @@ def a_noun_not_written(value: str, written: str) -> bool:
                for run in han_or_katakana_runs(value.translate(_KANJI_NUMERALS)))
 
 
-def _all_someone_elses(items: Sequence[Listed], listing: Listing, language: str) -> bool:
-    """Whether every clause opens with someone else as its subject, the user not with them."""
-    return all("other" in (found := _whose(item, listing, language)[0]) and "with_me" not in found for item in items)
 
 
-_SUBJECTS = frozenset({"self", "subject", "with_me", "other"})
 
 
-def _whose(item: Listed, listing: Listing, language: str) -> tuple[frozenset[str], str]:
-    """The clause's marks, and the text that says whose it is: its own, or, for a clause that opens with a
-    conjunction and names no one ("Mi tía vive en Cádiz | y es pintora"), those of the clause before it in
-    its sentence, whose subject it goes on with. In the language's lexicon only."""
-    found, text = marks(item.clause.text, language), item.clause.text
-    words = conjunctions(language)
-    for before in reversed(_leading(item, listing)):
-        flat = normalise(text)
-        if found & _SUBJECTS or not any(flat.startswith(f"{word} ") for word in words):
-            break
-        found, text = found | (marks(before.text, language) & _SUBJECTS), before.text
-    return found, text
 
 
-def _someone_elses(value: str, items: Sequence[Listed], listing: Listing, language: str) -> bool:
-    """Whether a value said of the user rests only on clauses that open with someone else as their subject ("My
-    brother lives in Madrid", not "My brother and I ...", not "I have a cat, Moritz, he is 12") and names none of
-    them ("Has a brother who lives in Madrid" names him)."""
-    others = []
-    for item in items:
-        found, text = _whose(item, listing, language)
-        if "other" not in found or "with_me" in found:
-            return False  # the user's own clause is among those it rests on
-        others.append(text)
-    return bool(others) and not any(
-        _names_them(value, marked(text, language, "other") or "", language, text) for text in others)
 
 
-def _names_them(value: str, about: str, language: str, said: str = "") -> bool:
-    """Whether `value` already says who it is about: a word of `about` in it ("Sister Ana ..." for "my sister"),
-    its characters in a language written without spaces ("兄が..." for "兄"), or a name it shares with the user's
-    words `said` ("Bruder Jonas ..." for "Mein Bruder Jonas ...")."""
-    if has_unspaced(about) and about.strip() and about.strip() in value:
-        return True
-    mine = set(terms(value, language))
-    if any(held(t, mine) for t in terms(about, language) if len(t) >= 3):
-        return True
-    # the names right after the words that say who ("Mein Bruder Jonas ist ..."), not any name of the clause
-    at = said.casefold().find(about.casefold()) if about else -1
-    after = said[at + len(about):] if at >= 0 else ""
-    return bool(names(value, language) & names(" ".join(["x", *after.split()[:2]]), language))
+
+
+
 
 
 def _closest(value: str, items: Sequence[Listed], language: str) -> str:

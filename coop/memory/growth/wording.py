@@ -23,7 +23,7 @@ from collections.abc import Sequence
 
 from coop.memory.growth.pointing import MAX_VALUE_CHARS, Listed
 from coop.memory.language.detect import detect
-from coop.memory.language.lexicon import has_lexicon, has_mark, in_another_language, normalise
+from coop.memory.language.lexicon import conjunctions, has_lexicon, has_mark, in_another_language, normalise
 from coop.memory.language.scripts import han_or_katakana_runs, has_unspaced, spaced_words
 from coop.memory.language.terms import names, numbers, terms
 
@@ -87,7 +87,15 @@ def untranslated(value: str, items: Sequence[Listed], language: str) -> tuple[st
     if untied:
         chosen = list(items)
     words = " ".join(" ".join(item.clause.text for item in chosen).split()).strip(" ,;:、，").rstrip(".。!！")
+    words = _without_its_conjunction(words, language)
     return (words, untied) if chosen and len(words) <= MAX_VALUE_CHARS else (value, False)
+
+
+def _without_its_conjunction(words: str, language: str) -> str:
+    """The clauses without the conjunction that joined the first of them to the clause before it ("y toca el
+    violín" -> "toca el violín"): cut from its sentence, the clause stands alone."""
+    first, _, rest = words.partition(" ")
+    return rest if rest and normalise(first) in conjunctions(language) else words
 
 
 def _plain(text: str) -> str:

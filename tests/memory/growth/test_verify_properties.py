@@ -296,24 +296,72 @@ def test_a_name_or_an_age_is_kept_as_itself_whatever_language_frames_it(language
     assert found == {"name": f"name: {name}", "age": f"age: {age}"}, (message, found)
 
 
-CONTINUED = {"en": ("My sister lives in {c} and works as a baker.", "Works as a baker"),
-             "fr": ("Ma sœur habite à {c} et travaille comme boulangère.", "Travaille comme boulangère"),
-             "de": ("Meine Schwester wohnt in {c} und arbeitet als Bäckerin.", "Arbeitet als Bäckerin"),
-             "es": ("Mi hermana vive en {c} y trabaja como panadera.", "Trabaja como panadera")}
+CONTINUED = {"en": ("My sister lives in {c} and works as a baker.", "Works as a baker", "and"),
+             "fr": ("Ma sœur habite à {c} et travaille comme boulangère.", "Travaille comme boulangère", "et"),
+             "de": ("Meine Schwester wohnt in {c} und arbeitet als Bäckerin.", "Arbeitet als Bäckerin", "und"),
+             "es": ("Mi hermana vive en {c} y trabaja como panadera.", "Trabaja como panadera", "y")}
 
 
 @SETTINGS
 @given(st.sampled_from(sorted(CONTINUED)), st.integers(0, 2), st.sampled_from(["occupation", "work", "other"]))
 def test_a_clause_that_goes_on_with_someone_elses_subject_is_theirs(language, city, topic):
     """"Mi tía vive en Cádiz y es pintora": the second clause names no one and is the sister's too, so a
-    note that calls it the user's is refused, whatever topic the model gives it. (Japanese joins such clauses
-    without a conjunction word: its notes are read clause by clause.)"""
-    message, value = CONTINUED[language]
+    note that calls it the user's is filed under her, whatever topic the model gives it: never the user's own
+    fact or slot. (Japanese joins such clauses without a conjunction word: its notes are read clause by clause.)"""
+    message, value, conjunction = CONTINUED[language]
     listing = Listing([parse(message.format(c=CITIES[language][city]))])
     later = tuple(item.id for item in listing.listed[1:])
     assert later, listing.listed
-    notes = [Note((clause,), "fact", topic, None, "holds", "stated", value) for clause in later]
-    assert candidates(notes, listing, [], "extraction") == [], (message, later)
+    translated = "Works as a baker at a small bakery downtown"  # the clause stands for it, without its "and"
+    notes = [Note((clause,), "fact", topic, None, "holds", "stated", said) for clause in later
+             for said in (value, translated)]
+    kept_notes = candidates(notes, listing, [], "extraction")
+    assert kept_notes, message
+    for found in kept_notes:
+        assert conjunction.casefold() not in found.value.casefold().split(), (message, found)
+        assert found.about and found.about.casefold() in message.casefold(), (message, found)
+        assert found.key is None or found.key.startswith(f"{found.about.casefold()}."), (message, found)
+        assert found.value.casefold().startswith(found.about.casefold()), (message, found)
+
+
+NAMED_OTHER = {"en": "My colleague {n} keeps bees.", "fr": "Mon collègue {n} a attrapé la grippe.",
+               "de": "Mein Kollege {n} hat die Grippe.", "es": "Mi compañero {n} tiene gripe.",
+               "pt": "O meu colega {n} está com gripe."}
+SAID_BY_OTHER = {"en": ("Keeps bees", "Colleague {n} keeps bees"), "fr": ("A attrapé la grippe", "Collègue {n} a attrapé la grippe"),
+                 "de": ("Hat die Grippe", "Kollege {n} hat die Grippe"), "es": ("Tiene gripe", "Compañero {n} tiene gripe"),
+                 "pt": ("Está com gripe", "Colega {n} está com gripe")}
+
+
+@SETTINGS
+@given(st.sampled_from(sorted(NAMED_OTHER)), st.sampled_from(["Ravi", "Oksana", "Tomás"]),
+       st.sampled_from(["health", "other", "occupation"]), st.booleans())
+def test_a_fact_of_someone_the_user_names_is_filed_under_them_and_says_whose(language, name, topic, named):
+    """A small model calls "my colleague Ravi keeps bees" the user's: coop files it under the colleague, and the
+    stored words say whose it is, whether or not the model's value named them."""
+    message = NAMED_OTHER[language].format(n=name)
+    value = SAID_BY_OTHER[language][named].format(n=name)
+    listing = Listing([parse(message)])
+    found = candidates(notes_for(listing, value, topic=topic), listing, [], "extraction")
+    assert found, (message, value)
+    for candidate in found:
+        assert candidate.about and name in candidate.about, (message, candidate)
+        assert candidate.value.startswith(candidate.about[:1].upper() + candidate.about[1:] + ":"), candidate
+        assert candidate.key is None or candidate.key.startswith(candidate.about.casefold() + "."), candidate
+
+
+PRONOUN_OPENS = {"en": "He lives in {c}.", "fr": "Elle habite à {c}.", "de": "Er wohnt in {c}.",
+                 "es": "Ella vive en {c}.", "ja": "彼は{c}に住んでいます。"}
+
+
+@SETTINGS
+@given(st.sampled_from(sorted(PRONOUN_OPENS)), st.integers(0, 2),
+       st.sampled_from(["home_city", "home", "other", "hobby"]))
+def test_a_clause_whose_subject_is_a_pronoun_is_no_ones_the_user_named(language, city, topic):
+    """"He lives in Porto" said of the user, even with the pronoun in the value ("They're too loud"): whose it
+    is, the words do not say, so nothing is stored."""
+    message = PRONOUN_OPENS[language].format(c=CITIES[language][city])
+    for value in (message.rstrip(".。"), LANGUAGES[language].value.format(c=CITIES[language][city])):
+        assert kept(message, value, topic=topic) == [], (message, value)
 
 
 ASKED_IN = {"fr": "Désormais, réponds-moi toujours en allemand.", "de": "Antworte mir ab jetzt immer auf Italienisch.",

@@ -54,7 +54,7 @@ def test_a_profile_line_the_model_wrote_is_kept_as_written(statement):
 
 
 @pytest.mark.parametrize("said, value", [
-    ("I live in Leeds and my sister lives in Porto.", "My sister lives in Porto"),  # more than a subject is cut
+    ("I live in Leeds and I repair clocks in York.", "I repair clocks in York"),  # more than a subject is cut
     ("Io lavoro come infermiera a Roma.", "Lavoro come infermiera a Roma"),  # Italian: no lexicon, no rule
 ])
 def test_a_value_cut_past_the_subject_or_in_a_language_without_a_lexicon_is_left_as_written(said, value):

@@ -175,6 +175,36 @@ def marks(text: str, language: str) -> frozenset[str]:
     return found
 
 
+def holder(text: str, language: str) -> str | None:
+    """Who a clause that opens with someone else as its subject names, as the user wrote it: the noun of "my
+    sister" with the names right after it ("Tante Ilse" for "Meine Tante Ilse züchtet ..."), or None for a
+    subject that names no one (a pronoun: "he", "彼は") and for a language without a lexicon."""
+    phrase = marked(text, language, "other")
+    if phrase is None:
+        return None
+    phrase = phrase.strip(_PUNCTUATION + " ")
+    if language in UNSPACED_LANGUAGES:
+        return None if phrase in getattr(module(language), "PRONOUNS", ()) else phrase.rstrip("はが") or None
+    if len(phrase.split()) < 2:  # "he", "elle", "er": a pronoun names no one
+        return None
+    noun = phrase.split()[-1]
+    written = [word.strip(_PUNCTUATION) for word in text.split()]
+    at = next((i for i, word in enumerate(written) if normalise(word) == noun), None)
+    if at is None:
+        return None
+    who = [written[at]]
+    for word, bare in zip(text.split()[at + 1:at + 3], written[at + 1:at + 3]):  # "neighbour Ilse"
+        if not bare[:1].isupper():
+            break
+        who.append(bare)
+        if word != bare:  # "my sister Ana, who ...": the names end at the punctuation
+            break
+    return " ".join(who)
+
+
+_PUNCTUATION = ",;:.!?\"'()¡¿«»“”"
+
+
 def marked(text: str, language: str, mark: str) -> str | None:
     """The words of `text` that give it `mark` in the language's lexicon ("my sister" for "other"), or None."""
     if not text or mark not in marks(text, language):

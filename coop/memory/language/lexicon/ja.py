@@ -44,3 +44,6 @@ CONJUNCTIONS: tuple[str, ...] = ("けど", "けれど", "けれども", "です�
 # words after which what comes next stands on its own: a negation before them does not reach past them ("でも" is
 # left out: it is also the "-ever" of 誰でも)
 CONTRASTS: tuple[str, ...] = ("けど", "けれど", "しかし", "ただし")
+
+# the openers of "other" that name no one: a pronoun ("彼は": he), or "my" before a noun the lexicon does not list
+PRONOUNS: tuple[str, ...] = ("彼は", "彼が", "彼女は", "彼らは", "彼女", "私の")

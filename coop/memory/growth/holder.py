@@ -1,0 +1,87 @@
+"""Whose a fact is: the user's, or someone else's the user speaks of ("My sister lives in Sevilla").
+
+A clause says whose it is by how it opens, in the language's lexicon (`language.lexicon`): with the user ("I",
+"my"), with someone else ("my sister", "he"), or with a conjunction that goes on with the subject of the clause
+before it. A fact whose clauses all open with someone the user names is filed under them (`holder`: "colleague
+Mark"), never in the user's slot; one whose clauses open with a pronoun names no one, and is refused.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from coop.memory.growth.overlap import held
+from coop.memory.growth.pointing import Listed, Listing
+from coop.memory.language.lexicon import conjunctions, holder, marks, normalise
+from coop.memory.language.scripts import has_unspaced
+from coop.memory.language.terms import names, terms
+
+_SUBJECTS = frozenset({"self", "subject", "with_me", "other"})
+
+
+def all_someone_elses(items: Sequence[Listed], listing: Listing, language: str) -> bool:
+    """Whether every clause opens with someone else as its subject, the user not with them."""
+    return all("other" in (found := whose(item, listing, language)[0]) and "with_me" not in found for item in items)
+
+
+def whose(item: Listed, listing: Listing, language: str) -> tuple[frozenset[str], str]:
+    """The clause's marks, and the text that says whose it is: its own, or, for a clause that opens with a
+    conjunction and names no one ("Mi tía vive en Cádiz | y es pintora"), those of the clause before it in
+    its sentence, whose subject it goes on with. In the language's lexicon only."""
+    found, text = marks(item.clause.text, language), item.clause.text
+    words = conjunctions(language)
+    for before in reversed(listing.before(item)):
+        flat = normalise(text)
+        if found & _SUBJECTS or not any(flat.startswith(f"{word} ") for word in words):
+            break
+        found, text = found | (marks(before.text, language) & _SUBJECTS), before.text
+    return found, text
+
+
+def their_holder(items: Sequence[Listed], listing: Listing, language: str) -> str | None:
+    """Who the clauses that all open with someone else name as their subject ("neighbour Ilse"), when they name one
+    person; None for a pronoun ("he", "they": whose it is, the words do not say) or for two people."""
+    found = {holder(whose(item, listing, language)[1], language) for item in items}
+    return found.pop() if len(found) == 1 else None
+
+
+def filed_under(value: str, who: str, language: str) -> str:
+    """The value, said of `who`: "Neighbour Ilse: keeps bees" for "Neighbour Ilse keeps bees" (its opening words
+    that name them moved before a colon), so that whoever reads it sees whose it is."""
+    words, named = value.split(), [normalise(word) for word in who.split()]
+    for start in range(min(2, len(words))):  # "Brother ...", "My brother ..."
+        if [normalise(word.strip(",;:")) for word in words[start:start + len(named)]] == named:
+            rest = " ".join(words[start + len(named):]).lstrip(",;: ")
+            return f"{who[:1].upper()}{who[1:]}: {rest}" if rest else value
+    return value if names_them(value, who, language) else f"{who[:1].upper()}{who[1:]}: {value}"
+
+
+def someone_elses(value: str, items: Sequence[Listed], listing: Listing, language: str) -> bool:
+    """Whether a value said of the user rests only on clauses that open with someone else as their subject ("My
+    brother lives in Madrid", not "My brother and I ...", not "I have a cat, Moritz, he is 12") and names none of
+    them ("Has a brother who lives in Madrid" names him)."""
+    others = []
+    for item in items:
+        found, text = whose(item, listing, language)
+        if "other" not in found or "with_me" in found:
+            return False  # the user's own clause is among those it rests on
+        others.append(text)
+    return bool(others) and not any(
+        names_them(value, holder(text, language) or "", language, text) for text in others)
+
+
+def names_them(value: str, about: str, language: str, said: str = "") -> bool:
+    """Whether `value` already says who it is about: a word of `about` in it ("Sister Ana ..." for "my sister"),
+    its characters in a language written without spaces ("兄が..." for "兄"), or a name it shares with the user's
+    words `said` ("Bruder Jonas ..." for "Mein Bruder Jonas ...")."""
+    if not about.strip():
+        return False
+    if has_unspaced(about) and about.strip() in value:
+        return True
+    mine = set(terms(value, language))
+    if any(held(t, mine) for t in terms(about, language) if len(t) >= 3):
+        return True
+    # the names right after the words that say who ("Mein Bruder Jonas ist ..."), not any name of the clause
+    at = said.casefold().find(about.casefold()) if about else -1
+    after = said[at + len(about):] if at >= 0 else ""
+    return bool(names(value, language) & names(" ".join(["x", *after.split()[:2]]), language))
