@@ -391,9 +391,12 @@ def measure(path: str, queries: int, model_path: str | None, seed: int, backend:
     texts = Texts(model_dir_of(model_path), seed=seed)
     asked = texts.make(queries + 10, low=4, high=16)
     chat = ChatSession(memory, config, embedder=lambda: embedder, incognito=True)
+    first_turns = []  # a new process's first turns: a plan a server has not cached yet shows here
     for query in asked[:10]:  # warm-up: the model's first runs, SQLite's page cache
         search(memory, query, embedder=embedder, limit=10, settings=retrieval)
+        started = time.perf_counter()
         chat.prepare(query)
+        first_turns.append((time.perf_counter() - started) * 1000)
     load_before = os.getloadavg()[0]
     search_ms, turn_ms, legs = [], [], {}
     for query in asked[10:]:
@@ -439,6 +442,7 @@ def measure(path: str, queries: int, model_path: str | None, seed: int, backend:
                     "search_top10": found_search},
         "search_ms": {"p50": round(percentile(search_ms, 50), 1), "p95": round(percentile(search_ms, 95), 1)},
         "turn_ms": {"p50": round(percentile(turn_ms, 50), 1), "p95": round(percentile(turn_ms, 95), 1)},
+        "first_turns_ms": {"p50": round(percentile(first_turns[1:], 50), 1), "max": round(max(first_turns[1:]), 1)},
         "stage_ms_median": {k: round(median(v), 2) for k, v in legs.items()},
         "vector_recall_at_10": round(sum(overlap) / len(overlap), 3) if overlap else None,
         "vector_ms_median": {"bit_preselect_rerank": round(median(approx_ms), 1), "exact": round(median(exact_ms), 1)},

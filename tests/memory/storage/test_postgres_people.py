@@ -267,3 +267,23 @@ def test_admin_migrate_grants_a_table_made_since_and_admin_can_create_a_login_ro
         assert conn.execute("SELECT coop_reachable()").fetchone()[0] == ["carol"]
     built = run_cli("admin", "index", "--url", people["owner"])
     assert built.exit_code == 0 and "vector indexes built" in built.stderr
+
+
+@pytest.mark.postgres
+def test_the_planner_counts_a_persons_rows_through_the_wall(people):
+    """The policy says "reachable" in a form the planner estimates (m020): through Ana's role, her rows are
+    counted near what they are, not one in two hundred. A plan made for a handful of rows reads a large memory's
+    vectors in order of distance, one by one, instead of walking the HNSW graph."""
+    import json
+
+    rows = 3000
+    with _raw(people["owner"]) as owner:
+        owner.execute("INSERT INTO messages (user_id, role, content, created_at) "
+                      "SELECT 'ana', 'user', 'note ' || n, n FROM generate_series(1, %s) AS n", (rows,))
+        owner.execute("ANALYZE messages")
+    with _raw(people["urls"]["ana"]) as conn:
+        conn.execute("SELECT set_config('coop.user_id', 'ana', false)")
+        assert conn.execute("SELECT count(*) FROM messages WHERE user_id = 'ana'").fetchone()[0] == rows + 1
+        [plan] = conn.execute("EXPLAIN (FORMAT JSON) SELECT id FROM messages WHERE user_id = 'ana'").fetchone()[0]
+        estimated = (plan if isinstance(plan, dict) else json.loads(plan))["Plan"]["Plan Rows"]
+        assert estimated >= rows / 10, estimated

@@ -189,7 +189,8 @@ class PgTextIndex:
 
 # A query's words as the index's terms (tagged 'said': the word's place in the query, the term's in the word), with
 # the user's document frequency of each term per kind ('term') and the kind's items and tokens ('kind'): what a
-# search needs before it reads any postings, in one round trip.
+# search needs before it reads any postings, in one round trip. The terms are handed to the index as one array
+# (`= ANY(ARRAY(...))`): joined to the query's rows, the planner read and hashed all of the user's terms instead.
 _WORDS_AND_COUNTS = f"""
   WITH said AS (
     SELECT w.at, t.lexeme AS term, t.positions[1] AS place FROM unnest(%(words)s::text[]) WITH ORDINALITY AS w(word, at)
@@ -197,7 +198,7 @@ _WORDS_AND_COUNTS = f"""
   SELECT 'said', NULL, term, at, place FROM said
   UNION ALL
   SELECT 'term', kind, term, docs, NULL FROM fulltext_terms
-  WHERE user_id = %(user)s AND kind = ANY(%(kinds)s) AND term IN (SELECT term FROM said)
+  WHERE user_id = %(user)s AND kind = ANY(%(kinds)s) AND term = ANY(ARRAY(SELECT term FROM said))
   UNION ALL
   SELECT 'kind', kind, NULL, docs, terms FROM fulltext_stats WHERE user_id = %(user)s AND kind = ANY(%(kinds)s)"""
 
