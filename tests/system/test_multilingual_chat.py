@@ -73,6 +73,22 @@ def test_a_move_said_the_languages_way_replaces_the_city_in_that_language(memory
     assert [f.text for f in memory.list_items("fact", include_inactive=True) if f.text == old]  # kept as history
 
 
+@pytest.mark.parametrize("language", sorted(MOVES))
+def test_of_two_values_of_a_slot_said_together_the_one_that_holds_takes_it(memory, scripted, language):
+    """A small model notes the end of the old city first, as a value that holds in the user's own words ("Je ne
+    vis plus à Lyon"), then the new one: the new city takes the slot, whatever the order of the notes."""
+    first, old, then, new = MOVES[language]
+    ended, moved = (then.split("。")[0], then.split("。")[1]) if language == "ja" else then.rstrip(".").split(", ")
+    scripted.background_replies = [
+        notes(note(old, first.rstrip("。."), topic="home_city")),
+        notes(note(ended, ended, topic="home_city"), note(new, moved, topic="home_city"))]
+    chat = make_session(memory, scripted)
+    chat.turn(first)
+    chat.turn(then)
+    [current] = [f for f in memory.facts.active() if f.key == "home_city"]
+    assert current.text == new, [(f.text, f.key) for f in memory.facts.active()]
+
+
 @pytest.mark.parametrize(("language", "said", "value"), [
     ("fr", "Ma sœur habite à Nantes.", "Habite à Nantes"),
     ("de", "Meine Schwester wohnt in Köln.", "Wohnt in Köln"),

@@ -102,6 +102,12 @@ def _part_of(candidate: Candidate, holder: Item) -> bool:
     return bool(wanted) and all(held(t, support) for t in wanted)
 
 
+def _says_it_ended(candidate: Candidate) -> bool:
+    """Whether a slot's value is said in words of negation or of an end ("Ne vit plus à Lyon"): not the value
+    that holds the slot when the same message gives it another (`plan_exchange`)."""
+    return candidate.key is not None and bool(marks(candidate.value, candidate.language) & {"negation", "no_longer"})
+
+
 def _is_someones(item: Item) -> bool:
     """Whether a fact is filed under another person (`slots.slot_for`: a key `<person>.<slot>`)."""
     return item.key is not None and "." in item.key
@@ -179,9 +185,11 @@ class FactWriter:
         return Plan("ADD", candidate, "new fact", vector=vector, may_change=tuple(self._may_change(candidate)))
 
     def plan_exchange(self, candidates: Sequence[Candidate], said: str) -> list[Plan]:
-        """The plans of one exchange's candidates, in order, with at most one extra model question for the additions
-        the table cannot decide (`changes.py`); the answer is taken only for a fact it was offered."""
-        plans = [self.plan(c) for c in candidates]
+        """The plans of one exchange's candidates, in the order they are applied, with at most one extra model
+        question for the additions the table cannot decide (`changes.py`); the answer is taken only for a fact it
+        was offered. Of two values of one slot said together, the one the user's words say holds is applied first,
+        so it takes the slot ("I don't live in Lyon any more, I live in Oslo": Oslo), and the other stands beside it."""
+        plans = [self.plan(c) for c in sorted(candidates, key=_says_it_ended)]
         open_ = [(i, p) for i, p in enumerate(plans) if p.action == "ADD" and p.may_change]
         if not open_ or self.ask is None:
             return plans
