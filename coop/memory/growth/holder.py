@@ -2,8 +2,8 @@
 
 A clause says whose it is by how it opens, in the language's lexicon (`language.lexicon`): with the user ("I",
 "my"), with someone else ("my sister", "he"), or with a conjunction that goes on with the subject of the clause
-before it. A fact whose clauses all open with someone the user names is filed under them (`holder`: "colleague
-Mark"), never in the user's slot; one whose clauses open with a pronoun names no one, and is refused.
+before it. A fact whose clauses all open with someone the user names is filed under them (`holder`: "neighbour
+Ilse"), never in the user's slot; one whose clauses open with a pronoun names no one, and is refused.
 """
 
 from __future__ import annotations

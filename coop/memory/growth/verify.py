@@ -204,8 +204,6 @@ def _not_asserted(note: Note, items: Sequence[Listed], holding: Sequence[Listed]
     return None
 
 
-
-
 def _widened(value: str, items: list[Listed], listing: Listing, language: str, earlier: Sequence[str],
              anchored: bool, about: str | None) -> list[Listed]:
     """The cited clauses, with the user's own clauses of the same message that hold the rest of the value when the
@@ -307,19 +305,6 @@ def a_noun_not_written(value: str, written: str) -> bool:
     of a name frames it in its own noun ("名前は遥香") and is checked by its anchors instead."""
     return any(len(run) >= 2 and run not in written
                for run in han_or_katakana_runs(value.translate(_KANJI_NUMERALS)))
-
-
-
-
-
-
-
-
-
-
-
-
-
 
 
 def _closest(value: str, items: Sequence[Listed], language: str) -> str:
