@@ -1,4 +1,4 @@
-"""Whose a fact is: the user's, or someone else's the user speaks of ("My sister lives in Sevilla").
+"""Whose a fact is: the user's, or someone else's the user speaks of ("My aunt breeds goats in Graz").
 
 A clause says whose it is by how it opens, in the language's lexicon (`language.lexicon`): with the user ("I",
 "my"), with someone else ("my sister", "he"), or with a conjunction that goes on with the subject of the clause
