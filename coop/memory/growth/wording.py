@@ -21,6 +21,7 @@ import re
 import unicodedata
 from collections.abc import Sequence
 
+from coop.memory.growth.overlap import held
 from coop.memory.growth.pointing import MAX_VALUE_CHARS, Listed
 from coop.memory.language.detect import detect
 from coop.memory.language.lexicon import conjunctions, has_lexicon, has_mark, in_another_language, normalise
@@ -73,7 +74,8 @@ def untranslated(value: str, items: Sequence[Listed], language: str) -> tuple[st
     whether the clauses stood in with nothing to tie them to the translation: the model's topic was then chosen
     for words coop cannot check, so such a fact fills no slot and changes none."""
     foreign = in_another_language(value, language) or (  # "Lives in 東京" for "東京に住んでいます"
-        has_unspaced(" ".join(item.clause.text for item in items)) and len(spaced_words(value)) >= FOREIGN_WORDS)
+        has_unspaced(" ".join(item.clause.text for item in items)) and len(spaced_words(value)) >= FOREIGN_WORDS) \
+        or _only_its_names_said(value, items, language)
     if not foreign or not has_lexicon(language):
         return value, False
     written_in = detect(value)
@@ -89,6 +91,17 @@ def untranslated(value: str, items: Sequence[Listed], language: str) -> tuple[st
     words = " ".join(" ".join(item.clause.text for item in chosen).split()).strip(" ,;:、，").rstrip(".。!！")
     words = _without_its_conjunction(words, language)
     return (words, untied) if chosen and len(words) <= MAX_VALUE_CHARS else (value, False)
+
+
+def _only_its_names_said(value: str, items: Sequence[Listed], language: str) -> bool:
+    """Whether a value too short to be sure of its language, read as another one than its clauses, shares nothing
+    with them but its names and numbers ("Works in Graz" for "trabajo en Graz"): a translation."""
+    said = " ".join(item.clause.text for item in items)
+    anchors = names(value, language) | numbers(value, language)
+    words = [t for t in terms(value, language) if t not in anchors and not t.isdigit()]
+    support = set(terms(said, language))
+    return bool(anchors) and len(words) >= 2 and detect(value) != language \
+        and not any(held(t, support) for t in words)
 
 
 def _without_its_conjunction(words: str, language: str) -> str:
