@@ -19,9 +19,21 @@ from coop.memory.language.terms import names, terms
 _SUBJECTS = frozenset({"self", "subject", "with_me", "other"})
 
 
+def others(items: Sequence[Listed], listing: Listing, language: str) -> list[str] | None:
+    """The texts that say whose each clause is (`whose`), when every one opens with someone else as its subject
+    and the user is not with them; None when the user's own clause is among them."""
+    texts = []
+    for item in items:
+        found, text = whose(item, listing, language)
+        if "other" not in found or "with_me" in found:
+            return None
+        texts.append(text)
+    return texts
+
+
 def all_someone_elses(items: Sequence[Listed], listing: Listing, language: str) -> bool:
     """Whether every clause opens with someone else as its subject, the user not with them."""
-    return all("other" in (found := whose(item, listing, language)[0]) and "with_me" not in found for item in items)
+    return others(items, listing, language) is not None
 
 
 def whose(item: Listed, listing: Listing, language: str) -> tuple[frozenset[str], str]:
@@ -38,10 +50,10 @@ def whose(item: Listed, listing: Listing, language: str) -> tuple[frozenset[str]
     return found, text
 
 
-def their_holder(items: Sequence[Listed], listing: Listing, language: str) -> str | None:
-    """Who the clauses that all open with someone else name as their subject ("neighbour Ilse"), when they name one
-    person; None for a pronoun ("he", "they": whose it is, the words do not say) or for two people."""
-    found = {holder(whose(item, listing, language)[1], language) for item in items}
+def their_holder(texts: Sequence[str], language: str) -> str | None:
+    """Who the texts that say whose the clauses are (`others`) name as their subject ("neighbour Ilse"), when
+    they name one person; None for a pronoun ("he", "they": whose it is, the words do not say) or for two."""
+    found = {holder(text, language) for text in texts}
     return found.pop() if len(found) == 1 else None
 
 
@@ -60,14 +72,9 @@ def someone_elses(value: str, items: Sequence[Listed], listing: Listing, languag
     """Whether a value said of the user rests only on clauses that open with someone else as their subject ("My
     brother lives in Madrid", not "My brother and I ...", not "I have a cat, Moritz, he is 12") and names none of
     them ("Has a brother who lives in Madrid" names him)."""
-    others = []
-    for item in items:
-        found, text = whose(item, listing, language)
-        if "other" not in found or "with_me" in found:
-            return False  # the user's own clause is among those it rests on
-        others.append(text)
-    return bool(others) and not any(
-        names_them(value, holder(text, language) or "", language, text) for text in others)
+    texts = others(items, listing, language)
+    return bool(texts) and not any(names_them(value, holder(text, language) or "", language, text)
+                                   for text in texts or ())
 
 
 def names_them(value: str, about: str, language: str, said: str = "") -> bool:

@@ -42,7 +42,7 @@ from coop.memory.growth.instructions import is_unsafe_instruction, widens
 from coop.memory.growth.overlap import MIN_SHARED, a_new_amount, coverage, held, restates, shared_terms
 from coop.memory.growth.refusals import refuse
 from coop.memory.kinds import HOST, INSTRUCTION, fact_slot
-from coop.memory.language.lexicon import marks
+from coop.memory.language.lexicon import marks, negated
 from coop.memory.language.terms import numbers, terms
 from coop.memory.slots import canonical_key, host_key
 from coop.memory.storage.interface import UserStore
@@ -105,7 +105,7 @@ def _part_of(candidate: Candidate, holder: Item) -> bool:
 def _says_it_ended(candidate: Candidate) -> bool:
     """Whether a slot's value is said in words of negation or of an end ("Ne vit plus à Lyon"): not the value
     that holds the slot when the same message gives it another (`plan_exchange`)."""
-    return candidate.key is not None and bool(marks(candidate.value, candidate.language) & {"negation", "no_longer"})
+    return candidate.key is not None and negated(candidate.value, candidate.language)
 
 
 def _is_someones(item: Item) -> bool:

@@ -33,13 +33,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from coop.errors import UsageError
-from coop.memory.growth.holder import all_someone_elses, filed_under, names_them, someone_elses, their_holder
+from coop.memory.growth.holder import all_someone_elses, filed_under, names_them, others, someone_elses, their_holder
 from coop.memory.growth.overlap import coverage, held
 from coop.memory.growth.pointing import Listed, Listing, Note
 from coop.memory.growth.refusals import refuse
 from coop.memory.growth.wording import anchor_of, bare, untranslated, with_its_subject
 from coop.memory.kinds import INSTRUCTION
-from coop.memory.language.lexicon import has_lexicon, marked, marks, normalise, unmarked
+from coop.memory.language.lexicon import has_lexicon, marked, marks, negated, normalise, unmarked
 from coop.memory.language.scripts import han_or_katakana_runs, has_unspaced, spaced_words, word_count
 from coop.memory.language.terms import names, numbers, terms
 from coop.memory.slots import TOPICS, slot_for
@@ -117,14 +117,14 @@ def verify(note: Note, listing: Listing, earlier: Sequence[str] = ()) -> Verifie
         return _refused("evidence", why, category, value, items)
     if note.about is None and topic.kin and someone_elses(value, items, listing, language):
         return _refused("holder", "the user's words speak of someone else", category, value, items)
-    if note.about is None and not topic.kin and all_someone_elses(items, listing, language):
+    if note.about is None and not topic.kin and (texts := others(items, listing, language)) is not None:
         # "My neighbour Ravi is a pilot": filed under the neighbour, never the user's job or the user's own fact
-        who = their_holder(items, listing, language)
+        who = their_holder(texts, language)
         if who is None:
             return _refused("holder", "the user's words speak of someone else, and name no one", category, value,
                             items)
         note, value = replace(note, about=who), filed_under(value, who, language)
-    if note.polarity == "holds" and _negated(value, language) != _negated(_closest(value, items, language), language):
+    if note.polarity == "holds" and negated(value, language) != negated(_closest(value, items, language), language):
         return _refused("polarity", "the value turns the negation of the user's words around", category, value, items)
     if note.kind == "instruction":
         why = _not_an_instruction(note, said, language)
@@ -199,7 +199,7 @@ def _not_asserted(note: Note, items: Sequence[Listed], holding: Sequence[Listed]
         found -= {"condition", "wish"}
     if found:
         return f"the user's words say it is not so for now ({', '.join(sorted(found))})"
-    if note.polarity == "holds" and "past" in cited and not marks(note.value, language) & {"no_longer", "negation"}:
+    if note.polarity == "holds" and "past" in cited and not negated(note.value, language):
         return "the user said it of the past"
     return None
 
@@ -314,10 +314,6 @@ def _closest(value: str, items: Sequence[Listed], language: str) -> str:
     texts = [item.clause.text for item in items]
     texts += [part for text in texts for part in _SEGMENT.split(text) if part.strip() and part != text]
     return max(texts, key=lambda text: (coverage(value, terms(text, language), language), -len(text)))
-
-
-def _negated(text: str, language: str) -> bool:
-    return bool(marks(text, language) & {"negation", "no_longer"})
 
 
 def _only_how_it_is_asked(value: str, language: str) -> bool:

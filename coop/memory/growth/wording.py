@@ -100,8 +100,8 @@ def _only_its_names_said(value: str, items: Sequence[Listed], language: str) -> 
     anchors = names(value, language) | numbers(value, language)
     words = [t for t in terms(value, language) if t not in anchors and not t.isdigit()]
     support = set(terms(said, language))
-    return bool(anchors) and len(words) >= 2 and detect(value) != language \
-        and not any(held(t, support) for t in words)
+    return bool(anchors) and len(words) >= 2 and not any(held(t, support) for t in words) \
+        and detect(value) != language
 
 
 def _without_its_conjunction(words: str, language: str) -> str:

@@ -175,6 +175,11 @@ def marks(text: str, language: str) -> frozenset[str]:
     return found
 
 
+def negated(text: str, language: str) -> bool:
+    """Whether `text` says, in the language's lexicon, that something is not so or no longer so."""
+    return bool(marks(text, language) & {"negation", "no_longer"})
+
+
 def holder(text: str, language: str) -> str | None:
     """Who a clause that opens with someone else as its subject names, as the user wrote it: the noun of "my
     sister" with the names right after it ("Tante Ilse" for "Meine Tante Ilse züchtet ..."), or None for a
