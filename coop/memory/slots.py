@@ -3,9 +3,10 @@ whether it holds one value at a time.
 
 A single-valued topic (where the user lives, their employer, job, diet, partner, name, age, the language to answer
 in, ...) is a slot: a stated new value supersedes the one that holds it, with the old value kept as history. A
-many-valued topic (hobbies, pets, languages spoken, ...) adds a new fact unless it repeats one. The model points
-at a topic from this table (an enum in its schema); nothing else decides where a fact is filed, so a change meets
-the fact it replaces by its slot, not by the words the two happen to share.
+many-valued topic (hobbies, pets, languages spoken, the form of answers: units, spelling, emojis, each a wish of
+its own, ...) adds a new fact unless it repeats one. The model points at a topic from this table (an enum in its
+schema); nothing else decides where a fact is filed, so a change meets the fact it replaces by its slot, not by
+the words the two happen to share.
 
 A fact about someone else is filed under that person: the topic's category with the key `<person>.<slot>` for a
 single-valued topic ("sister ana.home_city"), so the sister's move replaces the sister's city and never the
@@ -53,7 +54,7 @@ _TABLE = (
     Topic("language", "languages"), Topic("hobby", "hobbies"), Topic("preference", "preferences"),
     Topic("possession", "possessions"), Topic("plan", "plans"), Topic("date", "dates"), Topic("money", "finance"),
     Topic("answer_language", INSTRUCTION, True), Topic("answer_length", INSTRUCTION, True),
-    Topic("answer_format", INSTRUCTION, True), Topic("call_me", INSTRUCTION, True, True),
+    Topic("answer_format", INSTRUCTION), Topic("call_me", INSTRUCTION, True, True),
     Topic("instruction", INSTRUCTION), Topic("other", GENERAL),
 )
 TOPICS: dict[str, Topic] = {topic.name: topic for topic in _TABLE}

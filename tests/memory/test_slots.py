@@ -163,3 +163,25 @@ def test_the_question_offers_only_its_facts_and_reads_only_its_labels(memory):
     assert read_changes('{"changes": [{"new": "n1", "replaces": "k1"}]}', 1, labels) == {0: running}
     assert read_changes('{"changes": [{"new": "n1", "replaces": "k9"}, {"new": "n5", "replaces": "k1"}]}',
                         1, labels) == {}
+
+
+FORMAT_WISHES = {  # two wishes about the form of answers, each its own, in each language
+    "en": ("Give weights in kilograms", "Put code samples in Rust"),
+    "fr": ("Donne les distances en kilomètres", "Écris sans émojis"),
+    "de": ("Nenne Preise in Euro", "Schreib britisches Englisch"),
+    "es": ("Usa el sistema métrico", "Pon los ejemplos en Go"),
+    "ja": ("温度は摂氏で書いて", "コード例はRustで"),
+}
+
+
+@pytest.mark.parametrize("language", sorted(FORMAT_WISHES))
+def test_wishes_about_the_form_of_answers_stand_together(memory, language):
+    """The form of answers is many-valued: units, spelling, emojis and code are separate wishes, so a second one
+    never supersedes the first (a real model filed them under one slot and lost the first)."""
+    writer = writer_for(memory)
+    for wish in FORMAT_WISHES[language]:
+        category, key = slot_for(TOPICS["answer_format"], None)
+        result = writer.write(Candidate(wish, category=category, key=key, evidence=wish, sentence=wish,
+                                        language=language))
+        assert result is not None and result.action == "ADD"
+    assert active(memory) == sorted(FORMAT_WISHES[language])
