@@ -7,7 +7,10 @@ A *case* is one question with its own history: a list of dated sessions of messa
 data set names it by (a turn id). Each case gets a fresh store holding one user (`Stores.new`), written as coop's
 importer writes (`transfer.batches.Batches`: bounded transactions; `sessions.start`, `messages.add` with the
 importance `coop chat` scores, `sessions.end`), then embedded by `growth.embedding.embed_pending` (the chat
-worker's code: each message and its sentence parts). The question is then asked twice:
+worker's code: each message and its sentence parts). With `--extract MODEL`, facts are then learned from each user
+message as `coop chat` learns them after a turn (`MemoryJobs.extraction`, with the assistant's reply after it), by
+that model; its replies are kept by request (`--replies`), so a rerun, and the filler turns many cases share, cost
+one call each. The question is then asked twice:
 - `search` (what `coop memory search` returns): turn-level recall from its top 10, session-level recall from the
   distinct sessions of its top 50 messages (k sessions for R@k, as the LongMemEval authors score a message
   ranker);
@@ -87,6 +90,7 @@ class Row:
     prepare_ms: float
     system: str = ""  # the prompt's system message (kept only when a bench asks for it)
     cut: list[str] = field(default_factory=list)  # message keys recall chose but the memory budget left out
+    learned: list[str] = field(default_factory=list)  # message keys the prompt's facts and instructions rest on
 
 
 def stratified(cases: Sequence[Case], limit: int | None) -> list[Case]:
@@ -157,6 +161,73 @@ def ingest(store: Any, case: Case, embedder: Any) -> tuple[Any, dict[int, str], 
     return memory, ids, session_of
 
 
+class KeptReplies:
+    """The fast model's `complete`, with each reply kept in a JSON file by the request it answers (messages and
+    schema): a request asked before is answered from the file, so a rerun costs no call and the filler turns
+    that many cases share are read by the model once."""
+
+    takes_schema = True
+
+    def __init__(self, inner: Any, path: Path) -> None:
+        import json
+
+        self.inner, self.path, self.calls, self.kept = inner, path, 0, 0
+        self.replies: dict[str, str] = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
+
+    def __call__(self, messages: list[dict[str, Any]], schema: Any = None) -> str:
+        import hashlib
+        import json
+
+        key = hashlib.sha256(json.dumps([messages, schema], sort_keys=True, ensure_ascii=False).encode()).hexdigest()
+        if key in self.replies:
+            self.kept += 1
+            return self.replies[key]
+        reply = str(self.inner(messages, schema=schema) if schema is not None else self.inner(messages))
+        self.calls += 1
+        self.replies[key] = reply
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        temporary = self.path.with_suffix(".tmp")
+        temporary.write_text(json.dumps(self.replies, ensure_ascii=False), encoding="utf-8")
+        temporary.replace(self.path)
+        return reply
+
+
+def learn(store: Any, memory: Any, case: Case, ids: dict[int, str], jobs: Any) -> None:
+    """Facts learned from each user message of the history, in order, as `coop chat` learns them after a turn: an
+    extraction job for the message and the assistant's reply after it, run by `MemoryJobs.extraction`; then the
+    embedding job gives the new facts their vectors."""
+    by_key = {key: message_id for message_id, key in ids.items()}
+    ordered = [(m.role, by_key.get(m.key)) for s in case.history for m in s.messages]
+    session_of = memory.messages.session_ids([i for _, i in ordered if i is not None])
+    for at, (role, message_id) in enumerate(ordered):
+        if role != "user" or message_id is None:
+            continue
+        after = ordered[at + 1] if at + 1 < len(ordered) else None
+        reply_id = after[1] if after is not None and after[0] == "assistant" and after[1] is not None \
+            and session_of.get(after[1]) == session_of[message_id] else None
+        job = memory.jobs.record("extraction", session_id=session_of[message_id], message_id=message_id,
+                                 reply_id=reply_id)
+        jobs.extraction(memory.user_id, job)(store)
+    jobs.embedding(memory.user_id)(store)
+
+
+def learned_keys(memory: Any, prompt: Any, ids: dict[int, str]) -> list[str]:
+    """The message keys that the facts the prompt shows, and the standing instructions it follows, were learned
+    from (each fact's sources)."""
+    from coop.memory.kinds import INSTRUCTION
+
+    system = prompt.messages[0]["content"]
+    facts = [r.item.item_id for r in prompt.recalled if r.item.kind == "fact"]
+    facts += [f.item_id for f in memory.facts.active(INSTRUCTION, limit=1000) if " ".join(f.text.split()) in system]
+    keys = []
+    for fact_id in dict.fromkeys(facts):
+        for source in memory.sources.provenance(fact_id):
+            key = ids.get(source.message_id) if source.message_id is not None else None
+            if key is not None and key not in keys:
+                keys.append(key)
+    return keys
+
+
 # -- asking ---------------------------------------------------------------------------------------------------
 
 
@@ -177,6 +248,7 @@ def ask(
     config: Any,
     ingest_s: float,
     keep_system: bool,
+    learn_facts: bool = False,
 ) -> Row:
     """Search, then the first turn of a new session at the case's date, through coop's own code."""
     from coop.chat.session import ChatSession
@@ -207,6 +279,7 @@ def ask(
     )
     shown = [key for _, key in placed]
     cut = [ids[r.item.item_id] for r in prompt.left_out if r.item.kind == "message" and r.item.item_id in ids]
+    learned = learned_keys(memory, prompt, ids) if learn_facts else []
     return Row(
         case,
         searched,
@@ -219,6 +292,7 @@ def ask(
         prepare_ms,
         system if keep_system else "",
         cut,
+        learned,
     )
 
 
@@ -230,8 +304,10 @@ def run(
     stores: Stores,
     keep_system: bool = False,
     progress: Callable[[Row], None] | None = None,
+    jobs: Any = None,
 ) -> list[Row]:
-    """Each case in a fresh store of its own: embed its texts (cache), ingest (timed), ask."""
+    """Each case in a fresh store of its own: embed its texts (cache), ingest (timed), learn facts with `jobs`'s
+    model when given (not timed), ask."""
     rows = []
     for case in cases:
         if hasattr(embedder, "prefetch"):
@@ -241,7 +317,9 @@ def run(
             started = time.perf_counter()
             memory, ids, session_of = ingest(store, case, embedder)
             ingest_s = time.perf_counter() - started
-            rows.append(ask(memory, case, ids, session_of, embedder, config, ingest_s, keep_system))
+            if jobs is not None:
+                learn(store, memory, case, ids, jobs)
+            rows.append(ask(memory, case, ids, session_of, embedder, config, ingest_s, keep_system, jobs is not None))
         finally:
             store.close()
         if progress is not None:
@@ -277,6 +355,9 @@ def level_figures(rows: Sequence[Row], level: str) -> dict[str, Any]:
         figures[f"R_any@{k}"] = share(bool(gold & set(r.searched[:k])) for r, gold in scored)
     figures["prompt"] = share(bool(gold & set(r.shown)) for r, gold in scored)
     figures["cut"] = share(bool(gold & set(r.cut)) and not gold & set(r.shown) for r, gold in scored)
+    if any(r.learned for r, _ in scored):  # facts learned by a model (`--extract`): shown from these turns, or either
+        figures["learned"] = share(bool(gold & set(r.learned)) for r, gold in scored)
+        figures["either"] = share(bool(gold & (set(r.shown) | set(r.learned))) for r, gold in scored)
     return figures
 
 
@@ -314,7 +395,7 @@ def report(rows: Sequence[Row]) -> dict[str, Any]:
 def print_report(title: str, result: dict[str, Any]) -> None:
     print(title)
     print(f"  {result['cases']} cases; embedder {result.get('embedder', '?')}; {result['machine']}")
-    columns = ("R_any@5", "R_any@10", "prompt", "prompt_all", "cut")
+    columns = ("R_any@5", "R_any@10", "prompt", "prompt_all", "cut", "learned", "either")
     for level, by_group in result["levels"].items():
         print(f"\n  {level:<28}{'n':>5}" + "".join(f"{c:>11}" for c in columns))
         for group, figures in by_group.items():
@@ -418,6 +499,21 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="KEY=VALUE",
         help="override one [memory] setting for an ablation (the figures of record use none)",
     )
+    parser.add_argument(
+        "--extract",
+        metavar="MODEL",
+        default=None,
+        help="also learn facts from each user message with this model (litellm name, e.g. openai/qwen-1.5b), as "
+        "`coop chat` does after a turn; slow with a local model: use --limit",
+    )
+    parser.add_argument("--api-base", default=None, help="the model server for --extract")
+    parser.add_argument("--timeout", type=float, default=600.0, help="seconds a call of --extract may take")
+    parser.add_argument(
+        "--replies",
+        type=Path,
+        default=Path.home() / ".cache" / "coop-bench" / "replies.json",
+        help="where --extract keeps the model's replies by request (a rerun asks nothing twice)",
+    )
     parser.add_argument("--json", action="store_true", help="print the figures as JSON on stdout")
     parser.add_argument("--quiet", action="store_true", help="no line per case on stderr")
     add_backend_arguments(parser)
@@ -476,6 +572,15 @@ def main(
     inner = load_embedder(args.embedder, args.model_path)
     embedder = CachedEmbedder(inner, args.cache)
     config = config_with(memory_overrides(args.set))
+    jobs = replies = None
+    if args.extract:
+        from common import fast_model
+
+        from coop.memory.growth.jobs import MemoryJobs
+
+        model_config, complete = fast_model(args.extract, args.api_base, args.timeout)
+        replies = KeptReplies(complete, args.replies)
+        jobs = MemoryJobs(dataclasses.replace(model_config, memory=config.memory), replies, embedder=lambda: embedder)
 
     def show(row: Row) -> None:
         if not args.quiet:
@@ -487,7 +592,8 @@ def main(
             )
 
     with Stores.from_args(args) as stores:
-        rows = run(cases, embedder, config=config, stores=stores, keep_system=extra is not None, progress=show)
+        rows = run(cases, embedder, config=config, stores=stores, keep_system=extra is not None, progress=show,
+                   jobs=jobs)
         result = {
             "data": str(args.data),
             "title": title,
@@ -496,6 +602,8 @@ def main(
             "backend": stores.describe(),
             **report(rows),
         }
+        if replies is not None:
+            result["extract"] = {"model": args.extract, "calls": replies.calls, "answered_from_kept": replies.kept}
         if extra is not None:
             result.update(extra(rows))
         if args.throughput:

@@ -123,3 +123,38 @@ def test_a_case_goes_through_coops_write_path_and_turn(tmp_path):
     assert all(row.session_of[k] == k.split("#")[0] for k in row.shown)
     assert set(row.searched_sessions) <= {s.key for s in case.history}
     assert row.memory_tokens >= 0 and row.ingest_s > 0
+
+
+def test_with_a_model_facts_are_learned_from_the_history_and_their_turns_counted(tmp_path, scripted):
+    """`--extract`: each user message goes through coop's extraction job; a fact the prompt shows counts for the
+    turn it was learned from (`learned`), and a rerun asks the model nothing it asked before (`KeptReplies`)."""
+    from common import Stores, load_embedder
+
+    from coop.config.loading import load_config
+    from coop.memory.growth.jobs import MemoryJobs
+    from tests.notes import note, notes
+
+    field = _field()
+    said = "I never eat mushrooms, they make me ill."
+    history = [field.Session("s", 1_700_000_000.0, [
+        field.Message("pref", "user", said), field.Message("ack", "assistant", "Noted."),
+        field.Message("filler", "user", "What is the capital of Peru?"), field.Message("lima", "assistant", "Lima.")])]
+    case = field.Case("c", "explicit", "Suggest a pasta dish for dinner.", 1_700_100_000.0, history,
+                      turns={"preference turn": frozenset({"pref"})})
+
+    def answer(request):
+        content = str(request["messages"][-1]["content"])
+        found = notes(note("Never eats mushrooms", said, topic="food")) if "mushrooms" in content else notes()
+        return found(request)
+
+    embedder, config = load_embedder("hash"), field.config_with({})
+    replies = tmp_path / "replies.json"
+    for run in range(2):
+        scripted.completions = [answer, answer]
+        kept = field.KeptReplies(scripted, replies)
+        jobs = MemoryJobs(load_config(), kept, embedder=lambda: embedder)
+        with Stores(directory=tmp_path / f"run{run}") as stores:
+            [row] = field.run([case], embedder, config=config, stores=stores, jobs=jobs)
+        assert row.learned == ["pref"]
+        assert field.level_figures([row], "preference turn")["learned"] == 1.0
+        assert (kept.calls, kept.kept) == ((2, 0) if run == 0 else (0, 2))
