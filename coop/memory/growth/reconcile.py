@@ -13,7 +13,9 @@ For each candidate, cheapest check first:
 5. a plan (decided, for later) is added beside: it never holds a slot or changes a fact.
 6. a single-valued slot (a key: the user's home city, employer, answer language; a person's own slot): a new
    value supersedes the holder, the old value kept as history, when the user's words carry the change (most of
-   the value's words, or a word that says something changed: `_carries_a_change`).
+   the value's words, or a word that says something changed: `slot_change.carries_a_change`); a value that shares
+   no word with the holder, where the user's words say nothing changed, is another thing misfiled under the slot
+   and is added beside it (`slot_change.another_thing`).
 7. a many-valued topic adds. Where the table cannot decide (a fact of the same category and holder shares a term
    with it, and the user's words say something changed, or give a new amount), the exchange's one extra model
    question (`changes.py`) may name the fact it replaces; coop takes the answer only for such a fact.
@@ -39,11 +41,12 @@ from coop.memory.embedder import Embedder, chosen, profile_of
 from coop.memory.growth.candidate import NEVER, NO_LONGER, PLAN, Candidate
 from coop.memory.growth.changes import AskChanges, Undecided
 from coop.memory.growth.instructions import is_unsafe_instruction, widens
-from coop.memory.growth.overlap import MIN_SHARED, a_new_amount, coverage, held, restates, shared_terms
+from coop.memory.growth.overlap import a_new_amount, restates, shared_terms
 from coop.memory.growth.refusals import refuse
+from coop.memory.growth.slot_change import another_thing, carries_a_change, part_of, says_it_changed, says_it_ended
 from coop.memory.kinds import HOST, INSTRUCTION, fact_slot
-from coop.memory.language.lexicon import marks, negated
-from coop.memory.language.terms import numbers, terms
+from coop.memory.language.lexicon import marks
+from coop.memory.language.terms import terms
 from coop.memory.slots import canonical_key, host_key
 from coop.memory.storage.interface import UserStore
 from coop.memory.storage.items import FactFields, FactWrite, Item
@@ -57,9 +60,7 @@ __all__ = ["Candidate", "FactWriter", "Plan"]
 
 MACHINE_SOURCES = ("extraction", "consolidation", "model", "import", HOST)
 QUOTING_SOURCES = ("extraction", "consolidation", "host")  # their facts rest on the user's clauses
-CARRIED = 0.5  # the share of a new slot value's terms the user's words hold for it to change the slot unannounced
 SAME_CATEGORY_LIMIT = 200   # facts of one category read when looking for what a fact may change
-CHANGE_MARKS = frozenset({"change", "no_longer"})
 
 
 @dataclass(frozen=True)
@@ -72,40 +73,11 @@ class Plan:
     may_change: tuple[Item, ...] = field(default=(), compare=False)  # known facts the extra question may name
 
 
-def _carries_a_change(candidate: Candidate) -> bool:
-    """Whether the user's words carry a new value of a slot: they hold most of it (`CARRIED`: "I live in Oslo"),
-    or say that something changed ("moved", "now", in the language's lexicon: `CHANGE_MARKS`). "I visited Rome"
-    does neither, so "Lives in Rome" never replaces "Lives in Oslo" on a model's word. A language without a
-    lexicon cannot say the second; its facts are held to the first."""
-    said = candidate.sentence or candidate.evidence or ""
-    if marks(said, candidate.language) & CHANGE_MARKS:
-        return True
-    return coverage(candidate.value, terms(candidate.evidence or said, candidate.language),
-                    candidate.language) >= CARRIED
-
-
 def _rests_on_clauses(candidate: Candidate) -> bool:
     """Whether a candidate is read from the user's clauses (extraction, consolidation, a host's recorded exchange),
     so a change must be in those words; a fact written whole (`/remember`, a host's `memory_remember`) names its
     slot itself."""
     return candidate.source in QUOTING_SOURCES and bool(candidate.evidence or candidate.sentence)
-
-
-def _part_of(candidate: Candidate, holder: Item) -> bool:
-    """Whether a new value of a slot only repeats part of what holds it: every word of it that could carry a new
-    value (a number, a name, a term of `MIN_SHARED` characters or more, the slot's own label aside) is in the
-    holder's text. A short value a model cut from a longer fact is the same fact, not a change."""
-    label = set(terms((candidate.key or "").replace("_", " "), candidate.language))
-    wanted = {t for t in terms(candidate.value, candidate.language) if (len(t) >= MIN_SHARED or t.isdigit())
-              and t not in label} | numbers(candidate.value, candidate.language)
-    support = set(terms(holder.text, candidate.language)) | numbers(holder.text, candidate.language)
-    return bool(wanted) and all(held(t, support) for t in wanted)
-
-
-def _says_it_ended(candidate: Candidate) -> bool:
-    """Whether a slot's value is said in words of negation or of an end ("Ne vit plus à Lyon"): not the value
-    that holds the slot when the same message gives it another (`plan_exchange`)."""
-    return candidate.key is not None and negated(candidate.value, candidate.language)
 
 
 def _is_someones(item: Item) -> bool:
@@ -170,14 +142,17 @@ class FactWriter:
         if holder is not None:
             if holder.item_id in self.said_together:  # said together: both stand
                 return Plan("ADD", replace(candidate, key=None), "said with the slot's value", vector=vector)
-            if _part_of(candidate, holder):  # "diet: Keto" after "Has eaten keto since 2020": no change
+            if part_of(candidate, holder):  # "diet: Keto" after "Has eaten keto since 2020": no change
                 return Plan("MERGE", candidate, f"restates part of {holder.ref}: mention counted", holder.item_id,
                             vector)
-            if _rests_on_clauses(candidate) and not _carries_a_change(candidate):
+            if _rests_on_clauses(candidate) and not carries_a_change(candidate):
                 refuse("change", f"a new value of {candidate.category}/{candidate.key} the user's words do not say "
                                  "changed", category=candidate.category, text=candidate.value,
                        spans=candidate.spans)
                 return Plan("SKIP", candidate, f"{holder.ref} kept: the user's words do not say it changed")
+            if _rests_on_clauses(candidate) and another_thing(candidate, holder):  # kept, the slot's value stays
+                return Plan("ADD", replace(candidate, key=None), f"beside {holder.ref}: no word in common, no change "
+                                                                 "said", vector=vector)
             return Plan("SUPERSEDE", candidate, f"a new value of {candidate.category}/{candidate.key}",
                         holder.item_id, vector)
         if candidate.key is not None or candidate.category == INSTRUCTION or candidate.source == "user":
@@ -189,7 +164,7 @@ class FactWriter:
         question for the additions the table cannot decide (`changes.py`); the answer is taken only for a fact it
         was offered. Of two values of one slot said together, the one the user's words say holds is applied first,
         so it takes the slot ("I don't live in Lyon any more, I live in Oslo": Oslo), and the other stands beside it."""
-        plans = [self.plan(c) for c in sorted(candidates, key=_says_it_ended)]
+        plans = [self.plan(c) for c in sorted(candidates, key=says_it_ended)]
         open_ = [(i, p) for i, p in enumerate(plans) if p.action == "ADD" and p.may_change]
         if not open_ or self.ask is None:
             return plans
@@ -247,7 +222,7 @@ class FactWriter:
         name), and not already said in this exchange. Nearest by shared terms first, at most five."""
         if candidate.category in ("general", INSTRUCTION) or candidate.about:
             return []
-        changed = bool(marks(candidate.sentence or candidate.evidence or "", candidate.language) & CHANGE_MARKS)
+        changed = says_it_changed(candidate)
         found: list[tuple[int, Item]] = []
         for item in self.memory.facts.active(candidate.category, limit=SAME_CATEGORY_LIMIT, newest_first=True):
             if item.item_id in self.said_together or _is_someones(item):

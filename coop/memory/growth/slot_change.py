@@ -1,0 +1,77 @@
+"""Whether a value the model filed under a single-valued slot changes it: what the user's words say about the new
+value beside the one that holds the slot (`reconcile.FactWriter` acts on the answers).
+
+- `part_of`: the new value only repeats part of the holder ("diet: Keto" after "Has eaten keto since 2020"): a
+  mention, no change.
+- `carries_a_change`: the user's words hold most of the new value, or say that something changed; without either,
+  a model's word alone never moves a slot ("I visited Rome" is no move from Oslo).
+- `another_thing`: the new value shares no word with the holder and the user's words say nothing changed: likely
+  a different thing filed under the slot by mistake, kept beside it rather than replacing it.
+- `says_it_ended`: a value said in words of negation or of an end, which does not take the slot when the same
+  message gives it another value.
+
+Words are read with the language's stemmer (`language.terms`) and change marks from its lexicon (`language.lexicon`);
+a language without a lexicon says no change by marks, so its values are held to the words they share.
+"""
+
+from __future__ import annotations
+
+from coop.memory.growth.candidate import Candidate
+from coop.memory.growth.overlap import MIN_SHARED, coverage, held, shared_terms
+from coop.memory.language.lexicon import marks, negated
+from coop.memory.language.scripts import has_unspaced
+from coop.memory.language.terms import numbers, terms
+from coop.memory.storage.items import Item
+
+CARRIED = 0.5  # the share of a new slot value's terms the user's words hold for it to change the slot unannounced
+CHANGE_MARKS = frozenset({"change", "no_longer"})
+
+
+def says_it_changed(candidate: Candidate) -> bool:
+    """Whether the sentence the value was read from says something changed ("moved", "now", "maintenant")."""
+    return bool(marks(candidate.sentence or candidate.evidence or "", candidate.language) & CHANGE_MARKS)
+
+
+def carries_a_change(candidate: Candidate) -> bool:
+    """Whether the user's words carry a new value of a slot: they hold most of it (`CARRIED`: "I live in Oslo"),
+    or say that something changed (`CHANGE_MARKS`). "I visited Rome" does neither, so "Lives in Rome" never
+    replaces "Lives in Oslo" on a model's word."""
+    said = candidate.sentence or candidate.evidence or ""
+    return says_it_changed(candidate) or coverage(
+        candidate.value, terms(candidate.evidence or said, candidate.language), candidate.language) >= CARRIED
+
+
+def another_thing(candidate: Candidate, holder: Item) -> bool:
+    """Whether a new value of a slot shares no word with the value that holds it (the slot's own label aside) while
+    the user's words say nothing changed. Values of one slot are said in one frame ("Lives in Lyon", "Lives in
+    Oslo"); one that shares nothing ("Drives a pickup" under the job's slot) is likely something else a model
+    misfiled, and replacing the holder with it would lose a true value (docs/benchmarks.md has the counts). In
+    an unspaced script any character pair in common counts (its terms are pairs), so there it rarely holds."""
+    if says_it_changed(candidate):
+        return False
+    if has_unspaced(candidate.value):
+        support = set(terms(holder.text, candidate.language))
+        return not any(held(t, support) for t in terms(candidate.value, candidate.language))
+    return not shared_terms(candidate.value, holder.text, candidate.language) - _label(candidate)
+
+
+def part_of(candidate: Candidate, holder: Item) -> bool:
+    """Whether a new value of a slot only repeats part of what holds it: every word of it that could carry a new
+    value (a number, a name, a term of `MIN_SHARED` characters or more, the slot's own label aside) is in the
+    holder's text. A short value a model cut from a longer fact is the same fact, not a change."""
+    label = _label(candidate)
+    wanted = {t for t in terms(candidate.value, candidate.language) if (len(t) >= MIN_SHARED or t.isdigit())
+              and t not in label} | numbers(candidate.value, candidate.language)
+    support = set(terms(holder.text, candidate.language)) | numbers(holder.text, candidate.language)
+    return bool(wanted) and all(held(t, support) for t in wanted)
+
+
+def says_it_ended(candidate: Candidate) -> bool:
+    """Whether a slot's value is said in words of negation or of an end ("Ne vit plus à Lyon"): not the value
+    that holds the slot when the same message gives it another (`FactWriter.plan_exchange`)."""
+    return candidate.key is not None and negated(candidate.value, candidate.language)
+
+
+def _label(candidate: Candidate) -> set[str]:
+    """The words of the slot's own name ("home city"), which a bare value stored under it carries."""
+    return set(terms((candidate.key or "").replace("_", " "), candidate.language))
