@@ -1,11 +1,13 @@
 """Which parts of a message are not the user's own words, found by their shape alone, in any language.
 
-Lines: fenced and indented code; lines that start with ">" (a quoted reply); pasted material, which is everything
-from an e-mail header block on (two or more consecutive "Key: value" lines where a key is a mail header or a value
-an address), and the lines after a line that ends with ":" when they span several lines or stand apart after a
-blank line (a document put in to work on, not news of the user). A list after a colon is the user's own
-enumeration. A paste runs to the end of the message: its end is not marked, and a sentence of the user's lost
-there costs less than someone else's sentence stored as the user's.
+Lines: fenced and indented code, and code pasted bare: a line that opens a block as code does (a call's
+parentheses before its closing colon, "def f(x):"; or an opening brace at its end) with the lines under it indented
+deeper, and a closing brace at its own depth; lines that start with ">" (a quoted reply); pasted material, which
+is everything from an e-mail header block on (two or more consecutive "Key: value" lines where a key is a mail
+header or a value an address), and the lines after a line that ends with ":" when they span several lines or
+stand apart after a blank line (a document put in to work on, not news of the user). A list after a colon is the
+user's own enumeration. A paste runs to the end of the message: its end is not marked, and a sentence of the
+user's lost there costs less than someone else's sentence stored as the user's.
 
 Spans inside a line: inline code, links (URLs, bare domains with a path, e-mail addresses: a slug is not a
 sentence), and text between quotation marks of any script. A quotation of one or two plain words is a mention
@@ -26,6 +28,9 @@ SOURCES = (OWN, QUOTED, PASTED, CODE, LINK)
 _FENCE = re.compile(r"^[ \t]{0,3}(`{3,}|~{3,})")
 _INDENTED = re.compile(r"^(?: {4}|\t)")
 _QUOTE_LINE = re.compile(r"^[ \t]*>")
+# A line that opens a block of code: a call's parentheses right after a name, then a colon; or an opening brace.
+_BLOCK_OPENER = re.compile(r"^[ \t]*\S.*(?:\w\([^()]*\)[ \t]*(?:->[^:]*)?:|\{)[ \t]*$")
+_CLOSER = re.compile(r"^[ \t]*[}\])][;,)]*[ \t]*$")
 _LIST_ITEM = re.compile(r"^[ \t]*(?:[-*+•·]|\d{1,3}[.)])[ \t]+\S")
 _HEADER = re.compile(r"^[ \t]*([^\W\d_][\w.\- ]{0,24}?)[ \t]*[:：][ \t]*(\S.*)$")
 # Mail headers as mail programs write them in the languages coop has lexicons for (a format's vocabulary).
@@ -87,6 +92,33 @@ def _header_run(text: str, lines: list[tuple[int, int]], i: int) -> int:
     return count if count >= 2 and mail else 0
 
 
+def _depth(line: str) -> int:
+    return len(line) - len(line.lstrip(" \t"))
+
+
+def _code_block(text: str, lines: list[tuple[int, int]], i: int) -> int | None:
+    """The last line of a block of bare code that line `i` opens (`_BLOCK_OPENER`, with the next line indented
+    deeper), running while lines are deeper than it or close a bracket at its depth; None when it opens none."""
+    line = text[slice(*lines[i])]
+    if not _BLOCK_OPENER.match(line) or i + 1 >= len(lines):
+        return None
+    depth = _depth(line)
+    below = text[slice(*lines[i + 1])]
+    if not below.strip() or _depth(below) <= depth:
+        return None
+    j = k = i + 1
+    while k + 1 < len(lines):  # blank lines inside the block belong to it when code follows them
+        k += 1
+        following = text[slice(*lines[k])]
+        if not following.strip():
+            continue
+        if _depth(following) > depth or (_depth(following) == depth and _CLOSER.match(following)):
+            j = k
+        else:
+            break
+    return j
+
+
 def _pasted_after_colon(text: str, lines: list[tuple[int, int]], i: int) -> int | None:
     """The line a paste starts at when line `i` ends with a colon and what follows is put in, not said."""
     if not text[slice(*lines[i])].rstrip().endswith((":", "：")):
@@ -135,6 +167,11 @@ def units(text: str) -> list[Unit]:
                 j += 1
             out.append(Unit(start, lines[j][1], CODE))
             i = j + 1
+            continue
+        block = _code_block(text, lines, i) if not pasted else None
+        if block is not None:
+            out.append(Unit(start, lines[block][1], CODE))
+            i = block + 1
             continue
         if not pasted and _header_run(text, lines, i):
             pasted = True

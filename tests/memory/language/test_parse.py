@@ -283,3 +283,33 @@ def test_the_main_language_is_the_users_own():
     parsed = parse("Résume ce mail :\n\nFrom: Bob <bob@example.com>\nSubject: news\n\n"
                    "Hi! I have been thinking about the project a lot, and I believe we should ship it next week.")
     assert parsed.language == "fr"
+
+
+_NAMES = st.from_regex(r"[a-z][a-z_]{2,9}", fullmatch=True)
+
+
+@settings(max_examples=40, deadline=None)
+@given(name=_NAMES, argument=_NAMES, language=st.sampled_from(LANGUAGES), braces=st.booleans())
+def test_code_pasted_bare_is_not_the_users_words(name, argument, language, braces):
+    """A block of code pasted with no fence and no blank line before it (a function or a resource with its body
+    indented under it) is code, and the user's sentence after it stays theirs, whatever their language."""
+    mine = ORDINARY[language][2]
+    if braces:
+        code = f'{name} "{argument}" {{\n  {argument} = "berlin"\n\n  {name} {{\n    port = 8080\n  }}\n}}'
+    else:
+        code = f"def {name}({argument}):\n    {argument} = 'berlin'\n\n    return {argument}"
+    parsed = parse(f"{code}\n\n{mine}")
+    check_invariants(parsed)
+    assert "berlin" not in own_text(parsed) and "8080" not in own_text(parsed)
+    assert any(c.source == "code" for c in parsed.clauses)
+    assert own_text(parse(mine)) in own_text(parsed)
+
+
+@pytest.mark.parametrize("message", [
+    "My plans for the weekend (if it stays dry):\n  hiking on Saturday\n  a long lunch on Sunday",
+    "Mes projets pour le week-end :\n  randonnée samedi\n  déjeuner dimanche",
+])
+def test_a_sentence_that_opens_an_indented_list_is_still_the_users(message):
+    parsed = parse(message)
+    check_invariants(parsed)
+    assert parsed.clauses[0].own and not any(c.source == "code" for c in parsed.clauses)
