@@ -99,7 +99,7 @@ def test_retries_wait_through_the_injected_sleep_and_stop_at_the_limit(openai_se
     # (requests without coop's chat preamble take the server's background replies)
     openai_server.background_replies = [{"status": 503}, {"status": 503}, "third time lucky"]
     waits: list[float] = []
-    model = llm.LiteLLMModel(llm.ModelSettings("openai/x", openai_server.api_base, timeout=5, retries=2,
+    model = llm.LiteLLMModel(llm.ModelSettings("openai/x", openai_server.api_base, timeout=60, retries=2,
                                                backoff_seconds=0.5), sleep=waits.append)
     assert "".join(d.text for d in model.stream([{"role": "user", "content": "hi"}])) == "third time lucky"
     assert waits == [0.5, 1.0]  # exponential backoff, and no real waiting in the test
@@ -113,7 +113,7 @@ def test_retries_wait_through_the_injected_sleep_and_stop_at_the_limit(openai_se
 def test_a_client_error_is_not_retried(openai_server):
     openai_server.background_replies = [{"status": 401, "message": "bad key"}, "never reached"]
     waits: list[float] = []
-    model = llm.LiteLLMModel(llm.ModelSettings("openai/x", openai_server.api_base, timeout=5), sleep=waits.append)
+    model = llm.LiteLLMModel(llm.ModelSettings("openai/x", openai_server.api_base, timeout=60), sleep=waits.append)
     with pytest.raises(ModelError) as raised:
         model.complete([{"role": "user", "content": "hi"}])
     assert raised.value.kind is ErrorKind.AUTH and waits == []
