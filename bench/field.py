@@ -90,7 +90,7 @@ class Row:
     prepare_ms: float
     system: str = ""  # the prompt's system message (kept only when a bench asks for it)
     cut: list[str] = field(default_factory=list)  # message keys recall chose but the memory budget left out
-    learned: list[str] = field(default_factory=list)  # message keys the prompt's facts and instructions rest on
+    learned: list[str] | None = None  # message keys the prompt's facts and instructions rest on (`--extract` only)
 
 
 def stratified(cases: Sequence[Case], limit: int | None) -> list[Case]:
@@ -279,7 +279,7 @@ def ask(
     )
     shown = [key for _, key in placed]
     cut = [ids[r.item.item_id] for r in prompt.left_out if r.item.kind == "message" and r.item.item_id in ids]
-    learned = learned_keys(memory, prompt, ids) if learn_facts else []
+    learned = learned_keys(memory, prompt, ids) if learn_facts else None
     return Row(
         case,
         searched,
@@ -355,9 +355,9 @@ def level_figures(rows: Sequence[Row], level: str) -> dict[str, Any]:
         figures[f"R_any@{k}"] = share(bool(gold & set(r.searched[:k])) for r, gold in scored)
     figures["prompt"] = share(bool(gold & set(r.shown)) for r, gold in scored)
     figures["cut"] = share(bool(gold & set(r.cut)) and not gold & set(r.shown) for r, gold in scored)
-    if any(r.learned for r, _ in scored):  # facts learned by a model (`--extract`): shown from these turns, or either
-        figures["learned"] = share(bool(gold & set(r.learned)) for r, gold in scored)
-        figures["either"] = share(bool(gold & (set(r.shown) | set(r.learned))) for r, gold in scored)
+    if any(r.learned is not None for r, _ in scored):  # facts learned by a model (`--extract`): from these turns
+        figures["learned"] = share(bool(gold & set(r.learned or ())) for r, gold in scored)
+        figures["either"] = share(bool(gold & (set(r.shown) | set(r.learned or ()))) for r, gold in scored)
     return figures
 
 

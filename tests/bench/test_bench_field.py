@@ -158,3 +158,11 @@ def test_with_a_model_facts_are_learned_from_the_history_and_their_turns_counted
         assert row.learned == ["pref"]
         assert field.level_figures([row], "preference turn")["learned"] == 1.0
         assert (kept.calls, kept.kept) == ((2, 0) if run == 0 else (0, 2))
+
+
+def test_a_run_that_learned_nothing_reports_it_as_nothing():
+    field = _field()
+    gold = field.Case("x", "g", "q", 0.0, [], turns={"t": frozenset({"m3"})})
+    row = field.Row(gold, [], [], [], {}, 0, 1.0, 2.0, 3.0, learned=[])
+    assert field.level_figures([row], "t")["learned"] == 0.0
+    assert "learned" not in field.level_figures([field.Row(gold, [], [], [], {}, 0, 1.0, 2.0, 3.0)], "t")
