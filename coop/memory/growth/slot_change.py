@@ -43,7 +43,7 @@ def carries_a_change(candidate: Candidate) -> bool:
 
 def another_thing(candidate: Candidate, holder: Item) -> bool:
     """Whether a new value of a slot shares no word with the value that holds it (the slot's own label aside) while
-    the user's words say nothing changed. Values of one slot are said in one frame ("Lives in Lyon", "Lives in
+    the user's words say nothing changed. Values of one slot are said in one frame ("Lives in Tartu", "Lives in
     Oslo"); one that shares nothing ("Drives a pickup" under the job's slot) is likely something else a model
     misfiled, and replacing the holder with it would lose a true value (docs/benchmarks.md has the counts). In
     an unspaced script any character pair in common counts (its terms are pairs), so there it rarely holds."""
