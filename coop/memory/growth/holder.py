@@ -72,9 +72,8 @@ def someone_elses(value: str, items: Sequence[Listed], listing: Listing, languag
     """Whether a value said of the user rests only on clauses that open with someone else as their subject ("My
     brother lives in Madrid", not "My brother and I ...", not "I have a cat, Moritz, he is 12") and names none of
     them ("Has a brother who lives in Madrid" names him)."""
-    texts = others(items, listing, language)
-    return bool(texts) and not any(names_them(value, holder(text, language) or "", language, text)
-                                   for text in texts or ())
+    texts = others(items, listing, language) or []
+    return bool(texts) and not any(names_them(value, holder(text, language) or "", language, text) for text in texts)
 
 
 def names_them(value: str, about: str, language: str, said: str = "") -> bool:
