@@ -51,7 +51,8 @@ decided yet), "asked" (a question), "hypothetical" (if, would, a wish, a dream, 
 someone else says or thinks), or "joke".
 - "polarity": "holds" (true now; a negative fact that is true now, such as not eating meat, holds), \
 "no_longer" (it was true and has ended: moved away, quit, stopped), or "never" (the user denies it).
-- "kind": "fact", or "instruction" when the user tells the assistant how to answer from now on.
+- "kind": "fact", or "instruction" when the user tells the assistant how to answer from now on (a request for \
+this one answer, such as "translate this" or "fix this function", is not one and gets no note).
 - "topic": what it is about, from the list (answer_language, answer_length, answer_format, call_me and \
 instruction are for instructions only).
 

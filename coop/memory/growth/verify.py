@@ -14,7 +14,8 @@ Checks, in order, each refusal counted with its reason (`refusals.py`):
   "Sister: lives in ..."), and refused when they name no one ("he", "they"). Under a topic of the user's own
   people (partner, children) such a clause is the user's when the value names them ("Wife Noor is a nurse").
 - `polarity`: a value that holds keeps the negation of the cited clause that holds it, and adds none.
-- `instruction`: a standing instruction is given to the assistant, not said of the user.
+- `instruction`: a standing instruction is given to the assistant, not said of the user, and is not a request
+  about material the message brings (code, a paste, a quotation, a link) unless it says it is for good.
 - `value`: the value is a statement (not a placeholder of the prompt, not a question), and an instruction's is
   more than the words that ask ("s'il vous plaît").
 A value the model wrote in another language than its clauses is replaced by the clause(s) as the user wrote them,
@@ -127,7 +128,8 @@ def verify(note: Note, listing: Listing, earlier: Sequence[str] = ()) -> Verifie
     if note.polarity == "holds" and negated(value, language) != negated(_closest(value, items, language), language):
         return _refused("polarity", "the value turns the negation of the user's words around", category, value, items)
     if note.kind == "instruction":
-        why = _not_an_instruction(note, said, language)
+        why = _not_an_instruction(note, said, language) or _for_the_material_at_hand(items, listing, sentences,
+                                                                                     language)
         if why is not None:
             return _refused("instruction", why, INSTRUCTION, value, items)
         if _only_how_it_is_asked(value, language):
@@ -339,4 +341,19 @@ def _not_an_instruction(note: Note, said: str, language: str) -> str | None:
         return "the user's words speak of themselves, not to the assistant"
     if has_lexicon(language) and not found & {"addressee", "directive"}:
         return "the user's words do not address the assistant"
+    return None
+
+
+def _for_the_material_at_hand(items: Sequence[Listed], listing: Listing, sentences: Sequence[str],
+                              language: str) -> str | None:
+    """Why the cited words are a request for this one answer, or None: their message brings material that is not
+    the user's own (code, a paste, a quotation, a link), and nothing in their sentences says the request is for
+    good ("always", "from now on", in the language's lexicon). "Translate this into German" or "write tests for
+    it" under a pasted function asks for one answer; kept as a standing instruction it would shape every answer
+    after. Found by the message's shape; a language with no lexicon cannot say "for good", so such a request
+    there is refused too: a standing instruction lost costs less than one the user never gave."""
+    material = any(not clause.own for message in {item.message for item in items}
+                   for clause in listing.parses[message].clauses)
+    if material and "standing" not in marks(" ".join(sentences), language):
+        return "a request about the material the message brings, not one for good"
     return None

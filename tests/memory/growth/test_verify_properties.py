@@ -406,3 +406,30 @@ def test_a_short_translation_tied_by_a_name_is_kept_in_the_users_words(language,
     message = SHORT_IN[language].format(c=c)
     found = kept(message, translated.format(c=c), topic="work")
     assert found and all(text in message and c in text for text in found), (message, found)
+
+
+FOR_NOW = {"en": ("Write three tests for it, please.", "From now on, always write three tests for each function."),
+           "fr": ("Écris trois tests pour ça, s'il te plaît.",
+                  "Dorénavant, écris toujours trois tests pour chaque fonction."),
+           "de": ("Schreib bitte drei Tests dafür.", "Schreib ab sofort immer drei Tests für jede Funktion."),
+           "es": ("Escribe tres pruebas para esto, por favor.",
+                  "A partir de ahora, escribe siempre tres pruebas para cada función."),
+           "ja": ("これのテストを三つ書いてください。", "これからは、関数ごとにテストを必ず三つ書いてください。")}
+MATERIAL = ("```python\ndef area(radius):\n    return 3.14 * radius * radius\n```",
+            "def area(radius):\n    total = 3.14 * radius\n    return total * radius",
+            "https://example.org/docs/area-of-a-circle",
+            "« the area of a circle, with its radius squared »")
+
+
+@SETTINGS
+@given(st.sampled_from(sorted(FOR_NOW)), st.sampled_from(MATERIAL), st.sampled_from(["instruction", "answer_format"]))
+def test_a_request_about_the_material_a_message_brings_is_not_a_standing_instruction(language, material, topic):
+    """"Write tests for it" under a pasted function asks for one answer: kept as a standing instruction it would
+    shape every answer after. The same request with no material is kept, and one that says it is for good is kept
+    beside material: the material at hand, not the words, makes it a request for now."""
+    request, for_good = FOR_NOW[language]
+    def value(sentence: str) -> str:
+        return sentence.rstrip(".。")
+    assert value(request) in kept(request, value(request), kind="instruction", topic=topic)
+    assert kept(f"{request}\n\n{material}", value(request), kind="instruction", topic=topic) == []
+    assert value(for_good) in kept(f"{for_good}\n\n{material}", value(for_good), kind="instruction", topic=topic)
