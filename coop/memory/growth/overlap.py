@@ -44,11 +44,12 @@ def restates(text: str, other: str, language: str, share: float = 0.5) -> bool:
         and coverage(text, support, language) >= share
 
 
-def shared_terms(text: str, other: str, language: str) -> set[str]:
-    """The terms of `text` (of `MIN_SHARED` characters or more, or numbers) that `other` holds: what may make two
-    facts about one thing."""
+def shared_terms(text: str, other: str, language: str, min_length: int = MIN_SHARED) -> set[str]:
+    """The terms of `text` (of `min_length` characters or more, or numbers) that `other` holds: what may make two
+    facts about one thing. An unspaced script's terms are character pairs: a caller that counts them
+    passes a lower `min_length`."""
     support = set(terms(other, language))
-    return {t for t in terms(text, language) if (len(t) >= MIN_SHARED or t.isdigit()) and held(t, support)}
+    return {t for t in terms(text, language) if (len(t) >= min_length or t.isdigit()) and held(t, support)}
 
 
 def a_new_amount(text: str, other: str, language: str) -> bool:

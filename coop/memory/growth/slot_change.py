@@ -49,10 +49,8 @@ def another_thing(candidate: Candidate, holder: Item) -> bool:
     an unspaced script any character pair in common counts (its terms are pairs), so there it rarely holds."""
     if says_it_changed(candidate):
         return False
-    if has_unspaced(candidate.value):
-        support = set(terms(holder.text, candidate.language))
-        return not any(held(t, support) for t in terms(candidate.value, candidate.language))
-    return not shared_terms(candidate.value, holder.text, candidate.language) - _label(candidate)
+    shortest = 1 if has_unspaced(candidate.value) else MIN_SHARED
+    return not shared_terms(candidate.value, holder.text, candidate.language, shortest) - _label(candidate)
 
 
 def part_of(candidate: Candidate, holder: Item) -> bool:
