@@ -162,9 +162,10 @@ def ingest(store: Any, case: Case, embedder: Any) -> tuple[Any, dict[int, str], 
 
 
 class KeptReplies:
-    """The fast model's `complete`, with each reply kept in a JSON file by the request it answers (messages and
-    schema): a request asked before is answered from the file, so a rerun costs no call and the filler turns
-    that many cases share are read by the model once."""
+    """The fast model's `complete`, with each reply kept by the request it answers (messages and schema) in a JSON
+    Lines file, one line appended per call: a request asked before is answered from the file, so a rerun costs no
+    call and the filler turns that many cases share are read by the model once. A last line cut short by a
+    stopped run is skipped; every whole line before it is kept."""
 
     takes_schema = True
 
@@ -172,7 +173,14 @@ class KeptReplies:
         import json
 
         self.inner, self.path, self.calls, self.kept = inner, path, 0, 0
-        self.replies: dict[str, str] = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
+        self.replies: dict[str, str] = {}
+        lines = path.read_text(encoding="utf-8").splitlines() if path.is_file() else []
+        for line in lines:
+            try:
+                kept = json.loads(line)
+                self.replies[kept["request"]] = kept["reply"]
+            except (ValueError, KeyError, TypeError):
+                continue
 
     def __call__(self, messages: list[dict[str, Any]], schema: Any = None) -> str:
         import hashlib
@@ -186,9 +194,8 @@ class KeptReplies:
         self.calls += 1
         self.replies[key] = reply
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        temporary = self.path.with_suffix(".tmp")
-        temporary.write_text(json.dumps(self.replies, ensure_ascii=False), encoding="utf-8")
-        temporary.replace(self.path)
+        with self.path.open("a", encoding="utf-8") as out:
+            out.write(json.dumps({"request": key, "reply": reply}, ensure_ascii=False) + "\n")
         return reply
 
 
@@ -511,7 +518,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--replies",
         type=Path,
-        default=Path.home() / ".cache" / "coop-bench" / "replies.json",
+        default=Path.home() / ".cache" / "coop-bench" / "replies.jsonl",
         help="where --extract keeps the model's replies by request (a rerun asks nothing twice)",
     )
     parser.add_argument("--json", action="store_true", help="print the figures as JSON on stdout")
