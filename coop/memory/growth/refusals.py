@@ -9,7 +9,8 @@ Reasons:
   habit, by the model's modality or by the words of the user's language (`verify.py`).
 - `holder`: a fact said of someone else ("My sister lives in Madrid") claimed as the user's.
 - `polarity`: the value turns the user's negation around ("I don't smoke" as "Smokes").
-- `instruction`: a standing instruction from words that speak of the user, not to the assistant.
+- `instruction`: a standing instruction from words that speak of the user, not to the assistant; or a request
+  about material the message brings (code, a paste, a link) that does not say it is for good.
 - `widening`: an instruction that widens what the assistant may reveal or do (share, reveal, ignore, send).
 - `unsafe`: an instruction to drop a safety behaviour.
 - `change`: a new value of a slot that the user's words do not say changed (neither most of the value's words nor
