@@ -16,8 +16,8 @@ Checks, in order, each refusal counted with its reason (`refusals.py`):
 - `polarity`: a value that holds keeps the negation of the cited clause that holds it, and adds none.
 - `instruction`: a standing instruction is given to the assistant, not said of the user, and is not a request
   about material the message brings (code, a paste, a quotation, a link) unless it says it is for good.
-- `value`: the value is a statement (not a placeholder of the prompt, not a question), and an instruction's is
-  more than the words that ask ("s'il vous plaît").
+- `value`: the value is a statement (not a placeholder of the prompt, not a question, not only a greeting or
+  thanks), and an instruction's is more than the words that ask ("s'il vous plaît").
 A value the model wrote in another language than its clauses is replaced by the clause(s) as the user wrote them,
 since it cannot be checked against them (`wording.py`). The topic is the model's, but a topic of a name or an age
 holds only a name or a number in a short frame (stored as itself: "name: Aurélien"), and a slot only a short value:
@@ -102,6 +102,8 @@ def verify(note: Note, listing: Listing, earlier: Sequence[str] = ()) -> Verifie
         return _refused("value", "the value is a placeholder or a question, not a statement", category, value, items)
     language = items[0].clause.language
     value, untied = untranslated(value, items, language)
+    if _only_small_talk(value, language):
+        return _refused("value", "the value is a greeting or thanks, nothing about the user", category, value, items)
     value = with_its_subject(value, items, language)
     items = _widened(value, items, listing, language, earlier, topic.anchored, note.about)
     said = " ".join(item.clause.text for item in items)
@@ -316,6 +318,13 @@ def _closest(value: str, items: Sequence[Listed], language: str) -> str:
     texts = [item.clause.text for item in items]
     texts += [part for text in texts for part in _SEGMENT.split(text) if part.strip() and part != text]
     return max(texts, key=lambda text: (coverage(value, terms(text, language), language), -len(text)))
+
+
+def _only_small_talk(value: str, language: str) -> bool:
+    """Whether a value holds nothing but greetings, thanks, apologies or nods ("Hi!", "Merci beaucoup",
+    "ありがとう"), in a language whose lexicon has those words: a small model notes them as facts, and they say
+    nothing about the user."""
+    return has_lexicon(language) and not terms(unmarked(value, language, "social"), language)
 
 
 def _only_how_it_is_asked(value: str, language: str) -> bool:

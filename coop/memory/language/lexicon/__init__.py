@@ -25,7 +25,7 @@ from coop.memory.language.scripts import has_unspaced, script_language, spaced_w
 
 MARKS = ("negation", "no_longer", "doubt", "condition", "wish", "past", "dream", "irony", "fiction", "report",
          "change", "self", "subject", "addressee", "directive", "standing", "with_me", "other", "question", "unsafe",
-         "widening", "withholding", "the_user")
+         "widening", "withholding", "the_user", "social")
 # What each mark says, for the modules that read them (`growth/verify.py`, `growth/reconcile.py`, `growth/wording.py`):
 # - the mood of what is said: negation, no_longer (it ended), doubt, condition, wish, past (a past habit), dream,
 #   irony, fiction, report (what someone else says), question (a clause that opens as one);
@@ -38,7 +38,9 @@ MARKS = ("negation", "no_longer", "doubt", "condition", "wish", "past", "dream",
 # - instructions no machine may store: unsafe (drop a safety behaviour), widening (reveal, send or give, or to anyone);
 #   withholding (stop, avoid, keep it private) undoes a widening as a negation does (`growth/instructions.py`);
 # - the_user: how a summary names the user ("the user said ..."), so a clause it gives the user is checked against
-#   the user's own words (`growth/summary_check.py`).
+#   the user's own words (`growth/summary_check.py`);
+# - social: greetings, thanks, apologies, goodbyes and nods ("hi", "merci beaucoup", "ありがとう"), which say nothing
+#   about the user: a fact of those words alone is small talk (`growth/verify.py`).
 # A phrase that starts with "^" matches only at the start of the text (a clause), after punctuation.
 LANGUAGES = ("en", "fr", "de", "es", "pt", "ja")
 UNSPACED_LANGUAGES = frozenset({"ja", "zh", "ko", "th"})
@@ -130,8 +132,10 @@ def _words_pattern(language: str, mark: str, openers: bool = True) -> re.Pattern
     found = module(language)
     phrases = found.MARKERS.get(mark, ()) if found is not None else ()
     spaced = language not in UNSPACED_LANGUAGES
-    words = [_phrase_pattern(part.strip().lstrip("^"), spaced) for phrase in phrases for part in phrase.split(GAP)
+    parts = [part.strip().lstrip("^") for phrase in phrases for part in phrase.split(GAP)
              if openers or not phrase.startswith("^")]
+    # the longest first, so that "merci beaucoup" is blanked whole, not "merci" with "beaucoup" left over
+    words = [_phrase_pattern(part, spaced) for part in sorted(parts, key=len, reverse=True)]
     return re.compile("|".join(words)) if words else None
 
 

@@ -50,6 +50,9 @@ MARKERS: dict[str, tuple[str, ...]] = {
     "withholding": ("hör auf", "höre auf", "vermeide", "behalte … für dich", "halte … geheim", "halte … privat",
                     "halte … vertraulich"),
     "the_user": ("der nutzer", "die nutzerin", "der benutzer", "die benutzerin", "nutzer", "benutzer"),
+    "social": ("hallo", "hi", "servus", "moin", "guten morgen", "guten tag", "guten abend", "gute nacht", "danke",
+               "danke schön", "dankeschön", "vielen dank", "tschüss", "bis bald", "bis dann", "entschuldigung",
+               "sorry", "okay", "ok", "super", "perfekt", "toll"),
 }
 
 # words that may come before a phrase said to open a clause ("^..."): "And always answer ...", "Just never ..."

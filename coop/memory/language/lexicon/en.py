@@ -56,6 +56,9 @@ MARKERS: dict[str, tuple[str, ...]] = {
     "withholding": ("stop", "avoid", "refrain from", "keep … private", "keep … secret", "keep … confidential",
                     "keep … to yourself"),
     "the_user": ("the user", "user's", "the user's"),
+    "social": ("hi", "hello", "hey", "good morning", "good afternoon", "good evening", "good night", "morning",
+               "thanks", "thank you", "many thanks", "cheers", "bye", "goodbye", "see you", "sorry", "okay", "ok",
+               "alright", "great", "cool", "awesome", "perfect", "so much", "a lot", "very much"),
 }
 
 # words that may come before a phrase said to open a clause ("^..."): "And always answer ...", "Just never ..."

@@ -44,6 +44,9 @@ MARKERS: dict[str, tuple[str, ...]] = {
     "withholding": ("deja de", "evita", "guarda … en secreto", "mantén … en secreto", "mantén … privado",
                     "mantén … privada"),
     "the_user": ("el usuario", "la usuaria", "usuario", "usuaria"),
+    "social": ("hola", "buenos días", "buenas tardes", "buenas noches", "buenas", "gracias", "muchas gracias",
+               "mil gracias", "adiós", "hasta luego", "hasta pronto", "perdón", "lo siento", "vale", "ok", "genial",
+               "perfecto", "de acuerdo"),
 }
 
 # words that may come before a phrase said to open a clause ("^..."): "And always answer ...", "Just never ..."

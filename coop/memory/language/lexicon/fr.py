@@ -51,6 +51,9 @@ MARKERS: dict[str, tuple[str, ...]] = {
     "withholding": ("arrête de", "évite de", "garde … pour toi", "garde … secret", "garde … secrète",
                     "garde … privé", "garde … privée", "garde … confidentiel"),
     "the_user": ("l'utilisateur", "l'utilisatrice", "utilisateur", "utilisatrice"),
+    "social": ("salut", "bonjour", "bonsoir", "coucou", "merci", "merci beaucoup", "merci bien", "au revoir",
+               "à bientôt", "à plus", "bonne nuit", "bonne journée", "bonne soirée", "pardon", "désolé", "désolée",
+               "d'accord", "ok", "super", "parfait", "génial"),
 }
 
 # words that may come before a phrase said to open a clause ("^..."): "And always answer ...", "Just never ..."

@@ -44,6 +44,9 @@ MARKERS: dict[str, tuple[str, ...]] = {
     "withholding": ("para de", "pare de", "deixa de", "deixe de", "evita", "evite", "em segredo",
                     "mantém … privado", "mantém … privada", "mantenha … privado", "mantenha … privada"),
     "the_user": ("o usuário", "a usuária", "o utilizador", "a utilizadora", "usuário", "utilizador"),
+    "social": ("olá", "oi", "bom dia", "boa tarde", "boa noite", "obrigado", "obrigada", "muito obrigado",
+               "muito obrigada", "tchau", "até logo", "até mais", "desculpa", "desculpe", "ok", "ótimo", "perfeito",
+               "valeu"),
 }
 
 # words that may come before a phrase said to open a clause ("^..."): "And always answer ...", "Just never ..."
