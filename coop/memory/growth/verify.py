@@ -13,7 +13,9 @@ Checks, in order, each refusal counted with its reason (`refusals.py`):
   whose lexicon says so (`holder.py`): it is filed under the person they name ("My sister lives in ..." ->
   "Sister: lives in ..."), and refused when they name no one ("he", "they"). Under a topic of the user's own
   people (partner, children) such a clause is the user's when the value names them ("Wife Noor is a nurse").
-- `polarity`: a value that holds keeps the negation of the cited clause that holds it, and adds none.
+- `polarity`: a value that holds keeps the negation of the cited clause that holds it, and adds none; a "no
+  longer" or "never" rests on words that say so (a negation, an end, a past habit or a change, in the language's
+  lexicon), since it retires what memory holds.
 - `instruction`: a standing instruction is given to the assistant, not said of the user, and is not a request
   about material the message brings (code, a paste, a quotation, a link) unless it says it is for good.
 - `value`: the value is a statement (not a placeholder of the prompt, not a question, not only a greeting or
@@ -58,6 +60,8 @@ _PLACEHOLDER = re.compile(r"<[^<>]{2,40}>")
 # marks that make a whole sentence not an assertion, and those that do it to the clause that holds them
 SENTENCE_MARKS = frozenset({"condition", "dream", "fiction", "irony"})
 CLAUSE_MARKS = frozenset({"doubt", "wish", "report", "question"})
+# the marks of words that say something ended or is not so: a "no longer" or "never" rests on one of them
+ENDING_MARKS = frozenset({"negation", "no_longer", "past", "change"})
 _SEGMENT = re.compile(r"[,;:，、；：]")
 
 
@@ -129,6 +133,9 @@ def verify(note: Note, listing: Listing, earlier: Sequence[str] = ()) -> Verifie
         note, value = replace(note, about=who), filed_under(value, who, language)
     if note.polarity == "holds" and negated(value, language) != negated(_closest(value, items, language), language):
         return _refused("polarity", "the value turns the negation of the user's words around", category, value, items)
+    if note.polarity != "holds" and has_lexicon(language) and not marks(" ".join(sentences), language) & ENDING_MARKS:
+        # "corro mi primera media maratón, aquí en Valencia" called "no longer lives in Valencia" would retire it
+        return _refused("polarity", "the user's words do not say it ended or is not so", category, value, items)
     if note.kind == "instruction":
         why = _not_an_instruction(note, said, language) or _for_the_material_at_hand(items, listing, sentences,
                                                                                      language)

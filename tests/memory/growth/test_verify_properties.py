@@ -451,3 +451,14 @@ def test_a_greeting_or_thanks_is_never_a_fact_and_the_fact_beside_it_is_kept(lan
     message = f"{greeting} {said.lives.format(c=c)}"
     assert kept(message, greeting.strip("!！¡ "), topic=topic) == []
     assert said.value.format(c=c) in kept(message, said.value.format(c=c))
+
+
+@SETTINGS
+@given(LANGUAGE, st.integers(0, 2), st.sampled_from(["no_longer", "never"]))
+def test_an_end_or_a_denial_rests_on_words_that_say_so(language, city, polarity):
+    """A "no longer" retires what memory holds: a model that calls "I live in Oslo" one would retire the user's
+    true city. The user's statement gives no end or denial; their "no longer" and their denial do."""
+    said, c = LANGUAGES[language], CITIES[language][city]
+    assert kept(said.lives.format(c=c), said.value.format(c=c), polarity=polarity) == []
+    for message in (said.ended.format(c=c), said.denies.format(c=c)):
+        assert kept(message, said.value.format(c=c), polarity=polarity), message
