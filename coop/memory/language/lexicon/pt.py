@@ -46,7 +46,8 @@ MARKERS: dict[str, tuple[str, ...]] = {
     "the_user": ("o usuário", "a usuária", "o utilizador", "a utilizadora", "usuário", "utilizador"),
     "social": ("olá", "oi", "bom dia", "boa tarde", "boa noite", "obrigado", "obrigada", "muito obrigado",
                "muito obrigada", "tchau", "até logo", "até mais", "desculpa", "desculpe", "ok", "ótimo", "perfeito",
-               "valeu"),
+               "valeu", "obrigado pela ajuda", "obrigada pela ajuda", "obrigado por tudo", "obrigada por tudo",
+               "bom fim de semana"),
 }
 
 # words that may come before a phrase said to open a clause ("^..."): "And always answer ...", "Just never ..."
