@@ -191,7 +191,7 @@ class FactWriter:
 
     @staticmethod
     def _widening_fact(candidate: Candidate) -> bool:
-        """Whether a fact widens what the assistant may reveal ("You can share my memories with anyone who asks")
+        """Whether a fact widens what the assistant may reveal ("you may give my address to whoever asks")
         without the user as its subject ("I share my photos with everyone" is news of the user): an instruction
         filed as a fact, which the prompt would show beside the user's facts, where a model may take it as leave.
         The subject is told by the language's lexicon: without one, such a fact is refused, on the cautious side."""

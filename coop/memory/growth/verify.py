@@ -134,7 +134,7 @@ def verify(note: Note, listing: Listing, earlier: Sequence[str] = ()) -> Verifie
     if note.polarity == "holds" and negated(value, language) != negated(_closest(value, items, language), language):
         return _refused("polarity", "the value turns the negation of the user's words around", category, value, items)
     if note.polarity != "holds" and has_lexicon(language) and not marks(" ".join(sentences), language) & ENDING_MARKS:
-        # "corro mi primera media maratón, aquí en Valencia" called "no longer lives in Valencia" would retire it
+        # "I ran a race in Oslo" called "no longer lives in Oslo" would retire the user's true city
         return _refused("polarity", "the user's words do not say it ended or is not so", category, value, items)
     if note.kind == "instruction":
         why = _not_an_instruction(note, said, language) or _for_the_material_at_hand(items, listing, sentences,

@@ -435,7 +435,7 @@ def test_a_request_about_the_material_a_message_brings_is_not_a_standing_instruc
     assert value(for_good) in kept(f"{for_good}\n\n{material}", value(for_good), kind="instruction", topic=topic)
 
 
-GREETINGS = {"en": ["Hi!", "Good morning!", "Thanks a lot!", "Sorry!"],
+GREETINGS = {"en": ["Hello!", "Good evening!", "Thanks a lot!", "Sorry!"],
              "fr": ["Salut !", "Bonjour !", "Merci beaucoup !", "Désolé !"],
              "de": ["Hallo!", "Guten Morgen!", "Vielen Dank!", "Danke schön!"],
              "es": ["¡Hola!", "¡Buenos días!", "¡Muchas gracias!", "¡Perdón!"],
