@@ -177,8 +177,8 @@ class KeptReplies:
         lines = path.read_text(encoding="utf-8").splitlines() if path.is_file() else []
         for line in lines:
             try:
-                kept = json.loads(line)
-                self.replies[kept["request"]] = kept["reply"]
+                entry = json.loads(line)
+                self.replies[entry["request"]] = entry["reply"]
             except (ValueError, KeyError, TypeError):
                 continue
 

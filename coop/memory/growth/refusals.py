@@ -8,16 +8,19 @@ Reasons:
 - `mood`: the user did not assert it: a question, a hypothetical, a plan not decided, a report, a joke, a past
   habit, by the model's modality or by the words of the user's language (`verify.py`).
 - `holder`: a fact said of someone else ("My sister lives in Madrid") claimed as the user's.
-- `polarity`: the value turns the user's negation around ("I don't smoke" as "Smokes").
+- `polarity`: the value turns the user's negation around ("I don't smoke" as "Smokes"), or a "no longer" or
+  "never" rests on words that say nothing ended or is not so.
 - `instruction`: a standing instruction from words that speak of the user, not to the assistant; or a request
   about material the message brings (code, a paste, a link) that does not say it is for good.
-- `widening`: an instruction that widens what the assistant may reveal or do (share, reveal, ignore, send).
+- `widening`: an instruction that widens what the assistant may reveal or do (share, reveal, ignore, send), or a
+  machine's fact that does so without the user as its subject.
 - `unsafe`: an instruction to drop a safety behaviour.
 - `change`: a new value of a slot that the user's words do not say changed (neither most of the value's words nor
   a word of change: "I visited Rome" is no move from Oslo).
 - `target`: the model named a fact it was not offered as one the new fact may replace.
 - `forgotten`: a machine source proposed again what the user forgot.
-- `value`: the value cannot be a fact: empty, too long, a placeholder of the prompt, a question.
+- `value`: the value cannot be a fact: empty, too long, a placeholder of the prompt, a question, nothing but a
+  greeting or thanks.
 - `summary`: a consolidation summary holding a number or name its conversation does not, an order the user did not
   give, or the assistant's words given as the user's (`summary_check.py`); its facts are still read.
 - `host`: an MCP host reached past what it may do: a standing instruction without `--allow-instructions`, or a
