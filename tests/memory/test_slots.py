@@ -230,3 +230,31 @@ def test_a_new_value_said_with_a_word_of_change_takes_the_slot_whatever_it_share
     first = writer.write(_said(holder, holder, language)).fact_id
     plan = writer.plan(_said(value, sentence, language))
     assert plan.action == "SUPERSEDE" and plan.target_id == first
+
+
+ONLY_NEVER = {  # (a fact held, a new one sharing only a word of negation or standing, one sharing what it is about)
+    "en": ("Has never eaten sushi", "Now never drinks coffee", "Now eats sushi every week"),
+    "fr": ("N'a jamais mangé de sushi", "Maintenant ne boit jamais de café", "Maintenant mange des sushis"),
+    "de": ("Hat niemals Sushi gegessen", "Trinkt jetzt niemals Kaffee", "Isst jetzt jede Woche Sushi"),
+    "es": ("Nunca ha comido sushi", "Ahora nunca bebe café", "Ahora come sushi cada semana"),
+}
+
+
+@pytest.mark.parametrize("language", sorted(ONLY_NEVER))
+def test_a_word_of_negation_in_common_is_not_a_thing_in_common(memory, language):
+    """The extra question is offered the facts a new one may change: those it shares a term with. "Never" or
+    "nunca" in both says nothing about what they are about. (Japanese terms are character pairs, which the offer
+    does not count at all.)"""
+    held, only_never, same_thing = ONLY_NEVER[language]
+    category, _ = slot_for(TOPICS["food"], None)
+
+    def candidate(value):
+        return Candidate(value, category=category, evidence=value, sentence=value, language=language)
+
+    asker = Asker()
+    writer = writer_for(memory, asker)
+    writer.write(candidate(held))
+    writer.plan_exchange([candidate(only_never)], only_never)
+    assert asker.asked == []
+    writer.plan_exchange([candidate(same_thing)], same_thing)
+    assert len(asker.asked) == 1

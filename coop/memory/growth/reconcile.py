@@ -45,7 +45,7 @@ from coop.memory.growth.overlap import a_new_amount, restates, shared_terms
 from coop.memory.growth.refusals import refuse
 from coop.memory.growth.slot_change import another_thing, carries_a_change, part_of, says_it_changed, says_it_ended
 from coop.memory.kinds import HOST, INSTRUCTION, fact_slot
-from coop.memory.language.lexicon import marks
+from coop.memory.language.lexicon import marks, unmarked
 from coop.memory.language.terms import terms
 from coop.memory.slots import canonical_key, host_key
 from coop.memory.storage.interface import UserStore
@@ -78,6 +78,14 @@ def _rests_on_clauses(candidate: Candidate) -> bool:
     so a change must be in those words; a fact written whole (`/remember`, a host's `memory_remember`) names its
     slot itself."""
     return candidate.source in QUOTING_SOURCES and bool(candidate.evidence or candidate.sentence)
+
+
+def _topical(text: str, language: str) -> str:
+    """`text` without its words of negation, of an end and of standing ("never", "anymore", "always"): two facts
+    that share only those are not about one thing ("Never write more than a page", "Has never eaten sushi")."""
+    for mark in ("negation", "no_longer", "standing"):
+        text = unmarked(text, language, mark)
+    return text
 
 
 def _is_someones(item: Item) -> bool:
@@ -234,10 +242,11 @@ class FactWriter:
             return []
         changed = says_it_changed(candidate)
         found: list[tuple[int, Item]] = []
+        mine = _topical(candidate.value, candidate.language)
         for item in self.memory.facts.active(candidate.category, limit=SAME_CATEGORY_LIMIT, newest_first=True):
             if item.item_id in self.said_together or _is_someones(item):
                 continue
-            shared = shared_terms(candidate.value, item.text, candidate.language)
+            shared = shared_terms(mine, _topical(item.text, candidate.language), candidate.language)
             if shared and (changed or a_new_amount(candidate.value, item.text, candidate.language)):
                 found.append((len(shared), item))
         found.sort(key=lambda pair: -pair[0])
