@@ -435,17 +435,18 @@ def test_a_request_about_the_material_a_message_brings_is_not_a_standing_instruc
     assert value(for_good) in kept(f"{for_good}\n\n{material}", value(for_good), kind="instruction", topic=topic)
 
 
-GREETINGS = {"en": ["Hello!", "Good evening!", "Thanks a lot!", "Sorry!"],
-             "fr": ["Salut !", "Bonjour !", "Merci beaucoup !", "Désolé !"],
-             "de": ["Hallo!", "Guten Morgen!", "Vielen Dank!", "Danke schön!"],
-             "es": ["¡Hola!", "¡Buenos días!", "¡Muchas gracias!", "¡Perdón!"],
-             "ja": ["こんにちは！", "おはようございます！", "ありがとうございます！", "すみません！"]}
+GREETINGS = {"en": ["Hello!", "Good evening!", "Thanks a lot!", "Sorry!", "Haha, by the way!"],
+             "fr": ["Salut !", "Bonjour !", "Merci beaucoup !", "Désolé !", "Mdr, au fait !"],
+             "de": ["Hallo!", "Guten Morgen!", "Vielen Dank!", "Danke schön!", "Haha, übrigens!"],
+             "es": ["¡Hola!", "¡Buenos días!", "¡Muchas gracias!", "¡Perdón!", "¡Jaja, por cierto!"],
+             "ja": ["こんにちは！", "おはようございます！", "ありがとうございます！", "すみません！", "ところで！"]}
 
 
 @SETTINGS
-@given(LANGUAGE, st.integers(0, 2), st.integers(0, 3), st.sampled_from(["other", "preference", "hobby"]))
+@given(LANGUAGE, st.integers(0, 2), st.integers(0, 4), st.sampled_from(["other", "preference", "hobby"]))
 def test_a_greeting_or_thanks_is_never_a_fact_and_the_fact_beside_it_is_kept(language, city, which, topic):
-    """A small model notes "Hi!" or "Merci beaucoup !" as a fact: small talk says nothing about the user."""
+    """A small model notes "Hi!", "Merci beaucoup !" or "lol" as a fact: small talk says nothing about the
+    user."""
     said, c = LANGUAGES[language], CITIES[language][city]
     greeting = GREETINGS[language][which]
     message = f"{greeting} {said.lives.format(c=c)}"

@@ -39,8 +39,9 @@ MARKS = ("negation", "no_longer", "doubt", "condition", "wish", "past", "dream",
 #   withholding (stop, avoid, keep it private) undoes a widening as a negation does (`growth/instructions.py`);
 # - the_user: how a summary names the user ("the user said ..."), so a clause it gives the user is checked against
 #   the user's own words (`growth/summary_check.py`);
-# - social: greetings, thanks, apologies, goodbyes and nods ("hi", "merci beaucoup", "ありがとう"), which say nothing
-#   about the user: a fact of those words alone is small talk (`growth/verify.py`).
+# - social: greetings, thanks, apologies, goodbyes, nods, laughter and asides ("hi", "merci beaucoup", "ありがとう",
+#   "lol", "by the way"), which say nothing about the user: a value of those words alone is small talk
+#   (`growth/verify.py`).
 # A phrase that starts with "^" matches only at the start of the text (a clause), after punctuation.
 LANGUAGES = ("en", "fr", "de", "es", "pt", "ja")
 UNSPACED_LANGUAGES = frozenset({"ja", "zh", "ko", "th"})
