@@ -331,7 +331,7 @@ def _only_small_talk(value: str, language: str) -> bool:
     """Whether a value holds nothing but greetings, thanks, apologies or nods ("Hi!", "Merci beaucoup",
     "ありがとう"), in a language whose lexicon has those words: a small model notes them as facts, and they say
     nothing about the user."""
-    return has_lexicon(language) and not terms(unmarked(value, language, "social"), language)
+    return _nothing_but(value, language, ("social",))
 
 
 def _only_how_it_is_asked(value: str, language: str) -> bool:
@@ -339,12 +339,17 @@ def _only_how_it_is_asked(value: str, language: str) -> bool:
     forward"): a small model notes the politeness of a sentence apart from its request, and such a value
     tells the assistant nothing to do. Read in a language whose lexicon has those words; a directive's own verb
     is what it asks ("Duz mich", "Tutéame"), so it stays."""
+    return _nothing_but(value, language, ("directive", "addressee", "standing"), openers=False)
+
+
+def _nothing_but(value: str, language: str, marks_of: Sequence[str], openers: bool = True) -> bool:
+    """Whether `value` holds no term once the words of the language's `marks_of` are set aside (False in a
+    language without a lexicon, which cannot tell)."""
     if not has_lexicon(language):
         return False
-    rest = value
-    for mark in ("directive", "addressee", "standing"):
-        rest = unmarked(rest, language, mark, openers=False)
-    return not terms(rest, language)
+    for mark in marks_of:
+        value = unmarked(value, language, mark, openers=openers)
+    return not terms(value, language)
 
 
 def _not_an_instruction(note: Note, said: str, language: str) -> str | None:

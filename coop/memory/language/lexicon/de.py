@@ -52,8 +52,7 @@ MARKERS: dict[str, tuple[str, ...]] = {
     "the_user": ("der nutzer", "die nutzerin", "der benutzer", "die benutzerin", "nutzer", "benutzer"),
     "social": ("hallo", "hi", "servus", "moin", "guten morgen", "guten tag", "guten abend", "gute nacht", "danke",
                "danke schön", "dankeschön", "vielen dank", "tschüss", "bis bald", "bis dann", "entschuldigung",
-               "sorry", "okay", "ok", "super", "perfekt", "toll", "danke für deine hilfe", "danke für ihre hilfe",
-               "danke für die hilfe", "danke für alles", "schönen abend", "schönen tag", "haha", "übrigens"),
+               "sorry", "okay", "ok", "super", "perfekt", "toll", "haha", "übrigens"),
 }
 
 # words that may come before a phrase said to open a clause ("^..."): "And always answer ...", "Just never ..."

@@ -58,9 +58,8 @@ MARKERS: dict[str, tuple[str, ...]] = {
     "the_user": ("the user", "user's", "the user's"),
     "social": ("hi", "hello", "hey", "good morning", "good afternoon", "good evening", "good night", "morning",
                "thanks", "thank you", "many thanks", "cheers", "bye", "goodbye", "see you", "sorry", "okay", "ok",
-               "alright", "great", "cool", "awesome", "perfect", "so much", "a lot", "very much",
-               "thanks for your help", "thank you for your help", "thanks for the help", "thanks for everything",
-               "have a nice evening", "have a good day", "lol", "haha", "hahaha", "by the way", "btw"),
+               "alright", "great", "cool", "awesome", "perfect", "so much", "a lot", "very much", "lol", "haha",
+               "hahaha", "by the way", "btw"),
 }
 
 # words that may come before a phrase said to open a clause ("^..."): "And always answer ...", "Just never ..."

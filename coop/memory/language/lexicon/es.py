@@ -46,8 +46,7 @@ MARKERS: dict[str, tuple[str, ...]] = {
     "the_user": ("el usuario", "la usuaria", "usuario", "usuaria"),
     "social": ("hola", "buenos días", "buenas tardes", "buenas noches", "buenas", "gracias", "muchas gracias",
                "mil gracias", "adiós", "hasta luego", "hasta pronto", "perdón", "lo siento", "vale", "ok", "genial",
-               "perfecto", "de acuerdo", "gracias por tu ayuda", "gracias por su ayuda", "gracias por la ayuda",
-               "gracias por todo", "que tengas un buen día", "jaja", "jajaja", "por cierto"),
+               "perfecto", "de acuerdo", "jaja", "jajaja", "por cierto"),
 }
 
 # words that may come before a phrase said to open a clause ("^..."): "And always answer ...", "Just never ..."

@@ -53,8 +53,7 @@ MARKERS: dict[str, tuple[str, ...]] = {
     "the_user": ("l'utilisateur", "l'utilisatrice", "utilisateur", "utilisatrice"),
     "social": ("salut", "bonjour", "bonsoir", "coucou", "merci", "merci beaucoup", "merci bien", "au revoir",
                "à bientôt", "à plus", "bonne nuit", "bonne journée", "bonne soirée", "pardon", "désolé", "désolée",
-               "d'accord", "ok", "super", "parfait", "génial", "merci pour ton aide", "merci pour votre aide",
-               "merci de ton aide", "merci pour tout", "bonne fin de journée", "mdr", "haha", "au fait"),
+               "d'accord", "ok", "super", "parfait", "génial", "mdr", "haha", "au fait"),
 }
 
 # words that may come before a phrase said to open a clause ("^..."): "And always answer ...", "Just never ..."

@@ -46,8 +46,7 @@ MARKERS: dict[str, tuple[str, ...]] = {
     "the_user": ("o usuário", "a usuária", "o utilizador", "a utilizadora", "usuário", "utilizador"),
     "social": ("olá", "oi", "bom dia", "boa tarde", "boa noite", "obrigado", "obrigada", "muito obrigado",
                "muito obrigada", "tchau", "até logo", "até mais", "desculpa", "desculpe", "ok", "ótimo", "perfeito",
-               "valeu", "obrigado pela ajuda", "obrigada pela ajuda", "obrigado por tudo", "obrigada por tudo",
-               "bom fim de semana", "haha", "kkk", "aliás", "por sinal"),
+               "valeu", "haha", "kkk", "aliás", "por sinal"),
 }
 
 # words that may come before a phrase said to open a clause ("^..."): "And always answer ...", "Just never ..."
