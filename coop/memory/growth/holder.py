@@ -3,7 +3,8 @@
 A clause says whose it is by how it opens, in the language's lexicon (`language.lexicon`): with the user ("I",
 "my"), with someone else ("my sister", "he"), or with a conjunction that goes on with the subject of the clause
 before it. A fact whose clauses all open with someone the user names is filed under them (`holder`: "neighbour
-Ilse"), never in the user's slot; one whose clauses open with a pronoun names no one, and is refused.
+Ilse"), never in the user's slot; one whose clauses open with a pronoun names no one, and is refused. A clause
+that goes on after the user's statement about a thing ("..., it's quicker than cycling") is no one's fact.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from collections.abc import Sequence
 
 from coop.memory.growth.overlap import held
 from coop.memory.growth.pointing import Listed, Listing
-from coop.memory.language.lexicon import conjunctions, holder, marks, normalise
+from coop.memory.language.lexicon import conjunctions, holder, marks, normalise, writes_subjects
 from coop.memory.language.scripts import has_unspaced
 from coop.memory.language.terms import names, terms
 
@@ -34,6 +35,26 @@ def others(items: Sequence[Listed], listing: Listing, language: str) -> list[str
 def all_someone_elses(items: Sequence[Listed], listing: Listing, language: str) -> bool:
     """Whether every clause opens with someone else as its subject, the user not with them."""
     return others(items, listing, language) is not None
+
+
+def about_something_else(items: Sequence[Listed], listing: Listing, language: str) -> bool:
+    """Whether every clause goes on, after the first of its sentence, about something other than a person: it
+    opens with a thing as its subject ("..., it's quicker than cycling", "..., c'est loin"), or, in a language
+    that writes its subjects, gives a reason or a consequence with no word of the user in it ("..., so dogs are
+    out of the question", "..., weil es regnet"). Such a clause comments on what the user said; a small model
+    notes it alone, as if it were a fact of the user's. One that brings the user back ("so I ...", "weil mir
+    ...") or someone else (`others`) is not such a comment."""
+    if not items:
+        return False
+    for item in items:
+        found = marks(item.clause.text, language)
+        if not listing.before(item) or found & _SUBJECTS:
+            return False
+        commented = "aside" in found or (
+            "consequence" in found and "first_person" not in found and writes_subjects(language))
+        if not commented:
+            return False
+    return True
 
 
 def whose(item: Listed, listing: Listing, language: str) -> tuple[frozenset[str], str]:

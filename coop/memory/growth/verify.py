@@ -36,7 +36,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from coop.errors import UsageError
-from coop.memory.growth.holder import all_someone_elses, filed_under, names_them, others, someone_elses, their_holder
+from coop.memory.growth.holder import (
+    about_something_else,
+    all_someone_elses,
+    filed_under,
+    names_them,
+    others,
+    someone_elses,
+    their_holder,
+)
 from coop.memory.growth.overlap import coverage, held
 from coop.memory.growth.pointing import Listed, Listing, Note
 from coop.memory.growth.refusals import refuse
@@ -108,6 +116,8 @@ def verify(note: Note, listing: Listing, earlier: Sequence[str] = ()) -> Verifie
     value, untied = untranslated(value, items, language)
     if _only_small_talk(value, language):
         return _refused("value", "the value is a greeting or thanks, nothing about the user", category, value, items)
+    if note.kind == "fact" and _to_the_assistant(value, language):
+        return _refused("value", "the value speaks to the assistant, not of the user", category, value, items)
     value = with_its_subject(value, items, language)
     items = _widened(value, items, listing, language, earlier, topic.anchored, note.about)
     said = " ".join(item.clause.text for item in items)
@@ -122,6 +132,10 @@ def verify(note: Note, listing: Listing, earlier: Sequence[str] = ()) -> Verifie
             why = "the note names someone the user did not"
     if why is not None:
         return _refused("evidence", why, category, value, items)
+    if note.about is None and note.kind == "fact" and about_something_else(_holding(value, items, language), listing,
+                                                                         language):
+        return _refused("holder", "the user's words go on about something else, not the user", category, value,
+                        items)
     if note.about is None and topic.kin and someone_elses(value, items, listing, language):
         return _refused("holder", "the user's words speak of someone else", category, value, items)
     if note.about is None and not topic.kin and (texts := others(items, listing, language)) is not None:
@@ -332,6 +346,13 @@ def _only_small_talk(value: str, language: str) -> bool:
     "ありがとう"), in a language whose lexicon has those words: a small model notes them as facts, and they say
     nothing about the user."""
     return _nothing_but(value, language, ("social",))
+
+
+def _to_the_assistant(value: str, language: str) -> bool:
+    """Whether a fact's value speaks to the assistant ("Thanks for your help", "Danke dir") with no word of the
+    user in it, in the language's lexicon: what the user says to it is not a fact about them."""
+    found = marks(value, language)
+    return "addressee" in found and not found & {"self", "subject", "first_person"}
 
 
 def _only_how_it_is_asked(value: str, language: str) -> bool:

@@ -463,3 +463,47 @@ def test_an_end_or_a_denial_rests_on_words_that_say_so(language, city, polarity)
     assert kept(said.lives.format(c=c), said.value.format(c=c), polarity=polarity) == []
     for message in (said.ended.format(c=c), said.denies.format(c=c)):
         assert kept(message, said.value.format(c=c), polarity=polarity), message
+
+
+# a clause after the user's statement that comments on a thing ("it is ..."), one that gives a consequence without
+# the user in it, and one that gives a consequence with the user: (message, value) each
+COMMENTS = {"en": (("I live in {c}, it is a quiet town.", "A quiet town"),
+                   ("I live in {c}, so the rent is high.", "The rent is high"),
+                   ("I live in {c}, so I cycle everywhere.", "Cycles everywhere")),
+            "fr": (("Je vis à {c}, c'est une ville calme.", "Une ville calme"),
+                   ("Je vis à {c}, donc le loyer est cher.", "Le loyer est cher"),
+                   ("Je vis à {c}, donc je fais tout à vélo.", "Fait tout à vélo")),
+            "de": (("Ich wohne in {c}, es ist eine ruhige Stadt.", "Eine ruhige Stadt"),
+                   ("Ich wohne in {c}, deshalb ist die Miete hoch.", "Die Miete ist hoch"),
+                   ("Ich wohne in {c}, deshalb fahre ich überall Rad.", "Fährt überall Rad")),
+            "es": (("Vivo en {c}, es una ciudad tranquila.", "Una ciudad tranquila"), None, None)}
+
+
+@SETTINGS
+@given(st.sampled_from(sorted(COMMENTS)), st.integers(0, 2), st.sampled_from(["other", "hobby", "preference"]))
+def test_a_comment_after_the_users_statement_is_not_their_fact(language, city, topic):
+    """A small model notes the clause after the user's statement alone ("..., it is a quiet town", "..., so the
+    rent is high") as if the user had said it of themselves. Where the language writes its subjects, a
+    consequence that brings the user back ("..., so I cycle everywhere") is theirs; where the verb carries the
+    subject (Spanish) a consequence cannot be told, and only the comment on a thing is read."""
+    said, c = LANGUAGES[language], CITIES[language][city]
+    aside, consequence, theirs = COMMENTS[language]
+    assert kept(aside[0].format(c=c), aside[1], topic=topic) == []
+    assert said.value.format(c=c) in kept(aside[0].format(c=c), said.value.format(c=c))
+    if consequence is not None and theirs is not None:
+        assert kept(consequence[0].format(c=c), consequence[1], topic=topic) == []
+        assert theirs[1] in kept(theirs[0].format(c=c), theirs[1], topic=topic)
+
+
+TO_THE_ASSISTANT = {"en": "You are so kind.", "fr": "Tu es vraiment gentil.", "de": "Du bist wirklich nett.",
+                    "es": "Tú eres muy amable.", "ja": "あなたは本当に優しい。"}
+
+
+@SETTINGS
+@given(LANGUAGE, st.integers(0, 2), st.sampled_from(["other", "preference", "occupation"]))
+def test_what_the_user_says_to_the_assistant_is_not_a_fact_about_them(language, city, topic):
+    """"You are so kind" noted as the user's fact: words said to the assistant describe it, not the user."""
+    said, c = LANGUAGES[language], CITIES[language][city]
+    message = f"{said.lives.format(c=c)} {TO_THE_ASSISTANT[language]}"
+    assert kept(message, TO_THE_ASSISTANT[language].rstrip(".。"), topic=topic) == []
+    assert said.value.format(c=c) in kept(message, said.value.format(c=c))

@@ -25,7 +25,7 @@ from coop.memory.language.scripts import has_unspaced, script_language, spaced_w
 
 MARKS = ("negation", "no_longer", "doubt", "condition", "wish", "past", "dream", "irony", "fiction", "report",
          "change", "self", "subject", "addressee", "directive", "standing", "with_me", "other", "question", "unsafe",
-         "widening", "withholding", "the_user", "social")
+         "widening", "withholding", "the_user", "social", "aside", "consequence", "first_person")
 # What each mark says, for the modules that read them (`growth/verify.py`, `growth/reconcile.py`, `growth/wording.py`):
 # - the mood of what is said: negation, no_longer (it ended), doubt, condition, wish, past (a past habit), dream,
 #   irony, fiction, report (what someone else says), question (a clause that opens as one);
@@ -41,7 +41,11 @@ MARKS = ("negation", "no_longer", "doubt", "condition", "wish", "past", "dream",
 #   the user's own words (`growth/summary_check.py`);
 # - social: greetings, thanks, apologies, goodbyes, nods, laughter and asides ("hi", "merci beaucoup", "ありがとう",
 #   "lol", "by the way"), which say nothing about the user: a value of those words alone is small talk
-#   (`growth/verify.py`).
+#   (`growth/verify.py`);
+# - what a clause after the first of its sentence goes on about (`growth/holder.py`): aside (it opens with a thing,
+#   not a person, as its subject: "it's", "c'est", "es", "eso"), consequence (it opens with a reason or a
+#   consequence: "so", "because", "donc", "weil"), first_person (the speaker anywhere in it: "me", "mir", "moi"),
+#   read where the language writes its subjects (`writes_subjects`).
 # A phrase that starts with "^" matches only at the start of the text (a clause), after punctuation.
 LANGUAGES = ("en", "fr", "de", "es", "pt", "ja")
 UNSPACED_LANGUAGES = frozenset({"ja", "zh", "ko", "th"})
@@ -64,6 +68,13 @@ def module(language: str) -> ModuleType | None:
     if not has_lexicon(language):
         return None
     return importlib.import_module(f"coop.memory.language.lexicon.{language}")
+
+
+def writes_subjects(language: str) -> bool:
+    """Whether the language's clauses write their subject ("I", "je", "ich"), so that a clause with no word of the
+    speaker in it is not about them; not so where the verb carries it ("vivo", "住んでいます")."""
+    found = module(language)
+    return bool(getattr(found, "WRITES_SUBJECTS", False)) if found is not None else False
 
 
 def conjunctions(language: str) -> tuple[str, ...]:

@@ -50,10 +50,18 @@ MARKERS: dict[str, tuple[str, ...]] = {
     "withholding": ("hör auf", "höre auf", "vermeide", "behalte … für dich", "halte … geheim", "halte … privat",
                     "halte … vertraulich"),
     "the_user": ("der nutzer", "die nutzerin", "der benutzer", "die benutzerin", "nutzer", "benutzer"),
+    "aside": ("^es", "^das", "^dies", "^dieses"),
+    "consequence": ("^also", "^deshalb", "^deswegen", "^daher", "^darum", "^weil", "^denn", "^sodass", "^so dass"),
+    "first_person": ("ich", "mich", "mir", "mein", "meine", "meinen", "meinem", "meiner", "meines", "wir", "uns",
+                     "unser", "unsere", "unseren", "unserem"),
     "social": ("hallo", "hi", "servus", "moin", "guten morgen", "guten tag", "guten abend", "gute nacht", "danke",
                "danke schön", "dankeschön", "vielen dank", "tschüss", "bis bald", "bis dann", "entschuldigung",
                "sorry", "okay", "ok", "super", "perfekt", "toll", "haha", "übrigens"),
 }
+
+# whether a clause writes its subject ("I", "je", "ich"), so that one without it is not the speaker's: not so
+# where the verb carries it ("vivo", "moro", "住んでいます")
+WRITES_SUBJECTS = True
 
 # words that may come before a phrase said to open a clause ("^..."): "And always answer ...", "Just never ..."
 LEAD_INS: tuple[str, ...] = ("und", "aber", "also", "auch", "dann", "ach", "na")

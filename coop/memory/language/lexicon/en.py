@@ -56,11 +56,19 @@ MARKERS: dict[str, tuple[str, ...]] = {
     "withholding": ("stop", "avoid", "refrain from", "keep … private", "keep … secret", "keep … confidential",
                     "keep … to yourself"),
     "the_user": ("the user", "user's", "the user's"),
+    "aside": ("^it", "^it's", "^its", "^that", "^that's", "^this", "^this is", "^there's", "^there is",
+              "^there are"),
+    "consequence": ("^so", "^because", "^hence", "^therefore", "^which is why", "^that's why", "^that is why"),
+    "first_person": ("i", "i'm", "i've", "i'd", "i'll", "me", "my", "mine", "myself", "we", "we're", "us", "our"),
     "social": ("hi", "hello", "hey", "good morning", "good afternoon", "good evening", "good night", "morning",
                "thanks", "thank you", "many thanks", "cheers", "bye", "goodbye", "see you", "sorry", "okay", "ok",
                "alright", "great", "cool", "awesome", "perfect", "so much", "a lot", "very much", "lol", "haha",
                "hahaha", "by the way", "btw"),
 }
+
+# whether a clause writes its subject ("I", "je", "ich"), so that one without it is not the speaker's: not so
+# where the verb carries it ("vivo", "moro", "住んでいます")
+WRITES_SUBJECTS = True
 
 # words that may come before a phrase said to open a clause ("^..."): "And always answer ...", "Just never ..."
 LEAD_INS: tuple[str, ...] = ("and", "but", "so", "also", "just", "ok", "okay", "oh", "well", "now", "then", "actually")

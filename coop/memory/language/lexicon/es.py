@@ -44,10 +44,17 @@ MARKERS: dict[str, tuple[str, ...]] = {
     "withholding": ("deja de", "evita", "guarda … en secreto", "mantén … en secreto", "mantén … privado",
                     "mantén … privada"),
     "the_user": ("el usuario", "la usuaria", "usuario", "usuaria"),
+    "aside": ("^eso", "^esto", "^es", "^está", "^hay"),
+    "consequence": ("^así que", "^por eso", "^porque", "^entonces", "^ya que"),
+    "first_person": ("yo", "me", "mi", "mis", "conmigo", "nosotros", "nosotras", "nos", "nuestro", "nuestra"),
     "social": ("hola", "buenos días", "buenas tardes", "buenas noches", "buenas", "gracias", "muchas gracias",
                "mil gracias", "adiós", "hasta luego", "hasta pronto", "perdón", "lo siento", "vale", "ok", "genial",
                "perfecto", "de acuerdo", "jaja", "jajaja", "por cierto"),
 }
+
+# whether a clause writes its subject ("I", "je", "ich"), so that one without it is not the speaker's: not so
+# where the verb carries it ("vivo", "moro", "住んでいます")
+WRITES_SUBJECTS = False
 
 # words that may come before a phrase said to open a clause ("^..."): "And always answer ...", "Just never ..."
 LEAD_INS: tuple[str, ...] = ("y", "pero", "entonces", "también", "bueno", "ah", "pues")

@@ -51,10 +51,18 @@ MARKERS: dict[str, tuple[str, ...]] = {
     "withholding": ("arrête de", "évite de", "garde … pour toi", "garde … secret", "garde … secrète",
                     "garde … privé", "garde … privée", "garde … confidentiel"),
     "the_user": ("l'utilisateur", "l'utilisatrice", "utilisateur", "utilisatrice"),
+    "aside": ("^c'", "^ce", "^ça", "^cela", "^ceci", "^il y a"),
+    "consequence": ("^donc", "^alors", "^du coup", "^parce que", "^parce qu'", "^car", "^puisque",
+                    "^c'est pourquoi", "^d'où"),
+    "first_person": ("je", "j'", "me", "m'", "moi", "mon", "ma", "mes", "nous", "notre", "nos"),
     "social": ("salut", "bonjour", "bonsoir", "coucou", "merci", "merci beaucoup", "merci bien", "au revoir",
                "à bientôt", "à plus", "bonne nuit", "bonne journée", "bonne soirée", "pardon", "désolé", "désolée",
                "d'accord", "ok", "super", "parfait", "génial", "mdr", "haha", "au fait"),
 }
+
+# whether a clause writes its subject ("I", "je", "ich"), so that one without it is not the speaker's: not so
+# where the verb carries it ("vivo", "moro", "住んでいます")
+WRITES_SUBJECTS = True
 
 # words that may come before a phrase said to open a clause ("^..."): "And always answer ...", "Just never ..."
 LEAD_INS: tuple[str, ...] = ("et", "mais", "alors", "donc", "aussi", "bon", "ah", "puis")

@@ -36,6 +36,9 @@ MARKERS: dict[str, tuple[str, ...]] = {
                  "私について知っていること"),
     "withholding": ("秘密に", "内緒に", "やめて", "控えて"),
     "the_user": ("ユーザー", "ユーザ", "利用者"),
+    "aside": ("^それは", "^これは", "^それが", "^これが"),
+    "consequence": ("ので", "から", "^だから", "^なので"),
+    "first_person": ("私", "僕", "俺", "うち", "私たち"),
     "social": ("こんにちは", "こんばんは", "おはようございます", "おはよう", "ありがとうございます", "ありがとう",
                "どうも", "さようなら", "またね", "すみません", "ごめんなさい", "了解", "おやすみなさい", "おやすみ",
                "よろしくお願いします", "よろしく", "ところで"),
@@ -50,3 +53,7 @@ CONTRASTS: tuple[str, ...] = ("けど", "けれど", "しかし", "ただし")
 
 # the openers of "other" that name no one: a pronoun ("彼は": he), or "my" before a noun the lexicon does not list
 PRONOUNS: tuple[str, ...] = ("彼は", "彼が", "彼女は", "彼らは", "彼女", "私の")
+
+# whether a clause writes its subject ("I", "je", "ich"), so that one without it is not the speaker's: not so
+# where the verb carries it ("vivo", "moro", "住んでいます")
+WRITES_SUBJECTS = False

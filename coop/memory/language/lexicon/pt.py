@@ -44,10 +44,17 @@ MARKERS: dict[str, tuple[str, ...]] = {
     "withholding": ("para de", "pare de", "deixa de", "deixe de", "evita", "evite", "em segredo",
                     "mantém … privado", "mantém … privada", "mantenha … privado", "mantenha … privada"),
     "the_user": ("o usuário", "a usuária", "o utilizador", "a utilizadora", "usuário", "utilizador"),
+    "aside": ("^isso", "^isto", "^é", "^está", "^há"),
+    "consequence": ("^então", "^por isso", "^porque", "^pois", "^já que"),
+    "first_person": ("eu", "me", "meu", "minha", "meus", "minhas", "comigo", "nós", "nos", "nosso", "nossa"),
     "social": ("olá", "oi", "bom dia", "boa tarde", "boa noite", "obrigado", "obrigada", "muito obrigado",
                "muito obrigada", "tchau", "até logo", "até mais", "desculpa", "desculpe", "ok", "ótimo", "perfeito",
                "valeu", "haha", "kkk", "aliás", "por sinal"),
 }
+
+# whether a clause writes its subject ("I", "je", "ich"), so that one without it is not the speaker's: not so
+# where the verb carries it ("vivo", "moro", "住んでいます")
+WRITES_SUBJECTS = False
 
 # words that may come before a phrase said to open a clause ("^..."): "And always answer ...", "Just never ..."
 LEAD_INS: tuple[str, ...] = ("e", "mas", "então", "também", "bom", "ah")
