@@ -258,3 +258,32 @@ def test_a_word_of_negation_in_common_is_not_a_thing_in_common(memory, language)
     assert asker.asked == []
     writer.plan_exchange([candidate(same_thing)], same_thing)
     assert len(asker.asked) == 1
+
+
+# A holder of the job's slot that names an employer (a model filed it there), a value that names nothing (the job
+# itself) and one that names another employer: in the languages whose capitals tell a name (German capitalises
+# every noun, Japanese has no capitals: there a value is held to the words it shares).
+NAMED = {
+    "en": ("Works at Brightwater Labs", ("Works as a welder", "I work as a welder."),
+           ("Works at Harbour Tools", "I work at Harbour Tools.")),
+    "fr": ("Travaille chez Brightwater Labs", ("Travaille comme soudeuse", "Je travaille comme soudeuse."),
+           ("Travaille chez Harbour Tools", "Je travaille chez Harbour Tools.")),
+    "es": ("Trabaja en Brightwater Labs", ("Trabaja como soldadora", "Trabajo como soldadora."),
+           ("Trabaja en Harbour Tools", "Trabajo en Harbour Tools.")),
+}
+
+
+@pytest.mark.parametrize("language", sorted(NAMED))
+def test_a_value_that_names_nothing_does_not_take_a_named_slot_unless_a_change_is_said(memory, language):
+    """Values of the employer and of the job share their frame ("Works at ...", "Works as ..."): a value that
+    names nothing where the holder names its employer is the other kind, misfiled, and is kept beside it; a
+    value that names another employer takes the slot."""
+    holder, (job, said_job), (other, said_other) = NAMED[language]
+    writer = writer_for(memory)
+    first = writer.write(_said(holder, holder, language)).fact_id
+    plan = writer.plan(_said(job, said_job, language))
+    assert plan.action == "ADD" and plan.candidate.key is None
+    writer.apply(plan)
+    assert memory.facts.find_by_key("work", "occupation").item_id == first
+    plan = writer.plan(_said(other, said_other, language))
+    assert plan.action == "SUPERSEDE" and plan.target_id == first

@@ -5,8 +5,9 @@ value beside the one that holds the slot (`reconcile.FactWriter` acts on the ans
   mention, no change.
 - `carries_a_change`: the user's words hold most of the new value, or say that something changed; without either,
   a model's word alone never moves a slot ("I visited Rome" is no move from Oslo).
-- `another_thing`: the new value shares no word with the holder and the user's words say nothing changed: likely
-  a different thing filed under the slot by mistake, kept beside it rather than replacing it.
+- `another_thing`: the new value shares no word with the holder, or names nothing where the holder names a place or
+  an employer, and the user's words say nothing changed: likely a different thing filed under the slot by mistake,
+  kept beside it rather than replacing it.
 - `says_it_ended`: a value said in words of negation or of an end, which does not take the slot when the same
   message gives it another value.
 
@@ -20,7 +21,7 @@ from coop.memory.growth.candidate import Candidate
 from coop.memory.growth.overlap import MIN_SHARED, coverage, held, shared_terms
 from coop.memory.language.lexicon import marks, negated
 from coop.memory.language.scripts import has_unspaced
-from coop.memory.language.terms import numbers, terms
+from coop.memory.language.terms import names, numbers, terms
 from coop.memory.storage.items import Item
 
 CARRIED = 0.5  # the share of a new slot value's terms the user's words hold for it to change the slot unannounced
@@ -50,7 +51,17 @@ def another_thing(candidate: Candidate, holder: Item) -> bool:
     if says_it_changed(candidate):
         return False
     shortest = 1 if has_unspaced(candidate.value) else MIN_SHARED
-    return not shared_terms(candidate.value, holder.text, candidate.language, shortest) - _label(candidate)
+    return not shared_terms(candidate.value, holder.text, candidate.language, shortest) - _label(candidate) or \
+        _names_nothing_in_its_place(candidate, holder)
+
+
+def _names_nothing_in_its_place(candidate: Candidate, holder: Item) -> bool:
+    """Whether the holder names something ("Works at Lumen Studio", "Lives in Oslo") and the new value names nothing
+    and gives no number: a new value of the same kind names its own ("Works at Quanta"), so one that shares only
+    the frame ("Works as a designer") is likely the job filed under the employer's slot, or the reverse."""
+    language = candidate.language
+    return bool(names(holder.text, language)) and not names(candidate.value, language) and \
+        not numbers(candidate.value, language)
 
 
 def part_of(candidate: Candidate, holder: Item) -> bool:
