@@ -9,7 +9,9 @@ Checks, in order, each refusal counted with its reason (`refusals.py`):
 - `mood`: the modality is stated, or planned (kept as a plan; an instruction is kept as one); a clause with a
   question mark is asked, whatever the model says, unless it asks for an answer for good and supposes nothing
   ("Could you always answer in French?").
-- `holder`: a fact the note says is the user's rests only on clauses that open with someone else, in a language
+- `holder`: a fact of the user's does not rest only on clauses that go on after the user's statement about a
+  thing ("..., it is a quiet town") or with a consequence the user is not in (`holder.about_something_else`).
+  A fact the note says is the user's rests only on clauses that open with someone else, in a language
   whose lexicon says so (`holder.py`): it is filed under the person they name ("My sister lives in ..." ->
   "Sister: lives in ..."), and refused when they name no one ("he", "they"). Under a topic of the user's own
   people (partner, children) such a clause is the user's when the value names them ("Wife Noor is a nurse").
@@ -19,7 +21,8 @@ Checks, in order, each refusal counted with its reason (`refusals.py`):
 - `instruction`: a standing instruction is given to the assistant, not said of the user, and is not a request
   about material the message brings (code, a paste, a quotation, a link) unless it says it is for good.
 - `value`: the value is a statement (not a placeholder of the prompt, not a question, not only a greeting or
-  thanks), and an instruction's is more than the words that ask ("s'il vous plaît").
+  thanks), a fact's does not speak to the assistant ("You are so kind"), and neither is only the words that ask
+  ("s'il vous plaît", "from now on").
 A value the model wrote in another language than its clauses is replaced by the clause(s) as the user wrote them,
 since it cannot be checked against them (`wording.py`). The topic is the model's, but a topic of a name or an age
 holds only a name or a number in a short frame (stored as itself: "name: Aurélien"), and a slot only a short value:
@@ -48,9 +51,17 @@ from coop.memory.growth.holder import (
 from coop.memory.growth.overlap import coverage, held
 from coop.memory.growth.pointing import Listed, Listing, Note
 from coop.memory.growth.refusals import refuse
-from coop.memory.growth.wording import anchor_of, bare, untranslated, with_its_subject
+from coop.memory.growth.wording import (
+    anchor_of,
+    bare,
+    only_how_it_is_asked,
+    only_small_talk,
+    to_the_assistant,
+    untranslated,
+    with_its_subject,
+)
 from coop.memory.kinds import INSTRUCTION
-from coop.memory.language.lexicon import has_lexicon, marked, marks, negated, normalise, unmarked
+from coop.memory.language.lexicon import has_lexicon, marked, marks, negated, normalise
 from coop.memory.language.scripts import han_or_katakana_runs, has_unspaced, spaced_words, word_count
 from coop.memory.language.terms import names, numbers, terms
 from coop.memory.slots import TOPICS, slot_for
@@ -114,10 +125,12 @@ def verify(note: Note, listing: Listing, earlier: Sequence[str] = ()) -> Verifie
         return _refused("value", "the value is a placeholder or a question, not a statement", category, value, items)
     language = items[0].clause.language
     value, untied = untranslated(value, items, language)
-    if _only_small_talk(value, language):
+    if only_small_talk(value, language):
         return _refused("value", "the value is a greeting or thanks, nothing about the user", category, value, items)
-    if note.kind == "fact" and _to_the_assistant(value, language):
+    if note.kind == "fact" and to_the_assistant(value, language):
         return _refused("value", "the value speaks to the assistant, not of the user", category, value, items)
+    if note.kind == "fact" and only_how_it_is_asked(value, language):  # "From now on", noted as a fact
+        return _refused("value", "the value only says how or when the user asks, not what", category, value, items)
     value = with_its_subject(value, items, language)
     items = _widened(value, items, listing, language, earlier, topic.anchored, note.about)
     said = " ".join(item.clause.text for item in items)
@@ -155,7 +168,7 @@ def verify(note: Note, listing: Listing, earlier: Sequence[str] = ()) -> Verifie
                                                                                      language)
         if why is not None:
             return _refused("instruction", why, INSTRUCTION, value, items)
-        if _only_how_it_is_asked(value, language):
+        if only_how_it_is_asked(value, language):
             return _refused("value", "the value only says how the user asks, not what", INSTRUCTION, value, items)
         topic = topic if topic.instruction else TOPICS["instruction"]
     elif topic.instruction:
@@ -339,38 +352,6 @@ def _closest(value: str, items: Sequence[Listed], language: str) -> str:
     texts = [item.clause.text for item in items]
     texts += [part for text in texts for part in _SEGMENT.split(text) if part.strip() and part != text]
     return max(texts, key=lambda text: (coverage(value, terms(text, language), language), -len(text)))
-
-
-def _only_small_talk(value: str, language: str) -> bool:
-    """Whether a value holds nothing but greetings, thanks, apologies or nods ("Hi!", "Merci beaucoup",
-    "ありがとう"), in a language whose lexicon has those words: a small model notes them as facts, and they say
-    nothing about the user."""
-    return _nothing_but(value, language, ("social",))
-
-
-def _to_the_assistant(value: str, language: str) -> bool:
-    """Whether a fact's value speaks to the assistant ("Thanks for your help", "Danke dir") with no word of the
-    user in it, in the language's lexicon: what the user says to it is not a fact about them."""
-    found = marks(value, language)
-    return "addressee" in found and not found & {"self", "subject", "first_person"}
-
-
-def _only_how_it_is_asked(value: str, language: str) -> bool:
-    """Whether an instruction's value holds nothing but the words that ask ("s'il vous plaît", "künftig", "going
-    forward"): a small model notes the politeness of a sentence apart from its request, and such a value
-    tells the assistant nothing to do. Read in a language whose lexicon has those words; a directive's own verb
-    is what it asks ("Duz mich", "Tutéame"), so it stays."""
-    return _nothing_but(value, language, ("directive", "addressee", "standing"), openers=False)
-
-
-def _nothing_but(value: str, language: str, marks_of: Sequence[str], openers: bool = True) -> bool:
-    """Whether `value` holds no term once the words of the language's `marks_of` are set aside (False in a
-    language without a lexicon, which cannot tell)."""
-    if not has_lexicon(language):
-        return False
-    for mark in marks_of:
-        value = unmarked(value, language, mark, openers=openers)
-    return not terms(value, language)
 
 
 def _not_an_instruction(note: Note, said: str, language: str) -> str | None:

@@ -13,6 +13,8 @@
   (`untranslated`).
 - A name or an age is stored as itself under its topic's name ("name: Aurélien", `anchor_of`), and so is a bare
   word copied from the user (`bare`: "home city: Oslo").
+- Some values say nothing of the user, whatever they cite: only greetings or thanks (`only_small_talk`), words
+  said to the assistant (`to_the_assistant`), only the words that ask ("s'il vous plaît": `only_how_it_is_asked`).
 """
 
 from __future__ import annotations
@@ -24,7 +26,15 @@ from collections.abc import Sequence
 from coop.memory.growth.overlap import held
 from coop.memory.growth.pointing import MAX_VALUE_CHARS, Listed
 from coop.memory.language.detect import detect
-from coop.memory.language.lexicon import conjunctions, has_lexicon, has_mark, in_another_language, normalise
+from coop.memory.language.lexicon import (
+    conjunctions,
+    has_lexicon,
+    has_mark,
+    in_another_language,
+    marks,
+    normalise,
+    unmarked,
+)
 from coop.memory.language.scripts import han_or_katakana_runs, has_unspaced, spaced_words
 from coop.memory.language.terms import names, numbers, terms
 
@@ -139,3 +149,35 @@ def bare(value: str, said: str, language: str) -> bool:
     hospital"), not a statement: a profile line says what the value is, so it is stored under its topic's name."""
     short = len(value.split()) <= BARE_WORDS if not has_unspaced(value) else len(value) <= BARE_CHARACTERS
     return short and " ".join(value.casefold().split()) in " ".join(said.casefold().split())
+
+
+def only_small_talk(value: str, language: str) -> bool:
+    """Whether a value holds nothing but greetings, thanks, apologies or nods ("Hi!", "Merci beaucoup",
+    "ありがとう"), in a language whose lexicon has those words: a small model notes them as facts, and they say
+    nothing about the user."""
+    return _nothing_but(value, language, ("social",))
+
+
+def to_the_assistant(value: str, language: str) -> bool:
+    """Whether a fact's value speaks to the assistant ("You are so kind", "Du bist super") with no word of the
+    user in it, in the language's lexicon: what the user says to it is not a fact about them."""
+    found = marks(value, language)
+    return "addressee" in found and not found & {"self", "subject", "first_person"}
+
+
+def only_how_it_is_asked(value: str, language: str) -> bool:
+    """Whether a value holds nothing but the words that ask ("s'il vous plaît", "künftig", "going
+    forward"): a small model notes the politeness of a sentence apart from its request, and such a value
+    tells the assistant nothing to do. Read in a language whose lexicon has those words; a directive's own verb
+    is what it asks ("Duz mich", "Tutéame"), so it stays."""
+    return _nothing_but(value, language, ("directive", "addressee", "standing"), openers=False)
+
+
+def _nothing_but(value: str, language: str, marks_of: Sequence[str], openers: bool = True) -> bool:
+    """Whether `value` holds no term once the words of the language's `marks_of` are set aside (False in a
+    language without a lexicon, which cannot tell)."""
+    if not has_lexicon(language):
+        return False
+    for mark in marks_of:
+        value = unmarked(value, language, mark, openers=openers)
+    return not terms(value, language)

@@ -265,12 +265,15 @@ POLITE = {"en": ("Always write to me in French, going forward.", "Going forward"
 
 
 @SETTINGS
-@given(st.sampled_from(sorted(POLITE)), st.sampled_from(["call_me", "answer_format", "instruction"]))
-def test_an_instruction_of_only_the_words_that_ask_is_refused_and_the_request_is_kept(language, topic):
-    """A small model notes "s'il vous plaît" apart from the request it belongs to: such a value tells the assistant
-    nothing to do. (Japanese is left out: its lexicon has no words of politeness.)"""
+@given(st.sampled_from(sorted(POLITE)), st.sampled_from(["call_me", "answer_format", "instruction"]),
+       st.sampled_from(["other", "plan", "preference"]))
+def test_an_instruction_of_only_the_words_that_ask_is_refused_and_the_request_is_kept(language, topic, fact_topic):
+    """A small model notes "s'il vous plaît" or "going forward" apart from the request it belongs to, as an
+    instruction or as a fact: such a value tells the assistant nothing to do and says nothing of the user.
+    (Japanese is left out: its lexicon has no words of politeness.)"""
     message, polite, request = POLITE[language]
     assert kept(message, polite, kind="instruction", topic=topic) == []
+    assert kept(message, polite, kind="fact", topic=fact_topic) == []
     assert request in kept(message, request, kind="instruction", topic="answer_language")
 
 
