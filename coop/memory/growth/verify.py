@@ -18,8 +18,9 @@ Checks, in order, each refusal counted with its reason (`refusals.py`):
 - `polarity`: a value that holds keeps the negation of the cited clause that holds it, and adds none; a "no
   longer" or "never" rests on words that say so (a negation, an end, a past habit or a change, in the language's
   lexicon), since it retires what memory holds.
-- `instruction`: a standing instruction is given to the assistant, not said of the user, and is not a request
-  about material the message brings (code, a paste, a quotation, a link) unless it says it is for good.
+- `instruction`: a standing instruction is given to the assistant (not only thanks), not said of the user, and is
+  not a request about material the message brings (code, a paste, a quotation, a link) unless it says it is for
+  good.
 - `value`: the value is a statement (not a placeholder of the prompt, not a question, not only a greeting or
   thanks), a fact's does not speak to the assistant ("You are so kind"), and neither is only the words that ask
   ("s'il vous plaît", "from now on").
@@ -164,8 +165,9 @@ def verify(note: Note, listing: Listing, earlier: Sequence[str] = ()) -> Verifie
         # "I ran a race in Oslo" called "no longer lives in Oslo" would retire the user's true city
         return _refused("polarity", "the user's words do not say it ended or is not so", category, value, items)
     if note.kind == "instruction":
-        why = _not_an_instruction(note, said, language) or _for_the_material_at_hand(items, listing, sentences,
-                                                                                     language)
+        holding = " ".join(item.clause.text for item in _holding(value, items, language))
+        why = _not_an_instruction(said, holding, language) or _for_the_material_at_hand(items, listing, sentences,
+                                                                                        language)
         if why is not None:
             return _refused("instruction", why, INSTRUCTION, value, items)
         if only_how_it_is_asked(value, language):
@@ -354,14 +356,17 @@ def _closest(value: str, items: Sequence[Listed], language: str) -> str:
     return max(texts, key=lambda text: (coverage(value, terms(text, language), language), -len(text)))
 
 
-def _not_an_instruction(note: Note, said: str, language: str) -> str | None:
+def _not_an_instruction(said: str, holding: str, language: str) -> str | None:
     """Why the cited words are not an instruction to the assistant, or None: they speak of the user in the first
     person and not to the assistant ("I always answer e-mails in English"), or say nothing to it at all (no "you",
     no imperative of the assistant's work, no "please" or "from now on": "Siempre tomo el tren"), in a language
-    whose lexicon says so."""
+    whose lexicon says so; or the words that hold the value thank or greet it and ask nothing ("Thanks for your
+    patience", cited beside the request that follows it: no imperative, no "from now on")."""
     found = marks(said, language)
     if "self" in found and "addressee" not in found:
         return "the user's words speak of themselves, not to the assistant"
+    if "social" in (held_marks := marks(holding, language)) and not held_marks & {"directive", "standing"}:
+        return "the user's words thank or greet the assistant, and ask nothing"
     if has_lexicon(language) and not found & {"addressee", "directive"}:
         return "the user's words do not address the assistant"
     return None

@@ -510,3 +510,21 @@ def test_what_the_user_says_to_the_assistant_is_not_a_fact_about_them(language, 
     message = f"{said.lives.format(c=c)} {TO_THE_ASSISTANT[language]}"
     assert kept(message, TO_THE_ASSISTANT[language].rstrip(".。"), topic=topic) == []
     assert said.value.format(c=c) in kept(message, said.value.format(c=c))
+
+
+THANKS = {"en": ("Thanks a lot for your patience!", "Always answer in English."),
+          "fr": ("Merci pour ta patience !", "Réponds toujours en anglais."),
+          "de": ("Danke für deine Geduld!", "Antworte immer auf Englisch."),
+          "es": ("¡Gracias por tu paciencia!", "Respóndeme siempre en inglés.")}
+
+
+@SETTINGS
+@given(st.sampled_from(sorted(THANKS)), st.sampled_from(["answer_language", "instruction", "call_me"]))
+def test_thanks_to_the_assistant_is_no_instruction_and_the_request_beside_it_is_kept(language, topic):
+    """"Thanks for your patience" speaks to the assistant and asks it nothing: a small model notes it as an
+    instruction, which would stand in every prompt after. (Japanese is left out: its lexicon's "you" is rarely
+    written, so its thanks do not read as said to the assistant.)"""
+    thanks, request = THANKS[language]
+    message = f"{thanks} {request}"
+    assert kept(message, thanks.strip("!¡ "), kind="instruction", topic=topic) == []
+    assert request.rstrip(".") in kept(message, request.rstrip("."), kind="instruction", topic="answer_language")
