@@ -159,7 +159,8 @@ def verify(note: Note, listing: Listing, earlier: Sequence[str] = ()) -> Verifie
             return _refused("holder", "the user's words speak of someone else, and name no one", category, value,
                             items)
         note, value = replace(note, about=who), filed_under(value, who, language)
-    if note.polarity == "holds" and negated(value, language) != negated(_closest(value, items, language), language):
+    if note.polarity == "holds" and not _copied_whole(value, said, language) and \
+            negated(value, language) != negated(_closest(value, items, language), language):
         return _refused("polarity", "the value turns the negation of the user's words around", category, value, items)
     if note.polarity != "holds" and has_lexicon(language) and not marks(" ".join(sentences), language) & ENDING_MARKS:
         # "I ran a race in Oslo" called "no longer lives in Oslo" would retire the user's true city
@@ -345,6 +346,13 @@ def a_noun_not_written(value: str, written: str) -> bool:
     of a name frames it in its own noun ("名前は遥香") and is checked by its anchors instead."""
     return any(len(run) >= 2 and run not in written
                for run in han_or_katakana_runs(value.translate(_KANJI_NUMERALS)))
+
+
+def _copied_whole(value: str, said: str, language: str) -> bool:
+    """Whether `value` is the user's cited words as written, negations and all ("Call me Jo, not Johanna" over two
+    clauses): a copy cannot turn a negation around, while the clause that holds most of it may have none."""
+    flat, words = normalise(value).strip(" .。!！"), normalise(said)
+    return bool(flat) and flat in words and negated(value, language) == negated(said, language)
 
 
 def _closest(value: str, items: Sequence[Listed], language: str) -> str:

@@ -528,3 +528,22 @@ def test_thanks_to_the_assistant_is_no_instruction_and_the_request_beside_it_is_
     message = f"{thanks} {request}"
     assert kept(message, thanks.strip("!¡ "), kind="instruction", topic=topic) == []
     assert request.rstrip(".") in kept(message, request.rstrip("."), kind="instruction", topic="answer_language")
+
+
+BUT_NOT = {"en": ("I live in {c}, not in the suburbs.", "I live in {c}, not in the suburbs"),
+           "fr": ("Je vis à {c}, pas en banlieue.", "Je vis à {c}, pas en banlieue"),
+           "de": ("Ich wohne in {c}, nicht am Stadtrand.", "Ich wohne in {c}, nicht am Stadtrand"),
+           "es": ("Vivo en {c}, no en las afueras.", "Vivo en {c}, no en las afueras")}
+
+
+@SETTINGS
+@given(st.sampled_from(sorted(BUT_NOT)), st.integers(0, 2))
+def test_the_users_words_copied_whole_keep_their_negation_and_a_cut_copy_does_not_drop_it(language, city):
+    """A value that copies two clauses as the user wrote them, the second a "not ...", holds what they say; a
+    copy that leaves the negation out while the words it rests on hold one is still refused."""
+    said, c = LANGUAGES[language], CITIES[language][city]
+    message, copy = BUT_NOT[language][0].format(c=c), BUT_NOT[language][1].format(c=c)
+    assert copy in kept(message, copy)
+    denial = said.denies.format(c=c)
+    cut = said.value.format(c=c)  # "Lives in ..." for "I don't live in ...": the negation dropped
+    assert kept(denial, cut) == []
