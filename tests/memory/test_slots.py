@@ -287,3 +287,25 @@ def test_a_value_that_names_nothing_does_not_take_a_named_slot_unless_a_change_i
     assert memory.facts.find_by_key("work", "occupation").item_id == first
     plan = writer.plan(_said(other, said_other, language))
     assert plan.action == "SUPERSEDE" and plan.target_id == first
+
+
+# a fact held in the user's words (kept beside the slot), and their "no longer" of it, in the user's words too
+ENDED_IN_THEIR_WORDS = {
+    "en": ("I live in Leeds", "I don't live in Leeds anymore"),
+    "fr": ("Je vis à Lille", "Je ne vis plus à Lille"),
+    "de": ("Ich wohne in Bremen", "Ich wohne nicht mehr in Bremen"),
+    "es": ("Vivo en Bilbao", "Ya no vivo en Bilbao"),
+    "ja": ("京都に住んでいて", "もう京都には住んでいません"),
+}
+
+
+@pytest.mark.parametrize("language", sorted(ENDED_IN_THEIR_WORDS))
+def test_a_no_longer_in_the_users_words_retires_the_fact_it_ends(memory, language):
+    """A "no longer" kept as the user wrote it carries its negation's words and endings, which may outnumber what
+    it shares with the fact it ends; that fact still says nothing the "no longer" does not, so it is retired."""
+    held, ended = ENDED_IN_THEIR_WORDS[language]
+    writer = writer_for(memory)
+    first = writer.write(Candidate(held, category="location", evidence=held, sentence=held, language=language)).fact_id
+    plan = writer.plan(Candidate(ended, category="location", evidence=ended, sentence=ended, language=language,
+                                 polarity=NO_LONGER))
+    assert plan.action == "RETIRE" and plan.target_id == first

@@ -44,6 +44,13 @@ def restates(text: str, other: str, language: str, share: float = 0.5) -> bool:
         and coverage(text, support, language) >= share
 
 
+def restates_either(text: str, other: str, language: str) -> bool:
+    """Whether either text says most of the other: a "no longer" said in the user's words ("もう東京には住んでいま
+    せん") holds most of the fact it ends ("東京に住んでいて"), while the endings of its negation outnumber what the
+    two share."""
+    return restates(text, other, language) or restates(other, text, language)
+
+
 def shared_terms(text: str, other: str, language: str, min_length: int = MIN_SHARED) -> set[str]:
     """The terms of `text` (of `min_length` characters or more, or numbers) that `other` holds: what may make two
     facts about one thing. An unspaced script's terms are character pairs: a caller that counts them

@@ -41,7 +41,7 @@ from coop.memory.embedder import Embedder, chosen, profile_of
 from coop.memory.growth.candidate import NEVER, NO_LONGER, PLAN, Candidate
 from coop.memory.growth.changes import AskChanges, Undecided
 from coop.memory.growth.instructions import is_unsafe_instruction, widens
-from coop.memory.growth.overlap import a_new_amount, restates, shared_terms
+from coop.memory.growth.overlap import a_new_amount, restates, restates_either, shared_terms
 from coop.memory.growth.refusals import refuse
 from coop.memory.growth.slot_change import another_thing, carries_a_change, part_of, says_it_changed, says_it_ended
 from coop.memory.kinds import HOST, INSTRUCTION, fact_slot
@@ -285,7 +285,7 @@ class FactWriter:
             target = next((item for item in self.memory.facts.active(candidate.category, limit=SAME_CATEGORY_LIMIT,
                                                                      newest_first=True)
                            if item.item_id not in self.said_together
-                           and restates(candidate.value, item.text, candidate.language)), None)
+                           and restates_either(candidate.value, item.text, candidate.language)), None)
         if target is None:
             return Plan("SKIP", candidate, "the user said something no longer holds, which memory did not hold")
         why = "no longer true" if candidate.polarity == NO_LONGER else "not true"
