@@ -59,6 +59,7 @@ from coop.memory.growth.wording import (
     only_small_talk,
     to_the_assistant,
     untranslated,
+    with_its_noun,
     with_its_subject,
 )
 from coop.memory.kinds import INSTRUCTION
@@ -134,6 +135,8 @@ def verify(note: Note, listing: Listing, earlier: Sequence[str] = ()) -> Verifie
         return _refused("value", "the value only says how or when the user asks, not what", category, value, items)
     value = with_its_subject(value, items, language)
     items = _widened(value, items, listing, language, earlier, topic.anchored, note.about)
+    if note.kind == "fact" and note.about is None and not all_someone_elses(items, listing, language):
+        value = with_its_noun(value, items, language)  # someone else's fact gets their name by `filed_under`
     said = " ".join(item.clause.text for item in items)
     sentences = _sentences(items, listing)
     why = _not_asserted(note, items, _holding(value, items, language), listing, language)

@@ -65,6 +65,37 @@ def with_its_subject(value: str, items: Sequence[Listed], language: str) -> str:
     return value
 
 
+def with_its_noun(value: str, items: Sequence[Listed], language: str) -> str:
+    """`value`, or the cited clause it is copied from when the copy left out everything that clause names: a piece
+    of the user's words with no name and no noun of an unspaced script ("住んでいて" of "東京に住んでいて", "baker"
+    of "I'm a baker in Leeds") says nothing alone that its clause does not say better, and a topic's label before
+    it ("home city: 住んでいて") reads as a falsehood. Names are capitalised words (`terms.names`) and, in an
+    unspaced script, runs of two or more kanji or katakana (numerals aside)."""
+    flat = _trimmed(value)
+    edge = "" if has_unspaced(flat) else r"(?<!\w)"
+    piece = re.compile(edge + re.escape(flat) + edge.replace("<", ""), re.IGNORECASE) if flat else None
+    for item in items:
+        said = _trimmed(item.clause.text)
+        if piece is None or flat.casefold() == said.casefold() or not piece.search(said):
+            continue  # "Sam" is no piece of "not Samantha"
+        named = _named(said, language)
+        return said if named and not named & set(terms(flat, language)) else value
+    return value
+
+
+def _trimmed(text: str) -> str:
+    return " ".join(text.split()).strip(" ,;:、，；：").rstrip(".。!！?？")
+
+
+def _named(text: str, language: str) -> set[str]:
+    """The terms of the names in `text`, and of its runs of two or more kanji or katakana."""
+    runs = [run for run in han_or_katakana_runs(text.translate(_KANJI_NUMERALS)) if len(run) >= 2]
+    return set(names(text, language)) | {t for run in runs for t in terms(run, language)}
+
+
+_KANJI_NUMERALS = str.maketrans({c: " " for c in "〇一二三四五六七八九十百千万"})
+
+
 def _words(text: str) -> list[tuple[str, int]]:
     """Each word of `text` as the lexicon reads it (a character of an unspaced script), with where it starts in
     the normalised text; punctuation and elisions (j', l') are not words."""

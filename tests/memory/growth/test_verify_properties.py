@@ -547,3 +547,22 @@ def test_the_users_words_copied_whole_keep_their_negation_and_a_cut_copy_does_no
     denial = said.denies.format(c=c)
     cut = said.value.format(c=c)  # "Lives in ..." for "I don't live in ...": the negation dropped
     assert kept(denial, cut) == []
+
+
+CUT_FROM = {"en": ("I live in {c} with two cats.", "live in"), "fr": ("Je vis à {c} avec deux chats.", "vis à"),
+            "de": ("Ich wohne seit zwei Jahren in {c}.", "wohne seit zwei"),
+            "es": ("Vivo en {c} con dos gatos.", "Vivo en"), "ja": ("{c}に住んでいて、猫を二匹飼っています。", "住んでいて")}
+
+
+@SETTINGS
+@given(LANGUAGE, st.integers(0, 2), st.sampled_from(["home_city", "other", "home"]))
+def test_a_piece_of_the_users_words_without_what_they_name_is_stored_with_it(language, city, topic):
+    """A small model copies a piece of the clause and leaves out the place it names ("住んでいて" of "東京に住ん
+    でいて"): under a topic's label that reads as a falsehood, and alone it says nothing. The clause whole stands
+    for it, the name with it; a piece that holds the name stays as written."""
+    c = CITIES[language][city]
+    message, piece = CUT_FROM[language][0].format(c=c), CUT_FROM[language][1]
+    stored = kept(message, piece, topic=topic)
+    assert stored and all(c in value for value in stored), stored
+    assert LANGUAGES[language].value.format(c=c) in kept(LANGUAGES[language].lives.format(c=c),
+                                                         LANGUAGES[language].value.format(c=c), topic=topic)
