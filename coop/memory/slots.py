@@ -32,6 +32,7 @@ class Topic:
     single: bool = False      # one value at a time: the topic's name is the slot's key
     anchored: bool = False    # its value is a name or a number in a short frame ("Is called Claire", "Is 47")
     kin: bool = False         # the user's own people: said in a clause about them ("My wife Noor is ...")
+    named: bool = False       # its value names a place or an organisation ("Lives in Oslo", "Works at Finly")
 
     @property
     def key(self) -> str | None:
@@ -44,9 +45,10 @@ class Topic:
 
 _TABLE = (
     Topic("name", "identity", True, True), Topic("age", "identity", True, True),
-    Topic("home_city", "location", True), Topic("hometown", "location", True), Topic("home", "location"),
-    Topic("employer", "work", True), Topic("occupation", "work", True), Topic("work", "work"),
-    Topic("school", "education", True), Topic("education", "education"),
+    Topic("home_city", "location", True, named=True), Topic("hometown", "location", True, named=True),
+    Topic("home", "location"),
+    Topic("employer", "work", True, named=True), Topic("occupation", "work", True), Topic("work", "work"),
+    Topic("school", "education", True, named=True), Topic("education", "education"),
     Topic("partner", "family", True, kin=True), Topic("children", "family", kin=True),
     Topic("family", "family", kin=True),
     Topic("pet", "pets"), Topic("diet", "diet", True), Topic("food", "diet"),

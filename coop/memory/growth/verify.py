@@ -136,7 +136,7 @@ def verify(note: Note, listing: Listing, earlier: Sequence[str] = ()) -> Verifie
     value = with_its_subject(value, items, language)
     items = _widened(value, items, listing, language, earlier, topic.anchored, note.about)
     if note.kind == "fact" and note.about is None and not all_someone_elses(items, listing, language):
-        value = with_its_noun(value, items, language)  # someone else's fact gets their name by `filed_under`
+        value = with_its_noun(value, items, language, topic.named)  # someone else's: named by `filed_under`
     said = " ".join(item.clause.text for item in items)
     sentences = _sentences(items, listing)
     why = _not_asserted(note, items, _holding(value, items, language), listing, language)

@@ -65,21 +65,25 @@ def with_its_subject(value: str, items: Sequence[Listed], language: str) -> str:
     return value
 
 
-def with_its_noun(value: str, items: Sequence[Listed], language: str) -> str:
+def with_its_noun(value: str, items: Sequence[Listed], language: str, named: bool) -> str:
     """`value`, or the cited clause it is copied from when the copy left out everything that clause names: a piece
-    of the user's words with no name and no noun of an unspaced script ("住んでいて" of "東京に住んでいて", "baker"
-    of "I'm a baker in Leeds") says nothing alone that its clause does not say better, and a topic's label before
-    it ("home city: 住んでいて") reads as a falsehood. Names are capitalised words (`terms.names`) and, in an
-    unspaced script, runs of two or more kanji or katakana (numerals aside)."""
+    of the user's words in an unspaced script with no noun ("住んでいて" of "東京に住んでいて": the verb's ending,
+    cut from its place), or one with no name under a topic that names a place or an employer (`named`: "live in"
+    of "I live in Leeds"), says nothing alone, and a topic's label before it ("home city: 住んでいて") reads as a
+    falsehood. Elsewhere a spaced piece stays as written ("vegetarian" of "... since I moved to Berlin" is about
+    the diet, not the city). Names are capitalised words (`terms.names`) and, in an unspaced script, runs of two
+    or more kanji or katakana (numerals aside)."""
     flat = _trimmed(value)
+    if not (named or has_unspaced(flat)):
+        return value
     edge = "" if has_unspaced(flat) else r"(?<!\w)"
     piece = re.compile(edge + re.escape(flat) + edge.replace("<", ""), re.IGNORECASE) if flat else None
     for item in items:
         said = _trimmed(item.clause.text)
         if piece is None or flat.casefold() == said.casefold() or not piece.search(said):
             continue  # "Sam" is no piece of "not Samantha"
-        named = _named(said, language)
-        return said if named and not named & set(terms(flat, language)) else value
+        found = _named(said, language)
+        return said if found and not found & set(terms(flat, language)) else value
     return value
 
 
