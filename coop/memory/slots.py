@@ -32,7 +32,7 @@ class Topic:
     single: bool = False      # one value at a time: the topic's name is the slot's key
     anchored: bool = False    # its value is a name or a number in a short frame ("Is called Claire", "Is 47")
     kin: bool = False         # the user's own people: said in a clause about them ("My wife Noor is ...")
-    named: bool = False       # its value names a place or an organisation ("Lives in Oslo", "Works at Finly")
+    named: bool = False       # its value names a place or an organisation ("Lives in Oslo", "Works at Acme")
 
     @property
     def key(self) -> str | None:

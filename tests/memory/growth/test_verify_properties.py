@@ -512,7 +512,7 @@ def test_what_the_user_says_to_the_assistant_is_not_a_fact_about_them(language, 
     assert said.value.format(c=c) in kept(message, said.value.format(c=c))
 
 
-THANKS = {"en": ("Thanks a lot for your patience!", "Always answer in English."),
+THANKS = {"en": ("Thanks a lot for your patience!", "Always answer in Portuguese."),
           "fr": ("Merci pour ta patience !", "Réponds toujours en anglais."),
           "de": ("Danke für deine Geduld!", "Antworte immer auf Englisch."),
           "es": ("¡Gracias por tu paciencia!", "Respóndeme siempre en inglés.")}
