@@ -13,7 +13,7 @@ from collections.abc import Sequence
 
 from coop.memory.growth.overlap import held
 from coop.memory.growth.pointing import Listed, Listing
-from coop.memory.language.lexicon import conjunctions, holder, marks, normalise, writes_subjects
+from coop.memory.language.lexicon import conjunctions, holder, marked, marks, normalise, writes_subjects
 from coop.memory.language.scripts import has_unspaced
 from coop.memory.language.terms import names, terms
 
@@ -62,6 +62,8 @@ def whose(item: Listed, listing: Listing, language: str) -> tuple[frozenset[str]
     conjunction and names no one ("Mi tía vive en Cádiz | y es pintora"), those of the clause before it in
     its sentence, whose subject it goes on with. In the language's lexicon only."""
     found, text = marks(item.clause.text, language), item.clause.text
+    if "other" not in found and named_by_the_user(text, language):
+        found |= {"other"}
     words = conjunctions(language)
     for before in reversed(listing.before(item)):
         flat = normalise(text)
@@ -71,10 +73,35 @@ def whose(item: Listed, listing: Listing, language: str) -> tuple[frozenset[str]
     return found, text
 
 
+def named_by_the_user(text: str, language: str) -> str | None:
+    """Whom a clause opens with when it is someone the user names after what they are to the user ("My piano
+    teacher Ines lives in ...", "Mi dentista Lucía ..."): the user's possessive, one word in lower case (what they
+    are; one capitalised word before it may qualify it), then a capitalised name: "teacher Ines". It reaches past
+    the lexicon's list of people. None for a thing with a name of its own ("My Tesla"),
+    for "my name is Claire" (two words before the name) and where every noun is capitalised (German) or none is
+    (Japanese): there the lexicon's people ("my sister") tell it."""
+    if marked(text, language, "possessive") is None:
+        return None
+    words = [word.strip(",;:.!?\"'()¡¿«»“”") for word in text.split()]
+    at = next((i for i, word in enumerate(words) if "possessive" in marks(word, language)), None)
+    if at is None:
+        return None
+    rest = words[at + 1:]
+    if len(rest) >= 3 and rest[0][:1].isupper() and rest[1][:1].islower():  # "Spanish" before "teacher"
+        rest = rest[1:]
+    if len(rest) < 2 or not rest[0][:1].islower() or not rest[1][:1].isupper():
+        return None
+    name = [rest[1]]
+    for word in rest[2:3]:  # a second name: "Giulia Rossi"
+        if word[:1].isupper():
+            name.append(word)
+    return " ".join([rest[0], *name])
+
+
 def their_holder(texts: Sequence[str], language: str) -> str | None:
     """Who the texts that say whose the clauses are (`others`) name as their subject ("neighbour Ilse"), when
     they name one person; None for a pronoun ("he", "they": whose it is, the words do not say) or for two."""
-    found = {holder(text, language) for text in texts}
+    found = {named_by_the_user(text, language) or holder(text, language) for text in texts}
     return found.pop() if len(found) == 1 else None
 
 
@@ -94,7 +121,9 @@ def someone_elses(value: str, items: Sequence[Listed], listing: Listing, languag
     brother lives in Madrid", not "My brother and I ...", not "I have a cat, Moritz, he is 12") and names none of
     them ("Has a brother who lives in Madrid" names him)."""
     texts = others(items, listing, language) or []
-    return bool(texts) and not any(names_them(value, holder(text, language) or "", language, text) for text in texts)
+    return bool(texts) and not any(
+        names_them(value, named_by_the_user(text, language) or holder(text, language) or "", language, text)
+        for text in texts)
 
 
 def names_them(value: str, about: str, language: str, said: str = "") -> bool:

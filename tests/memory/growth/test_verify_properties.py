@@ -352,6 +352,29 @@ def test_a_fact_of_someone_the_user_names_is_filed_under_them_and_says_whose(lan
         assert candidate.key is None or candidate.key.startswith(candidate.about.casefold() + "."), candidate
 
 
+# someone the user names after a word the lexicon's people do not hold (a dentist): the name tells them
+ROLE_NAMED = {"en": ("My dentist {n} keeps bees.", "Keeps bees"),
+              "fr": ("Mon dentiste {n} a attrapé la grippe.", "A attrapé la grippe"),
+              "es": ("Mi dentista {n} tiene gripe desde ayer.", "Tiene gripe desde ayer"),
+              "pt": ("O meu dentista {n} está com gripe.", "Está com gripe")}
+
+
+@SETTINGS
+@given(st.sampled_from(sorted(ROLE_NAMED)), st.sampled_from(["Ravi", "Oksana", "Tomás"]),
+       st.sampled_from(["health", "other", "occupation", "home_city"]))
+def test_someone_the_user_names_after_any_role_is_filed_under_them(language, name, topic):
+    """"My dentist Ravi keeps bees" noted as the user's: the name after "my dentist" says it is someone else's,
+    though the lexicon lists no dentists; it never fills the user's slot. ("My Tesla" or "My name is ..." has no
+    such name: `named_by_the_user`.)"""
+    message, value = ROLE_NAMED[language][0].format(n=name), ROLE_NAMED[language][1]
+    listing = Listing([parse(message)])
+    found = candidates(notes_for(listing, value, topic=topic), listing, [], "extraction")
+    assert found, (message, value)
+    for candidate in found:
+        assert candidate.about and name in candidate.about, (message, candidate)
+        assert candidate.key is None or candidate.key.startswith(candidate.about.casefold() + "."), candidate
+
+
 PRONOUN_OPENS = {"en": "He lives in {c}.", "fr": "Elle habite à {c}.", "de": "Er wohnt in {c}.",
                  "es": "Ella vive en {c}.", "ja": "彼は{c}に住んでいます。"}
 

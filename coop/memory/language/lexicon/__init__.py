@@ -25,7 +25,8 @@ from coop.memory.language.scripts import has_unspaced, script_language, spaced_w
 
 MARKS = ("negation", "no_longer", "doubt", "condition", "wish", "past", "dream", "irony", "fiction", "report",
          "change", "self", "subject", "addressee", "directive", "standing", "with_me", "other", "question", "unsafe",
-         "widening", "withholding", "the_user", "social", "aside", "consequence", "first_person")
+         "widening", "withholding", "the_user", "social", "aside", "consequence", "first_person",
+         "possessive")
 # What each mark says, for the modules that read them (`growth/verify.py`, `growth/reconcile.py`, `growth/wording.py`):
 # - the mood of what is said: negation, no_longer (it ended), doubt, condition, wish, past (a past habit), dream,
 #   irony, fiction, report (what someone else says), question (a clause that opens as one);
@@ -45,7 +46,9 @@ MARKS = ("negation", "no_longer", "doubt", "condition", "wish", "past", "dream",
 # - what a clause after the first of its sentence goes on about (`growth/holder.py`): aside (it opens with a thing,
 #   not a person, as its subject: "it's", "c'est", "es", "eso"), consequence (it opens with a reason or a
 #   consequence: "so", "because", "donc", "weil"), first_person (the speaker anywhere in it: "me", "mir", "moi"),
-#   read where the language writes its subjects (`writes_subjects`).
+#   read where the language writes its subjects (`writes_subjects`);
+# - possessive: the clause opens with the user's "my" ("my", "mon", "mi"), before what someone or something is to
+#   them: with a name after it ("my teacher Giulia") it is someone the user names (`growth/holder.py`).
 # A phrase that starts with "^" matches only at the start of the text (a clause), after punctuation.
 LANGUAGES = ("en", "fr", "de", "es", "pt", "ja")
 UNSPACED_LANGUAGES = frozenset({"ja", "zh", "ko", "th"})

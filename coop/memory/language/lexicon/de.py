@@ -54,6 +54,7 @@ MARKERS: dict[str, tuple[str, ...]] = {
     "consequence": ("^also", "^deshalb", "^deswegen", "^daher", "^darum", "^weil", "^denn", "^sodass", "^so dass"),
     "first_person": ("ich", "mich", "mir", "mein", "meine", "meinen", "meinem", "meiner", "meines", "wir", "uns",
                      "unser", "unsere", "unseren", "unserem"),
+    "possessive": ("^mein", "^meine", "^meinem", "^meinen", "^unser", "^unsere"),
     "social": ("hallo", "hi", "servus", "moin", "guten morgen", "guten tag", "guten abend", "gute nacht", "danke",
                "danke schön", "dankeschön", "vielen dank", "tschüss", "bis bald", "bis dann", "entschuldigung",
                "sorry", "okay", "ok", "super", "perfekt", "toll", "haha", "übrigens"),

@@ -60,6 +60,7 @@ MARKERS: dict[str, tuple[str, ...]] = {
               "^there are"),
     "consequence": ("^so", "^because", "^hence", "^therefore", "^which is why", "^that's why", "^that is why"),
     "first_person": ("i", "i'm", "i've", "i'd", "i'll", "me", "my", "mine", "myself", "we", "we're", "us", "our"),
+    "possessive": ("^my", "^our"),
     "social": ("hi", "hello", "hey", "good morning", "good afternoon", "good evening", "good night", "morning",
                "thanks", "thank you", "many thanks", "cheers", "bye", "goodbye", "see you", "sorry", "okay", "ok",
                "alright", "great", "cool", "awesome", "perfect", "so much", "a lot", "very much", "lol", "haha",

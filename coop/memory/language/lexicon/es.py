@@ -47,6 +47,7 @@ MARKERS: dict[str, tuple[str, ...]] = {
     "aside": ("^eso", "^esto", "^es", "^está", "^hay"),
     "consequence": ("^así que", "^por eso", "^porque", "^entonces", "^ya que"),
     "first_person": ("yo", "me", "mi", "mis", "conmigo", "nosotros", "nosotras", "nos", "nuestro", "nuestra"),
+    "possessive": ("^mi", "^mis", "^nuestro", "^nuestra"),
     "social": ("hola", "buenos días", "buenas tardes", "buenas noches", "buenas", "gracias", "muchas gracias",
                "mil gracias", "adiós", "hasta luego", "hasta pronto", "perdón", "lo siento", "vale", "ok", "genial",
                "perfecto", "de acuerdo", "jaja", "jajaja", "por cierto"),

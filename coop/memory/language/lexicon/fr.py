@@ -55,6 +55,7 @@ MARKERS: dict[str, tuple[str, ...]] = {
     "consequence": ("^donc", "^alors", "^du coup", "^parce que", "^parce qu'", "^car", "^puisque",
                     "^c'est pourquoi", "^d'où"),
     "first_person": ("je", "j'", "me", "m'", "moi", "mon", "ma", "mes", "nous", "notre", "nos"),
+    "possessive": ("^mon", "^ma", "^mes", "^notre", "^nos"),
     "social": ("salut", "bonjour", "bonsoir", "coucou", "merci", "merci beaucoup", "merci bien", "au revoir",
                "à bientôt", "à plus", "bonne nuit", "bonne journée", "bonne soirée", "pardon", "désolé", "désolée",
                "d'accord", "ok", "super", "parfait", "génial", "mdr", "haha", "au fait"),

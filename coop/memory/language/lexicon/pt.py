@@ -47,6 +47,7 @@ MARKERS: dict[str, tuple[str, ...]] = {
     "aside": ("^isso", "^isto", "^é", "^está", "^há"),
     "consequence": ("^então", "^por isso", "^porque", "^pois", "^já que"),
     "first_person": ("eu", "me", "meu", "minha", "meus", "minhas", "comigo", "nós", "nos", "nosso", "nossa"),
+    "possessive": ("^meu", "^minha", "^o meu", "^a minha", "^nosso", "^nossa"),
     "social": ("olá", "oi", "bom dia", "boa tarde", "boa noite", "obrigado", "obrigada", "muito obrigado",
                "muito obrigada", "tchau", "até logo", "até mais", "desculpa", "desculpe", "ok", "ótimo", "perfeito",
                "valeu", "haha", "kkk", "aliás", "por sinal"),
