@@ -77,8 +77,8 @@ def named_by_the_user(text: str, language: str) -> str | None:
     """Whom a clause opens with when it is someone the user names after what they are to the user ("My piano
     teacher Ines lives in ...", "Mi dentista Lucía ..."): the user's possessive, one word in lower case (what they
     are; one capitalised word before it may qualify it), then a capitalised name: "teacher Ines". It reaches past
-    the lexicon's list of people. None for a thing with a name of its own ("My Tesla"),
-    for "my name is Claire" (two words before the name) and where every noun is capitalised (German) or none is
+    the lexicon's list of people. None for a thing with a name of its own ("My Vespa"),
+    for "my name is Jo" (two words before the name) and where every noun is capitalised (German) or none is
     (Japanese): there the lexicon's people ("my sister") tell it."""
     if marked(text, language, "possessive") is None:
         return None
@@ -92,7 +92,7 @@ def named_by_the_user(text: str, language: str) -> str | None:
     if len(rest) < 2 or not rest[0][:1].islower() or not rest[1][:1].isupper():
         return None
     name = [rest[1]]
-    for word in rest[2:3]:  # a second name: "Giulia Rossi"
+    for word in rest[2:3]:  # a second name: "Ines Rossi"
         if word[:1].isupper():
             name.append(word)
     return " ".join([rest[0], *name])

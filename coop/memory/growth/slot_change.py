@@ -56,8 +56,8 @@ def another_thing(candidate: Candidate, holder: Item) -> bool:
 
 
 def _names_nothing_in_its_place(candidate: Candidate, holder: Item) -> bool:
-    """Whether the holder names something ("Works at Lumen Studio", "Lives in Oslo") and the new value names nothing
-    and gives no number: a new value of the same kind names its own ("Works at Quanta"), so one that shares only
+    """Whether the holder names something ("Works at Acme Labs", "Lives in Oslo") and the new value names nothing
+    and gives no number: a new value of the same kind names its own ("Works at Harbour Tools"), so one that shares only
     the frame ("Works as a designer") is likely the job filed under the employer's slot, or the reverse."""
     language = candidate.language
     return bool(names(holder.text, language)) and not names(candidate.value, language) and \

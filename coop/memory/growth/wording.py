@@ -81,7 +81,7 @@ def with_its_noun(value: str, items: Sequence[Listed], language: str, named: boo
     for item in items:
         said = _trimmed(item.clause.text)
         if piece is None or flat.casefold() == said.casefold() or not piece.search(said):
-            continue  # "Sam" is no piece of "not Samantha"
+            continue  # "Jo" is no piece of "not Johanna"
         found = _named(said, language)
         return said if found and not found & set(terms(flat, language)) else value
     return value

@@ -364,7 +364,7 @@ ROLE_NAMED = {"en": ("My dentist {n} keeps bees.", "Keeps bees"),
        st.sampled_from(["health", "other", "occupation", "home_city"]))
 def test_someone_the_user_names_after_any_role_is_filed_under_them(language, name, topic):
     """"My dentist Ravi keeps bees" noted as the user's: the name after "my dentist" says it is someone else's,
-    though the lexicon lists no dentists; it never fills the user's slot. ("My Tesla" or "My name is ..." has no
+    though the lexicon lists no dentists; it never fills the user's slot. ("My Vespa" or "My name is ..." has no
     such name: `named_by_the_user`.)"""
     message, value = ROLE_NAMED[language][0].format(n=name), ROLE_NAMED[language][1]
     listing = Listing([parse(message)])

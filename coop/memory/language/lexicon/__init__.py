@@ -48,7 +48,7 @@ MARKS = ("negation", "no_longer", "doubt", "condition", "wish", "past", "dream",
 #   consequence: "so", "because", "donc", "weil"), first_person (the speaker anywhere in it: "me", "mir", "moi"),
 #   read where the language writes its subjects (`writes_subjects`);
 # - possessive: the clause opens with the user's "my" ("my", "mon", "mi"), before what someone or something is to
-#   them: with a name after it ("my teacher Giulia") it is someone the user names (`growth/holder.py`).
+#   them: with a name after it ("my teacher Ines") it is someone the user names (`growth/holder.py`).
 # A phrase that starts with "^" matches only at the start of the text (a clause), after punctuation.
 LANGUAGES = ("en", "fr", "de", "es", "pt", "ja")
 UNSPACED_LANGUAGES = frozenset({"ja", "zh", "ko", "th"})
