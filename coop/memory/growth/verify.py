@@ -64,7 +64,7 @@ from coop.memory.growth.wording import (
 )
 from coop.memory.kinds import INSTRUCTION
 from coop.memory.language.lexicon import has_lexicon, marked, marks, negated, normalise
-from coop.memory.language.scripts import han_or_katakana_runs, has_unspaced, spaced_words, word_count
+from coop.memory.language.scripts import han_or_katakana_runs, has_unspaced, noun_runs, spaced_words, word_count
 from coop.memory.language.terms import names, numbers, terms
 from coop.memory.slots import TOPICS, slot_for
 from coop.memory.text import check_text
@@ -339,16 +339,12 @@ def _not_grounded(value: str, said: str, language: str, earlier: Sequence[str], 
     return None
 
 
-_KANJI_NUMERALS = str.maketrans({c: " " for c in "〇一二三四五六七八九十百千万"})
-
-
 def a_noun_not_written(value: str, written: str) -> bool:
     """Whether a run of two or more kanji or katakana in `value` (a noun: "東京", "薬剤師") is not in the user's
     text: what a capitalised name is to `names`, where writing has no capitals ("東京に住んでいる" for "大阪に住んで
     います" holds most of its character pairs). Numerals are read by `numbers`, so they do not join a run; a topic
     of a name frames it in its own noun ("名前は遥香") and is checked by its anchors instead."""
-    return any(len(run) >= 2 and run not in written
-               for run in han_or_katakana_runs(value.translate(_KANJI_NUMERALS)))
+    return any(run not in written for run in noun_runs(value))
 
 
 def _copied_whole(value: str, said: str, language: str) -> bool:

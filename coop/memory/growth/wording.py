@@ -35,7 +35,7 @@ from coop.memory.language.lexicon import (
     normalise,
     unmarked,
 )
-from coop.memory.language.scripts import han_or_katakana_runs, has_unspaced, spaced_words
+from coop.memory.language.scripts import han_or_katakana_runs, has_unspaced, noun_runs, spaced_words
 from coop.memory.language.terms import names, numbers, terms
 
 BARE_WORDS, BARE_CHARACTERS = 2, 6  # a value this short, copied from the user's words, is a bare word or name
@@ -93,11 +93,7 @@ def _trimmed(text: str) -> str:
 
 def _named(text: str, language: str) -> set[str]:
     """The terms of the names in `text`, and of its runs of two or more kanji or katakana."""
-    runs = [run for run in han_or_katakana_runs(text.translate(_KANJI_NUMERALS)) if len(run) >= 2]
-    return set(names(text, language)) | {t for run in runs for t in terms(run, language)}
-
-
-_KANJI_NUMERALS = str.maketrans({c: " " for c in "〇一二三四五六七八九十百千万"})
+    return set(names(text, language)) | {t for run in noun_runs(text) for t in terms(run, language)}
 
 
 def _words(text: str) -> list[tuple[str, int]]:

@@ -59,6 +59,15 @@ def han_or_katakana_runs(text: str) -> list[str]:
     return regex(_HAN_OR_KATAKANA_RUN).findall(text)
 
 
+_KANJI_NUMERALS = str.maketrans({c: " " for c in "〇一二三四五六七八九十百千万"})
+
+
+def noun_runs(text: str) -> list[str]:
+    """The runs of two or more kanji or katakana that stand for nouns where writing has no capitals ("東京",
+    "薬剤師"): numerals do not join a run, since numbers are read apart (`terms.numbers`)."""
+    return han_or_katakana_runs(text.translate(_KANJI_NUMERALS))
+
+
 def katakana_runs(text: str) -> list[str]:
     """Runs of two or more Katakana characters: in Japanese, mostly names and loanwords ("トム", "セビリア"). A run
     of Han is as often a common noun ("名前", "毎朝") as a name, so it is no name here."""
