@@ -40,7 +40,8 @@ a trap that is an instruction (a habit taken for one) only to a fact stored as a
 Precision: the stored values (ADD, UPDATE, SUPERSEDE) assigned to a current gold fact, over all stored values of
 the user (a value filed under another person, `<person>.<slot>`, is counted apart); a value assigned to a replaced
 one is "stale", to a trap "trap", to nothing "unmatched". Recall: the gold facts (not optional) that an active
-fact is assigned to right after their turn. A change is "correct" when, after its turn, an active fact is
+fact is assigned to right after their turn; a fact filed under another person counts only for the gold's facts
+about the user's people (its "family" facts: coop files "Sister Ana: is a dentist" under her, as it must). A change is "correct" when, after its turn, an active fact is
 assigned to the new value and none to the old; one whose new value is a negation ("no longer ...") is correct
 when the old one is no longer active (a RETIRE: the old fact archived, nothing new stored). A change not in the
 gold is a SUPERSEDE, UPDATE or RETIRE of a fact that the turn's gold does not change.
@@ -772,6 +773,19 @@ def labelled(value: str) -> str:
 _FILED_UNDER = re.compile(r"^[^\s:]+(?: [^\s:]+){0,5}: ")
 
 
+def _recalled_by(memory: Any, candidates: list[GoldFact], people: set[str], language: str) -> set[str]:
+    """The gold facts the active facts state: the user's own facts for any gold fact, and a fact filed under
+    another person (`someones`) only for a gold fact about the user's people (`people`: the gold's "family"
+    facts, "Sister Ana is a dentist in Porto"), since coop files those under the person, as it must; a sister's
+    city never states the user's."""
+    found = set()
+    for fact in memory.facts.active(limit=100_000):
+        match = best_match(labelled(fact.text), candidates, language)
+        if match is not None and (not someones(fact.key, fact.text) or match.id in people):
+            found.add(match.id)
+    return found
+
+
 def _score(ex: Exchange, turn: Turn, memory: Any, stated: list[GoldFact], traps: list[GoldFact],
            changed: set[str], texts: list[tuple[str, str, str]], assistant: set[str]) -> None:
     """Judge the exchange's writes, refusals and the active facts after it against the gold (see the judge); a
@@ -817,8 +831,7 @@ def _score(ex: Exchange, turn: Turn, memory: Any, stated: list[GoldFact], traps:
                                  "gold": match.id if match else None})
     ended = {w["match"] if w["action"] == "RETIRE" else getattr(best_match(w["replaced"], stated, language), "id", None)
              for w in ex.writes if w["replaced"] is not None}  # the gold facts the exchange retired or replaced
-    assigned = {m.id for m in (best_match(labelled(f.text), candidates, language)
-                               for f in memory.facts.active(limit=100_000) if not someones(f.key, f.text)) if m}
+    assigned = _recalled_by(memory, candidates, {f.id for f in stated if f.category == "family"}, language)
     for f in turn.facts:
         # a change to "no longer ...": right when the old fact was retired (or superseded) here and is active no more
         retired = bool(f.changes) and negated(f.value, f.language) and f.changes not in assigned and \

@@ -260,3 +260,17 @@ def test_the_multilingual_gold_file_loads():
     assert len(turns) >= 60
     assert {t.language for t in turns} >= {"fr", "de", "es", "ja"}
     assert any(len({t.language for s in d.sessions for t in s}) > 1 for d in dialogues)  # one switches language
+
+
+def test_a_fact_filed_under_a_person_recalls_only_the_golds_facts_about_the_users_people(memory):
+    """coop files "Sister Ana: is a dentist in Porto" under the sister, as it must: the judge counts it for the
+    gold's fact about her (a "family" fact), never for a fact of the user's own ("Lives in Porto")."""
+    bench = _bench()
+    sister = bench.GoldFact("f1", "family", "sister", "Sister Ana is a dentist in Porto")
+    city = bench.GoldFact("f2", "location", "home_city", "Lives in Porto")
+    memory.facts.add("Sister Ana: is a dentist in Porto", category="family", key="sister ana.job", source="user")
+    memory.facts.add("Sister Ana: lives in Porto", category="location", key="sister ana.home_city", source="user")
+    assert bench._recalled_by(memory, [sister, city], {"f1"}, "en") == {"f1"}
+    assert bench._recalled_by(memory, [sister, city], set(), "en") == set()
+    memory.facts.add("Lives in Porto", category="location", key="home_city", source="user")
+    assert bench._recalled_by(memory, [sister, city], {"f1"}, "en") == {"f1", "f2"}
