@@ -41,10 +41,11 @@ Precision: the stored values (ADD, UPDATE, SUPERSEDE) assigned to a current gold
 the user (a value filed under another person, `<person>.<slot>`, is counted apart); a value assigned to a replaced
 one is "stale", to a trap "trap", to nothing "unmatched". Recall: the gold facts (not optional) that an active
 fact is assigned to right after their turn; a fact filed under another person counts only for the gold's facts
-about the user's people (its "family" facts: coop files "Sister Ana: is a dentist" under her, as it must). A change is "correct" when, after its turn, an active fact is
-assigned to the new value and none to the old; one whose new value is a negation ("no longer ...") is correct
-when the old one is no longer active (a RETIRE: the old fact archived, nothing new stored). A change not in the
-gold is a SUPERSEDE, UPDATE or RETIRE of a fact that the turn's gold does not change.
+about the user's people (its "family" facts: coop files "Sister Ana: is a dentist" under her, as it must). A
+change is "correct" when, after its turn, an active fact is assigned to the new value and none to the old; one
+whose new value is a negation ("no longer ...") is correct when the old one is no longer active (a RETIRE: the
+old fact archived, nothing new stored). A change not in the gold is a SUPERSEDE, UPDATE or RETIRE of a fact that
+the turn's gold does not change.
 The call budget: the fast model's calls per exchange (median, max, the share of exchanges with 0, 1, 2 or more),
 the extra questions ("changes") and the changes coop took from their answers, and tokens per exchange (prompt and
 reply of every call, estimated by `coop.memory.text.estimate_tokens`, about four characters a token; what the
