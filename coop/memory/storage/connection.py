@@ -88,7 +88,10 @@ class Database:
 
     def stream(self, sql: str, params: Any = None) -> Iterator[tuple[Any, ...]]:
         """The rows of a query one at a time, without reading them all first (inside `snapshot`)."""
-        yield from self.conn.cursor().execute(sql, numbered(sql, params))
+        try:
+            yield from self.conn.cursor().execute(sql, numbered(sql, params))
+        except apsw.Error as exc:
+            _reraise(exc, self.path)
 
     def execute(self, sql: str, params: Any = None) -> apsw.Cursor:
         try:
@@ -106,8 +109,13 @@ class Database:
                 raise _not_utf8() from None
 
     def one(self, sql: str, params: Any = None) -> Any:
-        """The first row or None. The cursor is always drained: an open statement would block COMMIT."""
-        rows = self.execute(sql, params).fetchall()
+        """The first row or None. The cursor is always drained: an open statement would block COMMIT. A write that
+        fails as its statement completes (an INSERT ... RETURNING past a file-size limit) fails in the draining,
+        not in `execute`, and is a `StoreError` too."""
+        try:
+            rows = self.execute(sql, params).fetchall()
+        except apsw.Error as exc:
+            _reraise(exc, self.path)
         return rows[0] if rows else None
 
     def scalar(self, sql: str, params: Any = None) -> Any:

@@ -176,3 +176,21 @@ def test_a_new_id_above_the_forgotten_ones_is_an_index_lookup(db):
 
     plan = " ".join(row[3] for row in db.execute("EXPLAIN QUERY PLAN SELECT " + SQLITE.fresh_id("message")))
     assert "forgotten USING COVERING INDEX forgotten_kind_item" in plan
+
+
+def test_a_write_that_fails_as_its_statement_completes_is_a_store_error(coop_home):
+    """An INSERT ... RETURNING gives its first row before it has written the rest: a full disk (SQLite's
+    max_page_count) then fails while the rows are read, not when the statement starts. `one`, `scalar` and
+    `stream` name it as `execute` does (a `StoreError` with a hint), never as a bug; nothing is left written."""
+    database = open_database(str(coop_home / "coop.db"))
+    database.execute("CREATE TABLE filler (id INTEGER PRIMARY KEY, body TEXT)")
+    database.execute("vacuum")
+    database.execute(f"pragma max_page_count = {database.scalar('pragma page_count')}")
+    many = ("WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 400) "
+            "INSERT INTO filler (body) SELECT hex(randomblob(2000)) FROM n RETURNING id")
+    with pytest.raises(StoreError, match="the disk is full"):
+        database.scalar(many)
+    with pytest.raises(StoreError, match="the disk is full"):
+        list(database.stream(many))
+    assert database.scalar("SELECT count(*) FROM filler") == 0
+    database.close()
