@@ -208,18 +208,25 @@ def _said(value, sentence, language):
                      source="extraction")
 
 
-@pytest.mark.parametrize("language", sorted(lang for lang, (_, other, _) in MISFILED.items() if other))
-def test_a_value_sharing_no_word_with_the_slots_and_no_change_said_is_kept_beside_it(memory, language):
-    """Values of one slot share their frame ("Works as ..."); one that shares no word with the holder while the
-    user's words say nothing changed is another thing misfiled under the slot: stored, never the slot's new value.
-    (Japanese is left out: its terms are character pairs, and any pair in common counts as a shared word.)"""
-    holder, (value, sentence), _ = MISFILED[language]
+def _kept_beside_the_holder(memory, holder, value, sentence, language):
+    """The job's slot held by `holder`, then `value` said in `sentence`: it is added beside, the holder stays.
+    The writer and the holder's id, for what the test does next."""
     writer = writer_for(memory)
     first = writer.write(_said(holder, holder, language)).fact_id
     plan = writer.plan(_said(value, sentence, language))
     assert plan.action == "ADD" and plan.candidate.key is None
     writer.apply(plan)
     assert memory.facts.find_by_key("work", "occupation").item_id == first
+    return writer, first
+
+
+@pytest.mark.parametrize("language", sorted(lang for lang, (_, other, _) in MISFILED.items() if other))
+def test_a_value_sharing_no_word_with_the_slots_and_no_change_said_is_kept_beside_it(memory, language):
+    """Values of one slot share their frame ("Works as ..."); one that shares no word with the holder while the
+    user's words say nothing changed is another thing misfiled under the slot: stored, never the slot's new value.
+    (Japanese is left out: its terms are character pairs, and any pair in common counts as a shared word.)"""
+    holder, (value, sentence), _ = MISFILED[language]
+    _kept_beside_the_holder(memory, holder, value, sentence, language)
     assert active(memory) == sorted([holder, value])
 
 
@@ -279,12 +286,7 @@ def test_a_value_that_names_nothing_does_not_take_a_named_slot_unless_a_change_i
     names nothing where the holder names its employer is the other kind, misfiled, and is kept beside it; a
     value that names another employer takes the slot."""
     holder, (job, said_job), (other, said_other) = NAMED[language]
-    writer = writer_for(memory)
-    first = writer.write(_said(holder, holder, language)).fact_id
-    plan = writer.plan(_said(job, said_job, language))
-    assert plan.action == "ADD" and plan.candidate.key is None
-    writer.apply(plan)
-    assert memory.facts.find_by_key("work", "occupation").item_id == first
+    writer, first = _kept_beside_the_holder(memory, holder, job, said_job, language)
     plan = writer.plan(_said(other, said_other, language))
     assert plan.action == "SUPERSEDE" and plan.target_id == first
 

@@ -139,7 +139,8 @@ def verify(note: Note, listing: Listing, earlier: Sequence[str] = ()) -> Verifie
         value = with_its_noun(value, items, language, topic.named)  # someone else's: named by `filed_under`
     said = " ".join(item.clause.text for item in items)
     sentences = _sentences(items, listing)
-    why = _not_asserted(note, items, _holding(value, items, language), listing, language)
+    holding = _holding(value, items, language)
+    why = _not_asserted(note, items, holding, listing, language)
     if why is not None:
         return _refused("mood", why, category, value, items)
     why = _not_grounded(value, said, language, earlier, topic.anchored)
@@ -149,8 +150,7 @@ def verify(note: Note, listing: Listing, earlier: Sequence[str] = ()) -> Verifie
             why = "the note names someone the user did not"
     if why is not None:
         return _refused("evidence", why, category, value, items)
-    if note.about is None and note.kind == "fact" and about_something_else(_holding(value, items, language), listing,
-                                                                         language):
+    if note.about is None and note.kind == "fact" and about_something_else(holding, listing, language):
         return _refused("holder", "the user's words go on about something else, not the user", category, value,
                         items)
     if note.about is None and topic.kin and someone_elses(value, items, listing, language):
@@ -169,9 +169,9 @@ def verify(note: Note, listing: Listing, earlier: Sequence[str] = ()) -> Verifie
         # "I ran a race in Oslo" called "no longer lives in Oslo" would retire the user's true city
         return _refused("polarity", "the user's words do not say it ended or is not so", category, value, items)
     if note.kind == "instruction":
-        holding = " ".join(item.clause.text for item in _holding(value, items, language))
-        why = _not_an_instruction(said, holding, language) or _for_the_material_at_hand(items, listing, sentences,
-                                                                                        language)
+        asked = " ".join(item.clause.text for item in _holding(value, items, language))  # `value` may be filed
+        why = _not_an_instruction(said, asked, language) or _for_the_material_at_hand(items, listing, sentences,
+                                                                                      language)
         if why is not None:
             return _refused("instruction", why, INSTRUCTION, value, items)
         if only_how_it_is_asked(value, language):
