@@ -125,12 +125,15 @@ def test_a_key_wrapped_over_lines_is_masked_whole_and_a_word_after_it_is_kept():
 
 @given(st.lists(st.integers(1, 60), min_size=1, max_size=12), card_numbers(), ibans())
 def test_a_streamed_reply_never_shows_part_of_a_card_or_an_iban(cuts, card, iban):
-    reply = f"Your card {card} and IBAN {iban} are on file; see you in 2025 at 10:30."
+    """(After an IBAN in small letters a semicolon, as in `test_an_iban_with_wrong_check_digits_is_kept`: there a
+    small word may be read as its last group, 1 time in 97, and be masked with it.)"""
+    after = " are on file" if iban.isupper() else "; both are on file"
+    reply = f"Your card {card} and IBAN {iban}{after}; see you in 2025 at 10:30."
     points = sorted({min(c * 3, len(reply)) for c in cuts})
     pieces = [reply[a:b] for a, b in zip([0, *points], [*points, len(reply)], strict=True) if b > a]
     masker = StreamMasker()
     shown = [masker.feed(piece) for piece in pieces] + [masker.flush()]
-    assert "".join(shown) == "Your card [secret] and IBAN [secret] are on file; see you in 2025 at 10:30."
+    assert "".join(shown) == f"Your card [secret] and IBAN [secret]{after}; see you in 2025 at 10:30."
     for part in shown:
         assert not re.search(r"[0-9]{4}[ -]?[0-9]{4}", digits_of(part).replace("2025", "")), part
 
