@@ -12,7 +12,7 @@ the memory budget (`memory.profile_share`) is spent:
   key is for (`extract.py` asks for one exactly then);
 - a standing trait (0.10): "Drives a Clio", "Is pescatarian", not an episode ("Visited a pier last weekend",
   "Got a recipe from Ana", `is_event`): episodes are recalled when the turn is about them, by relevance;
-- relevance to the turn (0.15): the cosine of the nearest facts, as a tie-breaker among many, never a floor;
+- relevance to the turn (0.15): the fact's cosine with the turn, as a tie-breaker among many, never a floor;
 - recent use (0.05): recalled into a prompt lately (halving every 30 days);
 - recency (0.05): stated or changed lately (halving every 180 days).
 With a few dozen facts all of them fit, and the score only orders them. Beside it, `out_of_date` marks the facts
@@ -58,7 +58,7 @@ _EVENT = re.compile(r"^(?!(?:married|engaged|divorced|widowed|retired|employed|u
                     r"spring|autumn)|yesterday|this morning|ago)\b", re.IGNORECASE)
 CANDIDATES = 5000         # active facts listed for review and MCP's profile (newest first)
 POOL = 120                # the best entries made into items each turn: far more than the profile's share holds
-NEAREST = 40              # facts whose cosine with the turn is looked up (the rest count as unrelated)
+NEAREST = 40              # beyond EXACT_FACTS, the facts whose cosine the index finds (the rest count as unrelated)
 EXACT_FACTS = 2000        # up to this many facts are compared exactly: reading their vectors costs less than the
                           # bit scan over every vector of a large memory (2.4 -> 0.3 ms for 30 facts among 100,000)
 USED_HALF_LIFE_DAYS = 30
@@ -74,11 +74,18 @@ def candidates(memory: "UserStore") -> list[Item]:
 
 
 def nearest(memory: "UserStore", embedder: "Embedder | None", query: "np.ndarray | None") -> dict[int, float]:
-    """Fact id -> cosine with the turn, for the facts nearest it."""
+    """Fact id -> cosine with the turn: of every fact while they are few enough to compare exactly, else of the
+    `NEAREST` the index finds. Every fact is a profile candidate, and relevance breaks the ties among them: a
+    nearest-40 cut gave a car the question needed relevance 0 among a thousand small facts, some of them a little
+    nearer, and the profile left it out (docs/benchmarks.md, the profile with 1,000 extra facts)."""
     if embedder is None or query is None:
         return {}
-    exact = memory.vectors.size(embedder.id, "fact") <= EXACT_FACTS
-    hits = memory.vectors.nearest(embedder.id, embedder.dims, query, k=NEAREST, kinds=("fact",), exact=exact)
+    size = memory.vectors.size(embedder.id, "fact")
+    if not size:
+        return {}
+    exact = size <= EXACT_FACTS
+    hits = memory.vectors.nearest(embedder.id, embedder.dims, query, k=size if exact else NEAREST, kinds=("fact",),
+                                  exact=exact)
     return {h.item_id: h.similarity for h in hits}
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import time
 
+import numpy as np
 import pytest
 
 from coop.config.loading import Config, apply_overrides, load_config
@@ -82,6 +83,43 @@ def test_profile_score_weighs_importance_category_relevance_use_and_recency(memo
     assert profile.is_event("Visited a seaside pier last weekend") and profile.is_event("Got a recipe from Ana")
     assert not profile.is_event("Drives a 2012 Renault Clio") and not profile.is_event("Married to Ana")
     assert not profile.is_event("Has been meaning to fix the gutter") and not profile.is_event("Trained as a nurse")
+
+
+class TableEmbedder:
+    """Each text maps to a unit vector the test chooses (a text not in the table to a fixed one)."""
+
+    dims, id = 4, "table/profile/4"
+
+    def __init__(self, table: dict[str, list[float]]) -> None:
+        self.table = table
+
+    def _vector(self, text: str) -> np.ndarray:
+        v = np.asarray(self.table.get(text, [0, 0, 0, 1]), dtype=np.float32)
+        return v / np.linalg.norm(v)
+
+    def embed(self, texts):
+        return np.stack([self._vector(t) for t in texts]) if texts else np.zeros((0, 4), np.float32)
+
+    def embed_query(self, text):
+        return self._vector(text)
+
+
+def test_every_fact_counts_its_relevance_among_more_facts_than_the_index_returns(memory):
+    """Relevance breaks ties among every profile candidate, not only the few nearest: a fact the turn needs, a
+    little less near than many small facts but more important, still outranks them."""
+    question = "What does it cost to service it?"
+    needed = memory.facts.add("Drives an old hatchback", category="possessions", key="car", importance=0.5).fact_id
+    small = [memory.facts.add(f"Small thing number {i}", category="possessions", key=f"thing_{i}",
+                              importance=0.3).fact_id for i in range(3 * profile.NEAREST // 2)]
+    table = {question: [1, 0, 0, 0], "Drives an old hatchback": [0.3, (1 - 0.09) ** 0.5, 0, 0]}
+    table |= {f"Small thing number {i}": [0.35, 0, (1 - 0.35 ** 2) ** 0.5, 0] for i in range(len(small))}
+    embedder = TableEmbedder(table)
+    embed_pending(memory, embedder)
+    cosines = profile.nearest(memory, embedder, embedder.embed_query(question))
+    assert set(cosines) == {needed, *small}  # every fact's cosine, though more than NEAREST
+    assert cosines[needed] == pytest.approx(0.3, abs=1e-3)
+    ranked, _ = profile.best(memory, cosines, time.time())
+    assert ranked[0].item.item_id == needed
 
 
 def test_a_fact_near_the_turn_is_recalled_by_relevance_at_the_facts_floor(memory, real_embedder):
