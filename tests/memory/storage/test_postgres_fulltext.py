@@ -169,6 +169,45 @@ def test_a_forgotten_fact_leaves_the_index_in_the_forgets_own_transaction(pg):
         assert ana.db.scalar("SELECT count(*) FROM fulltext_items WHERE kind = 'fact'") == 0
 
 
+def _spans_hold_their_items(db: Any) -> bool:
+    """Every sealed postings row (m021) knows the lowest and highest id it holds, and holds none outside them."""
+    return db.scalar("SELECT count(*) FROM fulltext_postings p WHERE chunk <> 0 AND cardinality(items) > 0 AND ("
+                     "lowest IS NULL OR highest IS NULL OR EXISTS (SELECT 1 FROM unnest(p.items) AS i "
+                     "WHERE i < p.lowest OR i > p.highest))") == 0
+
+
+def _postings_rows_fetched(db: Any) -> int:
+    """Rows of `fulltext_postings` read so far in this database (the server's statistics, flushed first)."""
+    db.run("SELECT pg_stat_force_next_flush()")
+    return db.scalar("SELECT coalesce(idx_tup_fetch, 0) + coalesce(seq_tup_read, 0) FROM pg_stat_user_tables "
+                     "WHERE relname = 'fulltext_postings'")
+
+
+@pytest.mark.postgres
+def test_a_forget_reads_only_the_postings_rows_that_can_hold_the_item(pg):
+    """A word in many sealed rows of 64: forgetting one item reads the word's open row and the sealed row whose span
+    holds the item's id, not every row of the word (m021), whichever of the item's ids is forgotten, and the index
+    keeps its spans through writes, forgets and a rebuild."""
+    ana = pg.user("ana")
+    facts = [ana.facts.add(f"Counted heron {n}").fact_id for n in range(64 * 12 + 5)]
+    rows = ana.db.scalar("SELECT count(*) FROM fulltext_postings WHERE term = 'heron'")
+    assert rows == 13 and _spans_hold_their_items(ana.db)
+    for fact in (facts[3], facts[64 * 6 + 10], facts[-2]):  # in the first, a middle and the open row
+        before = _postings_rows_fetched(ana.db)
+        ana.forget("fact", fact)
+        fetched = _postings_rows_fetched(ana.db) - before
+        assert fetched <= 4 * 3, fetched  # its three terms ("counted", "heron", its number), a few reads each
+        assert _words(ana, f"{facts.index(fact)}", "fact") == []
+    assert ana.db.scalar("SELECT sum(cardinality(items)) FROM fulltext_postings WHERE term = 'heron'") == \
+        len(facts) - 3
+    assert _spans_hold_their_items(ana.db)
+    pg.rebuild_fulltext()
+    assert _spans_hold_their_items(ana.db)
+    assert ana.db.scalar("SELECT count(*) FROM fulltext_postings a JOIN fulltext_postings b ON a.term = b.term "
+                         "AND a.kind = b.kind AND a.user_id = b.user_id AND a.chunk < b.chunk "
+                         "AND a.lowest <= b.highest AND b.lowest <= a.highest") == 0  # cut in id order
+
+
 @pytest.mark.postgres
 def test_a_database_at_m013_with_rows_upgrades_and_every_item_is_found(postgres_owner_url):
     from coop.memory.storage.migrations import MIGRATIONS, SCHEMA_VERSION, apply_migrations, schema_version

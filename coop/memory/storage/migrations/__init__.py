@@ -42,6 +42,7 @@ from coop.memory.storage.migrations.m017_refusals import M017_REFUSALS
 from coop.memory.storage.migrations.m018_no_statistics_of_text import M018_NO_STATISTICS_OF_TEXT
 from coop.memory.storage.migrations.m019_id_aliases import M019_ID_ALIASES
 from coop.memory.storage.migrations.m020_policies_the_planner_reads import M020_POLICIES_THE_PLANNER_READS
+from coop.memory.storage.migrations.m021_postings_found_by_their_span import M021_POSTINGS_FOUND_BY_THEIR_SPAN
 from coop.memory.storage.migrations.migration import Migration
 
 if TYPE_CHECKING:
@@ -57,7 +58,7 @@ MIGRATIONS: tuple[Migration, ...] = (M001_INITIAL, M002_MESSAGE_CONTEXT_FTS, M00
                                   M013_JOB_CLAIMS, M014_POSTGRES_FULLTEXT_IN_THE_WRITE, M015_PEOPLE_ON_A_SERVER,
                                   M016_MASK_CARDS_AND_IBANS, M017_REFUSALS,
                                   M018_NO_STATISTICS_OF_TEXT, M019_ID_ALIASES,
-                                  M020_POLICIES_THE_PLANNER_READS)
+                                  M020_POLICIES_THE_PLANNER_READS, M021_POSTINGS_FOUND_BY_THEIR_SPAN)
 SCHEMA_VERSION = len(MIGRATIONS)  # the version this coop writes, on either engine
 
 
