@@ -93,9 +93,9 @@ class Database:
         except apsw.Error as exc:
             _reraise(exc, self.path)
 
-    def execute(self, sql: str, params: Any = None) -> apsw.Cursor:
+    def execute(self, sql: str, params: Any = None) -> "Rows":
         try:
-            return self.conn.execute(sql, numbered(sql, params))
+            return Rows(self.conn.execute(sql, numbered(sql, params)), self.path)
         except apsw.Error as exc:
             _reraise(exc, self.path)
         except UnicodeEncodeError:
@@ -109,13 +109,8 @@ class Database:
                 raise _not_utf8() from None
 
     def one(self, sql: str, params: Any = None) -> Any:
-        """The first row or None. The cursor is always drained: an open statement would block COMMIT. A write that
-        fails as its statement completes (an INSERT ... RETURNING past a file-size limit) fails in the draining,
-        not in `execute`, and is a `StoreError` too."""
-        try:
-            rows = self.execute(sql, params).fetchall()
-        except apsw.Error as exc:
-            _reraise(exc, self.path)
+        """The first row or None. The cursor is always drained: an open statement would block COMMIT."""
+        rows = self.execute(sql, params).fetchall()
         return rows[0] if rows else None
 
     def scalar(self, sql: str, params: Any = None) -> Any:
@@ -176,6 +171,36 @@ class Database:
 
     def close(self) -> None:
         self.conn.close()
+
+
+class Rows:
+    """A statement's rows, as apsw's cursor gives them, with its errors translated as `execute` translates them. A
+    statement runs a step per row, so it may fail after `execute` returned: a write that fails as it completes (an
+    INSERT ... RETURNING past a file-size limit gives its first row before it has written the rest), a damaged page
+    read by the hundredth row. Without this such a failure left the store as "unexpected IOError ... a bug in coop"."""
+
+    __slots__ = ("_cursor", "_path")
+
+    def __init__(self, cursor: apsw.Cursor, path: str) -> None:
+        self._cursor, self._path = cursor, path
+
+    def __iter__(self) -> Iterator[Any]:
+        try:
+            yield from self._cursor
+        except apsw.Error as exc:
+            _reraise(exc, self._path)
+
+    def fetchall(self) -> list[Any]:
+        try:
+            return self._cursor.fetchall()
+        except apsw.Error as exc:
+            _reraise(exc, self._path)
+
+    def fetchone(self) -> Any:
+        try:
+            return self._cursor.fetchone()
+        except apsw.Error as exc:
+            _reraise(exc, self._path)
 
 
 def not_a_database(path: str) -> StoreError:

@@ -178,6 +178,30 @@ def test_a_new_id_above_the_forgotten_ones_is_an_index_lookup(db):
     assert "forgotten USING COVERING INDEX forgotten_kind_item" in plan
 
 
+def test_a_damaged_page_met_while_rows_are_read_is_a_store_error(coop_home):
+    """A statement runs a row at a time: a damaged page of a table is met by the row that lives on it, after
+    `execute` has returned. However the rows are read (iterated, fetchall, fetchone), that is the store error with
+    its hint, as when `execute` meets it, never an apsw error that the CLI would report as a bug in coop."""
+    path = coop_home / "coop.db"
+    database = open_database(str(path))
+    database.execute("CREATE TABLE filler (id INTEGER PRIMARY KEY, body TEXT)")
+    database.execute("WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 300) "
+                     "INSERT INTO filler (body) SELECT hex(randomblob(1500)) FROM n")
+    database.checkpoint()
+    page, pages = database.scalar("pragma page_size"), database.scalar("pragma page_count")
+    database.close()
+    with path.open("r+b") as f:  # the table's last leaf: its first rows read fine
+        f.seek((pages - 2) * page)
+        f.write(b"\xff" * page)
+    database = open_database(str(path), migrate=False)
+    for read in (list, lambda rows: rows.fetchall(), lambda rows: [rows.fetchone() for _ in range(300)]):
+        rows = database.execute("SELECT id, body FROM filler ORDER BY id")
+        with pytest.raises(StoreError, match="is corrupted"):
+            read(rows)
+    assert next(iter(database.execute("SELECT id FROM filler ORDER BY id"))) == (1,)  # the damage is further on
+    database.close()
+
+
 def test_a_write_that_fails_as_its_statement_completes_is_a_store_error(coop_home):
     """An INSERT ... RETURNING gives its first row before it has written the rest: a full disk (SQLite's
     max_page_count) then fails while the rows are read, not when the statement starts. `one`, `scalar` and
