@@ -175,9 +175,10 @@ class Database:
 
 class Rows:
     """A statement's rows, as apsw's cursor gives them, with its errors translated as `execute` translates them. A
-    statement runs a step per row, so it may fail after `execute` returned: a write that fails as it completes (an
-    INSERT ... RETURNING past a file-size limit gives its first row before it has written the rest), a damaged page
-    read by the hundredth row. Without this such a failure left the store as "unexpected IOError ... a bug in coop"."""
+    statement runs a step per row, so it may fail after `execute` returned: a damaged page read by the hundredth
+    row, or a write whose commit fails as the statement completes (outside a transaction SQLite commits on its last
+    step: a file-size limit met by the write-ahead log). Untranslated, such an error reached the CLI as a bug in
+    coop (exit 1) instead of the store error with its hint."""
 
     __slots__ = ("_cursor", "_path")
 
