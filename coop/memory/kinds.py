@@ -65,6 +65,14 @@ def active_fact(alias: str) -> str:
     return f"{alias}.superseded_at IS NULL AND {alias}.archived_at IS NULL"
 
 
+def inactive_facts(user: str) -> str:
+    """A subquery of the ids of the user's facts that are not active (`user`: the statement's placeholder for the
+    user id). Searches leave these out (`NOT IN`) rather than keep the active ones (`IN`): the inactive are few,
+    and Postgres runs the subquery once and hashes it whatever its statistics say (a memory just written has
+    none), where `IN (active ones)` let it read a word's postings once per fact."""
+    return f"SELECT f.id FROM facts f WHERE f.user_id = {user} AND NOT ({active_fact('f')})"
+
+
 def kind(name: str) -> Kind:
     """The registered kind, or a usage error naming the ones there are."""
     found = REGISTRY.get(name)

@@ -98,10 +98,16 @@ def named_by_the_user(text: str, language: str) -> str | None:
     return " ".join([rest[0], *name])
 
 
+def _whom(text: str, language: str) -> str | None:
+    """Whom a clause about someone else opens with: someone the user names after what they are ("teacher Ines"),
+    else the lexicon's person ("sister")."""
+    return named_by_the_user(text, language) or holder(text, language)
+
+
 def their_holder(texts: Sequence[str], language: str) -> str | None:
     """Who the texts that say whose the clauses are (`others`) name as their subject ("neighbour Ilse"), when
     they name one person; None for a pronoun ("he", "they": whose it is, the words do not say) or for two."""
-    found = {named_by_the_user(text, language) or holder(text, language) for text in texts}
+    found = {_whom(text, language) for text in texts}
     return found.pop() if len(found) == 1 else None
 
 
@@ -122,7 +128,7 @@ def someone_elses(value: str, items: Sequence[Listed], listing: Listing, languag
     them ("Has a brother who lives in Madrid" names him)."""
     texts = others(items, listing, language) or []
     return bool(texts) and not any(
-        names_them(value, named_by_the_user(text, language) or holder(text, language) or "", language, text)
+        names_them(value, _whom(text, language) or "", language, text)
         for text in texts)
 
 

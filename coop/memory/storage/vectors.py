@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from coop.errors import EmbedderError
-from coop.memory.kinds import KINDS, REGISTRY, active_fact
+from coop.memory.kinds import KINDS, REGISTRY, inactive_facts
 from coop.memory.storage.bit_index import loaded_bits
 from coop.memory.storage.connection import Database
 from coop.memory.storage.items import VectorHit
@@ -136,8 +136,7 @@ def nearest(memory: Scope[Database], embedder_id: str, dims: int, query: "np.nda
         raise EmbedderError(f"query vector has {query.shape[0]} dimensions, the index {dims}",
                             hint="run `coop memory reembed` after changing the embedder")
     active = "" if include_inactive else (
-        f" AND NOT (kind = 'fact' AND item_id IN (SELECT f.id FROM facts f WHERE f.user_id = $1 "
-        f"AND NOT ({active_fact('f')})))")
+        f" AND NOT (kind = 'fact' AND item_id IN ({inactive_facts('$1')}))")
     dialect = dialect_of(memory.db)
     hint = dialect.no_index
     candidates = None

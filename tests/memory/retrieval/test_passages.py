@@ -4,33 +4,13 @@ match the question, or next to a turn near it in meaning, outranks a lone match 
 
 from __future__ import annotations
 
-import numpy as np
 import pytest
 
 from coop.memory.growth.embedding import embed_pending
 from coop.memory.retrieval.search import search
 from coop.memory.retrieval.settings import RetrievalSettings
 from coop.memory.text import MAX_PARTS, sentence_parts
-
-
-class TableEmbedder:
-    """Each text maps to a unit vector chosen by the test (others to a fixed one); records what it embedded."""
-
-    dims, id = 4, "table/test/4"
-
-    def __init__(self, table: dict[str, list[float]]) -> None:
-        self.table, self.seen = table, []
-
-    def _vector(self, text: str) -> np.ndarray:
-        v = np.asarray(self.table.get(text, [0, 0, 0, 1]), dtype=np.float32)
-        return v / np.linalg.norm(v)
-
-    def embed(self, texts):
-        self.seen += list(texts)
-        return np.stack([self._vector(t) for t in texts]) if texts else np.zeros((0, 4), np.float32)
-
-    def embed_query(self, text):
-        return self._vector(text)
+from tests.memory.retrieval.table_embedder import TableEmbedder
 
 
 def test_sentences_of_a_text_are_its_parts():

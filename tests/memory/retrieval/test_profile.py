@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import time
 
-import numpy as np
 import pytest
 
 from coop.config.loading import Config, apply_overrides, load_config
@@ -16,6 +15,7 @@ from coop.memory.growth.embedders import HashEmbedder
 from coop.memory.growth.embedding import embed_pending
 from coop.memory.retrieval import profile
 from coop.memory.retrieval.turn import turn_context
+from tests.memory.retrieval.table_embedder import TableEmbedder
 
 EMBEDDER = HashEmbedder(64)
 FLOOR = profile_of(EMBEDDER).continuity_floor
@@ -83,25 +83,6 @@ def test_profile_score_weighs_importance_category_relevance_use_and_recency(memo
     assert profile.is_event("Visited a seaside pier last weekend") and profile.is_event("Got a recipe from Ana")
     assert not profile.is_event("Drives a 2012 Renault Clio") and not profile.is_event("Married to Ana")
     assert not profile.is_event("Has been meaning to fix the gutter") and not profile.is_event("Trained as a nurse")
-
-
-class TableEmbedder:
-    """Each text maps to a unit vector the test chooses (a text not in the table to a fixed one)."""
-
-    dims, id = 4, "table/profile/4"
-
-    def __init__(self, table: dict[str, list[float]]) -> None:
-        self.table = table
-
-    def _vector(self, text: str) -> np.ndarray:
-        v = np.asarray(self.table.get(text, [0, 0, 0, 1]), dtype=np.float32)
-        return v / np.linalg.norm(v)
-
-    def embed(self, texts):
-        return np.stack([self._vector(t) for t in texts]) if texts else np.zeros((0, 4), np.float32)
-
-    def embed_query(self, text):
-        return self._vector(text)
 
 
 def test_every_fact_counts_its_relevance_among_more_facts_than_the_index_returns(memory):

@@ -19,6 +19,7 @@ from coop.memory.retrieval.settings import RetrievalSettings
 from coop.memory.storage import migrations as dbmod
 from coop.memory.storage.database import open_database
 from tests import REPO
+from tests.memory.retrieval.table_embedder import TableEmbedder
 
 
 def _texts(result):
@@ -101,30 +102,11 @@ def test_an_old_database_gets_the_context_index_on_upgrade(coop_home):
     upgraded.close()
 
 
-class FixedEmbedder:
-    """Vectors chosen by the test: each text maps to a unit vector in 4 dimensions."""
-
-    def __init__(self, table: dict[str, list[float]]) -> None:
-        self.dims = 4
-        self.id = "fixed/test/4"
-        self.table = table
-
-    def _vector(self, text: str) -> np.ndarray:
-        v = np.asarray(self.table.get(text, [0, 0, 0, 1]), dtype=np.float32)
-        return v / np.linalg.norm(v)
-
-    def embed(self, texts):
-        return np.stack([self._vector(t) for t in texts]) if texts else np.zeros((0, 4), np.float32)
-
-    def embed_query(self, text):
-        return self._vector(text)
-
-
 def test_score_fusion_lets_meaning_reorder_word_matches_below_the_floor(memory):
     """Two facts match the query's word equally well; the one closer in meaning (cosine 0.6, under the floor, so
     the vector leg alone would not return it) comes first with score fusion, while reciprocal ranks keep the
     word order. Both are recalled either way; nothing the words did not match is let in below the floor."""
-    embedder = FixedEmbedder({"tennis": [1, 0, 0, 0], "tennis elbow again": [0.6, 0.8, 0, 0],
+    embedder = TableEmbedder({"tennis": [1, 0, 0, 0], "tennis elbow again": [0.6, 0.8, 0, 0],
                               "tennis club fees": [0.1, 0, 0.995, 0], "a racket sport": [0.5, 0, 0, 0.866]})
     memory.facts.add("tennis club fees")
     memory.facts.add("tennis elbow again")
@@ -176,7 +158,7 @@ def test_a_match_of_words_and_meaning_outranks_a_stronger_match_of_either_alone(
 
 def test_similarities_are_exact_and_stay_within_the_user(store):
     ana, bob = store.user("ana"), store.user("bob")
-    embedder = FixedEmbedder({})
+    embedder = TableEmbedder({})
     a = ana.facts.add("a").fact_id
     b = bob.facts.add("b").fact_id
     unembedded = ana.facts.add("c").fact_id

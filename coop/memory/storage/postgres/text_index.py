@@ -30,7 +30,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from coop.memory.kinds import KINDS, REGISTRY, active_fact
+from coop.memory.kinds import KINDS, REGISTRY, inactive_facts
 from coop.memory.storage import text_index as shared
 from coop.memory.storage.items import Finding
 from coop.memory.storage.lengths import FTS5_B, FTS5_K1, with_message_lengths
@@ -169,10 +169,7 @@ class PgTextIndex:
             best = _BEST_PHRASES
         active = ""
         if kind == "fact" and not include_inactive:
-            # the few facts that are not active, hashed once: "IN (the active ones)" let a planner without fresh
-            # statistics (a memory just written, before autovacuum's ANALYZE) read every posting once per fact
-            active = (f"WHERE item_id NOT IN (SELECT f.id FROM facts f WHERE f.user_id = %(user)s "
-                      f"AND NOT ({active_fact('f')}))")
+            active = f"WHERE item_id NOT IN ({inactive_facts('%(user)s')})"  # see `inactive_facts` for why
         best = best.format(active=active, configuration=CONFIGURATION)
         if kind == "message":
             sql = (f"SELECT b.item_id, b.score, length(m.content) FROM ({best}) b "

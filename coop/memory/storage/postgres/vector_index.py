@@ -29,7 +29,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from coop.errors import EmbedderError, StoreError
-from coop.memory.kinds import KINDS, REGISTRY, active_fact
+from coop.memory.kinds import KINDS, REGISTRY, inactive_facts
 from coop.memory.storage.items import VectorHit
 from coop.memory.storage.postgres.connection import PgDatabase
 from coop.memory.storage.postgres.text_index import PgTextIndex
@@ -274,8 +274,7 @@ class PgVectorIndex(StoredVectorIndex[PgDatabase]):
                                 hint="run `coop memory reembed` after changing the embedder")
         db = self.db
         active = "" if include_inactive else (
-            f" AND NOT (e.kind = 'fact' AND e.item_id IN (SELECT f.id FROM facts f WHERE f.user_id = %(user)s "
-            f"AND NOT ({active_fact('f')})))")
+            f" AND NOT (e.kind = 'fact' AND e.item_id IN ({inactive_facts('%(user)s')}))")
         params = {"user": self.scope.user_id, "kinds": list(kinds), "query": query, "k": int(k)}
         embedder = _literal(embedder_id)  # a literal: the planner matches it to the partial index's predicate
         # even in a generic plan (a prepared statement's), which a parameter would not let it do
