@@ -50,7 +50,7 @@ from coop.memory.growth.holder import (
     their_holder,
 )
 from coop.memory.growth.overlap import coverage, held
-from coop.memory.growth.pointing import Listed, Listing, Note
+from coop.memory.growth.pointing import DROPPED_KINDS, Listed, Listing, Note
 from coop.memory.growth.refusals import refuse
 from coop.memory.growth.wording import (
     anchor_of,
@@ -108,6 +108,10 @@ def verify(note: Note, listing: Listing, earlier: Sequence[str] = ()) -> Verifie
     """The note as the pipeline may file it, or None (refused, logged, counted). `earlier` holds the user's own
     earlier messages of the session (never the assistant's), which a leaning clause may rest on."""
     topic = TOPICS[note.topic]
+    if note.kind in DROPPED_KINDS:  # the model itself says it is no fact: nothing to check
+        reason, why = ("instruction", "the model calls it a request for this one answer") if note.kind == "request" \
+            else ("value", "the model calls it small talk")
+        return _refused(reason, why, INSTRUCTION if note.kind == "request" else topic.category, note.value)
     if note.kind == "instruction" and not topic.instruction and topic.name != "other":
         note = replace(note, kind="fact")  # "instruction" about a diet: the topic says what it is, and a fact is safer
     category = INSTRUCTION if note.kind == "instruction" else topic.category
