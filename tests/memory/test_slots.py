@@ -311,3 +311,63 @@ def test_a_no_longer_in_the_users_words_retires_the_fact_it_ends(memory, languag
     plan = writer.plan(Candidate(ended, category="location", evidence=ended, sentence=ended, language=language,
                                  polarity=NO_LONGER))
     assert plan.action == "RETIRE" and plan.target_id == first
+
+
+FIRST_VALUE = {  # (the job told without its slot, its new value, said with a word of change, said without one,
+    #                another fact of work without a slot that shares no word with it, or only Japanese endings)
+    "en": ("Works as a nurse on a night ward", "Works as a nurse at a school now",
+           "I work as a nurse at a school now.", "I work as a nurse at a school.", "Helps out at a cafe on weekends"),
+    "fr": ("Travaille comme infirmière de nuit", "Travaille maintenant comme infirmière dans une école",
+           "Je travaille maintenant comme infirmière dans une école.", "Je travaille comme infirmière dans une école.",
+           "Aide au café du quartier le samedi"),
+    "de": ("Arbeitet als Krankenpflegerin auf einer Nachtstation", "Arbeitet jetzt als Krankenpflegerin an einer Schule",
+           "Ich arbeite jetzt als Krankenpflegerin an einer Schule.", "Ich arbeite als Krankenpflegerin an einer Schule.",
+           "Hilft am Wochenende in einem Café"),
+    "es": ("Trabaja como enfermera en un turno de noche", "Ahora trabaja como enfermera en un colegio",
+           "Ahora trabajo como enfermera en un colegio.", "Trabajo como enfermera en un colegio.",
+           "Ayuda en una cafetería los fines de semana"),
+    "ja": ("病院で看護師として働いている", "今は学校で看護師をしている", "今は学校で看護師をしています。", "学校で看護師をしています。",
+           "週末はカフェで手伝いをしている"),
+}
+
+
+@pytest.mark.parametrize("language", sorted(FIRST_VALUE))
+def test_a_slots_first_value_may_replace_its_former_value_filed_without_the_slot(memory, language):
+    """The job first told under a wider topic (or as a story) is kept without the slot's key; a later value of the
+    slot, said with a word of change, would leave it current beside the new one. The one extra question is asked,
+    offering only facts without a key (the employer's slot is another slot) that share a word with it (Japanese
+    endings in Hiragana are no word in common), and the answer's fact is superseded by
+    the new value, which keeps the slot. Said with no word of change, it is added and nothing is asked."""
+    old, new, changed, unchanged, unrelated = FIRST_VALUE[language]
+    writer = writer_for(memory)
+    former, beside = (writer.write(Candidate(text, category="work", language=language, source="extraction",
+                                             evidence=text, sentence=text)).fact_id for text in (old, unrelated))
+    employer = writer.write(Candidate(f"{old} (employer)", category="work", key="employer", language=language,
+                                      source="user")).fact_id
+    asker = Asker({0: former})
+    writer.ask = asker
+    [plan] = writer.plan_exchange([_said(new, unchanged, language)], unchanged)
+    assert plan.action == "ADD" and asker.asked == []
+    [plan] = writer.plan_exchange([_said(new, changed, language)], changed)
+    assert [known for _, offered in asker.asked for _, known in offered] == [[former]]
+    assert (plan.action, plan.target_id, plan.candidate.key) == ("SUPERSEDE", former, "occupation")
+    writer.apply(plan)
+    assert memory.facts.find_by_key("work", "occupation").text == new
+    assert not memory.facts.is_active(former) and memory.facts.is_active(employer) and memory.facts.is_active(beside)
+
+
+def test_two_first_values_of_a_slot_in_one_exchange_leave_one_holding_it(memory):
+    """Said together, two values of a slot no fact held: the first takes the slot, and the one whose answer names
+    a fact without a key replaces that fact beside it, never a second holder of the slot."""
+    writer = writer_for(memory)
+    former = writer.write(Candidate("Works as a nurse on a night ward", category="work", source="extraction",
+                                    evidence="x", sentence="x")).fact_id
+    said = "I work as a nurse at a school now, and I now also work as a nurse tutor"
+    writer.ask = Asker({1: former})
+    plans = writer.plan_exchange([_said("Works as a nurse at a school now", said, "en"),
+                                  _said("Works as a nurse tutor now", said, "en")], said)
+    for plan in plans:
+        writer.apply(plan)
+    holders = [f for f in memory.facts.active() if f.key == "occupation"]
+    assert len(holders) == 1 and not memory.facts.is_active(former)
+    assert active(memory) == ["Works as a nurse at a school now", "Works as a nurse tutor now"]

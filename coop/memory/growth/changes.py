@@ -1,6 +1,7 @@
 """The one extra model question an exchange may cost: which known fact each new fact makes no longer true, asked
-only where the table of slots cannot decide (a many-valued topic, a known fact of the same category that shares
-a term with the new one, and the user's words say something changed or give a new amount).
+only where the table of slots cannot decide (a many-valued topic, or the first value of a slot where a fact of its
+category has no key; a known fact of the same category that shares a term with the new one, and the user's words
+say something changed or give a new amount).
 
 All such new facts of one exchange go into one request, each with the known facts it may replace as an enum, so
 the model can only name one of those, or none. `FactWriter.plan_exchange` takes the answer; a failure, or an

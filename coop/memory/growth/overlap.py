@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from coop.memory.language.scripts import has_unspaced, only_hiragana
 from coop.memory.language.terms import names, numbers, terms
 
 SHARED_START = 5  # two terms with this many first characters in common are one (inflections, compounds)
@@ -57,6 +58,15 @@ def shared_terms(text: str, other: str, language: str, min_length: int = MIN_SHA
     passes a lower `min_length`."""
     support = set(terms(other, language))
     return {t for t in terms(text, language) if (len(t) >= min_length or t.isdigit()) and held(t, support)}
+
+
+def shared_content(text: str, other: str, language: str) -> set[str]:
+    """The terms of `text` that `other` holds and that may make them about one thing: words of `MIN_SHARED`
+    characters or more, or numbers; in an unspaced script, its character pairs, except those of Hiragana alone
+    (the particles and endings every Japanese sentence has)."""
+    if not has_unspaced(text):
+        return shared_terms(text, other, language)
+    return {t for t in shared_terms(text, other, language, 1) if not only_hiragana(t)}
 
 
 def a_new_amount(text: str, other: str, language: str) -> bool:

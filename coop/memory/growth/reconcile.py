@@ -16,9 +16,10 @@ For each candidate, cheapest check first:
    the value's words, or a word that says something changed: `slot_change.carries_a_change`); a value that shares
    no word with the holder, where the user's words say nothing changed, is another thing misfiled under the slot
    and is added beside it (`slot_change.another_thing`).
-7. a many-valued topic adds. Where the table cannot decide (a fact of the same category and holder shares a term
-   with it, and the user's words say something changed, or give a new amount), the exchange's one extra model
-   question (`changes.py`) may name the fact it replaces; coop takes the answer only for such a fact.
+7. a many-valued topic, or a slot no fact holds yet, adds. Where the table cannot decide (a fact of the same
+   category and holder, for a slot one without a key, shares a term with it, and the user's words say something
+   changed or give a new amount), the exchange's one extra model question (`changes.py`) may name the fact it
+   replaces; coop takes the answer only for such a fact.
 8. an MCP host is not the user (`_within_the_hosts_reach`): what it writes changes only what a host wrote. A new
    value for a slot held by any other fact is kept beside it under the host's mark (`slots.host_key`, one per
    slot), so the two are seen as rivals; a "no longer" of one is not carried out.
@@ -41,7 +42,7 @@ from coop.memory.embedder import Embedder, chosen, profile_of
 from coop.memory.growth.candidate import NEVER, NO_LONGER, PLAN, Candidate
 from coop.memory.growth.changes import AskChanges, Undecided
 from coop.memory.growth.instructions import is_unsafe_instruction, widens
-from coop.memory.growth.overlap import a_new_amount, restates, restates_either, shared_terms
+from coop.memory.growth.overlap import a_new_amount, restates, restates_either, shared_content
 from coop.memory.growth.refusals import refuse
 from coop.memory.growth.slot_change import another_thing, carries_a_change, part_of, says_it_changed, says_it_ended
 from coop.memory.kinds import HOST, INSTRUCTION, fact_slot
@@ -163,7 +164,8 @@ class FactWriter:
                                                                  "said", vector=vector)
             return Plan("SUPERSEDE", candidate, f"a new value of {candidate.category}/{candidate.key}",
                         holder.item_id, vector)
-        if candidate.key is not None or candidate.category == INSTRUCTION or candidate.source == "user":
+        if candidate.category == INSTRUCTION or candidate.source == "user" or \
+                (candidate.key is not None and not _rests_on_clauses(candidate)):
             return Plan("ADD", candidate, "new fact", vector=vector)
         return Plan("ADD", candidate, "new fact", vector=vector, may_change=tuple(self._may_change(candidate)))
 
@@ -190,8 +192,8 @@ class FactWriter:
                 refuse("target", f"the model named f{target}, not a fact it was offered",
                        category=plan.candidate.category, spans=plan.candidate.spans)
                 continue
-            old = offered[target]
-            category, key = old.category or plan.candidate.category, old.key
+            old = offered[target]  # a slot's first value keeps its key: the old one was filed without it
+            category, key = old.category or plan.candidate.category, old.key or plan.candidate.key
             plans[index] = self._within_the_hosts_reach(
                 Plan("SUPERSEDE", replace(plan.candidate, category=category, key=key),
                      f"{old.ref} is no longer true after what the user said", target, plan.vector))
@@ -237,16 +239,17 @@ class FactWriter:
     def _may_change(self, candidate: Candidate) -> list[Item]:
         """Active facts of the candidate's category (the same person's) that it may change, when the user's words
         say something changed or it gives a new amount: a term in common (not counting the category's own
-        name), and not already said in this exchange. Nearest by shared terms first, at most five."""
+        name), and not already said in this exchange. Nearest by shared terms first, at most five. For the first
+        value of a slot, only facts filed without a key: its former value told as a story, or under a wider topic."""
         if candidate.category in ("general", INSTRUCTION) or candidate.about:
             return []
         changed = says_it_changed(candidate)
         found: list[tuple[int, Item]] = []
         mine = _topical(candidate.value, candidate.language)
         for item in self.memory.facts.active(candidate.category, limit=SAME_CATEGORY_LIMIT, newest_first=True):
-            if item.item_id in self.said_together or _is_someones(item):
+            if item.item_id in self.said_together or _is_someones(item) or (candidate.key and item.key):
                 continue
-            shared = shared_terms(mine, _topical(item.text, candidate.language), candidate.language)
+            shared = shared_content(mine, _topical(item.text, candidate.language), candidate.language)
             if shared and (changed or a_new_amount(candidate.value, item.text, candidate.language)):
                 found.append((len(shared), item))
         found.sort(key=lambda pair: -pair[0])
@@ -371,6 +374,9 @@ class FactWriter:
                 self._store_vector(target, plan.vector)
                 return FactWrite(target, "UPDATE")
             if plan.action == "SUPERSEDE" and target is not None:
+                if c.key is not None and (holder := memory.facts.find_by_key(c.category, c.key)) is not None \
+                        and holder.item_id != target:
+                    c = replace(c, key=None)  # a slot's first value, taken meanwhile: the one it replaces had none
                 result = memory.facts.supersede(target, self._fields(c), reason=plan.reason)
                 self._store_vector(result.fact_id, plan.vector)
                 return result

@@ -68,6 +68,12 @@ def noun_runs(text: str) -> list[str]:
     return han_or_katakana_runs(text.translate(_KANJI_NUMERALS))
 
 
+def only_hiragana(term: str) -> bool:
+    """Whether a term is written in Hiragana alone: in Japanese, mostly particles and endings ("は", "して"), which
+    two sentences share whatever they are about."""
+    return regex(r"[\u3040-\u309f]+").fullmatch(term) is not None
+
+
 def katakana_runs(text: str) -> list[str]:
     """Runs of two or more Katakana characters: in Japanese, mostly names and loanwords ("トム", "セビリア"). A run
     of Han is as often a common noun ("名前", "毎朝") as a name, so it is no name here."""
