@@ -91,6 +91,7 @@ class Row:
     system: str = ""  # the prompt's system message (kept only when a bench asks for it)
     cut: list[str] = field(default_factory=list)  # message keys recall chose but the memory budget left out
     learned: list[str] | None = None  # message keys the prompt's facts and instructions rest on (`--extract` only)
+    instructions: list[list[str]] | None = None  # each standing instruction the prompt follows: the keys it rests on
 
 
 def stratified(cases: Sequence[Case], limit: int | None) -> list[Case]:
@@ -218,21 +219,21 @@ def learn(store: Any, memory: Any, case: Case, ids: dict[int, str], jobs: Any) -
     jobs.embedding(memory.user_id)(store)
 
 
-def learned_keys(memory: Any, prompt: Any, ids: dict[int, str]) -> list[str]:
+def learned_keys(memory: Any, prompt: Any, ids: dict[int, str]) -> tuple[list[str], list[list[str]]]:
     """The message keys that the facts the prompt shows, and the standing instructions it follows, were learned
-    from (each fact's sources)."""
+    from (each fact's sources); and, for each of those instructions, the keys it rests on."""
     from coop.memory.kinds import INSTRUCTION
 
     system = prompt.messages[0]["content"]
-    facts = [r.item.item_id for r in prompt.recalled if r.item.kind == "fact"]
-    facts += [f.item_id for f in memory.facts.active(INSTRUCTION, limit=1000) if " ".join(f.text.split()) in system]
-    keys = []
-    for fact_id in dict.fromkeys(facts):
-        for source in memory.sources.provenance(fact_id):
-            key = ids.get(source.message_id) if source.message_id is not None else None
-            if key is not None and key not in keys:
-                keys.append(key)
-    return keys
+    followed = [f.item_id for f in memory.facts.active(INSTRUCTION, limit=1000) if " ".join(f.text.split()) in system]
+
+    def sources(fact_id: int) -> list[str]:
+        found = (ids.get(s.message_id) for s in memory.sources.provenance(fact_id) if s.message_id is not None)
+        return list(dict.fromkeys(key for key in found if key is not None))
+
+    facts = [r.item.item_id for r in prompt.recalled if r.item.kind == "fact"] + followed
+    keys = list(dict.fromkeys(key for fact_id in dict.fromkeys(facts) for key in sources(fact_id)))
+    return keys, [sources(fact_id) for fact_id in followed]
 
 
 # -- asking ---------------------------------------------------------------------------------------------------
@@ -286,7 +287,7 @@ def ask(
     )
     shown = [key for _, key in placed]
     cut = [ids[r.item.item_id] for r in prompt.left_out if r.item.kind == "message" and r.item.item_id in ids]
-    learned = learned_keys(memory, prompt, ids) if learn_facts else None
+    learned, instructions = learned_keys(memory, prompt, ids) if learn_facts else (None, None)
     return Row(
         case,
         searched,
@@ -300,6 +301,7 @@ def ask(
         system if keep_system else "",
         cut,
         learned,
+        instructions,
     )
 
 
@@ -368,6 +370,23 @@ def level_figures(rows: Sequence[Row], level: str) -> dict[str, Any]:
     return figures
 
 
+def instruction_figures(rows: Sequence[Row]) -> dict[str, Any]:
+    """With `--extract`: the standing instructions a prompt follows that were learned from the history (mean per
+    prompt), and those resting on no gold turn of the case: an instruction the data's user never gave (a one-off
+    request kept for good), which every prompt after would follow."""
+    learned = [r for r in rows if r.instructions is not None]
+    if not learned:
+        return {}
+
+    def gold(row: Row) -> set[str]:
+        return set().union(*row.case.turns.values())
+
+    stray = [sum(1 for keys in r.instructions or [] if keys and not set(keys) & gold(r)) for r in learned]
+    return {"instructions_mean": round(sum(len(r.instructions or []) for r in learned) / len(learned), 2),
+            "stray_instructions_mean": round(sum(stray) / len(learned), 2),
+            "prompts_with_a_stray_instruction": share(n > 0 for n in stray)}
+
+
 def levels(rows: Sequence[Row]) -> list[str]:
     names: list[str] = []
     for row in rows:
@@ -391,6 +410,7 @@ def report(rows: Sequence[Row]) -> dict[str, Any]:
         "memory_tokens_median": median([r.memory_tokens for r in rows]),
         "memory_tokens_mean": round(sum(r.memory_tokens for r in rows) / len(rows), 1) if rows else 0.0,
         "items_shown_mean": round(sum(len(r.shown) for r in rows) / len(rows), 2) if rows else 0.0,
+        **instruction_figures(rows),
         "ingest_s_median": round(median([r.ingest_s for r in rows]), 2),
         "search_ms_median": round(median([r.search_ms for r in rows]), 1),
         "prepare_ms_median": round(median([r.prepare_ms for r in rows]), 1),
@@ -419,6 +439,11 @@ def print_report(title: str, result: dict[str, Any]) -> None:
         f"{result['search_ms_median']} ms; prepare median {result['prepare_ms_median']} ms; load average "
         + " ".join(f"{v:.2f}" for v in result["load_average"])
     )
+    if "instructions_mean" in result:
+        print(
+            f"  standing instructions learned, per prompt: {result['instructions_mean']} (mean), of which on no gold "
+            f"turn {result['stray_instructions_mean']}; prompts with one {result['prompts_with_a_stray_instruction']}"
+        )
     if result.get("throughput"):
         t = result["throughput"]
         print(

@@ -135,29 +135,34 @@ def test_with_a_model_facts_are_learned_from_the_history_and_their_turns_counted
     from tests.notes import note, notes
 
     field = _field()
-    said = "I never eat mushrooms, they make me ill."
+    said, asked = "I never eat mushrooms, they make me ill.", "From now on, always answer me in Spanish."
     history = [field.Session("s", 1_700_000_000.0, [
         field.Message("pref", "user", said), field.Message("ack", "assistant", "Noted."),
-        field.Message("filler", "user", "What is the capital of Peru?"), field.Message("lima", "assistant", "Lima.")])]
+        field.Message("filler", "user", "What is the capital of Peru?"), field.Message("lima", "assistant", "Lima."),
+        field.Message("order", "user", asked), field.Message("vale", "assistant", "Vale.")])]
     case = field.Case("c", "explicit", "Suggest a pasta dish for dinner.", 1_700_100_000.0, history,
                       turns={"preference turn": frozenset({"pref"})})
 
     def answer(request):
-        content = str(request["messages"][-1]["content"])
-        found = notes(note("Never eats mushrooms", said, topic="food")) if "mushrooms" in content else notes()
+        message = str(request["messages"][-1]["content"]).split("THE USER'S MESSAGE", 1)[-1]
+        found = notes(note("Never eats mushrooms", said, topic="food")) if "mushrooms" in message else \
+            notes(note("Always answer me in Spanish", asked, kind="instruction", topic="answer_language")) \
+            if "Spanish" in message else notes()
         return found(request)
 
     embedder, config = load_embedder("hash"), field.config_with({})
     replies = tmp_path / "replies.jsonl"
     for run in range(2):
-        scripted.completions = [answer, answer]
+        scripted.completions = [answer, answer, answer]
         kept = field.KeptReplies(scripted, replies)
         jobs = MemoryJobs(load_config(), kept, embedder=lambda: embedder)
         with Stores(directory=tmp_path / f"run{run}") as stores:
             [row] = field.run([case], embedder, config=config, stores=stores, jobs=jobs)
-        assert row.learned == ["pref"]
+        assert row.learned == ["pref", "order"] and row.instructions == [["order"]]
         assert field.level_figures([row], "preference turn")["learned"] == 1.0
-        assert (kept.calls, kept.kept) == ((2, 0) if run == 0 else (0, 2))
+        assert field.instruction_figures([row]) == {  # an instruction on no gold turn: one the data's user never gave
+            "instructions_mean": 1.0, "stray_instructions_mean": 1.0, "prompts_with_a_stray_instruction": 1.0}
+        assert (kept.calls, kept.kept) == ((3, 0) if run == 0 else (0, 3))
         if run == 0:  # a run stopped in the middle of writing a reply loses that one, and nothing before it
             replies.write_text(replies.read_text(encoding="utf-8") + '{"request": "cut sh', encoding="utf-8")
 
@@ -168,3 +173,5 @@ def test_a_run_that_learned_nothing_reports_it_as_nothing():
     row = field.Row(gold, [], [], [], {}, 0, 1.0, 2.0, 3.0, learned=[])
     assert field.level_figures([row], "t")["learned"] == 0.0
     assert "learned" not in field.level_figures([field.Row(gold, [], [], [], {}, 0, 1.0, 2.0, 3.0)], "t")
+    assert field.instruction_figures([row]) == {} and field.instruction_figures(
+        [field.Row(gold, [], [], [], {}, 0, 1.0, 2.0, 3.0, learned=[], instructions=[])])["instructions_mean"] == 0.0
