@@ -53,9 +53,9 @@ def test_every_topic_has_one_slot_and_single_valued_ones_have_a_key():
 
 
 @pytest.mark.parametrize("topic,old,new", [("home_city", "Lives in Lyon", "Lives in Berlin"),
-                                           ("employer", "Works at Finly", "Works at Allegro"),
+                                           ("employer", "Works at Harbour Tools", "Works at Nordwind Labs"),
                                            ("diet", "Is vegetarian", "Eats fish again"),
-                                           ("name", "Is called Claire", "Is called Clara")])
+                                           ("name", "Is called Maren", "Is called Marit")])
 def test_a_new_value_of_a_single_valued_slot_supersedes_its_holder_with_no_question(memory, topic, old, new):
     asker = Asker()
     writer = writer_for(memory, asker)
@@ -65,6 +65,36 @@ def test_a_new_value_of_a_single_valued_slot_supersedes_its_holder_with_no_quest
     writer.apply(plan)
     assert active(memory) == [new] and asker.asked == []
     assert [h.action for h in memory.facts.history(first.fact_id)] == ["ADD", "SUPERSEDE"]
+
+
+NAMED_AGAIN = {  # (a slot that holds a name, its value, one naming only that name, said so, another name, said so)
+    "en": ("home_city", "Lives in Tartu", "Really loves Tartu", "I really love Tartu, honestly.",
+           "Lives in Narva now", "I live in Narva now."),
+    "fr": ("home_city", "Habite à Tartu", "Adore vraiment Tartu", "J'adore vraiment Tartu.",
+           "Habite à Narva maintenant", "J'habite à Narva maintenant."),
+    "de": ("employer", "Arbeitet bei Nordwind", "Mag Nordwind sehr", "Ich mag Nordwind sehr.",
+           "Arbeitet jetzt bei Harbour", "Ich arbeite jetzt bei Harbour."),
+    "es": ("home_city", "Vive en Tartu", "Le encanta Tartu", "Me encanta Tartu.", "Ahora vive en Narva",
+           "Ahora vivo en Narva."),
+    "ja": ("home_city", "タルトゥに住んでいる", "タルトゥが大好き", "タルトゥが大好きです。", "今はナルヴァに住んでいる",
+           "今はナルヴァに住んでいます。"),
+}
+
+
+@pytest.mark.parametrize("language", sorted(NAMED_AGAIN))
+def test_a_value_naming_only_the_place_or_employer_that_holds_the_slot_is_kept_beside_it(memory, language):
+    """A slot that holds a place or an employer is its name: a value under it that names only that name ("Really
+    loves Tartu" under the home city), said with no word of change, is something else said of the same place,
+    kept beside the holder and never its replacement; one that names another, said as a change, replaces it."""
+    topic, old, same, said_same, other, said_other = NAMED_AGAIN[language]
+    category, key = slot_for(TOPICS[topic], None)
+    writer = writer_for(memory)
+    first = writer.write(Candidate(old, category=category, key=key, language=language, source="user")).fact_id
+    for value, sentence, expected in ((same, said_same, ("ADD", None, None)),
+                                      (other, said_other, ("SUPERSEDE", first, key))):
+        plan = writer.plan(Candidate(value, category=category, key=key, evidence=sentence, sentence=sentence,
+                                     language=language, source="extraction"))
+        assert (plan.action, plan.target_id, plan.candidate.key) == expected
 
 
 @pytest.mark.parametrize("topic,old,part", [("diet", "Has eaten keto since 2020, mostly fish", "diet: Keto"),

@@ -6,8 +6,9 @@ value beside the one that holds the slot (`reconcile.FactWriter` acts on the ans
 - `carries_a_change`: the user's words hold most of the new value, or say that something changed; without either,
   a model's word alone never moves a slot ("I visited Rome" is no move from Oslo).
 - `another_thing`: the new value shares no word with the holder, or names nothing where the holder names a place or
-  an employer, and the user's words say nothing changed: likely a different thing filed under the slot by mistake,
-  kept beside it rather than replacing it.
+  an employer, or names only what the holder names where the slot is a place or an employer ("Loves Tartu" under
+  the home city after "Lives in Tartu"), and the user's words say nothing changed: likely a different thing filed
+  under the slot by mistake, kept beside it rather than replacing it.
 - `says_it_ended`: a value said in words of negation or of an end, which does not take the slot when the same
   message gives it another value.
 
@@ -22,6 +23,7 @@ from coop.memory.growth.overlap import MIN_SHARED, coverage, held, shared_terms
 from coop.memory.language.lexicon import marks, negated
 from coop.memory.language.scripts import has_unspaced
 from coop.memory.language.terms import names, numbers, terms
+from coop.memory.slots import TOPICS
 from coop.memory.storage.items import Item
 
 CARRIED = 0.5  # the share of a new slot value's terms the user's words hold for it to change the slot unannounced
@@ -52,7 +54,7 @@ def another_thing(candidate: Candidate, holder: Item) -> bool:
         return False
     shortest = 1 if has_unspaced(candidate.value) else MIN_SHARED
     return not shared_terms(candidate.value, holder.text, candidate.language, shortest) - _label(candidate) or \
-        _names_nothing_in_its_place(candidate, holder)
+        _names_nothing_in_its_place(candidate, holder) or _names_only_the_holders(candidate, holder)
 
 
 def _names_nothing_in_its_place(candidate: Candidate, holder: Item) -> bool:
@@ -62,6 +64,15 @@ def _names_nothing_in_its_place(candidate: Candidate, holder: Item) -> bool:
     language = candidate.language
     return bool(names(holder.text, language)) and not names(candidate.value, language) and \
         not numbers(candidate.value, language)
+
+
+def _names_only_the_holders(candidate: Candidate, holder: Item) -> bool:
+    """Whether, under a slot that holds a place or an employer (the slot is its name), the new value names only
+    what the holder names: something else said about the same place ("Loves Tartu" under the home city after
+    "Lives in Tartu"), not a new value of the slot."""
+    slot = TOPICS.get((candidate.key or "").rsplit(".", 1)[-1])
+    named = names(_unlabelled(candidate), candidate.language) if slot is not None and slot.named else frozenset()
+    return bool(named) and named <= names(holder.text, candidate.language)
 
 
 def part_of(candidate: Candidate, holder: Item) -> bool:
@@ -79,6 +90,12 @@ def says_it_ended(candidate: Candidate) -> bool:
     """Whether a slot's value is said in words of negation or of an end ("Ne vit plus à Lyon"): not the value
     that holds the slot when the same message gives it another (`FactWriter.plan_exchange`)."""
     return candidate.key is not None and negated(candidate.value, candidate.language)
+
+
+def _unlabelled(candidate: Candidate) -> str:
+    """The value without the slot's name before it ("home city: Oslo" -> "Oslo"), where a name opens the value."""
+    label = f"{(candidate.key or '').rsplit('.', 1)[-1].replace('_', ' ')}: "
+    return candidate.value[len(label):] if candidate.value.casefold().startswith(label) else candidate.value
 
 
 def _label(candidate: Candidate) -> set[str]:
