@@ -10,9 +10,8 @@ Reasons:
 - `holder`: a fact said of someone else ("My sister lives in Madrid") claimed as the user's.
 - `polarity`: the value turns the user's negation around ("I don't smoke" as "Smokes"), or a "no longer" or
   "never" rests on words that say nothing ended or is not so.
-- `instruction`: a standing instruction from words that speak of the user, not to the assistant; a request
-  about material the message brings (code, a paste, a link) that does not say it is for good; or a note the model
-  itself calls a request for this one answer.
+- `instruction`: a standing instruction from words that speak of the user, not to the assistant; or a request
+  about material the message brings (code, a paste, a link) that does not say it is for good.
 - `widening`: an instruction that widens what the assistant may reveal or do (share, reveal, ignore, send), or a
   machine's fact that does so without the user as its subject.
 - `unsafe`: an instruction to drop a safety behaviour.
@@ -21,7 +20,7 @@ Reasons:
 - `target`: the model named a fact it was not offered as one the new fact may replace.
 - `forgotten`: a machine source proposed again what the user forgot.
 - `value`: the value cannot be a fact: empty, too long, a placeholder of the prompt, a question, nothing but a
-  greeting or thanks, or what the model itself calls small talk.
+  greeting or thanks.
 - `summary`: a consolidation summary holding a number or name its conversation does not, an order the user did not
   give, or the assistant's words given as the user's (`summary_check.py`); its facts are still read.
 - `host`: an MCP host reached past what it may do: a standing instruction without `--allow-instructions`, or a

@@ -20,7 +20,7 @@ Checks, in order, each refusal counted with its reason (`refusals.py`):
   lexicon), since it retires what memory holds.
 - `instruction`: a standing instruction is given to the assistant (not only thanks), not said of the user, and is
   not a request about material the message brings (code, a paste, a quotation, a link) unless it says it is for
-  good; a note the model itself calls a request for this one answer is refused first (and small talk as `value`).
+  good.
 - `value`: the value is a statement (not a placeholder of the prompt, not a question, not only a greeting or
   thanks), a fact's does not speak to the assistant ("You are so kind"), and neither is only the words that ask
   ("s'il vous plaît", "from now on").
@@ -50,7 +50,7 @@ from coop.memory.growth.holder import (
     their_holder,
 )
 from coop.memory.growth.overlap import coverage, held
-from coop.memory.growth.pointing import DROPPED_KINDS, Listed, Listing, Note
+from coop.memory.growth.pointing import Listed, Listing, Note
 from coop.memory.growth.refusals import refuse
 from coop.memory.growth.wording import (
     anchor_of,
@@ -108,10 +108,6 @@ def verify(note: Note, listing: Listing, earlier: Sequence[str] = ()) -> Verifie
     """The note as the pipeline may file it, or None (refused, logged, counted). `earlier` holds the user's own
     earlier messages of the session (never the assistant's), which a leaning clause may rest on."""
     topic = TOPICS[note.topic]
-    if note.kind in DROPPED_KINDS:  # the model itself says it is no fact: nothing to check
-        if note.kind == "request":
-            return _refused("instruction", "the model calls it a request for this one answer", INSTRUCTION, note.value)
-        return _refused("value", "the model calls it small talk", topic.category, note.value)
     if note.kind == "instruction" and not topic.instruction and topic.name != "other":
         note = replace(note, kind="fact")  # "instruction" about a diet: the topic says what it is, and a fact is safer
     category = INSTRUCTION if note.kind == "instruction" else topic.category

@@ -11,12 +11,10 @@ from dataclasses import dataclass
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from coop.memory.growth import refusals
 from coop.memory.growth.extract import candidates
 from coop.memory.growth.pointing import MODALITIES, POLARITIES, Listing, Note
 from coop.memory.growth.verify import verify
 from coop.memory.language.parse import parse
-from coop.memory.slots import TOPICS
 
 
 @dataclass(frozen=True)
@@ -461,23 +459,6 @@ def test_a_request_about_the_material_a_message_brings_is_not_a_standing_instruc
     assert value(request) in kept(request, value(request), kind="instruction", topic=topic)
     assert kept(f"{request}\n\n{material}", value(request), kind="instruction", topic=topic) == []
     assert value(for_good) in kept(f"{for_good}\n\n{material}", value(for_good), kind="instruction", topic=topic)
-
-
-@SETTINGS
-@given(st.sampled_from(sorted(FOR_NOW)), st.integers(0, 2), st.sampled_from(["request", "small_talk"]),
-       st.sampled_from(sorted(TOPICS)), st.sampled_from(MODALITIES))
-def test_what_the_model_calls_a_request_or_small_talk_is_never_kept(language, city, kind, topic, modality):
-    """A small model made to write a note for a clause may call it a one-off request or small talk: whatever topic
-    and modality it gives beside that ("Write tests for it" under the answer language's slot), the note changes
-    nothing and is counted; the same words called a fact or an instruction are what the other tests keep."""
-    said, c = LANGUAGES[language], CITIES[language][city]
-    request = FOR_NOW[language][0]
-    reason = "instruction" if kind == "request" else "value"
-    for message, value in ((request, request.rstrip(".。")), (said.lives.format(c=c), said.value.format(c=c))):
-        counted = refusals.counts()[reason]
-        assert kept(message, value, kind=kind, topic=topic, modality=modality) == []
-        assert refusals.counts()[reason] > counted
-    assert request.rstrip(".。") in kept(request, request.rstrip(".。"), kind="instruction", topic="instruction")
 
 
 GREETINGS = {"en": ["Hello!", "Good evening!", "Thanks a lot!", "Sorry!", "Haha, by the way!"],
