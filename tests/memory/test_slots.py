@@ -401,3 +401,51 @@ def test_two_first_values_of_a_slot_in_one_exchange_leave_one_holding_it(memory)
     holders = [f for f in memory.facts.active() if f.key == "occupation"]
     assert len(holders) == 1 and not memory.facts.is_active(former)
     assert active(memory) == ["Works as a nurse at a school now", "Works as a nurse tutor now"]
+
+
+EMPLOYER_FIRST = {  # (a job without a slot, a former employer without one, the employer's first value, said so)
+    "en": ("Works as an engineer on the night team", "Worked at Harbour Tools for years", "Works at Nordwind Labs now",
+           "I work at Nordwind Labs now."),
+    "fr": ("Travaille comme ingénieure dans l'équipe de nuit", "Travaillait chez Harbour depuis des années",
+           "Travaille maintenant chez Nordwind", "Je travaille maintenant chez Nordwind."),
+    "es": ("Trabaja como ingeniera en el turno de noche", "Trabajó en Harbour durante años", "Ahora trabaja en Nordwind",
+           "Ahora trabajo en Nordwind."),
+    "ja": ("夜勤で技術者として働いている", "ハーバー社で長年働いていた", "今はノルドヴィントで働いている", "今はノルドヴィントで働いています。"),
+}
+
+
+@pytest.mark.parametrize("language", sorted(EMPLOYER_FIRST))
+def test_a_named_slots_first_value_is_asked_about_only_facts_that_name_something(memory, language):
+    """The employer's first value may replace a former employer told without the slot, never the job: a fact
+    that names nothing was never the value of a slot that holds a name ("Works as an engineer" is no employer),
+    though the two share their frame. (German is left out: its nouns are capitalised, and read as names.)"""
+    job, former, new, said = EMPLOYER_FIRST[language]
+    writer = writer_for(memory)
+    job_id, former_id = (writer.write(Candidate(text, category="work", language=language, source="extraction",
+                                                evidence=text, sentence=text)).fact_id for text in (job, former))
+    asker = Asker()
+    writer.ask = asker
+    category, key = slot_for(TOPICS["employer"], None)
+    writer.plan_exchange([Candidate(new, category=category, key=key, evidence=said, sentence=said,
+                                    language=language, source="extraction")], said)
+    assert [known for _, offered in asker.asked for _, known in offered] == [[former_id]]
+    assert memory.facts.is_active(job_id)
+
+
+@pytest.mark.parametrize("language", sorted(FIRST_VALUE))
+def test_a_slots_first_value_said_as_an_end_asks_nothing(memory, language):
+    """"I no longer work at the bank", filed as the job's first value with the polarity of a fact that holds, is
+    no new value of the slot: no question is asked, so a model's answer never makes it the job's value (where it
+    denies the job told without the slot, the denial replaces that, as a denial does)."""
+    old, _, _, _, _ = FIRST_VALUE[language]
+    ended = {"en": "Does not work as a nurse anymore", "fr": "Ne travaille plus comme infirmière",
+             "de": "Arbeitet nicht mehr als Krankenpflegerin", "es": "Ya no trabaja como enfermera",
+             "ja": "もう看護師として働いていない"}[language]
+    writer = writer_for(memory)
+    former = writer.write(Candidate(old, category="work", language=language, source="extraction", evidence=old,
+                                    sentence=old)).fact_id
+    asker = Asker({0: former})
+    writer.ask = asker
+    [plan] = writer.plan_exchange([_said(ended, ended, language)], ended)
+    assert asker.asked == [] and (plan.action, plan.target_id) in (("ADD", None), ("SUPERSEDE", former))
+    assert plan.action == "ADD" or plan.reason.startswith("the user's words deny")

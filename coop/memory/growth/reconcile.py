@@ -44,7 +44,14 @@ from coop.memory.growth.changes import AskChanges, Undecided
 from coop.memory.growth.instructions import is_unsafe_instruction, widens
 from coop.memory.growth.overlap import a_new_amount, restates, restates_either, shared_content
 from coop.memory.growth.refusals import refuse
-from coop.memory.growth.slot_change import another_thing, carries_a_change, part_of, says_it_changed, says_it_ended
+from coop.memory.growth.slot_change import (
+    another_thing,
+    carries_a_change,
+    may_have_held,
+    part_of,
+    says_it_changed,
+    says_it_ended,
+)
 from coop.memory.kinds import HOST, INSTRUCTION, fact_slot
 from coop.memory.language.lexicon import marks, unmarked
 from coop.memory.language.terms import terms
@@ -165,7 +172,7 @@ class FactWriter:
             return Plan("SUPERSEDE", candidate, f"a new value of {candidate.category}/{candidate.key}",
                         holder.item_id, vector)
         if candidate.category == INSTRUCTION or candidate.source == "user" or \
-                (candidate.key is not None and not _rests_on_clauses(candidate)):
+                (candidate.key is not None and (not _rests_on_clauses(candidate) or says_it_ended(candidate))):
             return Plan("ADD", candidate, "new fact", vector=vector)
         return Plan("ADD", candidate, "new fact", vector=vector, may_change=tuple(self._may_change(candidate)))
 
@@ -240,14 +247,16 @@ class FactWriter:
         """Active facts of the candidate's category (the same person's) that it may change, when the user's words
         say something changed or it gives a new amount: a term in common (not counting the category's own
         name), and not already said in this exchange. Nearest by shared terms first, at most five. For the first
-        value of a slot, only facts filed without a key: its former value told as a story, or under a wider topic."""
+        value of a slot, only facts filed without a key that may have held it (`slot_change.may_have_held`): its
+        former value told as a story, or under a wider topic."""
         if candidate.category in ("general", INSTRUCTION) or candidate.about:
             return []
         changed = says_it_changed(candidate)
         found: list[tuple[int, Item]] = []
         mine = _topical(candidate.value, candidate.language)
         for item in self.memory.facts.active(candidate.category, limit=SAME_CATEGORY_LIMIT, newest_first=True):
-            if item.item_id in self.said_together or _is_someones(item) or (candidate.key and item.key):
+            if item.item_id in self.said_together or _is_someones(item) or \
+                    (candidate.key and (item.key or not may_have_held(candidate, item))):
                 continue
             shared = shared_content(mine, _topical(item.text, candidate.language), candidate.language)
             if shared and (changed or a_new_amount(candidate.value, item.text, candidate.language)):

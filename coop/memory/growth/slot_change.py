@@ -70,9 +70,21 @@ def _names_only_the_holders(candidate: Candidate, holder: Item) -> bool:
     """Whether, under a slot that holds a place or an employer (the slot is its name), the new value names only
     what the holder names: something else said about the same place ("Loves Tartu" under the home city after
     "Lives in Tartu"), not a new value of the slot."""
-    slot = TOPICS.get((candidate.key or "").rsplit(".", 1)[-1])
-    named = names(_unlabelled(candidate), candidate.language) if slot is not None and slot.named else frozenset()
+    named = names(_unlabelled(candidate), candidate.language) if _holds_a_name(candidate) else frozenset()
     return bool(named) and named <= names(holder.text, candidate.language)
+
+
+def may_have_held(candidate: Candidate, item: Item) -> bool:
+    """Whether a fact without a key may be the former value of the slot the candidate is the first value of: under
+    a slot that holds a place or an employer, only one that names something ("Works as an engineer" was never the
+    employer's value, "Works at Acme Labs" may have been)."""
+    return not _holds_a_name(candidate) or bool(names(item.text, candidate.language))
+
+
+def _holds_a_name(candidate: Candidate) -> bool:
+    """Whether the candidate's slot holds a place or an employer (`slots.Topic.named`), a person's own too."""
+    slot = TOPICS.get((candidate.key or "").rsplit(".", 1)[-1])
+    return slot is not None and slot.named
 
 
 def part_of(candidate: Candidate, holder: Item) -> bool:
