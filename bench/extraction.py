@@ -52,8 +52,10 @@ reply of every call, estimated by `coop.memory.text.estimate_tokens`, about four
 model client adds, a schema in the prompt, is not counted).
 
 `--replay FILE` answers every request with the reply a real model gave in an earlier run (that run's `--json`):
-a change to coop's checks is measured on a real model's mistakes in seconds, without the model. A change to what
-the model is asked (the prompt, the schema, the parse's clause ids) needs a new run.
+a change to coop's checks is measured on a real model's mistakes in seconds, without the model. With `--model` and
+`--api-base` beside it, an extra question the recording lacks (a change to coop that asks one more) goes to that
+model, and only those. A change to what the model is asked (the prompt, the schema, the parse's clause ids) needs
+a new run.
 
 `--model scripted` (the default) serves a scripted model on 127.0.0.1 (OpenAI-style HTTP, through litellm like
 a real one) that answers from the gold. Asked for the notes of a message, it writes a note for every gold fact and
@@ -427,9 +429,11 @@ class Replay(Script):
     reads the same notes, so a change to coop's checks is measured on a real model's mistakes in seconds; a change
     to what the model is asked is not (the replies were written for the old request)."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, live: tuple[str, str, float] | None = None) -> None:
         super().__init__("honest")
         self.mode = "replay"
+        self.live = live  # (api_base, model, timeout): asked what the recording lacks, else nothing is named
+        self.asked_live = 0
         self.recorded: dict[str, list[dict[str, Any]]] = {}
         for exchange in _read_json(path).get("exchanges") or []:
             self.recorded.setdefault(exchange["user"], []).append(exchange)
@@ -443,10 +447,29 @@ class Replay(Script):
                 self.current = list(queue.pop(0).get("calls") or []) if queue else []
                 self.proposed["notes" if self.current else "not recorded"] += 1
             call = next((c for c in self.current if c.get("schema") == kind and c.get("reply") is not None), None)
-            if call is None:
+            if call is not None:
+                self.current.remove(call)
+                return str(call["reply"])
+            if self.live is None or kind == "notes":
                 return json.dumps({"notes": []} if kind != "changes" else {"changes": []})
-            self.current.remove(call)
-            return str(call["reply"])
+            self.asked_live += 1
+        return self._ask_live(body)
+
+    def _ask_live(self, body: dict[str, Any]) -> str:
+        """A question the recorded run never asked (a change to coop asks a new one), put to the live model."""
+        import urllib.error
+        import urllib.request
+
+        assert self.live is not None
+        api_base, model, timeout = self.live
+        request = urllib.request.Request(f"{api_base.rstrip('/')}/chat/completions", method="POST",
+                                         headers={"Content-Type": "application/json"},
+                                         data=json.dumps({**body, "model": model.split("/", 1)[-1]}).encode())
+        try:
+            with urllib.request.urlopen(request, timeout=timeout) as response:
+                return str(json.loads(response.read())["choices"][0]["message"]["content"])
+        except urllib.error.HTTPError as exc:  # a refused JSON mode: coop's ladder must see the server's answer
+            raise Upstream(exc.code, exc.read()) from None
 
 
 def _note_of(clauses: list[str], kind: str, topic: str, about: str, polarity: str, modality: str,
@@ -533,6 +556,14 @@ def request_kind(body: dict[str, Any]) -> str:
     return "summary"
 
 
+class Upstream(Exception):
+    """The live model's server refused a forwarded request: its status and body, passed on as they are."""
+
+    def __init__(self, status: int, body: bytes) -> None:
+        super().__init__(status)
+        self.status, self.body = status, body
+
+
 def serve_script(script: Script) -> tuple[ThreadingHTTPServer, str]:
     """The scripted model behind an OpenAI-compatible endpoint on 127.0.0.1 (a free port)."""
 
@@ -544,7 +575,15 @@ def serve_script(script: Script) -> tuple[ThreadingHTTPServer, str]:
 
         def do_POST(self) -> None:
             body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)) or b"{}")
-            content = script.reply(body)
+            try:
+                content = script.reply(body)
+            except Upstream as refused:
+                self.send_response(refused.status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(refused.body)))
+                self.end_headers()
+                self.wfile.write(refused.body)
+                return
             data = json.dumps({"id": "s", "object": "chat.completion", "created": 0, "model": body.get("model"),
                                "choices": [{"index": 0, "finish_reason": "stop",
                                             "message": {"role": "assistant", "content": content}}],
@@ -1057,7 +1096,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--model", default="scripted", help="'scripted', or a litellm model name (openai/NAME)")
     parser.add_argument("--script", choices=SCRIPTS, default="honest",
                         help="how the scripted model reads the gold (default: %(default)s)")
-    parser.add_argument("--replay", type=Path, help="answer with the replies recorded in an earlier run's --json")
+    parser.add_argument("--replay", type=Path, help="answer with the replies recorded in an earlier run's --json; "
+                        "with --model and --api-base, an extra question the recording lacks goes to that model")
     parser.add_argument("--api-base", default="", help="the model's OpenAI-compatible server")
     parser.add_argument("--json-mode", choices=("auto", "json_schema", "json_object_schema", "json_object", "prompt"),
                         default="auto",
@@ -1091,8 +1131,9 @@ def main(argv: list[str] | None = None) -> int:
         script: Script | None = None
         server = None
         api_base, model = args.api_base, args.model
-        if args.replay is not None:
-            script, model = Replay(args.replay), "scripted"
+        if args.replay is not None:  # with a model too: the questions the recording lacks go to it
+            live = (args.api_base, args.model, args.timeout) if args.model != "scripted" else None
+            script, model = Replay(args.replay, live), "scripted"
         if model == "scripted":
             script = script or Script(args.script)
             server, api_base = serve_script(script)
@@ -1118,11 +1159,14 @@ def main(argv: list[str] | None = None) -> int:
             "gold_file": None if args.no_gold else str(args.gold),
             "profile_file": str(args.profile) if args.profile else None,
             "locomo_file": str(args.data) if args.data else None,
-            "script": dict(script.proposed) if script else None}
+            "script": dict(script.proposed) if script else None,
+            "asked_live": script.asked_live if isinstance(script, Replay) else None}
     result = report(exchanges, meta)
     if args.json:
         args.json.write_text(json.dumps(result, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     print_report(result)
+    if meta["asked_live"] is not None:
+        print(f"\n  questions the recording lacked, asked of {args.model}: {meta['asked_live']}")
     print(f"\n  {result['seconds']:.0f} s in all")
     return 0
 

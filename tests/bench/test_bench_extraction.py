@@ -114,6 +114,33 @@ def test_a_replay_of_a_run_makes_the_runs_writes_from_its_recorded_replies(tmp_p
     assert replay["sources"]["gold"]["gold"] == run["sources"]["gold"]["gold"]
 
 
+def test_a_replay_with_a_model_asks_it_only_the_questions_the_recording_lacks(tmp_path, openai_server):
+    """`--replay FILE --model M --api-base URL`: a recorded reply answers its request; a question the recorded
+    run never asked (a change to coop asks one more) goes to the live model, under its own name, and a refusal of
+    the live server (a JSON mode it does not take) is passed on as it came, for coop's ladder to read."""
+    bench = _bench()
+    said = "I work at Nordwind Labs now."
+    notes = '{"notes": []}'
+    recording = tmp_path / "run.json"
+    recording.write_text(json.dumps({"exchanges": [{"user": said, "calls": [{"schema": "notes", "reply": notes}]}]}),
+                         encoding="utf-8")
+    replay = bench.Replay(recording, (f"{openai_server.url}/v1", "openai/test-model", 5.0))
+    replay.turn = bench.Turn(said)
+    changes = {"messages": [{"role": "user", "content": "which known fact"}], "model": "scripted",
+               "response_format": {"type": "json_schema", "json_schema": {"name": "changes", "schema": {}}}}
+    openai_server.background_replies = ['{"changes": [{"new": "n1", "replaces": "k1"}]}',
+                                        {"status": 400, "message": "response_format json_schema is not supported"}]
+    assert replay.reply(_notes_request(said)) == notes and openai_server.requests == []  # recorded: not asked
+    assert replay.reply(changes) == '{"changes": [{"new": "n1", "replaces": "k1"}]}' and replay.asked_live == 1
+    assert json.loads(json.dumps(openai_server.requests[-1]["body"]))["model"] == "test-model"
+    with pytest.raises(bench.Upstream) as refused:
+        replay.reply(changes)
+    assert refused.value.status == 400 and b"json_schema" in refused.value.body
+    offline = bench.Replay(recording)
+    offline.turn = bench.Turn(said)
+    assert offline.reply(changes) == '{"changes": []}' and offline.asked_live == 0  # without a model: names nothing
+
+
 def _notes_request(text: str, *, schema: bool = True) -> dict:
     body = {"messages": [{"role": "system", "content": POINTING_PROMPT},
                          {"role": "user", "content": f"{topics_line()}\n\n{Listing([parse(text)]).render()}"}]}
