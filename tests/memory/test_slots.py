@@ -228,7 +228,8 @@ MISFILED = {
            ("Unterrichtet Mathe", "Jetzt unterrichte ich Mathe.")),
     "es": ("Trabaja como soldadora", ("Conduce una camioneta roja", "Conduzco una camioneta roja."),
            ("Enseña matemáticas", "Ahora enseño matemáticas.")),
-    "ja": ("溶接工として働いている", None, ("数学を教えている", "今は数学を教えている。")),
+    "ja": ("溶接工として働いている", ("赤いトラックを運転している", "赤いトラックを運転しています。"),
+           ("数学を教えている", "今は数学を教えている。")),
 }
 
 
@@ -254,7 +255,7 @@ def _kept_beside_the_holder(memory, holder, value, sentence, language):
 def test_a_value_sharing_no_word_with_the_slots_and_no_change_said_is_kept_beside_it(memory, language):
     """Values of one slot share their frame ("Works as ..."); one that shares no word with the holder while the
     user's words say nothing changed is another thing misfiled under the slot: stored, never the slot's new value.
-    (Japanese is left out: its terms are character pairs, and any pair in common counts as a shared word.)"""
+    (In Japanese a word is a character pair, and the endings both share in Hiragana are no word in common.)"""
     holder, (value, sentence), _ = MISFILED[language]
     _kept_beside_the_holder(memory, holder, value, sentence, language)
     assert active(memory) == sorted([holder, value])

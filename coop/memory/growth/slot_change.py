@@ -19,9 +19,8 @@ a language without a lexicon says no change by marks, so its values are held to 
 from __future__ import annotations
 
 from coop.memory.growth.candidate import Candidate
-from coop.memory.growth.overlap import MIN_SHARED, coverage, held, shared_terms
+from coop.memory.growth.overlap import MIN_SHARED, coverage, held, shared_content
 from coop.memory.language.lexicon import marks, negated
-from coop.memory.language.scripts import has_unspaced
 from coop.memory.language.terms import names, numbers, terms
 from coop.memory.slots import TOPICS
 from coop.memory.storage.items import Item
@@ -49,11 +48,10 @@ def another_thing(candidate: Candidate, holder: Item) -> bool:
     the user's words say nothing changed. Values of one slot are said in one frame ("Lives in Tartu", "Lives in
     Oslo"); one that shares nothing ("Drives a pickup" under the job's slot) is likely something else a model
     misfiled, and replacing the holder with it would lose a true value (docs/benchmarks.md has the counts). In
-    an unspaced script any character pair in common counts (its terms are pairs), so there it rarely holds."""
+    an unspaced script a character pair in common counts, unless it is Hiragana alone (`overlap.shared_content`)."""
     if says_it_changed(candidate):
         return False
-    shortest = 1 if has_unspaced(candidate.value) else MIN_SHARED
-    return not shared_terms(candidate.value, holder.text, candidate.language, shortest) - _label(candidate) or \
+    return not shared_content(candidate.value, holder.text, candidate.language) - _label(candidate) or \
         _names_nothing_in_its_place(candidate, holder) or _names_only_the_holders(candidate, holder)
 
 
