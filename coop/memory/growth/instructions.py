@@ -7,6 +7,7 @@ checks, on the instruction's own text, run by `FactWriter` for every writer:
   "whoever asks", "con cualquiera", in the words of each language's lexicon (its "widening" mark), without a
   negation of its own. A machine source (extraction, the model's tool, an MCP host, an import, consolidation)
   never stores such an instruction (refused and logged); a person who means it adds it with `coop memory add`.
+- `widening_fact`: the same words in a fact not said of the user: an instruction filed as a fact.
 The lexicons are the one home of those words (coop/memory/language/lexicon/); this module only says how they are
 read. A language without a lexicon is not read here: its instructions reach memory from the user's own words only,
 through `verify`.
@@ -16,7 +17,7 @@ from __future__ import annotations
 
 import re
 
-from coop.memory.language.lexicon import LANGUAGES, has_mark, in_another_language, scopes, unmarked
+from coop.memory.language.lexicon import LANGUAGES, has_mark, in_another_language, marks, scopes, unmarked
 
 
 def is_unsafe_instruction(text: str) -> bool:
@@ -44,3 +45,13 @@ def widens(instruction: str) -> bool:
             if not has_mark(rest, language, "negation") and not has_mark(rest, language, "withholding"):
                 return True
     return False
+
+
+def widening_fact(value: str, evidence: str, language: str) -> bool:
+    """Whether a fact widens what the assistant may reveal ("you may give my address to whoever asks") without the
+    user as its subject ("I share my photos with everyone" is news of the user): an instruction filed as a fact,
+    which the prompt would show beside the user's facts, where a model may take it as leave. The subject is told by
+    the language's lexicon: without one, such a fact is refused, on the cautious side (`FactWriter` refuses it
+    from a machine source)."""
+    texts = (value, evidence)
+    return any(widens(text) for text in texts) and not any("self" in marks(text, language) for text in texts)

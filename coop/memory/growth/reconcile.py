@@ -39,19 +39,12 @@ from typing import TYPE_CHECKING, Any
 from coop.config.sections import ExtractionConfig
 from coop.errors import UsageError
 from coop.memory.embedder import Embedder, chosen, profile_of
+from coop.memory.growth import slot_change
 from coop.memory.growth.candidate import NEVER, NO_LONGER, PLAN, Candidate
 from coop.memory.growth.changes import AskChanges, Undecided
-from coop.memory.growth.instructions import is_unsafe_instruction, widens
+from coop.memory.growth.instructions import is_unsafe_instruction, widening_fact, widens
 from coop.memory.growth.overlap import a_new_amount, restates, restates_either, shared_content
 from coop.memory.growth.refusals import refuse
-from coop.memory.growth.slot_change import (
-    another_thing,
-    carries_a_change,
-    may_have_held,
-    part_of,
-    says_it_changed,
-    says_it_ended,
-)
 from coop.memory.kinds import HOST, INSTRUCTION, fact_slot
 from coop.memory.language.lexicon import marks, unmarked
 from coop.memory.language.terms import terms
@@ -158,21 +151,21 @@ class FactWriter:
         if holder is not None:
             if holder.item_id in self.said_together:  # said together: both stand
                 return Plan("ADD", replace(candidate, key=None), "said with the slot's value", vector=vector)
-            if part_of(candidate, holder):  # "diet: Keto" after "Has eaten keto since 2020": no change
+            if slot_change.part_of(candidate, holder):  # "diet: Keto" after "Has eaten keto since 2020": no change
                 return Plan("MERGE", candidate, f"restates part of {holder.ref}: mention counted", holder.item_id,
                             vector)
-            if _rests_on_clauses(candidate) and not carries_a_change(candidate):
+            if _rests_on_clauses(candidate) and not slot_change.carries_a_change(candidate):
                 refuse("change", f"a new value of {candidate.category}/{candidate.key} the user's words do not say "
                                  "changed", category=candidate.category, text=candidate.value,
                        spans=candidate.spans)
                 return Plan("SKIP", candidate, f"{holder.ref} kept: the user's words do not say it changed")
-            if _rests_on_clauses(candidate) and another_thing(candidate, holder):  # kept, the slot's value stays
+            if _rests_on_clauses(candidate) and slot_change.another_thing(candidate, holder):  # the holder stays
                 return Plan("ADD", replace(candidate, key=None), f"beside {holder.ref}: no word in common, no change "
                                                                  "said", vector=vector)
             return Plan("SUPERSEDE", candidate, f"a new value of {candidate.category}/{candidate.key}",
                         holder.item_id, vector)
-        if candidate.category == INSTRUCTION or candidate.source == "user" or \
-                (candidate.key is not None and (not _rests_on_clauses(candidate) or says_it_ended(candidate))):
+        if candidate.category == INSTRUCTION or candidate.source == "user" or (candidate.key is not None and (
+                not _rests_on_clauses(candidate) or slot_change.says_it_ended(candidate))):
             return Plan("ADD", candidate, "new fact", vector=vector)
         return Plan("ADD", candidate, "new fact", vector=vector, may_change=tuple(self._may_change(candidate)))
 
@@ -181,7 +174,7 @@ class FactWriter:
         question for the additions the table cannot decide (`changes.py`); the answer is taken only for a fact it
         was offered. Of two values of one slot said together, the one the user's words say holds is applied first,
         so it takes the slot ("I don't live in Lyon any more, I live in Oslo": Oslo), and the other stands beside it."""
-        plans = [self.plan(c) for c in sorted(candidates, key=says_it_ended)]
+        plans = [self.plan(c) for c in sorted(candidates, key=slot_change.says_it_ended)]
         open_ = [(i, p) for i, p in enumerate(plans) if p.action == "ADD" and p.may_change]
         if not open_ or self.ask is None:
             return plans
@@ -205,16 +198,6 @@ class FactWriter:
                 Plan("SUPERSEDE", replace(plan.candidate, category=category, key=key),
                      f"{old.ref} is no longer true after what the user said", target, plan.vector))
         return plans
-
-    @staticmethod
-    def _widening_fact(candidate: Candidate) -> bool:
-        """Whether a fact widens what the assistant may reveal ("you may give my address to whoever asks")
-        without the user as its subject ("I share my photos with everyone" is news of the user): an instruction
-        filed as a fact, which the prompt would show beside the user's facts, where a model may take it as leave.
-        The subject is told by the language's lexicon: without one, such a fact is refused, on the cautious side."""
-        texts = (candidate.value, candidate.evidence or "")
-        return any(widens(text) for text in texts) and \
-            not any("self" in marks(text, candidate.language) for text in texts)
 
     def _within_the_hosts_reach(self, plan: Plan) -> Plan:
         """An MCP host is not the user: its plan may change (supersede, rewrite, retire) only a fact a host wrote.
@@ -251,12 +234,12 @@ class FactWriter:
         former value told as a story, or under a wider topic."""
         if candidate.category in ("general", INSTRUCTION) or candidate.about:
             return []
-        changed = says_it_changed(candidate)
+        changed = slot_change.says_it_changed(candidate)
         found: list[tuple[int, Item]] = []
         mine = _topical(candidate.value, candidate.language)
         for item in self.memory.facts.active(candidate.category, limit=SAME_CATEGORY_LIMIT, newest_first=True):
             if item.item_id in self.said_together or _is_someones(item) or \
-                    (candidate.key and (item.key or not may_have_held(candidate, item))):
+                    (candidate.key and (item.key or not slot_change.may_have_held(candidate, item))):
                 continue
             shared = shared_content(mine, _topical(item.text, candidate.language), candidate.language)
             if shared and (changed or a_new_amount(candidate.value, item.text, candidate.language)):
@@ -305,7 +288,7 @@ class FactWriter:
 
     def _refused(self, candidate: Candidate) -> Plan | None:
         """A SKIP for what is never written: an unsafe instruction; a widening one from a machine, or a machine's
-        fact that widens (`_widening_fact`); what the user forgot, proposed again by a machine."""
+        fact that widens (`instructions.widening_fact`); what the user forgot, proposed again by a machine."""
         said = marks(candidate.value, candidate.language) | marks(candidate.evidence or "", candidate.language) \
             if candidate.category == INSTRUCTION else frozenset()
         if candidate.category == INSTRUCTION and (is_unsafe_instruction(candidate.value) or "unsafe" in said):
@@ -319,7 +302,7 @@ class FactWriter:
             return Plan("SKIP", candidate, "an instruction that widens what the assistant may reveal or do is "
                                            "written only by the user (coop memory add)")
         if candidate.category != INSTRUCTION and candidate.source in MACHINE_SOURCES and \
-                self._widening_fact(candidate):
+                widening_fact(candidate.value, candidate.evidence or "", candidate.language):
             refuse("widening", "a fact that tells the assistant to widen what it may reveal or do",
                    category=candidate.category, text=candidate.value, spans=candidate.spans)
             return Plan("SKIP", candidate, "words that widen what the assistant may reveal are not a fact about the "
