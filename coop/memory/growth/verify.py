@@ -19,8 +19,8 @@ Checks, in order, each refusal counted with its reason (`refusals.py`):
   longer" or "never" rests on words that say so (a negation, an end, a past habit or a change, in the language's
   lexicon), since it retires what memory holds.
 - `instruction`: a standing instruction is given to the assistant (not only thanks), not said of the user, and is
-  not a request about material the message brings (code, a paste, a quotation, a link) unless it says it is for
-  good.
+  not a request about material its message or the user's message before it brings (code, a paste, a quotation, a
+  link) unless it says it is for good.
 - `value`: the value is a statement (not a placeholder of the prompt, not a question, not only a greeting or
   thanks), a fact's does not speak to the assistant ("You are so kind"), and neither is only the words that ask
   ("s'il vous plaît", "from now on").
@@ -64,6 +64,7 @@ from coop.memory.growth.wording import (
 )
 from coop.memory.kinds import INSTRUCTION
 from coop.memory.language.lexicon import has_lexicon, marked, marks, negated, normalise
+from coop.memory.language.parse import parse
 from coop.memory.language.scripts import han_or_katakana_runs, has_unspaced, noun_runs, spaced_words, word_count
 from coop.memory.language.terms import names, numbers, terms
 from coop.memory.slots import TOPICS, slot_for
@@ -171,7 +172,7 @@ def verify(note: Note, listing: Listing, earlier: Sequence[str] = ()) -> Verifie
     if note.kind == "instruction":
         asked = " ".join(item.clause.text for item in _holding(value, items, language))  # `value` may be filed
         why = _not_an_instruction(said, asked, language) or _for_the_material_at_hand(items, listing, sentences,
-                                                                                      language)
+                                                                                      language, earlier)
         if why is not None:
             return _refused("instruction", why, INSTRUCTION, value, items)
         if only_how_it_is_asked(value, language):
@@ -380,15 +381,16 @@ def _not_an_instruction(said: str, holding: str, language: str) -> str | None:
 
 
 def _for_the_material_at_hand(items: Sequence[Listed], listing: Listing, sentences: Sequence[str],
-                              language: str) -> str | None:
-    """Why the cited words are a request for this one answer, or None: their message brings material that is not
-    the user's own (code, a paste, a quotation, a link), and nothing in their sentences says the request is for
-    good ("always", "from now on", in the language's lexicon). "Translate this into German" or "write tests for
-    it" under a pasted function asks for one answer; kept as a standing instruction it would shape every answer
-    after. Found by the message's shape; a language with no lexicon cannot say "for good", so such a request
-    there is refused too: a standing instruction lost costs less than one the user never gave."""
-    material = any(not clause.own for message in {item.message for item in items}
-                   for clause in listing.parses[message].clauses)
+                              language: str, earlier: Sequence[str] = ()) -> str | None:
+    """Why the cited words are a request for this one answer, or None: their message, or the user's message before
+    it, brings material that is not the user's own (code, a paste, a quotation, a link), and nothing in their
+    sentences says the request is for good ("always", "from now on", in the language's lexicon). "Translate this"
+    or "write tests for it" under (or after) a pasted function asks for one answer; kept as a standing instruction
+    it would shape every answer after. Found by the messages' shape; a language with no lexicon cannot say "for
+    good", so such a request there is refused too: a standing instruction lost costs less than one never given."""
+    parses = [listing.parses[message] for message in {item.message for item in items}]
+    material = any(not clause.own for parsed in [*parses, *[parse(text) for text in earlier[-1:]]]
+                   for clause in parsed.clauses)
     if material and "standing" not in marks(" ".join(sentences), language):
         return "a request about the material the message brings, not one for good"
     return None

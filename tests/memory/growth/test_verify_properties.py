@@ -461,6 +461,25 @@ def test_a_request_about_the_material_a_message_brings_is_not_a_standing_instruc
     assert value(for_good) in kept(f"{for_good}\n\n{material}", value(for_good), kind="instruction", topic=topic)
 
 
+@SETTINGS
+@given(st.sampled_from(sorted(FOR_NOW)), st.sampled_from(MATERIAL),
+       st.sampled_from(["instruction", "answer_format", "answer_language"]))
+def test_a_request_after_a_message_of_material_is_not_a_standing_instruction(language, material, topic):
+    """"Write tests for it" sent after the message that pasted the function asks for one answer as much as under
+    it (a small model files it under any topic, the answer language's included): refused, unless its words say it
+    is for good; after a message of the user's own words it is kept."""
+    request, for_good = FOR_NOW[language]
+
+    def kept_after(message: str, before: str) -> list[str]:
+        listing = Listing([parse(message)])
+        notes = notes_for(listing, message.rstrip(".。"), kind="instruction", topic=topic)
+        return [c.value for c in candidates(notes, listing, [before], "extraction")]
+
+    assert request.rstrip(".。") in kept_after(request, LANGUAGES[language].lives.format(c=CITIES[language][0]))
+    assert kept_after(request, material) == []
+    assert for_good.rstrip(".。") in kept_after(for_good, material)
+
+
 GREETINGS = {"en": ["Hello!", "Good evening!", "Thanks a lot!", "Sorry!", "Haha, by the way!"],
              "fr": ["Salut !", "Bonjour !", "Merci beaucoup !", "Désolé !", "Mdr, au fait !"],
              "de": ["Hallo!", "Guten Morgen!", "Vielen Dank!", "Danke schön!", "Haha, übrigens!"],
