@@ -28,7 +28,8 @@ log = logging.getLogger(__name__)
 Complete = Callable[..., str]
 __all__ = ["Complete", "ExtractionContext", "ModelReplyError", "extract_facts", "parse_json_reply"]
 
-MAX_MESSAGE_CHARS = 8000  # a longer message is read in its first 8,000 characters (a paste states nothing anyway)
+# a longer message is read in its first 8,000 characters (a paste states nothing anyway), the user's earlier ones too
+MAX_MESSAGE_CHARS = 8000
 SPEAKERS = {"user": "User", "assistant": "Assistant"}
 
 
@@ -68,7 +69,7 @@ def extract_facts(complete: Complete, user_message: str, limit: int, context: Ex
     except ModelReplyError as exc:
         log.warning("extraction reply dropped: %s", exc)
         return []
-    earlier = context.users_words() if context is not None else []
+    earlier = [text[:MAX_MESSAGE_CHARS] for text in context.users_words()] if context is not None else []
     return candidates(notes, listing, earlier, source)
 
 

@@ -6,12 +6,13 @@ what hold."""
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from coop.memory.growth.extract import candidates
+from coop.memory.growth.extract import ExtractionContext, candidates, extract_facts
 from coop.memory.growth.pointing import MODALITIES, POLARITIES, Listing, Note
 from coop.memory.growth.verify import verify
 from coop.memory.language.parse import parse
@@ -478,6 +479,23 @@ def test_a_request_after_a_message_of_material_is_not_a_standing_instruction(lan
     assert request.rstrip(".。") in kept_after(request, LANGUAGES[language].lives.format(c=CITIES[language][0]))
     assert kept_after(request, material) == []
     assert for_good.rstrip(".。") in kept_after(for_good, material)
+
+
+def test_the_users_earlier_message_is_read_in_its_first_8000_characters():
+    """The message before a request is read as the request's own is, in its first 8,000 characters: a paste past
+    them is not seen (and a long log is not parsed whole for every instruction a model proposes)."""
+    request = FOR_NOW["en"][0]
+    reply = json.dumps({"notes": [{"clauses": ["c1"], "value": request.rstrip("."), "about": "user", "kind":
+                                   "instruction", "modality": "stated", "polarity": "holds", "topic": "instruction"}]})
+
+    def kept_after(before: str) -> list[str]:
+        context = ExtractionContext(earlier=[("user", before)])
+        return [c.value for c in extract_facts(lambda messages, **_: reply, request, 5, context)]
+
+    code = "\n\n```python\ndef area(radius):\n    return 3.14 * radius * radius\n```"
+    words = "I keep " + "notes " * 1400  # one clause of 8,407 characters
+    assert kept_after(code) == [] and kept_after(words[:7000] + code) == []
+    assert kept_after(words + code) == [request.rstrip(".")]
 
 
 GREETINGS = {"en": ["Hello!", "Good evening!", "Thanks a lot!", "Sorry!", "Haha, by the way!"],
