@@ -22,7 +22,7 @@ from coop.memory.growth.candidate import Candidate
 from coop.memory.growth.overlap import MIN_SHARED, coverage, held, shared_content
 from coop.memory.language.lexicon import marks, negated
 from coop.memory.language.terms import names, numbers, terms
-from coop.memory.slots import TOPICS
+from coop.memory.slots import Topic, topic_of
 from coop.memory.storage.items import Item
 
 CARRIED = 0.5  # the share of a new slot value's terms the user's words hold for it to change the slot unannounced
@@ -68,7 +68,8 @@ def _names_only_the_holders(candidate: Candidate, holder: Item) -> bool:
     """Whether, under a slot that holds a place or an employer (the slot is its name), the new value names only
     what the holder names: something else said about the same place ("Loves Tartu" under the home city after
     "Lives in Tartu"), not a new value of the slot."""
-    named = names(_unlabelled(candidate), candidate.language) if _holds_a_name(candidate) else frozenset()
+    slot = _named_slot(candidate)
+    named = names(_unlabelled(candidate.value, slot), candidate.language) if slot is not None else frozenset()
     return bool(named) and named <= names(holder.text, candidate.language)
 
 
@@ -76,13 +77,13 @@ def may_have_held(candidate: Candidate, item: Item) -> bool:
     """Whether a fact without a key may be the former value of the slot the candidate is the first value of: under
     a slot that holds a place or an employer, only one that names something ("Works as an engineer" was never the
     employer's value, "Works at Acme Labs" may have been)."""
-    return not _holds_a_name(candidate) or bool(names(item.text, candidate.language))
+    return _named_slot(candidate) is None or bool(names(item.text, candidate.language))
 
 
-def _holds_a_name(candidate: Candidate) -> bool:
-    """Whether the candidate's slot holds a place or an employer (`slots.Topic.named`), a person's own too."""
-    slot = TOPICS.get((candidate.key or "").rsplit(".", 1)[-1])
-    return slot is not None and slot.named
+def _named_slot(candidate: Candidate) -> Topic | None:
+    """The candidate's slot when it holds a place or an employer (`slots.Topic.named`), a person's own too."""
+    slot = topic_of(candidate.category, candidate.key)
+    return slot if slot.named else None
 
 
 def part_of(candidate: Candidate, holder: Item) -> bool:
@@ -102,10 +103,10 @@ def says_it_ended(candidate: Candidate) -> bool:
     return candidate.key is not None and negated(candidate.value, candidate.language)
 
 
-def _unlabelled(candidate: Candidate) -> str:
-    """The value without the slot's name before it ("home city: Oslo" -> "Oslo"), where a name opens the value."""
-    label = f"{(candidate.key or '').rsplit('.', 1)[-1].replace('_', ' ')}: "
-    return candidate.value[len(label):] if candidate.value.casefold().startswith(label) else candidate.value
+def _unlabelled(value: str, slot: Topic) -> str:
+    """The value without the slot's name before it ("home city: Oslo" -> "Oslo"), as verify writes a bare one."""
+    label = f"{slot.name.replace('_', ' ')}: "
+    return value[len(label):] if value.casefold().startswith(label) else value
 
 
 def _label(candidate: Candidate) -> set[str]:

@@ -38,6 +38,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from functools import lru_cache
 
 from coop.errors import UsageError
 from coop.memory.growth.holder import (
@@ -380,17 +381,20 @@ def _not_an_instruction(said: str, holding: str, language: str) -> str | None:
     return None
 
 
+@lru_cache(maxsize=4)
+def _brings_material(text: str) -> bool:
+    """Whether a message holds material not the user's own; parsed once however many notes of a reply ask."""
+    return any(not clause.own for clause in parse(text).clauses)
+
+
 def _for_the_material_at_hand(items: Sequence[Listed], listing: Listing, sentences: Sequence[str],
                               language: str, earlier: Sequence[str] = ()) -> str | None:
-    """Why the cited words are a request for this one answer, or None: their message, or the user's message before
-    it, brings material that is not the user's own (code, a paste, a quotation, a link), and nothing in their
-    sentences says the request is for good ("always", "from now on", in the language's lexicon). "Translate this"
-    or "write tests for it" under (or after) a pasted function asks for one answer; kept as a standing instruction
-    it would shape every answer after. Found by the messages' shape; a language with no lexicon cannot say "for
-    good", so such a request there is refused too: a standing instruction lost costs less than one never given."""
-    parses = [listing.parses[message] for message in {item.message for item in items}]
-    material = any(not clause.own for parsed in [*parses, *[parse(text) for text in earlier[-1:]]]
-                   for clause in parsed.clauses)
+    """Why the cited words are a request for this one answer, or None: their message, or the user's one before,
+    brings material not the user's own (code, a paste, a quotation, a link), and no word of their sentences says
+    it is for good ("always", "from now on"): "write tests for it" under or after a pasted function. A language
+    with no lexicon cannot say "for good", so there it is refused too (one lost costs less than one never given)."""
+    material = any(not clause.own for message in {item.message for item in items}
+                   for clause in listing.parses[message].clauses) or any(map(_brings_material, earlier[-1:]))
     if material and "standing" not in marks(" ".join(sentences), language):
         return "a request about the material the message brings, not one for good"
     return None
