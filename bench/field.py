@@ -92,6 +92,7 @@ class Row:
     cut: list[str] = field(default_factory=list)  # message keys recall chose but the memory budget left out
     learned: list[str] | None = None  # message keys the prompt's facts and instructions rest on (`--extract` only)
     instructions: list[list[str]] | None = None  # each standing instruction the prompt follows: the keys it rests on
+    failed_jobs: int = 0  # extraction jobs whose model call failed (`--extract` only): their facts are missing
 
 
 def stratified(cases: Sequence[Case], limit: int | None) -> list[Case]:
@@ -200,13 +201,18 @@ class KeptReplies:
         return reply
 
 
-def learn(store: Any, memory: Any, case: Case, ids: dict[int, str], jobs: Any) -> None:
+def learn(store: Any, memory: Any, case: Case, ids: dict[int, str], jobs: Any) -> int:
     """Facts learned from each user message of the history, in order, as `coop chat` learns them after a turn: an
     extraction job for the message and the assistant's reply after it, run by `MemoryJobs.extraction`; then the
-    embedding job gives the new facts their vectors."""
+    embedding job gives the new facts their vectors. A job whose model call fails (a timeout, a refusal) is
+    counted and skipped, as the chat's worker skips it, so one slow reply does not end an hours-long run; returns
+    how many failed."""
+    from coop.errors import ModelError
+
     by_key = {key: message_id for message_id, key in ids.items()}
     ordered = [(m.role, by_key.get(m.key)) for s in case.history for m in s.messages]
     session_of = memory.messages.session_ids([i for _, i in ordered if i is not None])
+    failed = 0
     for at, (role, message_id) in enumerate(ordered):
         if role != "user" or message_id is None:
             continue
@@ -215,8 +221,14 @@ def learn(store: Any, memory: Any, case: Case, ids: dict[int, str], jobs: Any) -
             and session_of.get(after[1]) == session_of[message_id] else None
         job = memory.jobs.record("extraction", session_id=session_of[message_id], message_id=message_id,
                                  reply_id=reply_id)
-        jobs.extraction(memory.user_id, job)(store)
+        try:
+            jobs.extraction(memory.user_id, job)(store)
+        except ModelError as exc:
+            failed += 1
+            print(f"  case {case.id}: the extraction of {ids.get(message_id, message_id)} failed: {exc}",
+                  file=sys.stderr)
     jobs.embedding(memory.user_id)(store)
+    return failed
 
 
 def learned_keys(memory: Any, prompt: Any, ids: dict[int, str]) -> tuple[list[str], list[list[str]]]:
@@ -326,9 +338,9 @@ def run(
             started = time.perf_counter()
             memory, ids, session_of = ingest(store, case, embedder)
             ingest_s = time.perf_counter() - started
-            if jobs is not None:
-                learn(store, memory, case, ids, jobs)
-            rows.append(ask(memory, case, ids, session_of, embedder, config, ingest_s, keep_system, jobs is not None))
+            failed = learn(store, memory, case, ids, jobs) if jobs is not None else 0
+            row = ask(memory, case, ids, session_of, embedder, config, ingest_s, keep_system, jobs is not None)
+            rows.append(dataclasses.replace(row, failed_jobs=failed))
         finally:
             store.close()
         if progress is not None:
@@ -411,6 +423,8 @@ def report(rows: Sequence[Row]) -> dict[str, Any]:
         "memory_tokens_mean": round(sum(r.memory_tokens for r in rows) / len(rows), 1) if rows else 0.0,
         "items_shown_mean": round(sum(len(r.shown) for r in rows) / len(rows), 2) if rows else 0.0,
         **instruction_figures(rows),
+        **({"failed_extraction_jobs": sum(r.failed_jobs for r in rows)} if any(r.learned is not None for r in rows)
+           else {}),
         "ingest_s_median": round(median([r.ingest_s for r in rows]), 2),
         "search_ms_median": round(median([r.search_ms for r in rows]), 1),
         "prepare_ms_median": round(median([r.prepare_ms for r in rows]), 1),
@@ -444,6 +458,8 @@ def print_report(title: str, result: dict[str, Any]) -> None:
             f"  standing instructions learned, per prompt: {result['instructions_mean']} (mean), of which on no gold "
             f"turn {result['stray_instructions_mean']}; prompts with one {result['prompts_with_a_stray_instruction']}"
         )
+    if "failed_extraction_jobs" in result:
+        print(f"  extraction jobs whose model call failed (facts missing): {result['failed_extraction_jobs']}")
     if result.get("throughput"):
         t = result["throughput"]
         print(

@@ -167,6 +167,39 @@ def test_with_a_model_facts_are_learned_from_the_history_and_their_turns_counted
             replies.write_text(replies.read_text(encoding="utf-8") + '{"request": "cut sh', encoding="utf-8")
 
 
+def test_a_model_call_that_fails_costs_its_own_facts_only_and_is_counted(tmp_path, scripted):
+    """`--extract` over hours of history: one extraction whose model call fails (a timeout) is counted and skipped,
+    as the chat's worker skips it; the run goes on and learns from the messages after it."""
+    from common import Stores, load_embedder
+
+    from coop.config.loading import load_config
+    from coop.errors import ErrorKind, ModelError
+    from coop.memory.growth.jobs import MemoryJobs
+    from tests.notes import note, notes
+
+    field = _field()
+    slow, said = "Tell me a long story about ships.", "I never eat mushrooms, they make me ill."
+    history = [field.Session("s", 1_700_000_000.0, [
+        field.Message("slow", "user", slow), field.Message("story", "assistant", "Once upon a time."),
+        field.Message("pref", "user", said), field.Message("ack", "assistant", "Noted.")])]
+    case = field.Case("c", "explicit", "Suggest a pasta dish for dinner.", 1_700_100_000.0, history,
+                      turns={"preference turn": frozenset({"pref"})})
+
+    def answer(request):
+        message = str(request["messages"][-1]["content"]).split("THE USER'S MESSAGE", 1)[-1]
+        if "ships" in message:
+            raise ModelError("the model did not answer in 600 s", kind=ErrorKind.TIMEOUT)
+        return notes(note("Never eats mushrooms", said, topic="food"))(request)
+
+    embedder = load_embedder("hash")
+    scripted.completion_default = answer
+    jobs = MemoryJobs(load_config(), scripted, embedder=lambda: embedder)
+    with Stores(directory=tmp_path) as stores:
+        [row] = field.run([case], embedder, config=field.config_with({}), stores=stores, jobs=jobs)
+    assert row.failed_jobs == 1 and row.learned == ["pref"]
+    assert field.report([row])["failed_extraction_jobs"] == 1
+
+
 def test_a_run_that_learned_nothing_reports_it_as_nothing():
     field = _field()
     gold = field.Case("x", "g", "q", 0.0, [], turns={"t": frozenset({"m3"})})
