@@ -113,12 +113,15 @@ def stratified(cases: Sequence[Case], limit: int | None) -> list[Case]:
 
 def stored_texts(case: Case) -> list[str]:
     """Every text coop will ask the model to embed for this history: each message as stored (secrets masked)
-    and its sentence parts."""
+    that the model reads whole, and the sentence parts of each."""
+    from coop.memory.growth.embedding import reads_whole
     from coop.memory.text import sentence_parts, visible
     from coop.privacy.secrets import mask
 
     texts = [mask(m.text) for s in case.history for m in s.messages if visible(m.text)]
-    return texts + [part for text in texts for part in sentence_parts(text)]
+    split = [sentence_parts(text) for text in texts]
+    return ([text for text, parts in zip(texts, split, strict=True) if reads_whole(text, parts)]
+            + [part for parts in split for part in parts])
 
 
 def ingest(store: Any, case: Case, embedder: Any) -> tuple[Any, dict[int, str], dict[str, str]]:

@@ -125,6 +125,33 @@ def test_a_case_goes_through_coops_write_path_and_turn(tmp_path):
     assert row.memory_tokens >= 0 and row.ingest_s > 0
 
 
+def test_the_texts_a_bench_embeds_ahead_are_the_texts_the_ingest_asks_for(tmp_path):
+    """`stored_texts` (what the vector cache fetches ahead, and what the throughput figure counts) is exactly what
+    coop's embedding job asks the model for: short messages whole and by sentence, a long one by sentence only."""
+    field, lme = _field(), load_bench("longmemeval")
+    from common import Stores, load_embedder
+
+    raw = _lme_question()
+    story = " ".join(f"On day {i} we sailed further along the coast and the wind held." for i in range(30))
+    raw["haystack_sessions"][0][1]["content"] = story
+    case = lme.read_question(raw)
+    inner, asked = load_embedder("hash"), []
+
+    class Recording:
+        id, dims = inner.id, inner.dims
+
+        def embed(self, texts):
+            asked.extend(texts)
+            return inner.embed(texts)
+
+        def embed_query(self, text):
+            return inner.embed_query(text)
+
+    with Stores(directory=tmp_path) as stores:
+        field.ingest(stores.new("c"), case, Recording())
+    assert sorted(asked) == sorted(field.stored_texts(case)) and story not in asked
+
+
 def test_with_a_model_facts_are_learned_from_the_history_and_their_turns_counted(tmp_path, scripted):
     """`--extract`: each user message goes through coop's extraction job; a fact the prompt shows counts for the
     turn it was learned from (`learned`), and a rerun asks the model nothing it asked before (`KeptReplies`)."""

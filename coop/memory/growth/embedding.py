@@ -9,13 +9,21 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
 
 from coop.memory.embedder import Embedder
 from coop.memory.kinds import KINDS
 from coop.memory.storage.interface import UserStore
 from coop.memory.text import sentence_parts
 
+if TYPE_CHECKING:
+    import numpy as np
+
 log = logging.getLogger(__name__)
+
+# A text longer than this is not read whole by the model: about the default model's window of 256 tokens in
+# English (past it the model sees only the beginning), so its whole vector is the mean of its sentences'.
+WHOLE_MAX_CHARS = 1000
 
 
 def embed_pending(memory: UserStore, embedder: Embedder, *, batch_size: int = 64,
@@ -40,11 +48,16 @@ def embed_pending(memory: UserStore, embedder: Embedder, *, batch_size: int = 64
 
 
 def _embed_batch(memory: UserStore, kind: str, rows: list[tuple[int, str]], embedder: Embedder) -> int:
-    """Each item's whole text and, for a text of several sentences, each sentence, in one call to the model."""
+    """Each item's whole text (when the model can read it whole) and, for a text of several sentences, each
+    sentence, in one call to the model; a text too long to read whole gets the mean of its sentences."""
+    import numpy as np
+
     texts = [text or "" for _, text in rows]
     split = [sentence_parts(text) for text in texts]
+    read_whole = [reads_whole(text, parts) for text, parts in zip(texts, split, strict=True)]
+    whole_texts = [text for text, whole in zip(texts, read_whole, strict=True) if whole]
     try:
-        matrix = embedder.embed(texts + [part for parts in split for part in parts])
+        matrix = embedder.embed(whole_texts + [part for parts in split for part in parts])
     except Exception as exc:  # fall back to one at a time so a single bad row is isolated
         if len(rows) == 1:
             message = f"{type(exc).__name__}: {exc}"[:500]
@@ -52,12 +65,39 @@ def _embed_batch(memory: UserStore, kind: str, rows: list[tuple[int, str]], embe
             memory.vectors.record_error(kind, rows[0][0], message)
             return 0
         return sum(_embed_batch(memory, kind, [row], embedder) for row in rows)
-    wholes, at, parts = matrix[:len(rows)], len(rows), []
-    for sentences in split:
-        parts.append(matrix[at:at + len(sentences)] if sentences else None)
+    wholes: list[np.ndarray] = []
+    parts: list[np.ndarray | None] = []
+    read, at = 0, len(whole_texts)
+    for sentences, whole in zip(split, read_whole, strict=True):
+        vectors = matrix[at:at + len(sentences)] if sentences else None
         at += len(sentences)
-    memory.vectors.store(kind, [item_id for item_id, _ in rows], embedder.id, wholes, parts)
+        parts.append(vectors)
+        if whole:
+            wholes.append(matrix[read])
+            read += 1
+        else:
+            assert vectors is not None
+            wholes.append(whole_of(vectors, sentences))
+    memory.vectors.store(kind, [item_id for item_id, _ in rows], embedder.id, np.stack(wholes), parts)
     return len(rows)
+
+
+def reads_whole(text: str, parts: Sequence[str]) -> bool:
+    """Whether the model reads `text` whole: a text of one sentence, or one short enough for the model's window."""
+    return not parts or len(text) <= WHOLE_MAX_CHARS
+
+
+def whole_of(vectors: "np.ndarray", sentences: Sequence[str]) -> "np.ndarray":
+    """A long text's vector from its sentences' vectors: their mean, each weighted by its length, made unit
+    length. The model's own vector of a text is a mean of its tokens' states too, but past its window (256 tokens
+    for the default model) it reads only the text's beginning, and a second pass over text its sentences have
+    already been read in; this one covers every sentence and costs nothing."""
+    import numpy as np
+
+    weights = np.array([len(sentence) for sentence in sentences], dtype=np.float64)
+    mean = weights @ vectors.astype(np.float64)
+    norm = float(np.linalg.norm(mean))
+    return (mean / norm if norm > 0 else mean).astype(np.float32)
 
 
 def embed_backlog(memory: UserStore, embedder: Embedder, *, batch_size: int = 64,

@@ -4,9 +4,10 @@ match the question, or next to a turn near it in meaning, outranks a lone match 
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
-from coop.memory.growth.embedding import embed_pending
+from coop.memory.growth.embedding import WHOLE_MAX_CHARS, embed_pending
 from coop.memory.retrieval.search import search
 from coop.memory.retrieval.settings import RetrievalSettings
 from coop.memory.text import MAX_PARTS, sentence_parts
@@ -35,7 +36,7 @@ def test_a_long_message_is_found_by_its_nearest_sentence(memory):
     message = memory.messages.add(session, "user", text)
     other = memory.messages.add(session, "user", "Nothing to see here at all")
     embed_pending(memory, embedder)
-    assert "My sister Sara got engaged to Tom last week." in embedder.seen  # parts embedded with the whole
+    assert "My sister Sara got engaged to Tom last week." in embedder.seen  # each sentence embedded
     query = embedder.embed_query("who did Sara get engaged to")
     for exact in (False, True):
         hits = memory.vectors.nearest(embedder.id, embedder.dims, query, k=2, exact=exact)
@@ -43,6 +44,31 @@ def test_a_long_message_is_found_by_its_nearest_sentence(memory):
         assert hits[0].similarity == pytest.approx(1.0, abs=1e-3)  # the sentence's cosine, not the whole's 0
     assert memory.vectors.similarities(embedder.id, embedder.dims, query, [("message", message), ("message", other)]) == {
         ("message", message): pytest.approx(1.0, abs=1e-3), ("message", other): pytest.approx(0.0, abs=1e-3)}
+
+
+def test_a_text_too_long_to_read_whole_is_read_once_by_its_sentences(memory):
+    """The model reads a text of several sentences whole and sentence by sentence, unless it is longer than it
+    can read whole (`WHOLE_MAX_CHARS`): then only its sentences are read, and the text's own vector is their
+    mean, each weighted by its length, so a question about the whole text (near both sentences at once) finds
+    it as near as that mean is. A shorter text keeps the model's own vector of it."""
+    short = "We hiked for hours in the rain and the wind."
+    long = "My sister Sara got engaged to Tom" + ", and the party went on" * (WHOLE_MAX_CHARS // 20) + "."
+    text, brief = f"{short} {long}", f"{short} My sister Sara got engaged to Tom."
+    embedder = TableEmbedder({short: [1, 0, 0, 0], long: [0, 1, 0, 0], brief: [0, 0, 1, 0]})
+    session = memory.sessions.start()
+    message = memory.messages.add(session, "user", text)
+    shorter = memory.messages.add(session, "user", brief)
+    embed_pending(memory, embedder)
+    assert len(text) > WHOLE_MAX_CHARS >= len(brief)
+    assert text not in embedder.seen and embedder.seen.count(short) == 2 and long in embedder.seen
+    assert brief in embedder.seen  # read whole, and by its sentences
+    weighted = np.array([len(short), len(long), 0, 0], dtype=np.float32)
+    query = weighted / np.linalg.norm(weighted)  # the length-weighted mean itself
+    found = memory.vectors.similarities(embedder.id, embedder.dims, query, [("message", message)])
+    assert found[("message", message)] == pytest.approx(1.0, abs=2e-3)  # a plain mean would be at 0.73
+    found = memory.vectors.similarities(embedder.id, embedder.dims, np.array([0, 0, 1, 0], dtype=np.float32),
+                                        [("message", shorter)])
+    assert found[("message", shorter)] == pytest.approx(1.0, abs=1e-3)  # the model's own vector of it
 
 
 def test_a_message_in_a_session_about_the_question_outranks_a_lone_match(memory):
