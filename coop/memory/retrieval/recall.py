@@ -206,21 +206,21 @@ def recall(memory: "UserStore", text: str, query: str, *, embedder: "Embedder | 
 
 
 _PERSONAL = re.compile(r"\b(i'm|i've|i'd|i'll|my|mine|myself|we|we're|us|our|ours|remember|remind|last|ago|"
-                       r"yesterday|earlier|before|again|told|said|mentioned)\b|(?<!\bdo )(?<!\bcan )"
-                       r"(?<!\bshould )(?<!\bcould )(?<!\bwould )(?<!\bwill )(?<!\bmay )(?<!\bmust )\bi\b",
+                       r"yesterday|earlier|before|again|told|said|mentioned)\b|"
+                       r"(?<!\bhow do )(?<!\bwhat do )(?<!\bwhy do )(?<!\bcan )(?<!\bshould )(?<!\bcould )"
+                       r"(?<!\bwould )(?<!\bwill )(?<!\bmay )(?<!\bmust )\bi\b",
                        re.IGNORECASE)
 _NAME = re.compile(r"(?<![.!?]\s)(?<!^)\b([A-Z][\w'-]+)")
 _PLACE_OR_WORK = frozenset("in of at from on near into the a an".split())  # "in Africa", "the plot of Hamlet"
 
 
 def is_personal(text: str) -> bool:
-    """The turn is about the user's own life or people in it: a first-person word ("my", "we", "I went"; not
-    the "I" of a how-to such as "how do I"), a reference back ("last time", "I told you"), or a name that is
-    someone ("What did Caroline say?", "a gift to Caroline", "at Melanie's"; not one after "in", "of", "the": a
-    place or a work). Past conversation found
-    by its words alone is recalled only for such a turn; an impersonal one ("Why is the sky blue?", "Give me
-    tips for a job interview") needs a match in meaning, since sharing a word with last year's chat is not being
-    about it."""
+    """The turn is about the user's own life or people in it: a first-person word ("my", "we", "I went", "how
+    many plants do I own"; not the "I" of a how-to such as "how do I" or "can I"), a reference back ("last
+    time", "I told you"), or a name that is someone ("What did Caroline say?", "a gift to Caroline", "at
+    Melanie's"; not one after "in", "of", "the": a place or a work). Past conversation found by its words alone
+    is recalled only for such a turn; an impersonal one ("Why is the sky blue?", "Give me tips for a job
+    interview") needs a match in meaning, since sharing a word with last year's chat is not being about it."""
     if _PERSONAL.search(text):
         return True
     for match in _NAME.finditer(text):

@@ -206,6 +206,14 @@ def test_past_found_by_words_alone_is_for_a_turn_about_the_users_life(memory):
     assert not is_personal("How do I make a paper airplane?") and not is_personal("What is the tallest mountain in "
                                                                                   "Africa?")
     assert not is_personal("Summarise the plot of Hamlet") and not is_personal("What is a SQL JOIN?")
+    # "do I" asks about the user's own life ("how many plants do I own", "where do I work"), except in a how-to
+    # ("how do I", "what do I need") or a why of the world ("why do I get hiccups")
+    for own in ("How many plants do I own?", "Where do I work now?", "Do I have any pets?",
+                "How often do I swim each week?"):
+        assert is_personal(own), own
+    for how_to in ("How do I reverse a list?", "What do I need for a visa?", "Why do I yawn?",
+                   "Can I freeze cooked rice?"):
+        assert not is_personal(how_to), how_to
 
 
 def test_an_impersonal_question_that_names_a_past_subject_recalls_it(memory):
