@@ -21,8 +21,8 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-# A text longer than this is not read whole by the model: about the default model's window of 256 tokens in
-# English (past it the model sees only the beginning), so its whole vector is the mean of its sentences'.
+# A text of several sentences longer than this is not read whole by the model: about the default model's window
+# of 256 tokens in English (past it the model sees only the beginning), so its vector is the mean of its sentences'.
 WHOLE_MAX_CHARS = 1000
 
 
@@ -90,8 +90,8 @@ def reads_whole(text: str, parts: Sequence[str]) -> bool:
 def whole_of(vectors: "np.ndarray", sentences: Sequence[str]) -> "np.ndarray":
     """A long text's vector from its sentences' vectors: their mean, each weighted by its length, made unit
     length. The model's own vector of a text is a mean of its tokens' states too, but past its window (256 tokens
-    for the default model) it reads only the text's beginning, and a second pass over text its sentences have
-    already been read in; this one covers every sentence and costs nothing."""
+    for the default model) it sees only the text's beginning, and it costs a second pass over words the sentences
+    were already read in; this one covers every sentence and costs nothing."""
     import numpy as np
 
     weights = np.array([len(sentence) for sentence in sentences], dtype=np.float64)
