@@ -452,8 +452,10 @@ class Replay(Script):
                 return str(call["reply"])
             if self.live is None or kind == "notes":
                 return json.dumps({"notes": []} if kind != "changes" else {"changes": []})
+        answer = self._ask_live(body)
+        with self.lock:  # counted once answered: a JSON mode the server refuses, asked again in another, is one
             self.asked_live += 1
-        return self._ask_live(body)
+        return answer
 
     def _ask_live(self, body: dict[str, Any]) -> str:
         """A question the recorded run never asked (a change to coop asks a new one), put to the live model."""

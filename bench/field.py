@@ -114,14 +114,11 @@ def stratified(cases: Sequence[Case], limit: int | None) -> list[Case]:
 def stored_texts(case: Case) -> list[str]:
     """Every text coop will ask the model to embed for this history: each message as stored (secrets masked)
     that the model reads whole, and the sentence parts of each."""
-    from coop.memory.growth.embedding import reads_whole
-    from coop.memory.text import sentence_parts, visible
+    from coop.memory.growth.embedding import texts_read
+    from coop.memory.text import visible
     from coop.privacy.secrets import mask
 
-    texts = [mask(m.text) for s in case.history for m in s.messages if visible(m.text)]
-    split = [sentence_parts(text) for text in texts]
-    return ([text for text, parts in zip(texts, split, strict=True) if reads_whole(text, parts)]
-            + [part for parts in split for part in parts])
+    return texts_read([mask(m.text) for s in case.history for m in s.messages if visible(m.text)])
 
 
 def ingest(store: Any, case: Case, embedder: Any) -> tuple[Any, dict[int, str], dict[str, str]]:

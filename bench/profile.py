@@ -204,18 +204,16 @@ def write_facts(memory: Any, persona: Persona, extras: list[ExtraFact], embedder
 def build_messages(path: Path | str, n: int, embedder: Any, backend: str = "sqlite") -> float:
     """A store holding `n` past messages of USER (see the module docstring); returns the seconds it took."""
     from coop.config.loading import ImportanceConfig
-    from coop.memory.growth.embedding import embed_pending
+    from coop.memory.growth.embedding import embed_pending, texts_read
     from coop.memory.growth.importance import message_importance
     from coop.memory.storage.backends import open_store
-    from coop.memory.text import sentence_parts
 
     if not (distractors.FORTUNES.is_dir() or distractors.WORDNET.is_dir()):
         raise BenchError("the past messages' text is not installed: apt-get install fortunes wordnet-base")
     started = time.perf_counter()
     sessions = distractors.take(distractors.pool([]), n, "coop-profile")
     if hasattr(embedder, "prefetch"):
-        texts = [text for session in sessions for _, text in session]
-        embedder.prefetch(texts + [part for text in texts for part in sentence_parts(text)])
+        embedder.prefetch(texts_read([text for session in sessions for _, text in session]))
     store = open_store(backend, str(path))
     memory = store.user(USER)
     weights = ImportanceConfig()

@@ -136,6 +136,7 @@ def test_a_replay_with_a_model_asks_it_only_the_questions_the_recording_lacks(tm
     with pytest.raises(bench.Upstream) as refused:
         replay.reply(changes)
     assert refused.value.status == 400 and b"json_schema" in refused.value.body
+    assert replay.asked_live == 1  # a refused request is no question answered
     offline = bench.Replay(recording)
     offline.turn = bench.Turn(said)
     assert offline.reply(changes) == '{"changes": []}' and offline.asked_live == 0  # without a model: names nothing

@@ -55,9 +55,8 @@ def _embed_batch(memory: UserStore, kind: str, rows: list[tuple[int, str]], embe
     texts = [text or "" for _, text in rows]
     split = [sentence_parts(text) for text in texts]
     read_whole = [reads_whole(text, parts) for text, parts in zip(texts, split, strict=True)]
-    whole_texts = [text for text, whole in zip(texts, read_whole, strict=True) if whole]
     try:
-        matrix = embedder.embed(whole_texts + [part for parts in split for part in parts])
+        matrix = embedder.embed(texts_read(texts, split))
     except Exception as exc:  # fall back to one at a time so a single bad row is isolated
         if len(rows) == 1:
             message = f"{type(exc).__name__}: {exc}"[:500]
@@ -67,7 +66,7 @@ def _embed_batch(memory: UserStore, kind: str, rows: list[tuple[int, str]], embe
         return sum(_embed_batch(memory, kind, [row], embedder) for row in rows)
     wholes: list[np.ndarray] = []
     parts: list[np.ndarray | None] = []
-    read, at = 0, len(whole_texts)
+    read, at = 0, sum(read_whole)
     for sentences, whole in zip(split, read_whole, strict=True):
         vectors = matrix[at:at + len(sentences)] if sentences else None
         at += len(sentences)
@@ -80,6 +79,15 @@ def _embed_batch(memory: UserStore, kind: str, rows: list[tuple[int, str]], embe
             wholes.append(whole_of(vectors, sentences))
     memory.vectors.store(kind, [item_id for item_id, _ in rows], embedder.id, np.stack(wholes), parts)
     return len(rows)
+
+
+def texts_read(texts: Sequence[str], split: Sequence[Sequence[str]] | None = None) -> list[str]:
+    """What the model is asked for these texts, in the order `_embed_batch` asks it: those it reads whole, then
+    every sentence part (`split`: their `sentence_parts`, when the caller has them). A benchmark fetching vectors
+    ahead asks for these and no others."""
+    split = split if split is not None else [sentence_parts(text) for text in texts]
+    return ([text for text, parts in zip(texts, split, strict=True) if reads_whole(text, parts)]
+            + [part for parts in split for part in parts])
 
 
 def reads_whole(text: str, parts: Sequence[str]) -> bool:
