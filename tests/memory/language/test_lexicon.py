@@ -94,3 +94,13 @@ def test_an_ordinary_statement_is_no_negation_and_no_change(language):
 @pytest.mark.parametrize(("text", "language"), OTHER_LANGUAGE)
 def test_a_lexicon_never_reads_another_languages_text(text, language):
     assert marks(text, language) == frozenset()
+
+
+def test_a_contraction_written_without_its_apostrophe_is_the_speaker_only_when_no_other_word_is_spelled_so():
+    """A phrase may lose its apostrophe in the text ("im", "dont"), so a contraction that then spells another word
+    ("we're" as "were", "I'll" as "ill", "I'd" as "id") must not stand in the lexicon: "they were late" is not
+    the speaker. "I" and "we" find those contractions whole."""
+    for text in ("They were late.", "Were the trains on time?", "She felt ill.", "Which id is it?"):
+        assert not marks(text, "en") & {"first_person", "self"}, text
+    for text in ("We're moving to Porto.", "I'll call later.", "I'd like tea.", "im tired", "ive been there"):
+        assert {"first_person", "self"} <= marks(text, "en"), text

@@ -24,7 +24,7 @@ MARKERS: dict[str, tuple[str, ...]] = {
                "switched", "switch", "moved", "started", "changed", "sold", "upped", "again", "instead", "new",
                "anymore", "no longer"),
     "subject": ("^i", "^we"),
-    "self": ("^i", "^i'm", "^i've", "^i'd", "^i'll", "^we", "^we're", "^we've", "^my"),
+    "self": ("^i", "^i'm", "^i've", "^we", "^we've", "^my"),
     "addressee": ("you", "your", "yourself", "you're", "you'll"),
     "directive": ("please", "from now on", "going forward", "in future", "in the future", "next time", "^always",
                   "^never", "^don't", "^do not", "^stop", "^answer", "^reply", "^respond", "^write", "^use",
@@ -59,7 +59,9 @@ MARKERS: dict[str, tuple[str, ...]] = {
     "aside": ("^it", "^it's", "^its", "^that", "^that's", "^this", "^this is", "^there's", "^there is",
               "^there are"),
     "consequence": ("^so", "^because", "^hence", "^therefore", "^which is why", "^that's why", "^that is why"),
-    "first_person": ("i", "i'm", "i've", "i'd", "i'll", "me", "my", "mine", "myself", "we", "we're", "us", "our"),
+    # "i" and "we" find "I'd", "I'll" and "we're"; written out, their apostrophe may go missing, and "id", "ill"
+    # and "were" are other words
+    "first_person": ("i", "i'm", "i've", "me", "my", "mine", "myself", "we", "us", "our"),
     "possessive": ("^my", "^our"),
     "social": ("hi", "hello", "hey", "good morning", "good afternoon", "good evening", "good night", "morning",
                "thanks", "thank you", "many thanks", "cheers", "bye", "goodbye", "see you", "sorry", "okay", "ok",
