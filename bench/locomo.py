@@ -253,7 +253,7 @@ def _overrides(pairs: list[str]) -> dict:
     names = {"similarity_floor": "floor", "rrf_k": "rrf_k", "fusion": "fusion", "vector_weight": "vector_weight",
              "context_weight": "context_weight", "word_similarity_floor": "word_floor", "bm25_floor": "bm25_floor",
              "session_weight": "session_weight", "agreement_weight": "agreement_weight",
-             "neighbour_weight": "neighbour_weight"}
+             "neighbour_weight": "neighbour_weight", "assistant_weight": "assistant_weight"}
     out = {}
     for pair in pairs:
         key, _, raw = pair.partition("=")

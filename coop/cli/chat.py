@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from coop.memory.embedder import Embedder
     from coop.memory.growth.embedders import EmbedderStatus
     from coop.memory.growth.worker import BackgroundWorker, Timer
+    from coop.memory.storage.interface import UserStore
 
 log = logging.getLogger(__name__)
 WARM_UP_WAIT_SECONDS = 10.0  # at exit inside another program's process, for a warm-up still importing litellm
@@ -73,6 +74,15 @@ class EmbedderLoader:
         self.start()
         self._thread.join()
         return None if self.status is None else self.status.embedder
+
+
+def _head_start(memory: "UserStore", embedder: "Embedder") -> None:
+    """What a turn would otherwise do first, done while the user types: load the vectors' index and the model that
+    tells a question's language."""
+    from coop.memory.language.detect import load as load_language_model
+
+    memory.vectors.warm(embedder.id)
+    load_language_model()
 
 
 def warm_model_client(model: str, loader: EmbedderLoader | None = None) -> None:
@@ -193,7 +203,7 @@ def chat(
     if incognito:  # a handle of its own, which the session never writes through
         services.use_store(open_store(backend, db_path, busy_timeout_ms=config.memory.busy_timeout_ms))
     memory = services.memory(user)
-    loader = EmbedderLoader(config, then=lambda embedder: memory.vectors.warm(embedder.id))
+    loader = EmbedderLoader(config, then=lambda embedder: _head_start(memory, embedder))
     worker = None if incognito else services.worker()
     tracer = Tracer(config.trace.file) if config.trace.file and not incognito else NO_TRACE
     try:

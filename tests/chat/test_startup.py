@@ -151,8 +151,15 @@ def test_the_loading_thread_prepares_the_vector_index_after_the_embedder(monkeyp
 
 
 def test_coop_chat_loads_the_users_vector_bits_beside_the_repl(openai_server, coop_home, run_cli, monkeypatch):
-    """`coop chat` hands the loading thread a job that loads this user's sign bits on a connection of its own."""
+    """`coop chat` hands the loading thread a job that loads this user's sign bits on a connection of its own,
+    and the model that tells a question's language (most of a second, which a turn about the user needs)."""
+    import importlib
+
     from coop.memory.storage import vector_index
+
+    detect = importlib.import_module("coop.memory.language.detect")  # the package's name `detect` is its function
+    language_loads: list[str] = []
+    monkeypatch.setattr(detect, "load", lambda: language_loads.append(threading.current_thread().name))
 
     calls: list[tuple[str, str, str]] = []
     real = vector_index.load_beside
@@ -163,6 +170,7 @@ def test_coop_chat_loads_the_users_vector_bits_beside_the_repl(openai_server, co
     result = run_cli("chat", "--user", "sam", input="hello there\n", env=env)
     assert result.exit_code == 0, result.stderr
     assert calls and calls[0][1] == "sam" and calls[0][2].startswith("hash/") and calls[0][0].endswith(".db")
+    assert language_loads == ["coop-embedder-load"]
 
 
 def test_the_warm_up_readies_the_lean_path_first_and_litellm_after_the_embedder(monkeypatch):

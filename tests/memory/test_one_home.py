@@ -115,7 +115,7 @@ def test_every_retrieval_setting_has_one_default_and_it_is_the_configs():
     # a changed config value reaches every field (none is left at a default of its own)
     changed = replace(config, similarity_floor=0.5, fusion="rrf", vector_weight=2.0, context_weight=0.5, rrf_k=7,
                       word_similarity_floor=0.1, bm25_floor=0.3, session_weight=0.4, agreement_weight=0.6,
-                      neighbour_weight=0.7)
+                      neighbour_weight=0.7, assistant_weight=0.3)
     differing = {name for name, value in RetrievalSettings.from_config(changed).as_dict().items()
                  if value != getattr(built, name)}
     assert differing == {f.name for f in fields(RetrievalSettings)}

@@ -45,6 +45,12 @@ def _model() -> Any:
         return _identifier
 
 
+def load() -> None:
+    """Load the model now, off the path of whatever needs it first: `coop chat` does it in its embedder's loading
+    thread, so the first turn about the user's own life (`retrieval/speaker.py`) does not wait for it."""
+    _model()
+
+
 def ranked(text: str) -> Sequence[tuple[str, float]]:
     """Languages of `text` with their probabilities, most likely first (empty when it has no letters)."""
     if not has_letters(text):

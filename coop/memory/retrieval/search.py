@@ -24,6 +24,8 @@
 - Passage evidence (score fusion, `passages.py`): a message gains from the nearer in meaning of the messages just
   before and after it (`neighbour_weight`) and from the other candidates of its session (`session_weight`): the
   answer sits in talk of the question's subject, a stray match among talk of other things.
+- Who spoke (`speaker.py`): for a question about the user's own life in the first person, an assistant's
+  message counts at `assistant_weight` of its score, since the user's own words are what tell it.
 
 Vectors are made from a message's own text only (not its neighbours'), so embedding stays one model call per
 message, and no vector has to be redone when a later message arrives or an earlier one is forgotten.
@@ -43,13 +45,14 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 from concurrent.futures import Future, ThreadPoolExecutor, wait
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cache
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from coop.errors import ModelError, UsageError
 from coop.memory.embedder import Embedder
 from coop.memory.kinds import KINDS
+from coop.memory.retrieval import speaker
 from coop.memory.retrieval.passages import Scored, with_neighbour_evidence, with_session_evidence
 from coop.memory.retrieval.settings import FUSIONS, RetrievalSettings
 from coop.memory.retrieval.terms import check_query, query_terms, unspaced_phrases
@@ -64,6 +67,8 @@ _DEFAULTS = RetrievalSettings.defaults()
 # rarest, is still among them when thousands of messages share some word with it (`bench/scale.py`: at 100,000
 # extra messages per user, 400 instead of 200 lifts R_any@10 from 0.603 to 0.629).
 FULL_TEXT_CANDIDATES = 400
+# A search about the user (`speaker.py`) weighs who spoke in the best `limit` x SPEAKER_POOL, then keeps `limit`.
+SPEAKER_POOL = 4
 
 
 @dataclass(frozen=True)
@@ -280,13 +285,18 @@ def search(memory: UserStore, query: str, *, embedder: Embedder | None = None, l
         fused = with_neighbour_evidence(memory, fused, cosines, settings.neighbour_weight, cosines_of)
     if settings.fusion == "score" and settings.session_weight > 0:
         fused = with_session_evidence(memory, fused, settings.session_weight)
-    ranked = sorted(fused.items(), key=lambda kv: kv[1][0], reverse=True)[:limit]
+    weighing = settings.assistant_weight < 1.0 and speaker.about_the_user(query)
+    # a search about the user re-ranks a deeper pool by who spoke: an assistant's message may drop out of it
+    ranked = sorted(fused.items(), key=lambda kv: kv[1][0], reverse=True)[:limit * SPEAKER_POOL if weighing else limit]
     by_kind: dict[str, list[int]] = {}
     for (kind, item_id), _ in ranked:
         by_kind.setdefault(kind, []).append(item_id)
     items = {(kind, item.item_id): item for kind, ids in by_kind.items()
              for item in memory.get_many(kind, ids).values()}
     hits = [Hit(items[key], score, detail, cosines.get(key)) for key, (score, detail) in ranked if key in items]
+    if weighing:
+        hits = sorted((replace(hit, score=hit.score * speaker.weight_of(hit.item, settings.assistant_weight))
+                       for hit in hits), key=lambda hit: -hit.score)[:limit]
     timings["fuse"] = (time.perf_counter() - mark) * 1000
     timings["total"] = (time.perf_counter() - started) * 1000
     return SearchResult(hits, {leg: len(found) for leg, found in legs.items()}, timings, embedder is not None)

@@ -31,6 +31,7 @@ class RetrievalSettings:
     session_weight: float = CONFIG.session_weight  # weight of the two best other candidates in a message's session
     agreement_weight: float = CONFIG.agreement_weight  # weight of (normalised BM25 x cosine) in score fusion
     neighbour_weight: float = CONFIG.neighbour_weight  # weight of the best cosine of the neighbouring messages
+    assistant_weight: float = CONFIG.assistant_weight  # the assistant's messages' weight, asked about the user
 
     @classmethod
     def from_config(cls, config: MemoryConfig) -> "RetrievalSettings":
@@ -38,7 +39,7 @@ class RetrievalSettings:
                    context_weight=config.context_weight, rrf_k=config.rrf_k,
                    word_floor=config.word_similarity_floor, bm25_floor=config.bm25_floor,
                    session_weight=config.session_weight, agreement_weight=config.agreement_weight,
-                   neighbour_weight=config.neighbour_weight)
+                   neighbour_weight=config.neighbour_weight, assistant_weight=config.assistant_weight)
 
     @classmethod
     def defaults(cls) -> "RetrievalSettings":

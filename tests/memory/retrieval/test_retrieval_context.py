@@ -176,7 +176,7 @@ def test_engine_defaults_are_the_config_defaults_and_reach_search():
         "vector_weight": config.vector_weight, "context_weight": config.context_weight,
         "word_floor": config.word_similarity_floor, "bm25_floor": config.bm25_floor,
         "session_weight": config.session_weight, "agreement_weight": config.agreement_weight,
-        "neighbour_weight": config.neighbour_weight}
+        "neighbour_weight": config.neighbour_weight, "assistant_weight": config.assistant_weight}
     assert RetrievalSettings.from_config(config) == RetrievalSettings.defaults()
 
 

@@ -1,0 +1,43 @@
+"""Whose words answer a question. A question about the user's own life, asked in the first person ("How many
+classes do I take in a week?", "What did I plant two weeks ago?"), is answered by what the user said: the
+assistant's replies restate it or advise around it, and, long and on the subject, they outrank the one line of
+the user's that says it. A search for such a question weighs the assistant's messages at `assistant_weight` of
+their score. A question that speaks to the assistant ("what did you recommend?", "I remember you said ...") asks
+for its words, and one in the third person ("What did Caroline paint?") for no one's in particular (in a
+conversation of two people, the other one is stored as the assistant): both are left as they are.
+
+Who a question speaks of is read with its language's lexicon (`coop.memory.language.lexicon`): a word of the
+first person and none of address. Telling the language loads a model once per process (most of a second); a
+question with no first-person word in any lexicon is not read further, so a search for "hiking" never loads it.
+"""
+
+from __future__ import annotations
+
+import re
+
+from coop.memory.language import lexicon
+from coop.memory.language.detect import detect
+from coop.memory.storage.items import Item
+
+# A word of two letters or more written in capitals is a name or an acronym ("the US", "IT support"), never a
+# pronoun, though it reads as one once case is folded.
+_WORD = re.compile(r"\w{2,}")
+
+
+def _without_acronyms(text: str) -> str:
+    return _WORD.sub(lambda word: " " if word.group().isupper() else word.group(), text)
+
+
+def about_the_user(question: str) -> bool:
+    """The question speaks of the user (first person) and not to the assistant (no word of address)."""
+    question = _without_acronyms(question)
+    if not any(lexicon.has_mark(question, language, "first_person") for language in lexicon.LANGUAGES):
+        return False
+    found = lexicon.marks(question, detect(question))
+    return "first_person" in found and "addressee" not in found
+
+
+def weight_of(item: Item, assistant_weight: float) -> float:
+    """What an item's score counts for in a search about the user: an assistant's message `assistant_weight`,
+    anything else (the user's words, facts, summaries) all of it."""
+    return assistant_weight if item.kind == "message" and item.role == "assistant" else 1.0
