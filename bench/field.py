@@ -520,6 +520,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--limit", type=int, default=None, help="only the first N cases, taken in turn from each type (a quick run)"
     )
+    parser.add_argument(
+        "--case", action="append", default=[], metavar="ID",
+        help="only this case (repeat for more; of those --limit leaves)",
+    )
     parser.add_argument("--model-path", default=None, help="local all-MiniLM-L6-v2 model directory")
     parser.add_argument(
         "--embedder",
@@ -614,6 +618,11 @@ def main(
     """Run `cases` (already read and cut) and return the figures; the benches print them."""
     from scale import CachedEmbedder
 
+    if args.case:
+        missing = set(args.case) - {case.id for case in cases}
+        if missing:
+            raise BenchError(f"--case {', '.join(sorted(missing))}: no such case in {args.data}")
+        cases = [case for case in cases if case.id in args.case]
     if not cases:
         raise BenchError(f"{args.data} holds no case to score")
     os.environ["COOP_HOME"] = tempfile.mkdtemp(prefix="coop-field-")  # nothing of the user's own coop is read

@@ -235,3 +235,20 @@ def test_a_run_that_learned_nothing_reports_it_as_nothing():
     assert "learned" not in field.level_figures([field.Row(gold, [], [], [], {}, 0, 1.0, 2.0, 3.0)], "t")
     assert field.instruction_figures([row]) == {} and field.instruction_figures(
         [field.Row(gold, [], [], [], {}, 0, 1.0, 2.0, 3.0, learned=[], instructions=[])])["instructions_mean"] == 0.0
+
+
+def test_a_run_may_be_cut_to_named_cases(tmp_path, monkeypatch, capsys):
+    """`--case ID` scores only the cases named (a sample of one conversation for `--extract`); a name the data does
+    not hold is a usage error that names it, before anything runs."""
+    lme = load_bench("longmemeval")
+    from common import BenchError
+
+    path = tmp_path / "lme.json.gz"
+    path.write_bytes(gzip.compress(json.dumps([_lme_question("q1"), _lme_question("q2")]).encode()))
+    monkeypatch.setenv("COOP_HOME", str(tmp_path / "home"))
+    common = ["--data", str(path), "--embedder", "hash", "--cache", str(tmp_path / "v.sqlite"), "--json", "--quiet"]
+    assert lme.main([*common, "--case", "q2"]) == 0
+    assert json.loads(capsys.readouterr().out)["cases"] == 1
+    with pytest.raises(BenchError):
+        lme.main([*common, "--case", "q9"])
+    assert "--case q9: no such case" in capsys.readouterr().err
