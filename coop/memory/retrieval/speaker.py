@@ -7,8 +7,9 @@ for its words, and one in the third person ("What did Caroline paint?") for no o
 conversation of two people, the other one is stored as the assistant): both are left as they are.
 
 Who a question speaks of is read with its language's lexicon (`coop.memory.language.lexicon`): a word of the
-first person and none of address. Telling the language loads a model once per process (most of a second); a
-question with no first-person word in any lexicon is not read further, so a search for "hiking" never loads it.
+first person and none of address. Telling the language loads a model once per process (most of a second), so it
+is asked only when the first-person word is in more than one lexicon ("me"): a search for "hiking", or "what did I
+plant?", never loads it.
 """
 
 from __future__ import annotations
@@ -31,9 +32,12 @@ def _without_acronyms(text: str) -> str:
 def about_the_user(question: str) -> bool:
     """The question speaks of the user (first person) and not to the assistant (no word of address)."""
     question = _without_acronyms(question)
-    if not any(lexicon.has_mark(question, language, "first_person") for language in lexicon.LANGUAGES):
+    speaking = [language for language in lexicon.LANGUAGES if lexicon.has_mark(question, language, "first_person")]
+    if not speaking:
         return False
-    found = lexicon.marks(question, detect(question))
+    if len(speaking) == 1:  # one lexicon knows the word ("I", "ich", "私"): the question is read as its language
+        return not lexicon.has_mark(question, speaking[0], "addressee")
+    found = lexicon.marks(question, detect(question))  # "me" is English, French, Spanish and Portuguese
     return "first_person" in found and "addressee" not in found
 
 

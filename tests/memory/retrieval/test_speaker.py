@@ -72,17 +72,20 @@ def test_a_search_about_the_user_scores_the_assistants_words_at_their_weight(mem
         assert weighed[text] == pytest.approx(plain[text])
 
 
-def test_a_search_without_a_first_person_word_never_tells_the_language(monkeypatch):
-    """Telling a language loads a model (most of a second): a question with no first-person word in any
-    lexicon ("hiking", "Why is the sky blue?") is settled without it."""
+def test_the_language_is_told_only_when_the_first_person_word_is_in_more_than_one_lexicon(monkeypatch):
+    """Telling a language loads a model (most of a second): a question with no first-person word in any lexicon
+    ("hiking", "Why is the sky blue?"), or with one that only its own language's lexicon knows ("I", "ich",
+    "私"), is settled without it; "me" (English, French, Spanish, Portuguese) needs it."""
     import coop.memory.retrieval.speaker as speaker
 
-    def refuse(text: str) -> str:
-        raise AssertionError(f"the language of {text!r} was asked for")
-
-    monkeypatch.setattr(speaker, "detect", refuse)
+    asked: list[str] = []
+    monkeypatch.setattr(speaker, "detect", lambda text: asked.append(text) or "en")
     for question in ("hiking", "Why is the sky blue?", "Pourquoi le ciel est-il bleu ?", "空はなぜ青いのですか？"):
         assert not about_the_user(question)
+    for question in QUESTIONS["en"][:1] + QUESTIONS["de"][:1] + QUESTIONS["ja"][:1]:
+        assert about_the_user(question)
+    assert asked == []
+    assert not about_the_user("Can you tell me a joke?") and asked == ["Can you tell me a joke?"]
 
 
 def test_an_acronym_is_no_pronoun():
