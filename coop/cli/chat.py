@@ -81,8 +81,10 @@ def _head_start(memory: "UserStore", embedder: "Embedder") -> None:
     tells a question's language."""
     from coop.memory.language.detect import load as load_language_model
 
-    memory.vectors.warm(embedder.id)
-    load_language_model()
+    try:
+        memory.vectors.warm(embedder.id)
+    finally:  # a failure of the one (logged by the loader) does not cost the other
+        load_language_model()
 
 
 def warm_model_client(model: str, loader: EmbedderLoader | None = None) -> None:

@@ -285,7 +285,7 @@ def search(memory: UserStore, query: str, *, embedder: Embedder | None = None, l
         fused = with_neighbour_evidence(memory, fused, cosines, settings.neighbour_weight, cosines_of)
     if settings.fusion == "score" and settings.session_weight > 0:
         fused = with_session_evidence(memory, fused, settings.session_weight)
-    weighing = settings.assistant_weight < 1.0 and speaker.about_the_user(query)
+    weighing = settings.assistant_weight < 1.0 and "message" in kinds and speaker.about_the_user(query)
     # a search about the user re-ranks a deeper pool by who spoke: an assistant's message may drop out of it
     ranked = sorted(fused.items(), key=lambda kv: kv[1][0], reverse=True)[:limit * SPEAKER_POOL if weighing else limit]
     by_kind: dict[str, list[int]] = {}
