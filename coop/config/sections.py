@@ -142,7 +142,7 @@ class MemoryConfig:
     neighbour_weight: float = _f(0.5, "in score fusion, weight of the nearer in meaning of the messages just before "
                                        "and after a message: an answer inside talk of the question's subject outranks "
                                        "a stray match", min=0.0, max=5.0)
-    assistant_weight: float = _f(0.7, "in a search for a question about the user's own life (\"what did I plant?\", "
+    assistant_weight: float = _f(0.7, "in a search for a question about the user's own life (\"where did I park?\", "
                                       "not \"what did you recommend?\"), weight of the assistant's messages against "
                                       "the user's own words (= 1)", min=0.0, max=1.0)
     context_weight: float = _f(1.0, "weight of a message's two preceding messages and its date, against its own "

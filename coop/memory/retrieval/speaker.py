@@ -1,5 +1,5 @@
-"""Whose words answer a question. A question about the user's own life, asked in the first person ("How many
-classes do I take in a week?", "What did I plant two weeks ago?"), is answered by what the user said: the
+"""Whose words answer a question. A question about the user's own life, asked in the first person ("Where did I
+park the car?", "What did I cook last Sunday?"), is answered by what the user said: the
 assistant's replies restate it or advise around it, and, long and on the subject, they outrank the one line of
 the user's that says it. A search for such a question weighs the assistant's messages at `assistant_weight` of
 their score. A question that speaks to the assistant ("what did you recommend?", "I remember you said ...") asks
@@ -8,8 +8,8 @@ conversation of two people, the other one is stored as the assistant): both are 
 
 Who a question speaks of is read with its language's lexicon (`coop.memory.language.lexicon`): a word of the
 first person and none of address. Telling the language loads a model once per process (most of a second), so it
-is asked only when the first-person word is in more than one lexicon ("me"): a search for "hiking", or "what did I
-plant?", never loads it.
+is asked only when the first-person word is in more than one lexicon ("me"): a search for "hiking", or "where did I
+park?", never loads it.
 """
 
 from __future__ import annotations
