@@ -14,8 +14,8 @@ from tests.memory.retrieval.table_embedder import TableEmbedder
 
 # per language: a question about the user's own life, one that speaks to the assistant, one about someone else
 QUESTIONS = {
-    "en": ("How many dance classes do I take in a week?", "Which dance classes did you recommend?",
-           "How many dance classes does Carla take?"),
+    "en": ("Which dance style am I learning these days?", "Which dance style did you recommend?",
+           "Which dance style is Carla learning?"),
     "fr": ("Combien de cours de danse est-ce que je suis par semaine ?",
            "Quels cours de danse est-ce que tu m'as conseillés ?", "Combien de cours de danse Carla suit-elle ?"),
     "de": ("Wie viele Tanzkurse besuche ich in der Woche?", "Welche Tanzkurse hast du mir empfohlen?",
@@ -53,22 +53,22 @@ def test_a_question_about_the_user_is_answered_by_their_own_words_first(memory, 
 def test_a_search_about_the_user_scores_the_assistants_words_at_their_weight(memory):
     """The weight is what the hit's score says (the prompt ranks past items by it), and only the assistant's
     messages carry it: the user's words, and facts, keep their whole score."""
-    question = "What did I plant in the garden?"
-    embedder = TableEmbedder({question: [1, 0, 0, 0], "Tomatoes went in on Sunday.": [0.9, 0.436, 0, 0],
-                              "Planting tomatoes early pays off.": [0.9, 0.436, 0, 0],
-                              "Grows tomatoes in the garden": [0.9, 0.436, 0, 0]})
+    question = "Where did I park the car?"
+    user, assistant, fact = ("Level three of the station garage.", "Station garages fill up early on weekdays.",
+                             "Parks at the station garage")
+    embedder = TableEmbedder({question: [1, 0, 0, 0], user: [0.9, 0.436, 0, 0], assistant: [0.9, 0.436, 0, 0],
+                              fact: [0.9, 0.436, 0, 0]})
     session = memory.sessions.start()
-    memory.messages.add(session, "user", "Tomatoes went in on Sunday.")
-    memory.messages.add(session, "assistant", "Planting tomatoes early pays off.")
-    memory.facts.add("Grows tomatoes in the garden", category="hobbies")
+    memory.messages.add(session, "user", user)
+    memory.messages.add(session, "assistant", assistant)
+    memory.facts.add(fact, category="general")
     embed_pending(memory, embedder)
     settings = RetrievalSettings.defaults().but(bm25_floor=0.0, session_weight=0.0, neighbour_weight=0.0)
     plain = {hit.item.text: hit.score
              for hit in search(memory, question, embedder=embedder, settings=settings.but(assistant_weight=1.0)).hits}
     weighed = {hit.item.text: hit.score for hit in search(memory, question, embedder=embedder, settings=settings).hits}
-    assert weighed["Planting tomatoes early pays off."] == pytest.approx(
-        settings.assistant_weight * plain["Planting tomatoes early pays off."])
-    for text in ("Tomatoes went in on Sunday.", "Grows tomatoes in the garden"):
+    assert weighed[assistant] == pytest.approx(settings.assistant_weight * plain[assistant])
+    for text in (user, fact):
         assert weighed[text] == pytest.approx(plain[text])
 
 
