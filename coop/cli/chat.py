@@ -22,7 +22,6 @@ if TYPE_CHECKING:
     from coop.memory.embedder import Embedder
     from coop.memory.growth.embedders import EmbedderStatus
     from coop.memory.growth.worker import BackgroundWorker, Timer
-    from coop.memory.storage.interface import UserStore
 
 log = logging.getLogger(__name__)
 WARM_UP_WAIT_SECONDS = 10.0  # at exit inside another program's process, for a warm-up still importing litellm
@@ -76,17 +75,6 @@ class EmbedderLoader:
         return None if self.status is None else self.status.embedder
 
 
-def _head_start(memory: "UserStore", embedder: "Embedder") -> None:
-    """What a turn would otherwise do first, done while the user types: load the vectors' index and the model that
-    tells a question's language."""
-    from coop.memory.language.detect import load as load_language_model
-
-    try:
-        memory.vectors.warm(embedder.id)
-    finally:  # a failure of the one (logged by the loader) does not cost the other
-        load_language_model()
-
-
 def warm_model_client(model: str, loader: EmbedderLoader | None = None) -> None:
     """Off the main thread, what the first turn needs, in the order it needs it, so that a message typed the moment
     the prompt shows reaches the model within a second: the secret patterns (0.2 s of detect-secrets' imports,
@@ -94,7 +82,11 @@ def warm_model_client(model: str, loader: EmbedderLoader | None = None) -> None:
     (coop/model/lean.py: http.client and litellm's model map as text; the first requests to a local
     OpenAI-compatible server go out through it); then, once the embedder (which the turn's recall waits for) has
     loaded, so as not to slow it by sharing the interpreter's lock, the first reply's rendering and litellm (3.5 s
-    of Python) with the code of its first request, which later requests go through."""
+    of Python) with the code of its first request, which later requests go through; last, the model that tells a
+    question's language (most of a second; a search about the user whose "me" several languages share asks it, and
+    so does the write path after the first reply). Not in the embedder's loading thread: a turn waits for that
+    thread to end, and a first message typed at once went from 0.47 to 1.08 s there."""
+    from coop.memory.language.detect import load as load_language_model
     from coop.model import llm
     from coop.privacy.secret_shapes import detector_shapes
 
@@ -105,6 +97,7 @@ def warm_model_client(model: str, loader: EmbedderLoader | None = None) -> None:
     import rich.markdown  # noqa: F401 (the first reply's rendering)
 
     llm.warm_up(model)
+    load_language_model()
 
 
 def start_timers(chat_session: "ChatSession", config: "Config", worker: "BackgroundWorker") -> list["Timer"]:
@@ -205,7 +198,7 @@ def chat(
     if incognito:  # a handle of its own, which the session never writes through
         services.use_store(open_store(backend, db_path, busy_timeout_ms=config.memory.busy_timeout_ms))
     memory = services.memory(user)
-    loader = EmbedderLoader(config, then=lambda embedder: _head_start(memory, embedder))
+    loader = EmbedderLoader(config, then=lambda embedder: memory.vectors.warm(embedder.id))
     worker = None if incognito else services.worker()
     tracer = Tracer(config.trace.file) if config.trace.file and not incognito else NO_TRACE
     try:

@@ -151,15 +151,8 @@ def test_the_loading_thread_prepares_the_vector_index_after_the_embedder(monkeyp
 
 
 def test_coop_chat_loads_the_users_vector_bits_beside_the_repl(openai_server, coop_home, run_cli, monkeypatch):
-    """`coop chat` hands the loading thread a job that loads this user's sign bits on a connection of its own,
-    and the model that tells a question's language (most of a second, which a turn about the user needs)."""
-    import importlib
-
+    """`coop chat` hands the loading thread a job that loads this user's sign bits on a connection of its own."""
     from coop.memory.storage import vector_index
-
-    detect = importlib.import_module("coop.memory.language.detect")  # the package's name `detect` is its function
-    language_loads: list[str] = []
-    monkeypatch.setattr(detect, "load", lambda: language_loads.append(threading.current_thread().name))
 
     calls: list[tuple[str, str, str]] = []
     real = vector_index.load_beside
@@ -170,25 +163,29 @@ def test_coop_chat_loads_the_users_vector_bits_beside_the_repl(openai_server, co
     result = run_cli("chat", "--user", "sam", input="hello there\n", env=env)
     assert result.exit_code == 0, result.stderr
     assert calls and calls[0][1] == "sam" and calls[0][2].startswith("hash/") and calls[0][0].endswith(".db")
-    assert language_loads == ["coop-embedder-load"]
 
 
 def test_the_warm_up_readies_the_lean_path_first_and_litellm_after_the_embedder(monkeypatch):
     """A message typed at once needs the lean request path and the embedder; litellm's import (seconds of Python)
-    would slow both by taking the interpreter's lock, so it starts only once the embedder has loaded."""
+    would slow both by taking the interpreter's lock, so it starts only once the embedder has loaded, and the model
+    that tells a question's language comes last (never in the loading thread, which a turn waits for)."""
+    import importlib
+
     from coop.cli import chat as chat_cli
     from coop.model import llm
 
     events: list[str] = []
     monkeypatch.setattr(llm, "warm_lean", lambda: events.append("lean"))
     monkeypatch.setattr(llm, "warm_up", lambda model: events.append(f"litellm {model}"))
+    detect = importlib.import_module("coop.memory.language.detect")  # the package's name `detect` is its function
+    monkeypatch.setattr(detect, "load", lambda: events.append("language model"))
 
     class Loader:
         def wait(self, timeout: float) -> None:
             events.append("embedder loaded")
 
     chat_cli.warm_model_client("openai/m", Loader())  # type: ignore[arg-type]
-    assert events == ["lean", "embedder loaded", "litellm openai/m"]
+    assert events == ["lean", "embedder loaded", "litellm openai/m", "language model"]
 
 
 def test_a_session_that_ends_during_the_warm_up_waits_for_it(openai_server, coop_home, run_cli, monkeypatch):

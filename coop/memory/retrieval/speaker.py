@@ -35,10 +35,11 @@ def about_the_user(question: str) -> bool:
     speaking = [language for language in lexicon.LANGUAGES if lexicon.has_mark(question, language, "first_person")]
     if not speaking:
         return False
-    if len(speaking) == 1:  # one lexicon knows the word ("I", "ich", "私"): the question is read as its language
-        return not lexicon.has_mark(question, speaking[0], "addressee")
-    found = lexicon.marks(question, detect(question))  # "me" is English, French, Spanish and Portuguese
-    return "first_person" in found and "addressee" not in found
+    # one lexicon knows the word ("I", "ich", "私"): the question is read as its language; "me" is English, French,
+    # Spanish and Portuguese, and the question's language tells
+    language = speaking[0] if len(speaking) == 1 else detect(question)
+    return lexicon.has_mark(question, language, "first_person") and not lexicon.has_mark(question, language,
+                                                                                         "addressee")
 
 
 def weight_of(item: Item, assistant_weight: float) -> float:

@@ -107,15 +107,24 @@ def _phrase_pattern(phrase: str, spaced: bool, lead_ins: tuple[str, ...] = ()) -
 
 
 @cache
+def _pattern(language: str, mark: str) -> re.Pattern[str] | None:
+    """One mark's pattern in one language, compiled when first asked for: a search asks for two marks of each
+    language ("first_person", "addressee"), and all of them at once cost a turn about a third of a second."""
+    found = module(language)
+    phrases: tuple[str, ...] = found.MARKERS.get(mark, ()) if found is not None else ()
+    if not phrases:
+        return None
+    spaced = language not in UNSPACED_LANGUAGES
+    lead_ins: tuple[str, ...] = getattr(found, "LEAD_INS", ())
+    return re.compile("|".join(_phrase_pattern(p, spaced, lead_ins) for p in phrases))
+
+
+@cache
 def _patterns(language: str) -> dict[str, re.Pattern[str]]:
     found = module(language)
     if found is None:
         return {}
-    spaced = language not in UNSPACED_LANGUAGES
-    markers: dict[str, tuple[str, ...]] = found.MARKERS
-    lead_ins: tuple[str, ...] = getattr(found, "LEAD_INS", ())
-    return {mark: re.compile("|".join(_phrase_pattern(p, spaced, lead_ins) for p in phrases))
-            for mark, phrases in markers.items() if phrases}
+    return {mark: pattern for mark in found.MARKERS if (pattern := _pattern(language, mark)) is not None}
 
 
 @cache
@@ -138,7 +147,7 @@ def scopes(text: str, language: str) -> list[str]:
 def has_mark(text: str, language: str, mark: str) -> bool:
     """Whether the language's lexicon finds `mark` in `text`, read as that language whatever it looks like: for a
     piece of a text the caller has already told is not in another language (`marks` tells it for a whole text)."""
-    pattern = _patterns(language).get(mark)
+    pattern = _pattern(language, mark)
     return pattern is not None and pattern.search(normalise(text)) is not None
 
 
@@ -233,6 +242,6 @@ def marked(text: str, language: str, mark: str) -> str | None:
     """The words of `text` that give it `mark` in the language's lexicon ("my sister" for "other"), or None."""
     if not text or mark not in marks(text, language):
         return None
-    pattern = _patterns(language).get(mark)
+    pattern = _pattern(language, mark)
     found = pattern.search(normalise(text)) if pattern is not None else None
     return found.group(0) if found else None
